@@ -1,0 +1,47 @@
+# The two commands of the README: `make run` and `make test` (as root).
+# Both install what they need first, so a fresh Debian/Ubuntu machine works.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PRESET ?= quick
+DB ?= layerbench.db
+APT_PACKAGES := fio xfsprogs btrfs-progs e2fsprogs fuse-overlayfs fuse3 util-linux \
+	iproute2 kmod python3 python3-venv python3-pip ca-certificates
+
+.PHONY: run test setup apt venv lint clean-env
+
+run: setup
+	$(VENV)/bin/layerbench run $(PRESET) --db $(DB)
+
+test: setup
+	$(PY) -m ruff check src tests bench
+	$(PY) -m pytest -q
+
+setup: apt venv
+
+# Debian's docker.io only where no dockerd is installed: a host with Docker's
+# own packages (docker-ce) keeps them.
+apt:
+	@if [ "$$(id -u)" != 0 ]; then echo "make: run as root (layerbench mounts filesystems and starts daemons)"; exit 3; fi
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if ! command -v dockerd >/dev/null 2>&1; then missing="$$missing docker.io"; fi; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.lock pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q --require-hashes -r requirements.lock
+	$(PY) -m pip install -q --no-deps -e .
+	touch $@
+
+lint: venv
+	$(PY) -m ruff check src tests bench
+	$(PY) -m ruff format --check src tests bench
+
+clean-env:
+	rm -rf $(VENV)

@@ -1,0 +1,48 @@
+"""The single error boundary: typed errors become one clear message and an exit code."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import NoReturn
+
+from rich.console import Console
+
+from layerbench.errors import LayerbenchError
+
+# Documented in README.md ("Exit codes"); keep the two in step.
+EXIT_OK = 0
+EXIT_TRIALS_FAILED = 1
+EXIT_INTERRUPTED = 130
+
+err_console = Console(stderr=True, highlight=False)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, turned into the same unwinding as Ctrl-C so teardown runs."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> NoReturn:
+    raise Terminated()
+
+
+@contextmanager
+def boundary() -> Iterator[None]:
+    previous: Callable[..., object] | int | None = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    except LayerbenchError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}")
+        if exc.hint:
+            err_console.print(f"[dim]hint:[/] {exc.hint}")
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err_console.print(
+            "[yellow]interrupted:[/] every finished trial is saved; layers built so far were torn down"
+        )
+        sys.exit(EXIT_INTERRUPTED)
+    finally:
+        signal.signal(signal.SIGTERM, previous)

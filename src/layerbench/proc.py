@@ -1,0 +1,115 @@
+"""The one place that starts a process.
+
+Argument lists only (never a shell string), a timeout on everything, and the
+whole process group killed if the caller is interrupted, so a Ctrl-C never
+leaves a fio or mkfs running behind us.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from layerbench.errors import ToolError
+
+DEFAULT_TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class Completed:
+    argv: list[str]
+    rc: int
+    stdout: str
+    stderr: str
+
+    def check(self) -> Completed:
+        if self.rc != 0:
+            raise ToolError(self.argv, self.rc, self.stderr or self.stdout)
+        return self
+
+
+class Runner(Protocol):
+    def __call__(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        input: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> Completed: ...
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    input: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Completed:
+    """Run ``argv`` to completion; never raises for a non-zero exit (see ``check``).
+
+    Raises ToolError with rc=None on timeout, after killing the process group.
+    """
+    args = [str(a) for a in argv]
+    try:
+        proc = subprocess.Popen(
+            args,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(env) if env is not None else None,
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise ToolError(args, 127, f"{args[0]}: not found on PATH") from exc
+    try:
+        out, err = proc.communicate(input=input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        out, err = proc.communicate()
+        raise ToolError(args, None, f"timed out after {timeout:.0f}s\n{err}") from None
+    except BaseException:
+        _kill_group(proc)
+        proc.wait()
+        raise
+    return Completed(args, proc.returncode, out, err)
+
+
+def check(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S) -> str:
+    """Run and return stdout; raise ToolError on a non-zero exit."""
+    return run(argv, timeout=timeout).check().stdout
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError):  # already gone: nothing to kill
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+@dataclass
+class FakeRunner:
+    """Stands in for ``run`` in tests: records every argv, answers from a table.
+
+    ``answers`` maps the program name (argv[0]) to a Completed-like triple.
+    """
+
+    answers: dict[str, tuple[int, str, str]] = field(default_factory=dict)
+    calls: list[list[str]] = field(default_factory=list)
+
+    def __call__(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        input: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> Completed:
+        args = [str(a) for a in argv]
+        self.calls.append(args)
+        rc, out, err = self.answers.get(os.path.basename(args[0]), (0, "", ""))
+        return Completed(args, rc, out, err)

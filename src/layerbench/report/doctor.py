@@ -1,0 +1,69 @@
+"""`layerbench doctor`: which axes this host supports, and why not, from the same rules `run` applies."""
+
+from __future__ import annotations
+
+from typing import NamedTuple, get_args
+
+from layerbench.spec.feasibility import HostCaps
+from layerbench.spec.models import DeviceKind, DeviceSpec, Driver, FsType, StackSpec
+from layerbench.spec.rules import host_has_device, host_has_engine, host_has_filesystem, needs_root
+
+TOOLS = ("fio", "dockerd", "containerd", "runc", "fuse-overlayfs", "losetup", "mount")
+
+
+class DoctorRow(NamedTuple):
+    axis: str
+    value: str
+    ok: bool
+    note: str
+
+
+def doctor_rows(caps: HostCaps) -> list[DoctorRow]:
+    rows = [
+        DoctorRow(
+            "host", "root", caps.is_root, needs_root(_stack(), caps) or f"kernel {caps.kernel}"
+        )
+    ]
+    for kind in get_args(DeviceKind):
+        if kind == "block":
+            rows.append(
+                DoctorRow(
+                    "device",
+                    kind,
+                    True,
+                    "only a device you name explicitly; never mounted or in use",
+                )
+            )
+            continue
+        reason = host_has_device(_stack(device={"kind": kind}), caps)
+        rows.append(DoctorRow("device", kind, reason is None, reason or ""))
+    for fs in get_args(FsType):
+        if fs != "none":
+            reason = host_has_filesystem(_stack(filesystem=fs, placement="host-dir"), caps)
+            rows.append(DoctorRow("filesystem", fs, reason is None, reason or ""))
+    for driver in get_args(Driver):
+        stack = _stack(
+            filesystem="btrfs" if driver == "btrfs" else "xfs",
+            engine=f"docker:{driver}",
+            placement="writable-layer",
+        )
+        reason = host_has_engine(stack, caps)
+        rows.append(DoctorRow("docker driver", driver, reason is None, reason or ""))
+    for tool in TOOLS:
+        ok = tool in caps.binaries
+        rows.append(
+            DoctorRow("tool", tool, ok, "" if ok else "not on PATH (`make setup` installs it)")
+        )
+    rows.extend(DoctorRow("note", "", True, note) for note in caps.notes)
+    return rows
+
+
+def _stack(**fields: object) -> StackSpec:
+    data: dict[str, object] = {
+        "device": DeviceSpec(),
+        "filesystem": "none",
+        "engine": "native",
+        "placement": "raw",
+    }
+    data.update(fields)
+    return StackSpec.model_validate(data)

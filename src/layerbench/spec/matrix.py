@@ -1,0 +1,103 @@
+"""Expand an experiment into cells, refusing the impossible ones with a reason.
+
+Each ``stacks:`` entry is a partial stack; a field given as a list is an axis,
+and the entry expands to the product of its axes. Fields left out take the
+experiment's defaults (device) or the natural choice for the engine
+(placement: raw for no filesystem, host-dir natively, writable-layer in Docker).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from layerbench.spec.feasibility import HostCaps
+from layerbench.spec.load import spec_error
+from layerbench.spec.models import Cell, Experiment, StackSpec
+from layerbench.spec.rules import why_not
+
+STACK_FIELDS = ("device", "filesystem", "engine", "placement", "limits")
+
+
+@dataclass(frozen=True)
+class Refusal:
+    cell: Cell
+    reason: str
+
+
+@dataclass(frozen=True)
+class Matrix:
+    cells: list[Cell]
+    refused: list[Refusal]
+    baseline_of: dict[str, str | None]  # cell id → its baseline cell id
+
+    def stacks(self) -> list[StackSpec]:
+        return list(dict.fromkeys(c.stack for c in self.cells))
+
+
+def expand_stacks(exp: Experiment) -> list[StackSpec]:
+    stacks: list[StackSpec] = []
+    for i, entry in enumerate(exp.stacks):
+        for combo in _product(entry):
+            stacks.append(_stack(exp, combo, f"stacks[{i}]."))
+    return list(dict.fromkeys(stacks))
+
+
+def expand(
+    exp: Experiment, caps: HostCaps, rule: Callable[[StackSpec, HostCaps], str | None] = why_not
+) -> Matrix:
+    cells, refused = [], []
+    for stack in expand_stacks(exp):
+        reason = rule(stack, caps)
+        for w in exp.workloads:
+            cell = Cell(stack=stack, workload=w)
+            (refused.append(Refusal(cell, reason)) if reason else cells.append(cell))
+    return Matrix(cells, refused, _baselines(exp, cells))
+
+
+def _product(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    keys = [k for k in STACK_FIELDS if entry.get(k) is not None]
+    options = [entry[k] if isinstance(entry[k], list) else [entry[k]] for k in keys]
+    return [dict(zip(keys, values, strict=True)) for values in itertools.product(*options)]
+
+
+def _stack(exp: Experiment, combo: dict[str, Any], where: str) -> StackSpec:
+    data: dict[str, Any] = {"device": exp.device, "filesystem": "none", "engine": "native", **combo}
+    if isinstance(data["device"], dict):
+        data["device"] = {**exp.device.model_dump(), **data["device"]}
+    if "placement" not in combo:
+        data["placement"] = _default_placement(data)
+    try:
+        return StackSpec.model_validate(data)
+    except ValidationError as exc:
+        raise spec_error(exc, f"spec {exp.name!r}", prefix=where) from None
+
+
+def _default_placement(data: dict[str, Any]) -> str:
+    fs = data["filesystem"]
+    fs_type = fs if isinstance(fs, str) else fs.get("type", "none")
+    engine = data["engine"]
+    engine_kind = engine.partition(":")[0] if isinstance(engine, str) else engine.get("kind")
+    if fs_type == "none":
+        return "raw"
+    return "writable-layer" if engine_kind == "docker" else "host-dir"
+
+
+def _baselines(exp: Experiment, cells: list[Cell]) -> dict[str, str | None]:
+    base_stack = _baseline_stack(exp, cells)
+    by_key = {(c.stack, c.workload.name): c.id for c in cells}
+    return {c.id: by_key.get((base_stack, c.workload.name)) if base_stack else None for c in cells}
+
+
+def _baseline_stack(exp: Experiment, cells: list[Cell]) -> StackSpec | None:
+    stacks = list(dict.fromkeys(c.stack for c in cells))
+    if not stacks:
+        return None
+    if exp.baseline is None:
+        return expand_stacks(exp)[0] if expand_stacks(exp)[0] in stacks else None
+    want = _stack(exp, exp.baseline, "baseline.")
+    return want if want in stacks else None

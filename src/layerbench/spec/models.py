@@ -1,0 +1,219 @@
+"""The experiment spec: what to vary, what to hold fixed, what to compare to.
+
+Every model is frozen, so a Cell can be hashed, compared and used as a key.
+Shorthand strings in YAML ("docker:overlay2", "xfs") are accepted and turned
+into the full objects here, so the rest of the code sees one shape only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ByteSize, ConfigDict, Field, field_validator, model_validator
+
+DeviceKind = Literal["loop", "zram", "block"]
+FsType = Literal["none", "ext4", "xfs", "btrfs", "reiserfs"]
+EngineKind = Literal["native", "docker"]
+Driver = Literal["overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "aufs"]
+PlacementKind = Literal["raw", "host-dir", "writable-layer", "volume", "bind", "tmpfs"]
+FioRw = Literal["read", "write", "randread", "randwrite", "rw", "randrw"]
+
+CONTAINER_PLACEMENTS: frozenset[str] = frozenset({"writable-layer", "volume", "bind", "tmpfs"})
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class DeviceSpec(Frozen):
+    """The block device at the bottom of the stack."""
+
+    kind: DeviceKind = "loop"
+    size: ByteSize = Field(default=ByteSize(2 * 1024**3), description="loop and zram only")
+    path: str | None = Field(default=None, description="block: the device to format (required)")
+    direct_io: bool = Field(
+        default=True, description="loop: --direct-io=on (off only to demo the trap)"
+    )
+
+    @model_validator(mode="after")
+    def _block_needs_path(self) -> DeviceSpec:
+        if self.kind == "block" and not self.path:
+            raise ValueError("device.kind 'block' needs device.path, the device to format")
+        if self.kind != "block" and self.path:
+            raise ValueError(f"device.path is only for kind 'block', not {self.kind!r}")
+        return self
+
+    def label(self) -> str:
+        return self.path if self.kind == "block" and self.path else self.kind
+
+
+class FilesystemSpec(Frozen):
+    type: FsType = "none"
+    mkfs_options: tuple[str, ...] = ()
+    mount_options: tuple[str, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_name(cls, value: Any) -> Any:
+        return {"type": value} if isinstance(value, str) else value
+
+    def label(self) -> str:
+        extra = ",".join(self.mount_options)
+        return f"{self.type}({extra})" if extra else self.type
+
+
+class EngineSpec(Frozen):
+    kind: EngineKind = "native"
+    driver: Driver | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_name(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            kind, _, driver = value.partition(":")
+            return {"kind": kind, "driver": driver or None}
+        return value
+
+    @model_validator(mode="after")
+    def _driver_matches_kind(self) -> EngineSpec:
+        if self.kind == "native" and self.driver:
+            raise ValueError("engine 'native' takes no storage driver")
+        if self.kind == "docker" and not self.driver:
+            object.__setattr__(self, "driver", "overlay2")
+        return self
+
+    def label(self) -> str:
+        return f"{self.kind}:{self.driver}" if self.driver else self.kind
+
+
+class PlacementSpec(Frozen):
+    kind: PlacementKind = "host-dir"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_name(cls, value: Any) -> Any:
+        return {"kind": value} if isinstance(value, str) else value
+
+    def label(self) -> str:
+        return self.kind
+
+
+class FioWorkload(Frozen):
+    """One fio job, built from these fields, or a user's own job file."""
+
+    kind: Literal["fio"] = "fio"
+    name: str = Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_.-]+$")
+    rw: FioRw = "randread"
+    bs: ByteSize = ByteSize(4096)
+    numjobs: int = Field(default=1, ge=1, le=256)
+    iodepth: int = Field(default=1, ge=1, le=4096)
+    size: ByteSize = Field(default=ByteSize(256 * 1024**2), description="the test file (or region)")
+    runtime_s: float = Field(default=5.0, gt=0, le=86400)
+    ramp_s: float = Field(default=1.0, ge=0, le=3600)
+    direct: bool = True
+    ioengine: Literal["libaio", "io_uring", "psync", "sync", "posixaio", "mmap"] = "libaio"
+    rwmixread: int | None = Field(default=None, ge=0, le=100)
+    job_file: str | None = Field(default=None, description="a user's own fio job file")
+
+    def label(self) -> str:
+        return self.name
+
+
+Workload = FioWorkload
+
+
+class Limits(Frozen):
+    """Resource limits applied to the container (issue: DB profiles extend this)."""
+
+    cpuset: str | None = None
+    cpus: float | None = Field(default=None, gt=0)
+    memory: ByteSize | None = None
+    read_bps: ByteSize | None = None
+    write_bps: ByteSize | None = None
+
+
+class StackSpec(Frozen):
+    device: DeviceSpec
+    filesystem: FilesystemSpec
+    engine: EngineSpec
+    placement: PlacementSpec
+    limits: Limits = Limits()
+
+    def label(self) -> str:
+        parts = [
+            self.device.label(),
+            self.filesystem.label(),
+            self.engine.label(),
+            self.placement.label(),
+        ]
+        return "/".join(parts)
+
+
+class Cell(Frozen):
+    """One point of the matrix: a full stack and one workload."""
+
+    stack: StackSpec
+    workload: Workload
+
+    @property
+    def id(self) -> str:
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+    def label(self) -> str:
+        return f"{self.stack.label()} · {self.workload.label()}"
+
+
+class Trials(Frozen):
+    repetitions: int = Field(default=1, ge=1, le=1000)
+
+
+class StackEntry(BaseModel):
+    """One entry of ``stacks:``; any field given as a list becomes an axis."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    device: Any = None
+    filesystem: Any = None
+    engine: Any = None
+    placement: Any = None
+    limits: Any = None
+
+
+class Experiment(Frozen):
+    name: str = Field(min_length=1, max_length=80)
+    description: str = ""
+    device: DeviceSpec = DeviceSpec()
+    stacks: tuple[dict[str, Any], ...] = Field(min_length=1)
+    workloads: tuple[Workload, ...] = Field(min_length=1)
+    baseline: dict[str, Any] | None = Field(
+        default=None,
+        description="fields a stack must match to be the baseline (default: the first)",
+    )
+    trials: Trials = Trials()
+
+    @field_validator("stacks", mode="before")
+    @classmethod
+    def _entries_known(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            for i, entry in enumerate(value):
+                if not isinstance(entry, dict):
+                    raise ValueError(
+                        f"stacks[{i}] must be a mapping of device/filesystem/engine/placement"
+                    )
+                StackEntry.model_validate(entry)
+        return value
+
+    @model_validator(mode="after")
+    def _unique_workload_names(self) -> Experiment:
+        names = [w.name for w in self.workloads]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"workload names must be unique; repeated: {', '.join(dupes)}")
+        return self
+
+    def digest(self) -> str:
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()

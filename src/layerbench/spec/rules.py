@@ -1,0 +1,131 @@
+"""Feasibility rules: why a stack cannot be built, on any host or on this one.
+
+Pure functions of the stack and a HostCaps snapshot, so they run (and are
+tested) without root and before anything is touched. Each returns a sentence
+a user can act on, or None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from layerbench.spec.feasibility import HostCaps
+from layerbench.spec.models import CONTAINER_PLACEMENTS, StackSpec
+
+Rule = Callable[[StackSpec, HostCaps], str | None]
+
+# Mount options that belong to one filesystem; mount(8) would fail on another.
+FS_ONLY_OPTIONS = {
+    "dioread_nolock": "ext4",
+    "nodioread_nolock": "ext4",
+    "nodatacow": "btrfs",
+    "datacow": "btrfs",
+    "nodatasum": "btrfs",
+}
+APT_PACKAGE = {
+    "ext4": "e2fsprogs",
+    "xfs": "xfsprogs",
+    "btrfs": "btrfs-progs",
+    "reiserfs": "reiserfsprogs",
+}
+
+
+def placement_matches_layers(s: StackSpec, caps: HostCaps) -> str | None:
+    fs, eng, pl = s.filesystem.type, s.engine.kind, s.placement.kind
+    if fs == "none" and pl != "raw":
+        return f"placement {pl!r} needs a filesystem; with filesystem 'none' only 'raw' applies"
+    if pl == "raw" and fs != "none":
+        return "placement 'raw' is the bare device; set filesystem: none"
+    if eng == "docker" and fs == "none":
+        return "Docker needs a host filesystem for its data-root; set filesystem"
+    if eng == "native" and pl in CONTAINER_PLACEMENTS:
+        return f"placement {pl!r} is a container placement; set engine: docker:<driver>"
+    if eng == "docker" and pl not in CONTAINER_PLACEMENTS:
+        allowed = ", ".join(sorted(CONTAINER_PLACEMENTS))
+        return f"placement {pl!r} is native; in a container use one of: {allowed}"
+    return None
+
+
+def driver_fits_filesystem(s: StackSpec, caps: HostCaps) -> str | None:
+    driver, fs = s.engine.driver, s.filesystem.type
+    if driver == "btrfs" and fs != "btrfs":
+        return f"the btrfs storage driver needs a btrfs host filesystem, not {fs}"
+    ftype0 = any("ftype=0" in o for o in s.filesystem.mkfs_options)
+    if driver == "overlay2" and fs == "xfs" and ftype0:
+        return "overlay2 on xfs needs d_type: make the xfs with -n ftype=1"
+    return None
+
+
+def mount_options_fit(s: StackSpec, caps: HostCaps) -> str | None:
+    for opt in s.filesystem.mount_options:
+        owner = FS_ONLY_OPTIONS.get(opt.split("=")[0])
+        if owner and owner != s.filesystem.type:
+            return f"mount option {opt!r} is {owner}'s, not {s.filesystem.type}'s"
+    return None
+
+
+def host_has_filesystem(s: StackSpec, caps: HostCaps) -> str | None:
+    fs = s.filesystem.type
+    if fs == "none":
+        return None
+    if fs not in caps.filesystems:
+        return f"this kernel ({caps.kernel}) has no {fs}: not in /proc/filesystems and no module"
+    if fs not in caps.mkfs:
+        return f"mkfs.{fs} is not installed (apt-get install {APT_PACKAGE.get(fs, fs)})"
+    return None
+
+
+def host_has_device(s: StackSpec, caps: HostCaps) -> str | None:
+    kind = s.device.kind
+    if kind == "loop" and not caps.loop:
+        return "no loop device support (/dev/loop-control is missing)"
+    if kind == "zram" and not caps.zram:
+        return "no zram support in this kernel (modprobe zram failed)"
+    return None
+
+
+def host_has_engine(s: StackSpec, caps: HostCaps) -> str | None:
+    if s.engine.kind != "docker":
+        return None
+    missing = [b for b in ("dockerd", "containerd", "runc") if b not in caps.binaries]
+    if missing:
+        return f"Docker engine binaries missing: {', '.join(missing)} (apt-get install docker.io)"
+    driver = s.engine.driver or "overlay2"
+    if driver not in caps.docker_drivers:
+        return _why_no_driver(driver, caps)
+    return None
+
+
+def _why_no_driver(driver: str, caps: HostCaps) -> str:
+    reasons = {
+        "devicemapper": "the devicemapper driver needs device-mapper, which this kernel lacks",
+        "aufs": "the aufs driver needs aufs, which this kernel lacks (it was never in mainline)",
+        "fuse-overlayfs": "fuse-overlayfs needs /dev/fuse and the fuse-overlayfs binary",
+        "overlay2": "overlay2 needs overlayfs in the kernel",
+        "btrfs": "the btrfs driver needs btrfs in the kernel",
+    }
+    return reasons.get(driver, f"storage driver {driver} is not available on this host")
+
+
+def needs_root(s: StackSpec, caps: HostCaps) -> str | None:
+    return None if caps.is_root else "building stacks needs root (losetup, mkfs, mount, dockerd)"
+
+
+RULES: tuple[Rule, ...] = (
+    placement_matches_layers,
+    driver_fits_filesystem,
+    mount_options_fit,
+    needs_root,
+    host_has_device,
+    host_has_filesystem,
+    host_has_engine,
+)
+
+
+def why_not(stack: StackSpec, caps: HostCaps) -> str | None:
+    """The first reason this stack cannot be built here, or None."""
+    for rule in RULES:
+        reason = rule(stack, caps)
+        if reason:
+            return reason
+    return None

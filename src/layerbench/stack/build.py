@@ -1,0 +1,123 @@
+"""Build stacks layer by layer, keeping what consecutive stacks share.
+
+A stack is four layers: device → filesystem → engine → placement. Stacks run
+one after another, and when the next stack shares its lower layers with the
+current one (same device and filesystem, say, but another placement) only the
+layers above the first difference are torn down and rebuilt. Each layer lives
+in its own ExitStack, so teardown always runs top-down, on success, error or
+Ctrl-C.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from layerbench.spec.models import StackSpec
+from layerbench.stack.device import device
+from layerbench.stack.dockerd import private_dockerd
+from layerbench.stack.filesystem import filesystem
+from layerbench.stack.image import ensure_image
+from layerbench.stack.placement import container_placement, native_placement
+from layerbench.stack.target import BuildContext, Target
+
+IMAGE_BINARIES = ["fio", "sleep"]
+
+
+@dataclass
+class _Layer:
+    key: Any
+    exits: ExitStack
+    value: Any
+
+
+@dataclass(frozen=True)
+class _Engine:
+    docker: Any  # DockerEngine, or None for native
+    image: str | None
+
+
+class StackBuilder(AbstractContextManager["StackBuilder"]):
+    def __init__(self, ctx: BuildContext) -> None:
+        self.ctx = ctx
+        self._layers: list[_Layer] = []
+
+    def enter(self, stack: StackSpec, data_bytes: int) -> Target:
+        """Make ``stack`` the current one and return its placement target."""
+        keys = _keys(stack)
+        keep = 0
+        while keep < len(self._layers) and self._layers[keep].key == keys[keep]:
+            keep += 1
+        self._close_from(keep)
+        builders = (self._device, self._filesystem, self._engine, self._placement)
+        for level in range(keep, len(keys)):
+            exits = ExitStack()
+            try:
+                value = builders[level](stack, data_bytes, exits)
+            except BaseException:
+                exits.close()
+                raise
+            self._layers.append(_Layer(keys[level], exits, value))
+        return self._layers[-1].value
+
+    def close(self) -> None:
+        self._close_from(0)
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _close_from(self, level: int) -> None:
+        # Top-down; a failure in one layer must not skip the layers below it.
+        errors: list[BaseException] = []
+        while len(self._layers) > level:
+            layer = self._layers.pop()
+            try:
+                layer.exits.close()
+            except Exception as exc:
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+    def _value(self, level: int) -> Any:
+        return self._layers[level].value
+
+    def _device(self, stack: StackSpec, data_bytes: int, exits: ExitStack) -> Any:
+        return exits.enter_context(device(stack.device, self.ctx))
+
+    def _filesystem(self, stack: StackSpec, data_bytes: int, exits: ExitStack) -> Any:
+        return exits.enter_context(filesystem(self._value(0), stack.filesystem, self.ctx))
+
+    def _engine(self, stack: StackSpec, data_bytes: int, exits: ExitStack) -> _Engine:
+        if stack.engine.kind == "native":
+            return _Engine(None, None)
+        engine = exits.enter_context(
+            private_dockerd(self._value(1), stack.engine.driver or "overlay2", self.ctx)
+        )
+        return _Engine(engine, ensure_image(engine, IMAGE_BINARIES, self.ctx))
+
+    def _placement(self, stack: StackSpec, data_bytes: int, exits: ExitStack) -> Target:
+        mount, engine = self._value(1), self._value(2)
+        if engine.docker is None:
+            return exits.enter_context(native_placement(mount, stack.placement, self.ctx))
+        cm = container_placement(
+            engine.docker, engine.image, mount, stack.placement, stack.limits, data_bytes, self.ctx
+        )
+        return exits.enter_context(cm)
+
+
+def _keys(stack: StackSpec) -> tuple[Any, ...]:
+    return (
+        stack.device,
+        (stack.device, stack.filesystem),
+        (stack.device, stack.filesystem, stack.engine),
+        stack,
+    )
+
+
+@contextmanager
+def single(stack: StackSpec, ctx: BuildContext, data_bytes: int) -> Iterator[Target]:
+    """Build one stack on its own (tests, ad-hoc use)."""
+    with StackBuilder(ctx) as builder:
+        yield builder.enter(stack, data_bytes)

@@ -1,0 +1,83 @@
+"""The host's environment, recorded with every run so unlike runs are not compared."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import shutil
+from pathlib import Path
+from typing import Any
+
+from layerbench import __version__
+from layerbench.errors import ToolError
+from layerbench.proc import Runner
+
+VERSION_COMMANDS = {
+    "fio": ["fio", "--version"],
+    "dockerd": ["dockerd", "--version"],
+    "mkfs.xfs": ["mkfs.xfs", "-V"],
+    "mkfs.btrfs": ["mkfs.btrfs", "--version"],
+    "fuse-overlayfs": ["fuse-overlayfs", "--version"],
+}
+
+
+def describe_host(runner: Runner) -> dict[str, Any]:
+    return {
+        "hostname": platform.node(),
+        "kernel": platform.release(),
+        "os": _os_release(),
+        "cpu_model": _cpu_model(),
+        "cpus": os.cpu_count(),
+        "memory_bytes": _mem_total(),
+        "python": platform.python_version(),
+        "layerbench": __version__,
+        "tools": {name: _version(runner, argv) for name, argv in VERSION_COMMANDS.items()},
+        "fio_sha256": _sha256_of("fio"),
+    }
+
+
+def _version(runner: Runner, argv: list[str]) -> str | None:
+    if shutil.which(argv[0]) is None:
+        return None
+    try:
+        done = runner(argv, timeout=20)
+    except ToolError:
+        return None
+    text = (done.stdout or done.stderr).strip().splitlines()
+    return text[0] if text else None
+
+
+def _sha256_of(binary: str) -> str | None:
+    path = shutil.which(binary)
+    if path is None:
+        return None
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _cpu_model() -> str:
+    for line in _read("/proc/cpuinfo").splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.machine()
+
+
+def _mem_total() -> int | None:
+    for line in _read("/proc/meminfo").splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
+def _os_release() -> str:
+    for line in _read("/etc/os-release").splitlines():
+        if line.startswith("PRETTY_NAME="):
+            return line.split("=", 1)[1].strip('"')
+    return platform.system()
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""

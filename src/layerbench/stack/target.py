@@ -1,0 +1,57 @@
+"""What a built stack hands to a workload: where to run, and at what path."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from layerbench.proc import Completed, Runner
+from layerbench.stack.ledger import Ledger
+
+Exec = Callable[[Sequence[str], float], Completed]
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """Everything a layer needs to build itself; passed down, never global."""
+
+    work_dir: Path  # private (0700) directory for this run's files
+    ledger: Ledger
+    run_id: str
+    runner: Runner
+
+
+@dataclass(frozen=True)
+class Device:
+    path: str  # /dev/loop3, /dev/zram1, /dev/nvme0n1
+    kind: str
+    size_bytes: int
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Mount:
+    device: Device
+    fs_type: str  # "none" when there is no filesystem (raw device)
+    mountpoint: Path | None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A place a workload can run.
+
+    ``run(argv, timeout)`` executes a command there (natively or inside the
+    container); ``path`` is the file, directory or device the workload should
+    use, as seen from inside; ``device`` is the block device underneath, for
+    accounting; ``engine`` is "native" or "docker".
+    """
+
+    run: Exec
+    path: str
+    path_is_device: bool
+    device: Device
+    engine: str
+    info: dict[str, Any] = field(default_factory=dict)
