@@ -1,0 +1,3 @@
+from layerbench.cli.app import main
+
+main()

@@ -1,0 +1,180 @@
+"""Sampling the host while a trial runs: CPU, memory, block devices, cgroups.
+
+A background thread reads /proc and /sys once per interval. Parsing is split
+into pure functions over the files' text, so it is tested on captured text.
+The totals over the whole trial (bytes each device really moved) feed the
+device-accounting check: if fio says it read 1 GiB and the disk under the
+loop device read 10 MiB, the page cache or a sparse file answered, not the disk.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+SECTOR = 512  # /sys/block/*/stat counts 512-byte sectors whatever the device's block size
+
+
+@dataclass(frozen=True)
+class Point:
+    t: float  # seconds since the monitor started
+    series: str  # e.g. "cpu.iowait", "disk.vda.read_bps", "cgroup.<id>.cpu_cores"
+    value: float
+    unit: str
+
+
+@dataclass(frozen=True)
+class CpuTimes:
+    user: int
+    system: int
+    idle: int
+    iowait: int
+    total: int
+
+
+@dataclass(frozen=True)
+class DiskCounters:
+    reads: int
+    read_bytes: int
+    writes: int
+    write_bytes: int
+    busy_ms: int
+
+
+def parse_proc_stat(text: str) -> CpuTimes:
+    fields = [int(x) for x in text.splitlines()[0].split()[1:]]
+    user, nice, system, idle, iowait, irq, softirq, _steal = (fields + [0] * 8)[:8]
+    return CpuTimes(user + nice, system + irq + softirq, idle, iowait, sum(fields[:8]))
+
+
+def parse_disk_stat(text: str) -> DiskCounters:
+    f = [int(x) for x in text.split()]
+    return DiskCounters(
+        reads=f[0], read_bytes=f[2] * SECTOR, writes=f[4], write_bytes=f[6] * SECTOR, busy_ms=f[9]
+    )
+
+
+def parse_meminfo(text: str) -> dict[str, int]:
+    out = {}
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        parts = rest.split()
+        if parts:
+            out[key] = int(parts[0]) * (1024 if len(parts) > 1 else 1)
+    return out
+
+
+def cpu_shares(a: CpuTimes, b: CpuTimes) -> dict[str, float]:
+    total = max(b.total - a.total, 1)
+    return {
+        "cpu.user": 100 * (b.user - a.user) / total,
+        "cpu.system": 100 * (b.system - a.system) / total,
+        "cpu.iowait": 100 * (b.iowait - a.iowait) / total,
+        "cpu.idle": 100 * (b.idle - a.idle) / total,
+    }
+
+
+def disk_rates(name: str, a: DiskCounters, b: DiskCounters, seconds: float) -> dict[str, float]:
+    dt = max(seconds, 1e-6)
+    return {
+        f"disk.{name}.read_bps": (b.read_bytes - a.read_bytes) / dt,
+        f"disk.{name}.write_bps": (b.write_bytes - a.write_bytes) / dt,
+        f"disk.{name}.read_iops": (b.reads - a.reads) / dt,
+        f"disk.{name}.write_iops": (b.writes - a.writes) / dt,
+        f"disk.{name}.util": min(100.0, 100 * (b.busy_ms - a.busy_ms) / (dt * 1000)),
+    }
+
+
+UNITS = {"read_bps": "B/s", "write_bps": "B/s", "read_iops": "IO/s", "write_iops": "IO/s", "util": "%"}
+
+
+def devices_beneath(dev_path: str, sys_root: Path = Path("/sys")) -> list[str]:
+    """The block device and, for a loop device, the disk its backing file lives on."""
+    name = os.path.basename(dev_path)
+    names = [name]
+    backing = sys_root / "block" / name / "loop" / "backing_file"
+    if backing.exists():
+        st = os.stat(backing.read_text().strip())
+        link = sys_root / "dev" / "block" / f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+        if link.exists():
+            names.append(link.resolve().name)
+    return names
+
+
+class Monitor:
+    """Samples every ``interval`` seconds between __enter__ and __exit__."""
+
+    def __init__(
+        self,
+        devices: list[str],
+        interval: float = 1.0,
+        sys_root: Path = Path("/sys"),
+        proc_root: Path = Path("/proc"),
+    ) -> None:
+        self.devices = devices
+        self.interval = interval
+        self.sys_root = sys_root
+        self.proc_root = proc_root
+        self.points: list[Point] = []
+        self.totals: dict[str, DiskCounters] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="layerbench-monitor", daemon=True)
+
+    def __enter__(self) -> Monitor:
+        self._t0 = time.monotonic()
+        self._first = self._snapshot()
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stop.set()
+        self._thread.join()
+        last = self._snapshot()
+        self.totals = {
+            name: _delta(self._first[1][name], last[1][name]) for name in self.devices if name in last[1]
+        }
+
+    def _loop(self) -> None:
+        prev = self._first
+        while not self._stop.wait(self.interval):
+            cur = self._snapshot()
+            self._emit(prev, cur)
+            prev = cur
+
+    def _snapshot(self) -> tuple[float, dict[str, DiskCounters], CpuTimes, dict[str, int]]:
+        disks = {}
+        for name in self.devices:
+            path = self.sys_root / "class" / "block" / name / "stat"
+            if path.exists():
+                disks[name] = parse_disk_stat(path.read_text())
+        cpu = parse_proc_stat((self.proc_root / "stat").read_text())
+        mem = parse_meminfo((self.proc_root / "meminfo").read_text())
+        return time.monotonic(), disks, cpu, mem
+
+    def _emit(self, prev: tuple, cur: tuple) -> None:
+        t = cur[0] - self._t0
+        seconds = cur[0] - prev[0]
+        for series, value in cpu_shares(prev[2], cur[2]).items():
+            self.points.append(Point(t, series, value, "%"))
+        used = cur[3].get("MemTotal", 0) - cur[3].get("MemAvailable", 0)
+        self.points.append(Point(t, "mem.used", float(used), "B"))
+        for name in cur[1]:
+            if name in prev[1]:
+                for series, value in disk_rates(name, prev[1][name], cur[1][name], seconds).items():
+                    self.points.append(Point(t, series, value, UNITS[series.rsplit(".", 1)[1]]))
+
+
+def _delta(a: DiskCounters, b: DiskCounters) -> DiskCounters:
+    return DiskCounters(
+        b.reads - a.reads,
+        b.read_bytes - a.read_bytes,
+        b.writes - a.writes,
+        b.write_bytes - a.write_bytes,
+        b.busy_ms - a.busy_ms,
+    )
