@@ -9,10 +9,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import pandas as pd
 from docker.errors import DockerException
 
+from layerbench.analysis.precision import precise_enough
 from layerbench.errors import LayerbenchError, ToolError
-from layerbench.schedule import StackPlan, Trial, plan
+from layerbench.schedule import StackPlan, Trial, plan, plan_round
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Cell, Experiment
 from layerbench.stack.build import StackBuilder
@@ -59,21 +61,44 @@ def execute(
     on_trial: OnTrial | None = None,
     seed: int = 0,
 ) -> Outcome:
+    """Run the rounds; with a precision target, stop each cell once its CI is narrow enough."""
     outcome = Outcome()
-    plans = plan(matrix.cells, exp.trials.repetitions, store.done_trials(run_id), seed)
-    with StackBuilder(ctx) as builder:
-        for stack_plan in plans:
-            for trial, record in _run_stack(builder, stack_plan):
-                store.record_trial(run_id, record)
-                outcome.add(record)
-                if on_trial:
-                    on_trial(trial, record)
+    for rep in range(exp.trials.repetitions):
+        cells = _still_imprecise(exp, matrix.cells, store, run_id)
+        if not cells:
+            break
+        # A fresh StackBuilder per round: every repetition runs on freshly built layers.
+        with StackBuilder(ctx) as builder:
+            for stack_plan in plan_round(cells, rep, store.done_trials(run_id), seed):
+                for trial, record in _run_stack(builder, stack_plan):
+                    store.record_trial(run_id, record)
+                    outcome.add(record)
+                    if on_trial:
+                        on_trial(trial, record)
     return outcome
 
 
 def pending(exp: Experiment, matrix: Matrix, store: Store, run_id: str) -> int:
-    plans = plan(matrix.cells, exp.trials.repetitions, store.done_trials(run_id))
-    return sum(len(p.trials) for p in plans)
+    """Trials still to run at most (a precision target may stop cells sooner)."""
+    done = store.done_trials(run_id)
+    return sum(len(p.trials) for p in plan(matrix.cells, exp.trials.repetitions, done))
+
+
+def _still_imprecise(exp: Experiment, cells: list[Cell], store: Store, run_id: str) -> list[Cell]:
+    target = exp.trials.precision
+    if target is None:
+        return cells
+    values = headline_values(store.samples_frame(run_id), exp.trials.metric)
+    return [c for c in cells if not precise_enough(values.get(c.id, []), target, exp.trials.min_repetitions)]
+
+
+def headline_values(frame: pd.DataFrame, metric: str) -> dict[str, list[float]]:
+    """Per cell, one value per trial: the metric summed over jobs and directions."""
+    if frame.empty:
+        return {}
+    rows = frame[frame["metric"] == metric]
+    per_trial = rows.groupby(["cell_id", "trial_id"])["value"].sum()
+    return {cell: list(group.values) for cell, group in per_trial.groupby(level=0)}
 
 
 def _run_stack(builder: StackBuilder, sp: StackPlan):  # -> Iterator[tuple[Trial, TrialRecord]]
@@ -111,9 +136,7 @@ def run_trial(target: Target, trial: Trial, extra: dict[str, object]) -> TrialRe
         category = "timeout" if exc.rc is None else "tool-error"
         return _failed(trial, category, exc, started, argv)
     if done.rc != 0:
-        return _record(
-            trial, "failed", "tool-error", started, argv, done.stdout, done.stderr, [], extra
-        )
+        return _record(trial, "failed", "tool-error", started, argv, done.stdout, done.stderr, [], extra)
     try:
         samples = fio.samples(fio.parse(done.stdout))
     except fio.FioParseError as exc:

@@ -1,16 +1,18 @@
-"""Order the trials: one stack at a time (built once), layers shared where possible.
+"""Order the trials: rounds of repetitions, each visiting every cell once.
 
-Stacks are ordered so that consecutive ones share their lower layers (device,
-filesystem, engine), which the StackBuilder then keeps. Within a stack the
-repetitions run in rounds, and each round visits the workloads in a shuffled
-order (seeded, so a run can be reproduced), so that drift over time does not
-always favour the workload that runs first.
+Within a round, stacks that share lower layers (device, filesystem, engine)
+stay together so the StackBuilder builds those layers once; but the order of
+those groups, of the stacks inside a group and of the workloads inside a
+stack is shuffled anew every round (seeded, so a run can be reproduced). So
+drift over time, and the advantage of running first, fall on no cell in
+particular; and every repetition of a cell runs on a freshly built stack.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Any
 
 from layerbench.spec.models import Cell, StackSpec
 
@@ -27,37 +29,39 @@ class StackPlan:
     trials: list[Trial]
 
 
-def plan(
-    cells: list[Cell], repetitions: int, done: set[tuple[str, int]] = frozenset(), seed: int = 0
+def plan_round(
+    cells: list[Cell], repetition: int, done: set[tuple[str, int]] = frozenset(), seed: int = 0
 ) -> list[StackPlan]:
-    rng = random.Random(seed)
-    by_stack: dict[StackSpec, list[Cell]] = {}
-    for cell in cells:
-        by_stack.setdefault(cell.stack, []).append(cell)
+    rng = random.Random(f"{seed}:{repetition}")
+    todo = [c for c in cells if (c.id, repetition) not in done]
     plans = []
-    for stack in _reuse_order(list(by_stack)):
-        trials = []
-        for rep in range(repetitions):
-            round_ = [Trial(c, rep) for c in by_stack[stack] if (c.id, rep) not in done]
-            rng.shuffle(round_)
-            trials.extend(round_)
-        if trials:
-            plans.append(StackPlan(stack, trials))
+    for stack in _grouped_shuffle(list(dict.fromkeys(c.stack for c in todo)), rng):
+        trials = [Trial(c, repetition) for c in todo if c.stack == stack]
+        rng.shuffle(trials)
+        plans.append(StackPlan(stack, trials))
     return plans
 
 
-def _reuse_order(stacks: list[StackSpec]) -> list[StackSpec]:
-    """Group stacks by shared lower layers, keeping first-appearance order otherwise."""
-    first_seen: dict[object, int] = {}
-    for i, s in enumerate(stacks):
-        for key in ((s.device,), (s.device, s.filesystem), (s.device, s.filesystem, s.engine)):
-            first_seen.setdefault(key, i)
+def plan(
+    cells: list[Cell], repetitions: int, done: set[tuple[str, int]] = frozenset(), seed: int = 0
+) -> list[StackPlan]:
+    """Every round of a fixed-count run, in order."""
+    return [p for rep in range(repetitions) for p in plan_round(cells, rep, done, seed)]
 
-    def rank(s: StackSpec) -> tuple[int, int, int]:
-        return (
-            first_seen[(s.device,)],
-            first_seen[(s.device, s.filesystem)],
-            first_seen[(s.device, s.filesystem, s.engine)],
-        )
 
-    return sorted(stacks, key=rank)
+def _grouped_shuffle(stacks: list[StackSpec], rng: random.Random) -> list[StackSpec]:
+    tree: dict[Any, dict[Any, dict[Any, list[StackSpec]]]] = {}
+    for s in stacks:
+        tree.setdefault(s.device, {}).setdefault(s.filesystem, {}).setdefault(s.engine, []).append(s)
+    out: list[StackSpec] = []
+    for by_fs in _shuffled(list(tree.values()), rng):
+        for by_engine in _shuffled(list(by_fs.values()), rng):
+            for group in _shuffled(list(by_engine.values()), rng):
+                out.extend(_shuffled(group, rng))
+    return out
+
+
+def _shuffled(items: list[Any], rng: random.Random) -> list[Any]:
+    items = list(items)
+    rng.shuffle(items)
+    return items

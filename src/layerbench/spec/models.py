@@ -167,7 +167,24 @@ class Cell(Frozen):
 
 
 class Trials(Frozen):
+    """How many trials per cell: a fixed count, or until a precision target is met.
+
+    With ``precision`` set (e.g. 0.03 for a 95% CI within ±3% of the mean),
+    rounds continue for the cells not yet precise enough, between
+    ``min_repetitions`` and ``repetitions`` (the cap). Without it, every cell
+    gets exactly ``repetitions`` trials (a paper's fixed protocol: 002 used 10).
+    """
+
     repetitions: int = Field(default=1, ge=1, le=1000)
+    precision: float | None = Field(default=None, gt=0, lt=1)
+    min_repetitions: int = Field(default=3, ge=2, le=1000)
+    metric: Literal["iops", "bw"] = "iops"
+
+    @model_validator(mode="after")
+    def _cap_above_min(self) -> Trials:
+        if self.precision is not None and self.repetitions < self.min_repetitions:
+            raise ValueError("trials.repetitions (the cap) must be at least trials.min_repetitions")
+        return self
 
 
 class StackEntry(BaseModel):
