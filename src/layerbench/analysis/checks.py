@@ -36,9 +36,7 @@ def device_accounting(device: str, fio_read: int, fio_written: int, dev_read: in
                 f"fio {what} {fio_b / 2**20:.0f} MiB but {device} {what} {dev_b / 2**20:.0f} MiB ({share:.0%})"
             )
     if not problems:
-        return Check(
-            "device-accounting", "pass", f"{device} moved at least {ACCOUNTING_MIN_SHARE:.0%} of fio's bytes"
-        )
+        return Check("device-accounting", "pass", f"{device} moved at least {ACCOUNTING_MIN_SHARE:.0%} of fio's bytes")
     why = (
         "; ".join(problems) + ": the page cache or an unwritten (sparse) file answered, not the device. "
         "Use direct I/O end to end (loop --direct-io=on, fio direct=1) and fill files before reading them."
@@ -80,9 +78,7 @@ def faster_than_baseline(ratio_ci_low: float, baseline_label: str, touches_devic
 
 
 def bottleneck(cpu_busy_pct: float, device_util_pct: float | None) -> Check:
-    if cpu_busy_pct >= CPU_SATURATED_PCT and (
-        device_util_pct is None or device_util_pct < DEVICE_IDLE_UTIL_PCT
-    ):
+    if cpu_busy_pct >= CPU_SATURATED_PCT and (device_util_pct is None or device_util_pct < DEVICE_IDLE_UTIL_PCT):
         util = "unknown" if device_util_pct is None else f"{device_util_pct:.0f}%"
         return Check(
             "bottleneck",

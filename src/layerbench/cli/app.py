@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from layerbench import proc
-from layerbench.analysis.stats import ratios, summarize
+from layerbench.analysis.overhead import results
 from layerbench.cli.boundary import EXIT_TRIALS_FAILED, boundary
 from layerbench.cli.progress import TrialProgress
 from layerbench.errors import SpecError
@@ -40,9 +40,7 @@ app = typer.Typer(
 )
 console = Console(highlight=False)
 
-DB_OPTION = typer.Option(
-    Path("layerbench.db"), "--db", envvar="LAYERBENCH_DB", help="Results database (SQLite)."
-)
+DB_OPTION = typer.Option(Path("layerbench.db"), "--db", envvar="LAYERBENCH_DB", help="Results database (SQLite).")
 WORK_OPTION = typer.Option(
     Path("/var/tmp/layerbench"),
     "--work-dir",
@@ -60,9 +58,7 @@ JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON in
 
 @app.command()
 def run(
-    spec: str = typer.Argument(
-        ..., help="A preset name (see `layerbench presets`) or a path to a YAML spec."
-    ),
+    spec: str = typer.Argument(..., help="A preset name (see `layerbench presets`) or a path to a YAML spec."),
     db: Path = DB_OPTION,
     work_dir: Path = WORK_OPTION,
     state_dir: Path = STATE_OPTION,
@@ -85,9 +81,7 @@ def run(
             return
         if not matrix.cells:
             _print_plan(matrix)
-            raise SpecError(
-                f"every cell of {exp.name!r} was refused on this host", hint="see the reasons above"
-            )
+            raise SpecError(f"every cell of {exp.name!r} was refused on this host", hint="see the reasons above")
         failed = _run(exp, matrix, db, work_dir, state_dir, seed)
         if failed:
             raise typer.Exit(EXIT_TRIALS_FAILED)
@@ -121,9 +115,7 @@ def _run(exp, matrix: Matrix, db: Path, work_dir: Path, state_dir: Path, seed: i
 
 @app.command()
 def show(
-    run_ref: str = typer.Argument(
-        "latest", metavar="RUN", help="A run id, a unique prefix of one, or 'latest'."
-    ),
+    run_ref: str = typer.Argument("latest", metavar="RUN", help="A run id, a unique prefix of one, or 'latest'."),
     db: Path = DB_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
@@ -134,16 +126,13 @@ def show(
 
 
 def _show(store: Store, run_id: str, as_json: bool) -> None:
-    frame = store.samples_frame(run_id)
-    cells, refused = store.cells(run_id), store.refused(run_id)
-    summary = summarize(frame, ["iops", "bw"])
-    ratio = ratios(frame, "iops", "")
+    run = store.run(run_id)
+    rows = results(store.samples_frame(run_id), store.cells(run_id), store.trials(run_id))
+    refused = store.refused(run_id)
     if as_json:
-        typer.echo(
-            json.dumps(show_json(store.run(run_id), summary, ratio, cells, refused), indent=2, default=str)
-        )
+        typer.echo(json.dumps(show_json(run, rows, refused), indent=2))
         return
-    console.print(results_table(summary, ratio, cells, store.trials(run_id)))
+    console.print(results_table(rows, title=f"run {run.id} · {run.name} · {run.status}"))
     if refused:
         console.print(refused_table(refused))
 
@@ -163,10 +152,7 @@ def presets(
         if name:
             typer.echo(spec_load.preset_text(name))
             return
-        items = {
-            n: spec_load.parse(spec_load.preset_text(n), n).description.strip()
-            for n in spec_load.preset_names()
-        }
+        items = {n: spec_load.parse(spec_load.preset_text(n), n).description.strip() for n in spec_load.preset_names()}
         if as_json:
             typer.echo(json.dumps(items, indent=2))
             return

@@ -38,9 +38,7 @@ class TrialProgress:
         self._progress.start()
         return self
 
-    def __exit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
         self._progress.stop()
 
     def advance(self, trial: Trial, record: TrialRecord) -> None:

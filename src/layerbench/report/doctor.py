@@ -19,11 +19,7 @@ class DoctorRow(NamedTuple):
 
 
 def doctor_rows(caps: HostCaps) -> list[DoctorRow]:
-    rows = [
-        DoctorRow(
-            "host", "root", caps.is_root, needs_root(_stack(), caps) or f"kernel {caps.kernel}"
-        )
-    ]
+    rows = [DoctorRow("host", "root", caps.is_root, needs_root(_stack(), caps) or f"kernel {caps.kernel}")]
     for kind in get_args(DeviceKind):
         if kind == "block":
             rows.append(
@@ -51,9 +47,7 @@ def doctor_rows(caps: HostCaps) -> list[DoctorRow]:
         rows.append(DoctorRow("docker driver", driver, reason is None, reason or ""))
     for tool in TOOLS:
         ok = tool in caps.binaries
-        rows.append(
-            DoctorRow("tool", tool, ok, "" if ok else "not on PATH (`make setup` installs it)")
-        )
+        rows.append(DoctorRow("tool", tool, ok, "" if ok else "not on PATH (`make setup` installs it)"))
     rows.extend(DoctorRow("note", "", True, note) for note in caps.notes)
     return rows
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ByteSize, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 DeviceKind = Literal["loop", "zram", "block"]
 FsType = Literal["none", "ext4", "xfs", "btrfs", "reiserfs"]
@@ -19,6 +20,23 @@ EngineKind = Literal["native", "docker"]
 Driver = Literal["overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "aufs"]
 PlacementKind = Literal["raw", "host-dir", "writable-layer", "volume", "bind", "tmpfs"]
 FioRw = Literal["read", "write", "randread", "randwrite", "rw", "randrw"]
+
+_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def parse_size(value: Any) -> int:
+    """Sizes as fio reads them: 4k = 4096, 2G = 2 GiB ("KiB", "MB" and friends are binary too)."""
+    if isinstance(value, bool):
+        raise ValueError("a size is a number of bytes or a string such as 4k, 128KiB, 2GiB")
+    if isinstance(value, int):
+        return value
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", str(value), flags=re.IGNORECASE)
+    if not match:
+        raise ValueError(f"{value!r} is not a size; use bytes or a number with k, M, G or T (binary, as fio)")
+    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+
+
+ByteSize = Annotated[int, BeforeValidator(parse_size), Field(ge=0)]
 
 CONTAINER_PLACEMENTS: frozenset[str] = frozenset({"writable-layer", "volume", "bind", "tmpfs"})
 
@@ -31,11 +49,9 @@ class DeviceSpec(Frozen):
     """The block device at the bottom of the stack."""
 
     kind: DeviceKind = "loop"
-    size: ByteSize = Field(default=ByteSize(2 * 1024**3), description="loop and zram only")
+    size: ByteSize = Field(default=2 * 1024**3, description="loop and zram only")
     path: str | None = Field(default=None, description="block: the device to format (required)")
-    direct_io: bool = Field(
-        default=True, description="loop: --direct-io=on (off only to demo the trap)"
-    )
+    direct_io: bool = Field(default=True, description="loop: --direct-io=on (off only to demo the trap)")
 
     @model_validator(mode="after")
     def _block_needs_path(self) -> DeviceSpec:
@@ -106,10 +122,10 @@ class FioWorkload(Frozen):
     kind: Literal["fio"] = "fio"
     name: str = Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_.-]+$")
     rw: FioRw = "randread"
-    bs: ByteSize = ByteSize(4096)
+    bs: ByteSize = 4096
     numjobs: int = Field(default=1, ge=1, le=256)
     iodepth: int = Field(default=1, ge=1, le=4096)
-    size: ByteSize = Field(default=ByteSize(256 * 1024**2), description="the test file (or region)")
+    size: ByteSize = Field(default=256 * 1024**2, description="the test file (or region)")
     runtime_s: float = Field(default=5.0, gt=0, le=86400)
     ramp_s: float = Field(default=1.0, ge=0, le=3600)
     direct: bool = True
@@ -217,9 +233,7 @@ class Experiment(Frozen):
         if isinstance(value, list):
             for i, entry in enumerate(value):
                 if not isinstance(entry, dict):
-                    raise ValueError(
-                        f"stacks[{i}] must be a mapping of device/filesystem/engine/placement"
-                    )
+                    raise ValueError(f"stacks[{i}] must be a mapping of device/filesystem/engine/placement")
                 StackEntry.model_validate(entry)
         return value
 

@@ -92,9 +92,7 @@ class StackBuilder(AbstractContextManager["StackBuilder"]):
     def _engine(self, stack: StackSpec, data_bytes: int, exits: ExitStack) -> _Engine:
         if stack.engine.kind == "native":
             return _Engine(None, None)
-        engine = exits.enter_context(
-            private_dockerd(self._value(1), stack.engine.driver or "overlay2", self.ctx)
-        )
+        engine = exits.enter_context(private_dockerd(self._value(1), stack.engine.driver or "overlay2", self.ctx))
         return _Engine(engine, ensure_image(engine, IMAGE_BINARIES, self.ctx))
 
     def _placement(self, stack: StackSpec, data_bytes: int, exits: ExitStack) -> Target:

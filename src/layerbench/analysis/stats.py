@@ -1,0 +1,101 @@
+"""Summary statistics and ratios to the baseline, computed at read time.
+
+Statistics come from scipy: Student-t intervals for means, Welch's t-test for
+whether a cell differs from its baseline, and Fieller's interval for the
+ratio of two independent means (it stays honest at the small n benchmarks
+have, where a bootstrap does not).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+NAN = float("nan")
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    mean: float
+    std: float
+    min: float
+    max: float
+    cv: float
+    median: float
+    ci_low: float
+    ci_high: float
+
+    @property
+    def ci_halfwidth_pct(self) -> float:
+        return 100 * (self.ci_high - self.ci_low) / 2 / self.mean if self.n >= 2 and self.mean else NAN
+
+
+@dataclass(frozen=True)
+class Ratio:
+    ratio: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+
+    @property
+    def significant(self) -> bool:
+        return self.p_value == self.p_value and self.p_value < 0.05
+
+
+def per_trial(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """One value per trial: the metric summed over jobs and directions (IOPS of a mixed job)."""
+    rows = frame[frame["metric"] == metric]
+    return rows.groupby(["cell_id", "trial_id"], as_index=False)["value"].sum()
+
+
+def summarize(values: np.ndarray | list[float]) -> Summary:
+    arr = np.asarray(values, dtype=float)
+    n = len(arr)
+    if n == 0:
+        return Summary(0, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN)
+    mean = float(arr.mean())
+    std = float(arr.std(ddof=1)) if n > 1 else NAN
+    low, high = (NAN, NAN)
+    if n > 1:
+        low, high = stats.t.interval(0.95, n - 1, loc=mean, scale=stats.sem(arr)) if std > 0 else (mean, mean)
+    cv = std / mean if n > 1 and mean else NAN
+    return Summary(n, mean, std, float(arr.min()), float(arr.max()), cv, float(np.median(arr)), float(low), float(high))
+
+
+def ratio(cell: np.ndarray | list[float], base: np.ndarray | list[float]) -> Ratio:
+    """Ratio of means with Fieller's 95% interval and Welch's p-value; NaN where n < 2."""
+    a, b = np.asarray(cell, dtype=float), np.asarray(base, dtype=float)
+    if len(a) == 0 or len(b) == 0 or b.mean() == 0:
+        return Ratio(NAN, NAN, NAN, NAN)
+    q = float(a.mean() / b.mean())
+    if len(a) < 2 or len(b) < 2:
+        return Ratio(q, NAN, NAN, NAN)
+    low, high = _fieller(a, b)
+    p = float(stats.ttest_ind(a, b, equal_var=False).pvalue) if a.std() + b.std() > 0 else _exact_p(a, b)
+    return Ratio(q, low, high, p)
+
+
+def _fieller(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    ma, mb = a.mean(), b.mean()
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    t = stats.t.ppf(0.975, min(len(a), len(b)) - 1)
+    g = t * t * vb / (mb * mb)
+    if g >= 1:  # the baseline's own interval includes zero: the ratio is unbounded
+        return NAN, NAN
+    q = ma / mb
+    half = (t / abs(mb)) * math.sqrt(va * (1 - g) + q * q * vb)
+    return float((q - half) / (1 - g)), float((q + half) / (1 - g))
+
+
+def _exact_p(a: np.ndarray, b: np.ndarray) -> float:
+    return 1.0 if a.mean() == b.mean() else 0.0
+
+
+def cell_values(frame: pd.DataFrame, metric: str) -> dict[str, np.ndarray]:
+    trials = per_trial(frame, metric)
+    return {cell: group["value"].to_numpy() for cell, group in trials.groupby("cell_id")}

@@ -1,0 +1,263 @@
+"""The results store: SQLite in WAL mode, one transaction per finished trial.
+
+Raw samples and raw tool output are kept; statistics are computed when read,
+so a better analysis later applies to old runs too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from layerbench.errors import StoreError
+from layerbench.sample import Sample
+from layerbench.store.schema import MIGRATIONS, VERSION
+
+
+@dataclass(frozen=True)
+class CellRow:
+    cell_id: str
+    label: str
+    stack_label: str
+    workload: str
+    config_json: str
+    is_baseline: bool
+    baseline_cell_id: str | None
+
+
+@dataclass(frozen=True)
+class CheckRecord:
+    name: str
+    status: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class MonitorPoint:
+    t: float
+    series: str
+    value: float
+    unit: str
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    cell_id: str
+    repetition: int
+    status: str  # "ok" | "failed"
+    category: str | None
+    started_at: float
+    ended_at: float
+    argv: list[str]
+    raw_output: str
+    stderr: str
+    info: dict[str, Any]
+    samples: list[Sample]
+    checks: list[CheckRecord] = field(default_factory=list)
+    monitor: list[MonitorPoint] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RunRow:
+    id: str
+    name: str
+    started_at: float
+    finished_at: float | None
+    status: str
+    spec_json: str
+    spec_digest: str
+    host: dict[str, Any]
+    pid: int
+
+
+@dataclass(frozen=True)
+class RefusedRow:
+    label: str
+    config_json: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class TrialRow:
+    id: int
+    cell_id: str
+    repetition: int
+    status: str
+    category: str | None
+    started_at: float
+    ended_at: float
+    stderr: str
+
+
+class Store:
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self.conn = conn
+        self.path = path
+
+    @classmethod
+    def open(cls, path: Path, create: bool = True) -> Store:
+        if not create and not path.exists():
+            raise StoreError(f"no results database at {path}", hint="run an experiment first, or pass --db")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, timeout=30)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        migrate(conn, path)
+        return cls(conn, path)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- writes ---------------------------------------------------------------
+
+    def new_run(self, name: str, spec_json: str, spec_digest: str, host: dict[str, Any]) -> str:
+        run_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+        with self.conn:
+            self.conn.execute(
+                "INSERT INTO runs VALUES (?,?,?,NULL,'running',?,?,?,?)",
+                (run_id, name, time.time(), spec_json, spec_digest, json.dumps(host), os.getpid()),
+            )
+        return run_id
+
+    def add_cells(self, run_id: str, cells: list[CellRow]) -> None:
+        with self.conn:
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO cells VALUES (?,?,?,?,?,?,?,?)",
+                [
+                    (
+                        run_id,
+                        c.cell_id,
+                        c.label,
+                        c.stack_label,
+                        c.workload,
+                        c.config_json,
+                        int(c.is_baseline),
+                        c.baseline_cell_id,
+                    )
+                    for c in cells
+                ],
+            )
+
+    def add_refused(self, run_id: str, label: str, config_json: str, reason: str) -> None:
+        with self.conn:
+            self.conn.execute("INSERT INTO refused VALUES (?,?,?,?)", (run_id, label, config_json, reason))
+
+    def record_trial(self, run_id: str, t: TrialRecord) -> int:
+        """Everything about one trial in one transaction: all of it is saved, or none."""
+        with self.conn:
+            cur = self.conn.execute(
+                "INSERT INTO trials (run_id, cell_id, repetition, status, category, started_at, ended_at,"
+                " argv_json, raw_output, stderr, info_json) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    run_id,
+                    t.cell_id,
+                    t.repetition,
+                    t.status,
+                    t.category,
+                    t.started_at,
+                    t.ended_at,
+                    json.dumps(t.argv),
+                    t.raw_output,
+                    t.stderr,
+                    json.dumps(t.info, default=str),
+                ),
+            )
+            tid = int(cur.lastrowid or 0)
+            self.conn.executemany(
+                "INSERT INTO samples VALUES (?,?,?,?,?,?)",
+                [(tid, s.metric, s.value, s.unit, s.direction, s.job) for s in t.samples],
+            )
+            self.conn.executemany(
+                "INSERT INTO checks VALUES (?,?,?,?)", [(tid, c.name, c.status, c.detail) for c in t.checks]
+            )
+            self.conn.executemany(
+                "INSERT INTO monitor VALUES (?,?,?,?,?)", [(tid, m.t, m.series, m.value, m.unit) for m in t.monitor]
+            )
+        return tid
+
+    def finish_run(self, run_id: str, status: str) -> None:
+        with self.conn:
+            self.conn.execute("UPDATE runs SET status=?, finished_at=? WHERE id=?", (status, time.time(), run_id))
+
+    # -- reads ----------------------------------------------------------------
+
+    def runs(self) -> list[RunRow]:
+        rows = self.conn.execute("SELECT * FROM runs ORDER BY started_at DESC, id DESC").fetchall()
+        return [RunRow(*r[:7], json.loads(r[7]), r[8]) for r in rows]
+
+    def resolve_run(self, ref: str) -> str:
+        ids = [r.id for r in self.runs()]
+        if not ids:
+            raise StoreError(f"no runs in {self.path}", hint="run an experiment first: layerbench run smoke")
+        if ref == "latest":
+            return ids[0]
+        matches = [i for i in ids if i.startswith(ref)]
+        if len(matches) == 1:
+            return matches[0]
+        known = ", ".join(ids[:5]) + (" ..." if len(ids) > 5 else "")
+        what = "matches several runs" if matches else "matches no run"
+        raise StoreError(f"run {ref!r} {what}", hint=f"known runs (newest first): {known}; or 'latest'")
+
+    def run(self, run_id: str) -> RunRow:
+        row = self.conn.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"no run {run_id!r} in {self.path}")
+        return RunRow(*row[:7], json.loads(row[7]), row[8])
+
+    def cells(self, run_id: str) -> list[CellRow]:
+        rows = self.conn.execute("SELECT * FROM cells WHERE run_id=? ORDER BY rowid", (run_id,)).fetchall()
+        return [CellRow(r[1], r[2], r[3], r[4], r[5], bool(r[6]), r[7]) for r in rows]
+
+    def refused(self, run_id: str) -> list[RefusedRow]:
+        rows = self.conn.execute("SELECT label, config_json, reason FROM refused WHERE run_id=?", (run_id,))
+        return [RefusedRow(*r) for r in rows.fetchall()]
+
+    def trials(self, run_id: str) -> list[TrialRow]:
+        rows = self.conn.execute(
+            "SELECT id, cell_id, repetition, status, category, started_at, ended_at, stderr FROM trials"
+            " WHERE run_id=? ORDER BY id",
+            (run_id,),
+        ).fetchall()
+        return [TrialRow(*r) for r in rows]
+
+    def done_trials(self, run_id: str) -> set[tuple[str, int]]:
+        rows = self.conn.execute("SELECT cell_id, repetition FROM trials WHERE run_id=?", (run_id,))
+        return {(r[0], r[1]) for r in rows.fetchall()}
+
+    def checks(self, run_id: str) -> pd.DataFrame:
+        sql = (
+            "SELECT t.cell_id, t.repetition, k.name, k.status, k.detail FROM checks k"
+            " JOIN trials t ON t.id = k.trial_id WHERE t.run_id=?"
+        )
+        return pd.read_sql_query(sql, self.conn, params=(run_id,))
+
+    def samples_frame(self, run_id: str) -> pd.DataFrame:
+        sql = (
+            "SELECT t.run_id, t.cell_id, c.label, c.stack_label, c.workload, c.is_baseline, c.baseline_cell_id,"
+            " t.id AS trial_id, t.repetition, s.metric, s.value, s.unit, s.direction, s.job"
+            " FROM samples s JOIN trials t ON t.id = s.trial_id"
+            " JOIN cells c ON c.run_id = t.run_id AND c.cell_id = t.cell_id"
+            " WHERE t.run_id=? AND t.status='ok'"
+        )
+        return pd.read_sql_query(sql, self.conn, params=(run_id,))
+
+
+def migrate(conn: sqlite3.Connection, path: Path) -> None:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > VERSION:
+        raise StoreError(
+            f"{path} has schema version {version}, newer than this layerbench knows ({VERSION})",
+            hint="upgrade layerbench, or use another --db",
+        )
+    for step in range(version, VERSION):
+        with conn:
+            conn.executescript(MIGRATIONS[step])
+            conn.execute(f"PRAGMA user_version={step + 1}")

@@ -1,0 +1,79 @@
+"""The results database schema, versioned with PRAGMA user_version.
+
+MIGRATIONS[i] takes a database from version i to i+1. A database newer than
+this code knows is refused rather than misread.
+"""
+
+from __future__ import annotations
+
+V1 = """
+CREATE TABLE runs (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    started_at REAL NOT NULL,
+    finished_at REAL,
+    status TEXT NOT NULL CHECK (status IN ('running', 'finished', 'interrupted', 'failed')),
+    spec_json TEXT NOT NULL,
+    spec_digest TEXT NOT NULL,
+    host_json TEXT NOT NULL,
+    pid INTEGER NOT NULL
+);
+CREATE TABLE cells (
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    cell_id TEXT NOT NULL,
+    label TEXT NOT NULL,
+    stack_label TEXT NOT NULL,
+    workload TEXT NOT NULL,
+    config_json TEXT NOT NULL,
+    is_baseline INTEGER NOT NULL,
+    baseline_cell_id TEXT,
+    PRIMARY KEY (run_id, cell_id)
+);
+CREATE TABLE refused (
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    label TEXT NOT NULL,
+    config_json TEXT NOT NULL,
+    reason TEXT NOT NULL
+);
+CREATE TABLE trials (
+    id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    cell_id TEXT NOT NULL,
+    repetition INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+    category TEXT,
+    started_at REAL NOT NULL,
+    ended_at REAL NOT NULL,
+    argv_json TEXT NOT NULL,
+    raw_output TEXT NOT NULL,
+    stderr TEXT NOT NULL,
+    info_json TEXT NOT NULL,
+    UNIQUE (run_id, cell_id, repetition)
+);
+CREATE TABLE samples (
+    trial_id INTEGER NOT NULL REFERENCES trials(id),
+    metric TEXT NOT NULL,
+    value REAL NOT NULL,
+    unit TEXT NOT NULL,
+    direction TEXT NOT NULL,
+    job TEXT NOT NULL
+);
+CREATE INDEX samples_by_trial ON samples(trial_id);
+CREATE TABLE checks (
+    trial_id INTEGER NOT NULL REFERENCES trials(id),
+    name TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('pass', 'flag', 'skip')),
+    detail TEXT NOT NULL
+);
+CREATE TABLE monitor (
+    trial_id INTEGER NOT NULL REFERENCES trials(id),
+    t REAL NOT NULL,
+    series TEXT NOT NULL,
+    value REAL NOT NULL,
+    unit TEXT NOT NULL
+);
+CREATE INDEX monitor_by_trial ON monitor(trial_id);
+"""
+
+MIGRATIONS: list[str] = [V1]
+VERSION = len(MIGRATIONS)
