@@ -36,9 +36,7 @@ class ToolError(LayerbenchError):
 
     exit_code = 4
 
-    def __init__(
-        self, argv: Sequence[str], rc: int | None, stderr: str, hint: str | None = None
-    ) -> None:
+    def __init__(self, argv: Sequence[str], rc: int | None, stderr: str, hint: str | None = None) -> None:
         self.argv = list(argv)
         self.rc = rc
         self.stderr = stderr

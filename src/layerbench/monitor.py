@@ -53,9 +53,7 @@ def parse_proc_stat(text: str) -> CpuTimes:
 
 def parse_disk_stat(text: str) -> DiskCounters:
     f = [int(x) for x in text.split()]
-    return DiskCounters(
-        reads=f[0], read_bytes=f[2] * SECTOR, writes=f[4], write_bytes=f[6] * SECTOR, busy_ms=f[9]
-    )
+    return DiskCounters(reads=f[0], read_bytes=f[2] * SECTOR, writes=f[4], write_bytes=f[6] * SECTOR, busy_ms=f[9])
 
 
 def parse_meminfo(text: str) -> dict[str, int]:
@@ -130,15 +128,11 @@ class Monitor:
         self._thread.start()
         return self
 
-    def __exit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
         self._stop.set()
         self._thread.join()
         last = self._snapshot()
-        self.totals = {
-            name: _delta(self._first[1][name], last[1][name]) for name in self.devices if name in last[1]
-        }
+        self.totals = {name: _delta(self._first[1][name], last[1][name]) for name in self.devices if name in last[1]}
 
     def _loop(self) -> None:
         prev = self._first

@@ -8,6 +8,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 from docker.errors import DockerException
@@ -16,7 +17,7 @@ from layerbench.analysis.precision import precise_enough
 from layerbench.errors import LayerbenchError, ToolError
 from layerbench.schedule import StackPlan, Trial, plan, plan_round
 from layerbench.spec.matrix import Matrix
-from layerbench.spec.models import Cell, Experiment
+from layerbench.spec.models import Cell, Experiment, FioWorkload
 from layerbench.stack.build import StackBuilder
 from layerbench.stack.target import BuildContext, Target
 from layerbench.store.db import CellRow, Store, TrialRecord
@@ -115,10 +116,18 @@ def _run_stack(builder: StackBuilder, sp: StackPlan):  # -> Iterator[tuple[Trial
         yield trial, run_trial(target, trial, prep)
 
 
+def workload_argv(w: FioWorkload, target: Target) -> list[str]:
+    if w.job_file:
+        text = fio.rewrite_job_file(Path(w.job_file).read_text(), target.path, target.path_is_device)
+        return fio.job_file_argv(target.put(f"lb-{w.name}.fio", text))
+    return fio.argv(w, target.path, target.path_is_device)
+
+
 def _precondition(target: Target, sp: StackPlan) -> dict[str, object]:
     """Fill each test file once with incompressible data before anything reads it."""
     info: dict[str, object] = {}
-    for size in sorted({t.cell.workload.size for t in sp.trials}):
+    # A user's job file lays out its own files, as fio does.
+    for size in sorted({t.cell.workload.size for t in sp.trials if not t.cell.workload.job_file}):
         argv = fio.precondition_argv(size, target.path, target.path_is_device)
         t0 = time.monotonic()
         target.run(argv, size / 2**20 + TRIAL_SLACK_S).check()
@@ -128,13 +137,15 @@ def _precondition(target: Target, sp: StackPlan) -> dict[str, object]:
 
 def run_trial(target: Target, trial: Trial, extra: dict[str, object]) -> TrialRecord:
     w = trial.cell.workload
-    argv = fio.argv(w, target.path, target.path_is_device)
     started = time.time()
     try:
+        argv = workload_argv(w, target)
         done = target.run(argv, w.runtime_s + w.ramp_s + TRIAL_SLACK_S)
     except ToolError as exc:
         category = "timeout" if exc.rc is None else "tool-error"
-        return _failed(trial, category, exc, started, argv)
+        return _failed(trial, category, exc, started, exc.argv)
+    except (OSError, fio.FioParseError) as exc:
+        return _failed(trial, "setup-error", exc, started)
     if done.rc != 0:
         return _record(trial, "failed", "tool-error", started, argv, done.stdout, done.stderr, [], extra)
     try:

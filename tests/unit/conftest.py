@@ -17,8 +17,6 @@ def full_caps() -> HostCaps:
         zram=True,
         device_mapper=False,
         fuse=True,
-        binaries=frozenset(
-            {"fio", "dockerd", "containerd", "runc", "fuse-overlayfs", "losetup", "mount"}
-        ),
+        binaries=frozenset({"fio", "dockerd", "containerd", "runc", "fuse-overlayfs", "losetup", "mount"}),
         docker_drivers=frozenset({"overlay2", "btrfs", "vfs", "fuse-overlayfs"}),
     )

@@ -19,9 +19,7 @@ def test_recorded_before_create_and_removed_after(tmp_path: Path) -> None:
     with tracked(ledger, "loop", "f.img", create, lambda obj: None) as obj:
         assert obj == "obj"
         live = ledger.live("run-1")
-        assert [(r.kind, r.ident, r.detail["backing"]) for r in live] == [
-            ("loop", "/dev/loop9", "f.img")
-        ]
+        assert [(r.kind, r.ident, r.detail["backing"]) for r in live] == [("loop", "/dev/loop9", "f.img")]
     assert seen_live == [1]
     assert ledger.live() == []
 

@@ -120,9 +120,7 @@ def test_impossible_cells_refused_with_reason(full_caps: HostCaps, entry: str, r
 
 def test_lists_expand_to_a_product(full_caps: HostCaps) -> None:
     m = expand(
-        load.parse(
-            spec("  - {filesystem: [ext4, xfs], engine: 'docker:overlay2', placement: [volume, bind]}\n")
-        ),
+        load.parse(spec("  - {filesystem: [ext4, xfs], engine: 'docker:overlay2', placement: [volume, bind]}\n")),
         full_caps,
     )
     assert len(m.cells) == 4

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 from pathlib import Path
 
 import typer
@@ -38,7 +39,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console(highlight=False)
+# Piped output is read by people too: give tables room rather than Rich's 80 columns.
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 
 DB_OPTION = typer.Option(Path("layerbench.db"), "--db", envvar="LAYERBENCH_DB", help="Results database (SQLite).")
 WORK_OPTION = typer.Option(

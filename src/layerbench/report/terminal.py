@@ -14,18 +14,18 @@ UNITS = {"iops": "IOPS", "bw": "MiB/s"}
 
 
 def fmt_value(r: CellResult) -> str:
+    """``86.2k ±3% ×0.99``: mean, CI half-width (n ≥ 2), ratio to the baseline."""
     s = r.summary
     if s.n == 0:
         return f"[red]failed ({r.failure})[/]" if r.failed else "[dim]—[/]"
-    value = s.mean / 2**20 if r.metric == "bw" else s.mean
-    text = f"{_si(value)} {UNITS[r.metric]}"
-    text += f" ±{s.ci_halfwidth_pct:.0f}%" if s.n >= 2 else " [dim]n=1[/]"
+    text = _si(s.mean / 2**20 if r.metric == "bw" else s.mean)
+    if s.n >= 2:
+        text += f" [dim]±{s.ci_halfwidth_pct:.0f}%[/]"
     if r.is_baseline:
-        text += " [dim](baseline)[/]"
+        text += " [dim]base[/]"
     elif r.ratio.ratio == r.ratio.ratio:
-        text += f" [bold]×{r.ratio.ratio:.2f}[/]"
-        if r.ratio.ci_low == r.ratio.ci_low:
-            text += f" [dim][{r.ratio.ci_low:.2f}–{r.ratio.ci_high:.2f}][/]"
+        style = "bold red" if r.ratio.significant and r.ratio.ratio < 1 else "bold"
+        text += f" [{style}]×{r.ratio.ratio:.2f}[/]"
     if r.failed:
         text += f" [red]+{r.failed} failed[/]"
     return text
@@ -41,13 +41,21 @@ def _si(v: float) -> str:
 
 def results_table(results: list[CellResult], title: str = "") -> Table:
     workloads = list(dict.fromkeys(r.workload for r in results))
-    table = Table(title=title or None, show_lines=False, title_justify="left")
-    table.add_column("stack (device/filesystem/engine/placement)", style="cyan", no_wrap=True)
+    metric = {r.workload: r.metric for r in results}
+    most = max((r.summary.n for r in results), default=0)
+    caption = "×: mean / baseline mean" + (", ±: 95% CI half-width" if most >= 2 else "; one trial per cell, no CI")
+    table = Table(title=title or None, caption=caption, title_justify="left", caption_justify="left")
+    table.add_column("stack: device/fs/engine/placement", style="cyan", no_wrap=True)
     for w in workloads:
-        table.add_column(w, justify="right")
+        table.add_column(f"{w} {UNITS[metric[w]]}", justify="right", no_wrap=True)
+    devices = {r.stack_label.split("/", 1)[0] for r in results}
+    one_device = len(devices) == 1
+    if one_device:
+        table.columns[0].header = f"{devices.pop()} device: fs/engine/placement"
     for stack in dict.fromkeys(r.stack_label for r in results):
         row = {r.workload: fmt_value(r) for r in results if r.stack_label == stack}
-        table.add_row(stack, *[row.get(w, "") for w in workloads])
+        label = stack.split("/", 1)[1] if one_device else stack
+        table.add_row(label, *[row.get(w, "") for w in workloads])
     return table
 
 

@@ -19,8 +19,6 @@ class HostCaps:
     zram: bool
     device_mapper: bool
     fuse: bool
-    binaries: frozenset[
-        str
-    ]  # which of fio, dockerd, containerd, runc, fuse-overlayfs, ... are on PATH
+    binaries: frozenset[str]  # which of fio, dockerd, containerd, runc, fuse-overlayfs, ... are on PATH
     docker_drivers: frozenset[str]  # storage drivers this host could run
     notes: tuple[str, ...] = ()

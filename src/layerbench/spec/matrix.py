@@ -47,9 +47,7 @@ def expand_stacks(exp: Experiment) -> list[StackSpec]:
     return list(dict.fromkeys(stacks))
 
 
-def expand(
-    exp: Experiment, caps: HostCaps, rule: Callable[[StackSpec, HostCaps], str | None] = why_not
-) -> Matrix:
+def expand(exp: Experiment, caps: HostCaps, rule: Callable[[StackSpec, HostCaps], str | None] = why_not) -> Matrix:
     cells, refused = [], []
     for stack in expand_stacks(exp):
         reason = rule(stack, caps)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
@@ -132,6 +133,13 @@ class FioWorkload(Frozen):
     ioengine: Literal["libaio", "io_uring", "psync", "sync", "posixaio", "mmap"] = "libaio"
     rwmixread: int | None = Field(default=None, ge=0, le=100)
     job_file: str | None = Field(default=None, description="a user's own fio job file")
+
+    @field_validator("job_file")
+    @classmethod
+    def _job_file_readable(cls, value: str | None) -> str | None:
+        if value is not None and not Path(value).is_file():
+            raise ValueError(f"no fio job file at {value!r}")
+        return value
 
     def label(self) -> str:
         return self.name

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import shutil
 import signal
+import tarfile
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
@@ -21,7 +23,7 @@ from layerbench.proc import Completed
 from layerbench.spec.models import Limits, PlacementSpec
 from layerbench.stack.dockerd import DockerEngine
 from layerbench.stack.ledger import tracked
-from layerbench.stack.target import BuildContext, Mount, Target
+from layerbench.stack.target import BuildContext, Mount, Put, Target
 
 DATA = "/data"
 
@@ -31,12 +33,18 @@ def native_placement(mount: Mount, spec: PlacementSpec, ctx: BuildContext) -> It
     def run(argv: Sequence[str], timeout: float) -> Completed:
         return ctx.runner(argv, timeout=timeout)
 
+    def put(name: str, text: str) -> str:
+        # Beside the run's files, not in the placement: it must not count as test data.
+        path = ctx.work_dir / name
+        path.write_text(text)
+        return str(path)
+
     if spec.kind == "raw":
-        yield Target(run, mount.device.path, True, mount.device, "native", {"placement": "raw"})
+        yield Target(run, put, mount.device.path, True, mount.device, "native", {"placement": "raw"})
         return
     assert mount.mountpoint is not None  # the feasibility rules guarantee a filesystem here
     with _host_dir(mount.mountpoint / "lb-data", ctx) as path:
-        yield Target(run, str(path), False, mount.device, "native", {"placement": spec.kind})
+        yield Target(run, put, str(path), False, mount.device, "native", {"placement": spec.kind})
 
 
 @contextmanager
@@ -79,7 +87,7 @@ def container_placement(
             "driver": engine.driver,
             "limits": limits.model_dump(mode="json", exclude_none=True),
         }
-        yield Target(_exec_in(engine, container), DATA, False, mount.device, "docker", info)
+        yield Target(_exec_in(engine, container), _put_in(container), DATA, False, mount.device, "docker", info)
 
 
 def _limits(limits: Limits, device: str) -> dict[str, Any]:
@@ -155,6 +163,20 @@ def _exec_in(engine: DockerEngine, container: Container):  # -> Exec
         return Completed(args, int(code if code is not None else 125), result["out"], result["err"])
 
     return run
+
+
+def _put_in(container: Container) -> Put:
+    def put(name: str, text: str) -> str:
+        data = text.encode()
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+        container.put_archive("/tmp", buf.getvalue())
+        return f"/tmp/{name}"
+
+    return put
 
 
 def _collect(api: Any, exec_id: str, result: dict[str, Any]) -> None:

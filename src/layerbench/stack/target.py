@@ -11,6 +11,7 @@ from layerbench.proc import Completed, Runner
 from layerbench.stack.ledger import Ledger
 
 Exec = Callable[[Sequence[str], float], Completed]
+Put = Callable[[str, str], str]  # (file name, text) -> its path as the workload sees it
 
 
 @dataclass(frozen=True)
@@ -44,12 +45,14 @@ class Target:
     """A place a workload can run.
 
     ``run(argv, timeout)`` executes a command there (natively or inside the
-    container); ``path`` is the file, directory or device the workload should
-    use, as seen from inside; ``device`` is the block device underneath, for
-    accounting; ``engine`` is "native" or "docker".
+    container); ``put(name, text)`` places a small file (a job file) where that
+    command can read it; ``path`` is the file, directory or device the workload
+    should use, as seen from inside; ``device`` is the block device underneath,
+    for accounting; ``engine`` is "native" or "docker".
     """
 
     run: Exec
+    put: Put
     path: str
     path_is_device: bool
     device: Device

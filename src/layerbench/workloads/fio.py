@@ -119,11 +119,11 @@ def precondition_argv(size: int, path: str, path_is_device: bool, fio: str = "fi
     ]
 
 
-def job_file_argv(text: str, path: str, path_is_device: bool, job_path: str, fio: str = "fio") -> tuple[list[str], str]:
-    """A user's own job file, pointed at the placement; sections and groups kept.
+def rewrite_job_file(text: str, path: str, path_is_device: bool) -> str:
+    """A user's own job file, pointed at the placement; its sections and groups kept.
 
-    Returns the argv (which reads the rewritten file at ``job_path``) and the
-    rewritten text the caller must write there.
+    Every ``filename=``/``directory=`` is dropped and one is set in [global], so
+    no job can touch anything but the placement under test.
     """
     parser = configparser.ConfigParser(allow_no_value=True, interpolation=None, strict=False, delimiters=("=",))
     parser.optionxform = str  # type: ignore[assignment,method-assign]  # fio options are case-sensitive
@@ -139,7 +139,12 @@ def job_file_argv(text: str, path: str, path_is_device: bool, job_path: str, fio
     parser.set("global", "filename" if path_is_device else "directory", path)
     out = io.StringIO()
     parser.write(out, space_around_delimiters=False)
-    return [fio, "--output-format=json+", job_path], out.getvalue()
+    return out.getvalue()
+
+
+def job_file_argv(job_path: str, fio: str = "fio") -> list[str]:
+    """Results stay per job (no group_reporting): the file's own structure is the point."""
+    return [fio, "--output-format=json+", job_path]
 
 
 def parse(text: str) -> FioResult:
