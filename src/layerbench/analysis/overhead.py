@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from layerbench.analysis.checks import Check, faster_than_baseline, noisy
 from layerbench.analysis.stats import Ratio, Summary, cell_values, ratio, summarize
 
 
@@ -21,6 +22,7 @@ class CellResult:
     is_baseline: bool
     failed: int  # failed trials of this cell
     failure: str | None  # the first failure's category
+    flags: tuple[Check, ...] = ()  # checks that flagged this cell (per trial, or across trials)
 
 
 def headline_metric(config_json: str) -> str:
@@ -28,30 +30,74 @@ def headline_metric(config_json: str) -> str:
     return "iops" if str(workload.get("rw", "")).startswith("rand") else "bw"
 
 
-def results(frame: pd.DataFrame, cells: list, trials: list) -> list[CellResult]:
-    """``cells`` are store CellRows, ``trials`` store TrialRows (for failures)."""
+def results(frame: pd.DataFrame, cells: list, trials: list, checks: pd.DataFrame | None = None) -> list[CellResult]:
+    """``cells`` are store CellRows, ``trials`` store TrialRows, ``checks`` the store's per-trial checks."""
     values = {m: cell_values(frame, m) for m in ("iops", "bw")} if not frame.empty else {"iops": {}, "bw": {}}
     failures: dict[str, list[str]] = {}
     for t in trials:
         if t.status != "ok":
             failures.setdefault(t.cell_id, []).append(t.category or "unknown")
+    by_id = {c.cell_id: c for c in cells}
     out = []
     for c in cells:
         metric = headline_metric(c.config_json)
         mine = values[metric].get(c.cell_id, [])
         base = values[metric].get(c.baseline_cell_id, []) if c.baseline_cell_id else []
         fails = failures.get(c.cell_id, [])
+        summary, r = summarize(mine), ratio(mine, base)
+        flags = _trial_flags(checks, c.cell_id) + _cross_flags(c, by_id, summary, r, len(base), failures)
         out.append(
             CellResult(
                 c.cell_id,
                 c.stack_label,
                 c.workload,
                 metric,
-                summarize(mine),
-                ratio(mine, base),
+                summary,
+                r,
                 c.is_baseline,
                 len(fails),
                 fails[0] if fails else None,
+                tuple(flags),
             )
         )
     return out
+
+
+def _trial_flags(checks: pd.DataFrame | None, cell_id: str) -> list[Check]:
+    if checks is None or checks.empty:
+        return []
+    mine = checks[(checks["cell_id"] == cell_id) & (checks["status"] == "flag")]
+    first = mine.drop_duplicates("name")
+    return [
+        Check(row.name, "flag", f"{row.detail} (flagged in {_trials((mine['name'] == row.name).sum())})")
+        for row in first.itertuples(index=False)
+    ]
+
+
+# With one trial there is no interval; this far above the baseline is suspect anyway.
+SUSPECT_SINGLE_RATIO = 1.5
+
+
+def _cross_flags(c, by_id: dict, summary: Summary, r: Ratio, n_base: int, failures: dict) -> list[Check]:
+    flags = []
+    n_check = noisy(summary.cv, summary.n)
+    if n_check.status == "flag":
+        flags.append(n_check)
+    if c.is_baseline or not c.baseline_cell_id:
+        return flags
+    base = by_id.get(c.baseline_cell_id)
+    base_label = base.stack_label if base else "the baseline"
+    if summary.n and not n_base and failures.get(c.baseline_cell_id):
+        flags.append(
+            Check(
+                "not-comparable", "flag", f"{base_label} has no results: it failed ({failures[c.baseline_cell_id][0]})"
+            )
+        )
+    touches_device = json.loads(c.config_json)["stack"]["placement"]["kind"] != "tmpfs"
+    low, single = r.ci_low, False
+    if low != low and r.ratio == r.ratio and r.ratio >= SUSPECT_SINGLE_RATIO:
+        low, single = r.ratio, True  # no interval: judge the point, and say so
+    fast = faster_than_baseline(low, base_label, touches_device, single)
+    if fast.status == "flag":
+        flags.append(fast)
+    return flags

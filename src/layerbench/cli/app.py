@@ -19,7 +19,7 @@ from layerbench.cli.progress import TrialProgress
 from layerbench.errors import SpecError
 from layerbench.pipeline import execute, pending, register_cells
 from layerbench.report.doctor import doctor_rows
-from layerbench.report.terminal import refused_table, results_table, show_json
+from layerbench.report.terminal import flags_table, refused_table, results_table, show_json
 from layerbench.spec import load as spec_load
 from layerbench.spec.matrix import Matrix, expand
 from layerbench.stack.capabilities import probe
@@ -129,12 +129,15 @@ def show(
 
 def _show(store: Store, run_id: str, as_json: bool) -> None:
     run = store.run(run_id)
-    rows = results(store.samples_frame(run_id), store.cells(run_id), store.trials(run_id))
+    rows = results(store.samples_frame(run_id), store.cells(run_id), store.trials(run_id), store.checks(run_id))
     refused = store.refused(run_id)
     if as_json:
         typer.echo(json.dumps(show_json(run, rows, refused), indent=2))
         return
     console.print(results_table(rows, title=f"run {run.id} · {run.name} · {run.status}"))
+    flags = flags_table(rows)
+    if flags:
+        console.print(flags)
     if refused:
         console.print(refused_table(refused))
 

@@ -28,6 +28,8 @@ def fmt_value(r: CellResult) -> str:
         text += f" [{style}]×{r.ratio.ratio:.2f}[/]"
     if r.failed:
         text += f" [red]+{r.failed} failed[/]"
+    if r.flags:
+        text += " [yellow]⚑[/]"
     return text
 
 
@@ -56,6 +58,17 @@ def results_table(results: list[CellResult], title: str = "") -> Table:
         row = {r.workload: fmt_value(r) for r in results if r.stack_label == stack}
         label = stack.split("/", 1)[1] if one_device else stack
         table.add_row(label, *[row.get(w, "") for w in workloads])
+    return table
+
+
+def flags_table(results: list[CellResult]) -> Table | None:
+    """Every flag with its plain-language explanation: why not to trust a number."""
+    rows = [(f"{r.stack_label} · {r.workload}", f.name, f.detail) for r in results for f in r.flags]
+    if not rows:
+        return None
+    table = Table("cell", "check", "what it means", title="⚑ flags", title_justify="left", show_lines=True)
+    for row in rows:
+        table.add_row(*row)
     return table
 
 

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.load import spec_error
 from layerbench.spec.models import Cell, Experiment, StackSpec
-from layerbench.spec.rules import why_not
+from layerbench.spec.rules import why_not, workload_fits
 
 STACK_FIELDS = ("device", "filesystem", "engine", "placement", "limits")
 
@@ -50,9 +50,10 @@ def expand_stacks(exp: Experiment) -> list[StackSpec]:
 def expand(exp: Experiment, caps: HostCaps, rule: Callable[[StackSpec, HostCaps], str | None] = why_not) -> Matrix:
     cells, refused = [], []
     for stack in expand_stacks(exp):
-        reason = rule(stack, caps)
+        stack_reason = rule(stack, caps)
         for w in exp.workloads:
             cell = Cell(stack=stack, workload=w)
+            reason = stack_reason or workload_fits(stack, w)
             (refused.append(Refusal(cell, reason)) if reason else cells.append(cell))
     return Matrix(cells, refused, _baselines(exp, cells))
 

@@ -63,7 +63,9 @@ class DeviceSpec(Frozen):
         return self
 
     def label(self) -> str:
-        return self.path if self.kind == "block" and self.path else self.kind
+        if self.kind == "block" and self.path:
+            return self.path
+        return self.kind if self.direct_io or self.kind != "loop" else "loop(buffered)"
 
 
 class FilesystemSpec(Frozen):
@@ -133,6 +135,20 @@ class FioWorkload(Frozen):
     ioengine: Literal["libaio", "io_uring", "psync", "sync", "posixaio", "mmap"] = "libaio"
     rwmixread: int | None = Field(default=None, ge=0, le=100)
     job_file: str | None = Field(default=None, description="a user's own fio job file")
+    precondition: Literal["fill", "steady", "sparse"] = Field(
+        default="fill",
+        description=(
+            "fill: write the file once with incompressible data; steady: fill, then random writes until "
+            "fio's steady-state detector says IOPS are flat (as SSD tests do); sparse: a file never "
+            "written (only to demonstrate the trap: its reads never reach the device)"
+        ),
+    )
+    steadystate: str | None = Field(
+        default=None,
+        pattern=r"^(iops|bw|iops_slope|bw_slope):[0-9.]+%?$",
+        description="end the run once fio sees steady state, e.g. 'iops_slope:0.3%' (fio --steadystate)",
+    )
+    ss_dur_s: float = Field(default=10.0, gt=0, description="fio --ss_dur: the window steady state is judged on")
 
     @field_validator("job_file")
     @classmethod
@@ -157,6 +173,16 @@ class Limits(Frozen):
     read_bps: ByteSize | None = None
     write_bps: ByteSize | None = None
 
+    def label(self) -> str:
+        parts = [f"{k}={_short(v)}" for k, v in self.model_dump(exclude_none=True).items()]
+        return f"[{','.join(parts)}]" if parts else ""
+
+
+def _short(value: object) -> str:
+    if isinstance(value, int) and value >= 2**20:
+        return f"{value / 2**20:.0f}M"
+    return str(value)
+
 
 class StackSpec(Frozen):
     device: DeviceSpec
@@ -172,7 +198,7 @@ class StackSpec(Frozen):
             self.engine.label(),
             self.placement.label(),
         ]
-        return "/".join(parts)
+        return "/".join(parts) + self.limits.label()
 
 
 class Cell(Frozen):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from layerbench.spec.feasibility import HostCaps
-from layerbench.spec.models import CONTAINER_PLACEMENTS, StackSpec
+from layerbench.spec.models import CONTAINER_PLACEMENTS, FioWorkload, StackSpec
 
 Rule = Callable[[StackSpec, HostCaps], str | None]
 
@@ -120,6 +120,13 @@ RULES: tuple[Rule, ...] = (
     host_has_filesystem,
     host_has_engine,
 )
+
+
+def workload_fits(stack: StackSpec, w: FioWorkload) -> str | None:
+    """Rules about a workload on a stack (the rest are the stack's alone)."""
+    if w.precondition == "sparse" and stack.placement.kind == "raw":
+        return "a sparse (never written) file needs a filesystem; a raw device has no holes"
+    return None
 
 
 def why_not(stack: StackSpec, caps: HostCaps) -> str | None:

@@ -23,7 +23,7 @@ from layerbench.stack.image import ensure_image
 from layerbench.stack.placement import container_placement, native_placement
 from layerbench.stack.target import BuildContext, Target
 
-IMAGE_BINARIES = ["fio", "sleep"]
+IMAGE_BINARIES = ["fio", "sleep", "truncate"]
 
 
 @dataclass

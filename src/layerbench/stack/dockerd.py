@@ -1,37 +1,64 @@
 """A private Docker daemon per storage configuration; never the user's daemon.
 
 Its data-root lives on the filesystem under test, so the storage driver's
-layers, named volumes and the container's writable layer all land there. It
-has its own socket and exec-root under /run/layerbench, no bridge and no
-iptables rules (trials use no network), and it supervises its own containerd.
+layers, named volumes and the containers' writable layers all land there. It
+has its own socket, exec-root and config file under /run/layerbench/<id>, no
+bridge and no iptables rules (trials use no network), and, where the host runs
+no containerd of its own, a containerd it starts and supervises itself.
+
+Teardown does not trust the happy path: after the daemon has stopped (or been
+killed), every process that still names this daemon's exec-root or data-root
+(its containerd, shims, fuse-overlayfs) and every process in its cgroup parent
+is killed by PID, and every mount below both roots is unmounted.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import docker
+import requests
 from docker.errors import DockerException
 
-from layerbench import proc
 from layerbench.errors import PrerequisiteError, TeardownError
+from layerbench.proc import Runner
+from layerbench.stack.cgroups import CGROUP_ROOT, remove_parent
 from layerbench.stack.ledger import tracked
 from layerbench.stack.target import BuildContext, Mount
 
 RUN_ROOT = Path("/run/layerbench")
-READY_TIMEOUT_S = 60.0
+SYSTEM_CONTAINERD = Path("/run/containerd/containerd.sock")
+# Directories every dockerd/containerd creates outside its roots; removed when
+# we created them and they are empty again.
+HOST_DIRS = (Path("/run/docker/plugins"), Path("/run/docker"), Path("/run/containerd/s"), Path("/run/containerd"))
+READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 20.0
+STRAY_TIMEOUT_S = 5.0
+API_TIMEOUT_S = 300
+API_ERRORS = (DockerException, requests.RequestException)
+INFO_KEYS = (
+    "Driver",
+    "DriverStatus",
+    "ServerVersion",
+    "KernelVersion",
+    "CgroupVersion",
+    "CgroupDriver",
+    "DockerRootDir",
+    "SecurityOptions",
+)
 
 
 @dataclass
@@ -44,162 +71,333 @@ class DockerEngine:
     pid: int
     version: str
     info: dict[str, Any] = field(default_factory=dict)
+    log: Path | None = None
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def cgroup_parent(self) -> str:
+        return cgroup_parent(self.exec_root)
+
+
+def cgroup_parent(exec_root: Path) -> str:
+    """Containers' cgroups go under /layerbench/<daemon>, removed with the daemon."""
+    return f"/layerbench/{exec_root.name}"
+
+
+def daemon_config(exec_root: Path) -> dict[str, Any]:
+    """The daemon's own config file, so /etc/docker/daemon.json (the user's) is never read.
+
+    20.10 writes its identity key to /etc/docker/key.json unless told otherwise;
+    it goes to the exec-root instead and disappears with it.
+    """
+    return {"deprecated-key-path": str(exec_root / "key.json")}
 
 
 def dockerd_argv(data_root: Path, exec_root: Path, driver: str) -> list[str]:
+    namespace = f"layerbench-{exec_root.name}"
     return [
         "dockerd",
+        f"--config-file={exec_root}/daemon.json",
         f"--data-root={data_root}",
         f"--exec-root={exec_root}",
         f"--pidfile={exec_root}/dockerd.pid",
         f"--host=unix://{exec_root}/docker.sock",
+        "--group=root",
         f"--storage-driver={driver}",
         "--bridge=none",
         "--iptables=false",
         "--ip6tables=false",
         "--ip-masq=false",
         "--userland-proxy=false",
-        "--log-level=warn",
+        # If the host runs a containerd, 20.10 uses it instead of starting its own:
+        # our own namespaces keep our containers apart from the user's ("moby").
+        f"--containerd-namespace={namespace}",
+        f"--containerd-plugins-namespace={namespace}-plugins",
+        f"--cgroup-parent={cgroup_parent(exec_root)}",
+        "--log-level=info",
     ]
 
 
 @contextmanager
 def private_dockerd(mount: Mount, driver: str, ctx: BuildContext) -> Iterator[DockerEngine]:
     if mount.mountpoint is None:
-        raise PrerequisiteError("Docker needs a filesystem for its data-root")
+        raise PrerequisiteError("Docker needs a filesystem for its data-root", hint="set a filesystem for this stack")
     exec_root = RUN_ROOT / uuid.uuid4().hex[:8]  # short: unix socket paths are limited to 108 bytes
-    data_root = mount.mountpoint / f"docker-{exec_root.name}"
+    data_root = mount.mountpoint / "docker"
     log = ctx.work_dir / f"dockerd-{exec_root.name}.log"
+    host_dirs = [d for d in HOST_DIRS if not d.exists()]
 
     def start(rid: int) -> DockerEngine:
-        RUN_ROOT.mkdir(mode=0o700, exist_ok=True)
-        exec_root.mkdir(mode=0o700)
-        with log.open("w") as out:
-            # A daemon outlives any one command, so proc.run (which waits) does not fit;
-            # its own session lets teardown signal the whole process group.
-            daemon = subprocess.Popen(
-                dockerd_argv(data_root, exec_root, driver),
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        ctx.ledger.update(rid, pid=daemon.pid, exec_root=str(exec_root), data_root=str(data_root))
+        process = _spawn(data_root, exec_root, driver, log)
+        ctx.ledger.update(rid, pid=process.pid)
         try:
-            return _ready(daemon, exec_root, data_root, driver, log)
+            engine = _ready(process, exec_root, data_root, driver, log)
         except BaseException:
-            _stop(daemon.pid, exec_root, data_root)
+            _stop(process, exec_root, data_root, host_dirs, ctx.runner)
+            ctx.ledger.removed(rid)  # nothing of it is left: cleanup has nothing to do
             raise
+        ctx.ledger.update(rid, containerd_pid=engine.info.get("containerd_pid"))
+        return engine
 
     def stop(engine: DockerEngine) -> None:
-        _remove_containers(engine)
+        _remove_containers_and_volumes(engine)
         engine.client.close()
-        _stop(engine.pid, exec_root, data_root)
+        assert engine.process is not None  # set by _ready
+        _stop(engine.process, exec_root, data_root, host_dirs, ctx.runner)
 
-    with tracked(ctx.ledger, "dockerd", str(exec_root), start, stop, driver=driver, log=str(log)) as engine:
+    detail = {"driver": driver, "log": str(log), "data_root": str(data_root), "cgroup_parent": cgroup_parent(exec_root)}
+    with tracked(ctx.ledger, "dockerd", str(exec_root), start, stop, **detail) as engine:
         yield engine
 
 
-def _ready(proc: subprocess.Popen[bytes], exec_root: Path, data_root: Path, driver: str, log: Path) -> DockerEngine:
+def _spawn(data_root: Path, exec_root: Path, driver: str, log: Path) -> subprocess.Popen[bytes]:
+    RUN_ROOT.mkdir(mode=0o700, parents=True, exist_ok=True)
+    exec_root.mkdir(mode=0o700)
+    (exec_root / "daemon.json").write_text(json.dumps(daemon_config(exec_root)))
+    # The daemon's environment: nothing that redirects its temp dir or root (DOCKER_TMPDIR,
+    # DOCKER_RAMDISK) and no systemd notify socket that is not ours.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKER_") and k != "NOTIFY_SOCKET"}
+    with log.open("ab") as out:
+        # proc.run waits for its process to end; a daemon must outlive this call, so this
+        # is the one Popen outside proc.py. Its own session lets teardown signal its group.
+        return subprocess.Popen(
+            dockerd_argv(data_root, exec_root, driver),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+
+
+def _ready(process: subprocess.Popen[bytes], exec_root: Path, data_root: Path, driver: str, log: Path) -> DockerEngine:
     socket = exec_root / "docker.sock"
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise PrerequisiteError(f"dockerd ({driver}) exited {proc.returncode}: {_tail(log)}")
-        if socket.exists():
-            with contextlib.suppress(DockerException):
-                client = docker.DockerClient(base_url=f"unix://{socket}", timeout=120)
-                info = client.info()
-                return _checked(client, info, socket, data_root, exec_root, driver, proc.pid, log)
-        time.sleep(0.1)
-    raise PrerequisiteError(f"dockerd ({driver}) not ready after {READY_TIMEOUT_S:.0f}s: {_tail(log)}")
-
-
-def _checked(
-    client: docker.DockerClient,
-    info: dict[str, Any],
-    socket: Path,
-    data_root: Path,
-    exec_root: Path,
-    driver: str,
-    pid: int,
-    log: Path,
-) -> DockerEngine:
-    if info.get("Driver") != driver:
-        client.close()
-        raise PrerequisiteError(f"dockerd runs storage driver {info.get('Driver')!r}, not {driver!r}: {_tail(log)}")
-    os.chmod(socket, 0o600)
-    keep = ("Driver", "DriverStatus", "ServerVersion", "KernelVersion", "CgroupVersion", "DockerRootDir")
-    return DockerEngine(
-        client,
-        socket,
-        data_root,
-        exec_root,
-        driver,
-        pid,
-        str(info.get("ServerVersion")),
-        {k: info.get(k) for k in keep},
+    started = time.monotonic()
+    while time.monotonic() - started < READY_TIMEOUT_S:
+        if process.poll() is not None:
+            raise PrerequisiteError(
+                f"dockerd --storage-driver={driver} exited {process.returncode} on {data_root.parent}: {_tail(log)}",
+                hint=f"the full log is {log}",
+            )
+        client = _connect(socket)
+        if client is not None:
+            engine = _engine(client, process, socket, exec_root, data_root, driver, log)
+            engine.info["start_s"] = round(time.monotonic() - started, 3)
+            return engine
+        time.sleep(0.05)
+    raise PrerequisiteError(
+        f"dockerd ({driver}) did not answer on {socket} within {READY_TIMEOUT_S:.0f}s: {_tail(log)}",
+        hint=f"the full log is {log}",
     )
 
 
-def _remove_containers(engine: DockerEngine) -> None:
-    with contextlib.suppress(DockerException):
+def _connect(socket: Path) -> docker.DockerClient | None:
+    if not socket.exists():
+        return None
+    try:
+        client = docker.DockerClient(base_url=f"unix://{socket}", timeout=API_TIMEOUT_S)
+    except API_ERRORS:  # listening soon: the socket exists before the API serves
+        return None
+    try:
+        client.ping()
+    except API_ERRORS:
+        client.close()
+        return None
+    return client
+
+
+def _engine(
+    client: docker.DockerClient,
+    process: subprocess.Popen[bytes],
+    socket: Path,
+    exec_root: Path,
+    data_root: Path,
+    driver: str,
+    log: Path,
+) -> DockerEngine:
+    info = client.info()
+    if info.get("Driver") != driver:
+        client.close()
+        raise PrerequisiteError(
+            f"dockerd runs storage driver {info.get('Driver')!r}, not {driver!r}: {_tail(log)}",
+            hint=f"the full log is {log}",
+        )
+    os.chmod(socket, 0o600)
+    kept: dict[str, Any] = {k: info.get(k) for k in INFO_KEYS}
+    kept["containerd_pid"] = _containerd_pid(exec_root)
+    kept["containerd"] = "managed" if kept["containerd_pid"] else f"system ({SYSTEM_CONTAINERD})"
+    version = str(info.get("ServerVersion"))
+    return DockerEngine(client, socket, data_root, exec_root, driver, process.pid, version, kept, log, process)
+
+
+def _containerd_pid(exec_root: Path) -> int | None:
+    try:
+        return int((exec_root / "containerd" / "containerd.pid").read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _remove_containers_and_volumes(engine: DockerEngine) -> None:
+    # A daemon that died cannot answer; the process and mount sweep in _stop still
+    # removes what its containers left, so an unreachable API is not fatal here.
+    with contextlib.suppress(*API_ERRORS):
         for container in engine.client.containers.list(all=True):
             container.remove(force=True, v=True)
-        engine.client.volumes.prune()
+        for volume in engine.client.volumes.list():
+            volume.remove(force=True)
 
 
-def _stop(pid: int, exec_root: Path, data_root: Path) -> None:
-    """SIGTERM, wait, SIGKILL the group; then unmount whatever it left and remove its exec-root."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    if not _wait_gone(pid, STOP_TIMEOUT_S):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)
-        _wait_gone(pid, 5)
-    _kill_group_leftovers(pid)
-    for root in (exec_root, data_root):
-        _unmount_below(root)
+def _stop(
+    process: subprocess.Popen[bytes], exec_root: Path, data_root: Path, host_dirs: list[Path], runner: Runner
+) -> None:
+    """Stop the daemon, then sweep: strays killed, mounts undone, directories removed."""
+    _terminate(process)
+    roots = [exec_root, data_root]
+    shim_sockets = _shim_sockets(exec_root)
+    _kill_all(_strays(roots, cgroup_parent(exec_root)))
+    for root in roots:
+        _unmount_below(root, runner)
+    _kill_all(_strays(roots, cgroup_parent(exec_root)))  # fuse daemons whose mount is gone now
+    for sock in shim_sockets:
+        sock.unlink(missing_ok=True)
+    left = [f"mount {m}" for root in roots for m in mounts_below(root)]
+    left += [f"process {pid}" for pid in _strays(roots, cgroup_parent(exec_root))]
+    if left:
+        raise TeardownError(f"dockerd {exec_root.name} left {', '.join(left)}", hint="run `layerbench cleanup`")
     shutil.rmtree(exec_root, ignore_errors=True)
-    # Image layers and volumes: the filesystem goes with its layer anyway, but a
-    # daemon of another driver may follow on it and needs the room.
+    remove_parent(cgroup_parent(exec_root))
+    # Image layers and volumes: a daemon of another driver may follow on this filesystem.
     shutil.rmtree(data_root, ignore_errors=True)
-    if _mounts_below(exec_root) or _mounts_below(data_root):
-        raise TeardownError(f"mounts left below {exec_root} or {data_root} after dockerd stopped")
+    for d in host_dirs:
+        with contextlib.suppress(OSError):  # not empty: another daemon uses it now
+            d.rmdir()
 
 
-def _wait_gone(pid: int, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)
-        if not Path(f"/proc/{pid}").exists():
+def _terminate(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM (dockerd then stops its containerd), wait; SIGKILL its process group if it hangs."""
+    with contextlib.suppress(ProcessLookupError):
+        process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):  # unkillable (stuck in I/O): _stop reports it
+            process.wait(STRAY_TIMEOUT_S)
+
+
+def _shim_sockets(exec_root: Path) -> list[Path]:
+    """containerd 1.6 puts shim sockets in /run/containerd/s; each bundle's `address` names one.
+
+    A shim that exits cleanly removes its socket; one we have to kill does not.
+    """
+    found = []
+    for address in exec_root.glob("containerd/daemon/io.containerd.runtime.v2.task/*/*/address"):
+        with contextlib.suppress(OSError):
+            path = address.read_text().strip().removeprefix("unix://")
+            if path.startswith("/run/containerd/s/"):
+                found.append(Path(path))
+    return found
+
+
+def mentions(argv: Iterable[str], roots: Iterable[Path]) -> bool:
+    """Does a command line name one of these roots (as an argument, an option value or a path below)?"""
+    prefixes = [str(r).rstrip("/") for r in roots]
+    for arg in argv:
+        value = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
+        if any(value == p or value.startswith(p + "/") for p in prefixes):
             return True
-        time.sleep(0.1)
     return False
 
 
-def _kill_group_leftovers(pgid: int) -> None:
-    # containerd and its shims run in dockerd's process group (its session); a
-    # shim can outlive a killed dockerd. Only processes in *our* group are touched.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+def _strays(roots: list[Path], parent: str) -> list[int]:
+    """Processes this daemon started that are still alive: by its private paths and its cgroup."""
+    me = os.getpid()
+    found = set(_cgroup_pids(parent))
+    for entry in Path("/proc").glob("[0-9]*"):
+        argv = _cmdline(int(entry.name))
+        if argv and mentions(argv, roots):
+            found.add(int(entry.name))
+    found.discard(me)
+    return sorted(found)
 
 
-def _mounts_below(root: Path) -> list[str]:
-    prefix = str(root).rstrip("/") + "/"
-    lines = Path("/proc/mounts").read_text().splitlines()
-    targets = [line.split()[1] for line in lines if line.split()]
-    return [t for t in targets if t.startswith(prefix) or t == str(root)]
+def _cgroup_pids(parent: str, root: Path = CGROUP_ROOT) -> list[int]:
+    bases = [root] if (root / "cgroup.controllers").exists() else [p for p in root.glob("*") if p.is_dir()]
+    pids: set[int] = set()
+    for base in bases:
+        for procs in (base / parent.strip("/")).glob("**/cgroup.procs"):
+            with contextlib.suppress(OSError, ValueError):
+                pids.update(int(line) for line in procs.read_text().split())
+    return sorted(pids)
 
 
-def _unmount_below(root: Path) -> None:
-    for target in sorted(_mounts_below(root), key=len, reverse=True):
-        proc.run(["umount", "-l", target], timeout=60)
-
-
-def _tail(log: Path, lines: int = 5) -> str:
+def _cmdline(pid: int) -> list[str]:
     try:
-        return " | ".join(log.read_text(errors="replace").strip().splitlines()[-lines:])
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
+
+
+def _kill_all(pids: list[int]) -> None:
+    """SIGTERM, a short grace, then SIGKILL: containerd gets to unmount its state; shims do not need to."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + STRAY_TIMEOUT_S
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.05)
+    for pid in pids:
+        if _alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + STRAY_TIMEOUT_S
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie is dead, only not reaped by its parent yet
+
+
+def mounts_below(root: Path, mounts_text: str | None = None) -> list[str]:
+    """Mount points at or below ``root`` (from /proc/self/mounts, its octal escapes decoded)."""
+    text = Path("/proc/self/mounts").read_text() if mounts_text is None else mounts_text
+    prefix = str(root).rstrip("/")
+    targets = [_unescape(line.split()[1]) for line in text.splitlines() if len(line.split()) > 1]
+    return [t for t in targets if t == prefix or t.startswith(prefix + "/")]
+
+
+def _unescape(field_: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field_)
+
+
+def _unmount_below(root: Path, runner: Runner) -> None:
+    for target in sorted(set(mounts_below(root)), key=len, reverse=True):
+        if runner(["umount", target], timeout=60).rc != 0:
+            # Busy (a process we could not kill holds it): detach it so the filesystem can go.
+            runner(["umount", "-l", target], timeout=60)
+
+
+def log_tail(text: str, lines: int = 3) -> str:
+    """The daemon's last errors (its info lines are noise in an error message), else its last lines."""
+    rows = [_message(r) for r in text.strip().splitlines()]
+    errors = [_message(r) for r in text.strip().splitlines() if re.search(r"level=(error|fatal)|^failed to start", r)]
+    return " | ".join((errors or rows)[-lines:]) or "(empty log)"
+
+
+def _message(row: str) -> str:
+    match = re.search(r'msg="((?:[^"\\]|\\.)*)"', row)
+    return match.group(1).replace('\\"', '"') if match else row.strip()
+
+
+def _tail(log: Path) -> str:
+    try:
+        return log_tail(log.read_text(errors="replace"))
     except OSError:
         return "(no log)"

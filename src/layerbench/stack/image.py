@@ -1,8 +1,12 @@
 """An image assembled from the host's own binaries and their shared libraries.
 
 No registry is needed, and native and container cells run the *same* fio
-binary (its sha256 is a label of the image), so a difference between them is
-the container's, not a different build's.
+binary: every binary sits at its host path, with the libraries `ldd` names,
+the dynamic loader, and each symlink on the way to them (Debian's merged /usr
+makes /lib64/ld-linux-x86-64.so.2 three links deep). The tag is a hash of all
+that content, so the same binaries give the same tag and a daemon that has it
+is not asked again; each binary's sha256 is a label of the image, so a result
+can prove which fio produced it.
 """
 
 from __future__ import annotations
@@ -12,102 +16,206 @@ import io
 import os
 import re
 import shutil
+import stat
 import tarfile
+from dataclasses import dataclass
 from pathlib import Path
 
-from layerbench.errors import PrerequisiteError
-from layerbench.stack.dockerd import DockerEngine
+from docker.errors import ImageNotFound
+
+from layerbench.errors import PrerequisiteError, ToolError
+from layerbench.stack.dockerd import API_ERRORS, DockerEngine
 from layerbench.stack.target import BuildContext
 
 REPOSITORY = "layerbench/tools"
-PASSWD = b"root:x:0:0:root:/root:/bin/sh\n"
+RECIPE_VERSION = "1"  # part of the tag: a change to what goes into the image must change the tag
+LABEL_PREFIX = "layerbench.sha256."
+DEFAULT_PATH = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+ETC_FILES = {
+    "etc/passwd": b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n",
+    "etc/group": b"root:x:0:\nnogroup:x:65534:\n",
+}
+EMPTY_DIRS = {"data": 0o755, "tmp": 0o1777, "root": 0o700, "etc": 0o755}
+MAX_LINKS = 40
+
+_LDD_LINE = re.compile(r"^\s*(?:\S+\s+=>\s+)?(/\S+)\s+\(0x[0-9a-fA-F]+\)\s*$")
+_LDD_MISSING = re.compile(r"^\s*(\S+)\s+=>\s+not found\s*$")
 
 
 def parse_ldd(text: str) -> list[str]:
-    """Absolute paths of the libraries (and the loader) that ldd lists."""
+    """Absolute paths of the libraries and the loader that ldd lists, in its order (vdso has none)."""
     paths = []
     for line in text.splitlines():
-        match = re.search(r"(?:=>\s*)?(/\S+)\s+\(0x[0-9a-f]+\)", line)
+        match = _LDD_LINE.match(line)
         if match:
             paths.append(match.group(1))
-    return paths
+    return list(dict.fromkeys(paths))
 
 
-def closure(binaries: list[str], ctx: BuildContext) -> list[str]:
-    """Every file the binaries need, with symlinks and their targets both kept."""
-    files: list[str] = []
+def missing_libraries(text: str) -> list[str]:
+    """Libraries ldd could not find (`libfoo.so => not found`)."""
+    return [m.group(1) for m in map(_LDD_MISSING.match, text.splitlines()) if m]
+
+
+def symlink_chain(path: str) -> list[str]:
+    """Each symlink met on the way to ``path`` (directories too), then the real file, all absolute."""
+    met: list[str] = []
+    done, todo = "/", list(Path(os.path.normpath(path)).parts[1:])
+    while todo:
+        current = os.path.join(done, todo.pop(0))
+        if not os.path.islink(current):
+            done = current
+            continue
+        met.append(current)
+        if len(met) > MAX_LINKS:
+            raise PrerequisiteError(f"{path}: more than {MAX_LINKS} symlinks deep (a loop?)")
+        # `done` has no symlinks in it, so a relative target's ".." resolves lexically.
+        target = os.path.normpath(os.path.join(done, os.readlink(current)))
+        done, todo = "/", [*Path(target).parts[1:], *todo]
+    return [*met, done]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One member of the image's tar: a directory, a symlink (``link``) or a host file (``source``)."""
+
+    name: str  # relative to the image root
+    mode: int
+    link: str | None = None
+    source: str | None = None
+
+
+def plan(files: list[str]) -> list[Entry]:
+    """The tar's members for these host files: parent directories first, then links and files."""
+    members: dict[str, Entry] = {}
+    for path in files:
+        for step in symlink_chain(path):
+            name = step.lstrip("/")
+            if os.path.islink(step):
+                members[name] = Entry(name, 0o777, link=os.readlink(step))
+            else:
+                members[name] = Entry(name, stat.S_IMODE(os.stat(step).st_mode), source=step)
+    dirs = {str(p): Entry(str(p), _dir_mode(p)) for name in members for p in Path(name).parents if str(p) != "."}
+    dirs.update({d: Entry(d, mode) for d, mode in EMPTY_DIRS.items()})
+    return [*(dirs[d] for d in sorted(dirs)), *(members[n] for n in sorted(members))]
+
+
+def _dir_mode(rel: Path) -> int:
+    try:
+        return stat.S_IMODE(os.stat(Path("/") / rel).st_mode)
+    except OSError:
+        return 0o755
+
+
+def file_sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def content_tag(entries: list[Entry], labels: dict[str, str]) -> str:
+    """Same members with the same content and labels → same tag."""
+    digest = hashlib.sha256(RECIPE_VERSION.encode())
+    for e in entries:
+        body = file_sha256(e.source) if e.source else (e.link or "")
+        digest.update(f"{e.name}\0{e.mode:o}\0{body}\n".encode())
+    for key in sorted(labels):
+        digest.update(f"{key}={labels[key]}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def resolve(binaries: list[str]) -> dict[str, str]:
+    """Binary name → its path on this host's PATH (the path it also has in the image)."""
+    found = {}
     for name in binaries:
         path = shutil.which(name)
         if path is None:
             raise PrerequisiteError(f"{name} is not installed on this host", hint="make setup installs it")
-        files.append(os.path.realpath(path))
-        files += parse_ldd(ctx.runner(["ldd", path], timeout=30).check().stdout)
+        found[name] = os.path.abspath(path)
+    return found
+
+
+def binary_digests(binaries: list[str]) -> dict[str, str]:
+    """Binary name → sha256 of the file it runs: how the native side proves it ran the same fio."""
+    return {name: file_sha256(os.path.realpath(path)) for name, path in resolve(binaries).items()}
+
+
+def closure(paths: dict[str, str], ctx: BuildContext) -> list[str]:
+    """The binaries and every library they load (as ldd names them), loader included."""
+    files = list(paths.values())
+    for path in paths.values():
+        done = ctx.runner(["ldd", path], timeout=30)
+        if done.rc != 0 and "not a dynamic executable" in done.stdout + done.stderr:
+            continue  # static: nothing to add
+        text = done.check().stdout
+        if missing := missing_libraries(text):
+            raise PrerequisiteError(f"{path} needs libraries this host lacks: {', '.join(missing)}")
+        files += parse_ldd(text)
     return list(dict.fromkeys(files))
 
 
-def content_tag(files: list[str]) -> str:
-    digest = hashlib.sha256()
-    for f in sorted(files):
-        digest.update(f.encode())
-        digest.update(Path(f).read_bytes())
-    return digest.hexdigest()[:16]
-
-
 def ensure_image(engine: DockerEngine, binaries: list[str], ctx: BuildContext) -> str:
-    files = closure(binaries, ctx)
-    ref = f"{REPOSITORY}:{content_tag(files)}"
-    if engine.client.images.list(name=ref):
-        return ref
-    tar_path = ctx.work_dir / f"image-{ref.rsplit(':', 1)[1]}.tar"
-    try:
-        _write_rootfs(tar_path, binaries, files)
-        engine.client.api.import_image_from_file(str(tar_path), repository=REPOSITORY, tag=ref.rsplit(":", 1)[1])
-    finally:
-        tar_path.unlink(missing_ok=True)
+    """The image reference (``layerbench/tools:<content hash>``), imported into this daemon if missing."""
+    paths = resolve(binaries)
+    entries = plan(closure(paths, ctx))
+    labels = {f"{LABEL_PREFIX}{name}": file_sha256(os.path.realpath(p)) for name, p in paths.items()}
+    tag = content_tag(entries, labels)
+    ref = f"{REPOSITORY}:{tag}"
+    if not _has_image(engine, ref):
+        _import(engine, entries, tag, _changes(paths, labels), ctx)
     return ref
 
 
-def _write_rootfs(tar_path: Path, binaries: list[str], files: list[str]) -> None:
+def _changes(paths: dict[str, str], labels: dict[str, str]) -> list[str]:
+    """Dockerfile instructions applied on import: the binaries' directories on PATH, the digests as labels."""
+    search = list(dict.fromkeys([*(os.path.dirname(p) for p in paths.values()), *DEFAULT_PATH]))
+    return [f"ENV PATH={':'.join(search)}", *(f"LABEL {k}={v}" for k, v in sorted(labels.items()))]
+
+
+def _import(engine: DockerEngine, entries: list[Entry], tag: str, changes: list[str], ctx: BuildContext) -> None:
+    ref = f"{REPOSITORY}:{tag}"
+    tar_path = ctx.work_dir / f"image-{tag}.tar"  # a file, not memory: fio's libraries weigh ~100 MB
+    try:
+        write_rootfs(tar_path, entries)
+        answer = engine.client.api.import_image_from_file(str(tar_path), REPOSITORY, tag, changes)
+    except API_ERRORS as exc:
+        raise ToolError(["docker", "import", ref], 1, str(exc)) from exc
+    finally:
+        tar_path.unlink(missing_ok=True)
+    if not _has_image(engine, ref):
+        raise ToolError(["docker", "import", ref], 1, f"the daemon answered {answer!r} but has no {ref}")
+
+
+def image_labels(engine: DockerEngine, ref: str) -> dict[str, str]:
+    return dict(engine.client.images.get(ref).labels or {})
+
+
+def _has_image(engine: DockerEngine, ref: str) -> bool:
+    try:
+        engine.client.images.get(ref)
+    except ImageNotFound:
+        return False
+    return True
+
+
+def write_rootfs(tar_path: Path, entries: list[Entry]) -> None:
     with tarfile.open(tar_path, "w") as tar:
-        for d in ("data", "tmp", "etc", "usr/bin", "bin"):
-            _dir(tar, d, 0o1777 if d == "tmp" else 0o755)
-        _bytes(tar, "etc/passwd", PASSWD)
-        for f in files:
-            _add_with_links(tar, f)
-        for name in binaries:
-            path = shutil.which(name)
-            assert path is not None  # closure() checked
-            for alias in {path, f"/usr/bin/{name}"}:
-                if alias.lstrip("/") not in tar.getnames():
-                    _symlink(tar, alias.lstrip("/"), os.path.realpath(path))
-
-
-def _add_with_links(tar: tarfile.TarFile, path: str) -> None:
-    # ldd prints the name the loader looks up (often a symlink): keep the link and its target.
-    current = path
-    for _ in range(10):
-        name = current.lstrip("/")
-        if name not in tar.getnames():
-            tar.add(current, arcname=name, recursive=False)
-        if not os.path.islink(current):
-            return
-        current = os.path.join(os.path.dirname(current), os.readlink(current))
-        current = os.path.normpath(current)
-
-
-def _dir(tar: tarfile.TarFile, name: str, mode: int) -> None:
-    info = tarfile.TarInfo(name)
-    info.type, info.mode = tarfile.DIRTYPE, mode
-    tar.addfile(info)
-
-
-def _bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
-    info = tarfile.TarInfo(name)
-    info.size, info.mode = len(data), 0o644
-    tar.addfile(info, io.BytesIO(data))
-
-
-def _symlink(tar: tarfile.TarFile, name: str, target: str) -> None:
-    info = tarfile.TarInfo(name)
-    info.type, info.linkname = tarfile.SYMTYPE, target
-    tar.addfile(info)
+        for e in entries:
+            info = tarfile.TarInfo(e.name)
+            info.mode = e.mode
+            if e.link is not None:
+                info.type, info.linkname = tarfile.SYMTYPE, e.link
+                tar.addfile(info)
+            elif e.source is not None:
+                info.size = os.path.getsize(e.source)
+                with open(e.source, "rb") as f:
+                    tar.addfile(info, f)
+            else:
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+        for name, data in ETC_FILES.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))

@@ -1,4 +1,17 @@
-"""The top layer: where the workload's data lives, natively or in a container."""
+"""The top layer: where the workload's data lives, natively or in a container.
+
+Natively the workload runs on the host against the raw device or a directory
+on the filesystem. In Docker, one long-lived container per placement (`sleep
+infinity`) holds /data in the place the placement names, and every command of
+the trial is exec'd into it:
+
+- writable-layer: nothing mounted; /data is the image's empty directory, so
+  writes go through the storage driver into the container's own layer;
+- volume: a named volume of this daemon (local driver: under its data-root,
+  on the filesystem under test);
+- bind: a host directory on the filesystem under test, bind-mounted;
+- tmpfs: memory, no device at all (a control for the others).
+"""
 
 from __future__ import annotations
 
@@ -9,23 +22,28 @@ import shutil
 import signal
 import tarfile
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from docker.errors import DockerException, NotFound
+from docker.errors import NotFound
 from docker.models.containers import Container
 
-from layerbench.errors import ToolError
+from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Completed
 from layerbench.spec.models import Limits, PlacementSpec
-from layerbench.stack.dockerd import DockerEngine
+from layerbench.stack.cgroups import container_dirs, read_limits
+from layerbench.stack.dockerd import API_ERRORS, DockerEngine
+from layerbench.stack.image import LABEL_PREFIX, binary_digests, image_labels
 from layerbench.stack.ledger import tracked
-from layerbench.stack.target import BuildContext, Mount, Put, Target
+from layerbench.stack.target import BuildContext, Exec, Mount, Put, Target
 
 DATA = "/data"
+TMPFS_HEADROOM = 64 * 2**20  # fio's own files beside the test file
+EXIT_CODE_WAIT_S = 5.0
 
 
 @contextmanager
@@ -39,12 +57,14 @@ def native_placement(mount: Mount, spec: PlacementSpec, ctx: BuildContext) -> It
         path.write_text(text)
         return str(path)
 
+    info: dict[str, Any] = {"placement": spec.kind, "fio_sha256": binary_digests(["fio"])["fio"]}
     if spec.kind == "raw":
-        yield Target(run, put, mount.device.path, True, mount.device, "native", {"placement": "raw"})
+        yield Target(run, put, mount.device.path, True, mount.device, "native", info)
         return
-    assert mount.mountpoint is not None  # the feasibility rules guarantee a filesystem here
+    if spec.kind != "host-dir" or mount.mountpoint is None:
+        raise PrerequisiteError(f"placement {spec.kind!r} on {mount.fs_type!r} is not a native placement")
     with _host_dir(mount.mountpoint / "lb-data", ctx) as path:
-        yield Target(run, put, str(path), False, mount.device, "native", {"placement": spec.kind})
+        yield Target(run, put, str(path), False, mount.device, "native", info)
 
 
 @contextmanager
@@ -53,7 +73,7 @@ def _host_dir(path: Path, ctx: BuildContext) -> Iterator[Path]:
         path.mkdir(mode=0o700)
         return path
 
-    with tracked(ctx.ledger, "dir", str(path), make, lambda p: shutil.rmtree(p, ignore_errors=True)) as made:
+    with tracked(ctx.ledger, "dir", str(path), make, shutil.rmtree) as made:
         yield made
 
 
@@ -68,29 +88,25 @@ def container_placement(
     ctx: BuildContext,
 ) -> Iterator[Target]:
     with contextlib.ExitStack() as stack:
-        kwargs = _limits(limits, mount.device.path)
-        if spec.kind == "volume":
-            name = stack.enter_context(_volume(engine, ctx))
-            kwargs["volumes"] = {name: {"bind": DATA, "mode": "rw"}}
-        elif spec.kind == "bind":
-            assert mount.mountpoint is not None
-            host = stack.enter_context(_host_dir(mount.mountpoint / f"lb-bind-{uuid.uuid4().hex[:8]}", ctx))
-            kwargs["volumes"] = {str(host): {"bind": DATA, "mode": "rw"}}
-        elif spec.kind == "tmpfs":
-            # Room for the test file plus fio's own files; tmpfs only takes what is written.
-            kwargs["tmpfs"] = {DATA: f"size={data_bytes + 64 * 2**20}"}
-        container = stack.enter_context(_container(engine, image, kwargs, ctx))
+        kwargs = {**limit_kwargs(limits, mount.device.path), **_data_kwargs(engine, mount, spec, data_bytes, ctx, stack)}
+        container = stack.enter_context(_container(engine, image, spec, kwargs, ctx))
         info = {
             "placement": spec.kind,
             "container": container.id[:12],
             "image": image,
             "driver": engine.driver,
             "limits": limits.model_dump(mode="json", exclude_none=True),
+            "fio_sha256": image_labels(engine, image).get(f"{LABEL_PREFIX}fio"),
         }
-        yield Target(_exec_in(engine, container), _put_in(container), DATA, False, mount.device, "docker", info)
+        if info["limits"]:
+            # What the kernel enforces, not what Docker accepted: the limit-applied check compares.
+            dirs = container_dirs(engine.cgroup_parent, container.id)
+            info["limits_enforced"] = read_limits(dirs, mount.device.path)
+        yield Target(exec_in(engine, container), _put_in(container), DATA, False, mount.device, "docker", info)
 
 
-def _limits(limits: Limits, device: str) -> dict[str, Any]:
+def limit_kwargs(limits: Limits, device: str) -> dict[str, Any]:
+    """Limits as Docker SDK arguments; block-I/O limits on the device under the filesystem."""
     kwargs: dict[str, Any] = {}
     if limits.cpuset:
         kwargs["cpuset_cpus"] = limits.cpuset
@@ -105,12 +121,35 @@ def _limits(limits: Limits, device: str) -> dict[str, Any]:
     return kwargs
 
 
+def _data_kwargs(
+    engine: DockerEngine,
+    mount: Mount,
+    spec: PlacementSpec,
+    data_bytes: int,
+    ctx: BuildContext,
+    stack: contextlib.ExitStack,
+) -> dict[str, Any]:
+    """How /data is provided; the volume or host directory it needs is entered on ``stack``."""
+    if spec.kind == "writable-layer":
+        return {}
+    if spec.kind == "volume":
+        name = stack.enter_context(_volume(engine, ctx))
+        return {"volumes": {name: {"bind": DATA, "mode": "rw"}}}
+    if spec.kind == "bind" and mount.mountpoint is not None:
+        host = stack.enter_context(_host_dir(mount.mountpoint / f"lb-bind-{uuid.uuid4().hex[:8]}", ctx))
+        return {"volumes": {str(host): {"bind": DATA, "mode": "rw"}}}
+    if spec.kind == "tmpfs":
+        # tmpfs takes memory only for what is written, so the cap can be generous.
+        return {"tmpfs": {DATA: f"size={data_bytes + TMPFS_HEADROOM}"}}
+    raise PrerequisiteError(f"placement {spec.kind!r} is not a container placement on {mount.fs_type!r}")
+
+
 @contextmanager
 def _volume(engine: DockerEngine, ctx: BuildContext) -> Iterator[str]:
     name = f"lb-{uuid.uuid4().hex[:8]}"
 
     def create(rid: int) -> str:
-        return engine.client.volumes.create(name=name, driver="local").name
+        return str(engine.client.volumes.create(name=name, driver="local").name)
 
     def remove(vol: str) -> None:
         with contextlib.suppress(NotFound):
@@ -121,29 +160,39 @@ def _volume(engine: DockerEngine, ctx: BuildContext) -> Iterator[str]:
 
 
 @contextmanager
-def _container(engine: DockerEngine, image: str, kwargs: dict[str, Any], ctx: BuildContext) -> Iterator[Container]:
-    name = f"lb-{ctx.run_id[-4:]}-{uuid.uuid4().hex[:6]}"
+def _container(
+    engine: DockerEngine, image: str, spec: PlacementSpec, kwargs: dict[str, Any], ctx: BuildContext
+) -> Iterator[Container]:
+    name = f"lb-{uuid.uuid4().hex[:8]}"
 
     def create(rid: int) -> Container:
-        return engine.client.containers.run(
+        container = engine.client.containers.create(
             image,
             ["sleep", "infinity"],
             name=name,
-            detach=True,
             network_mode="none",
-            labels={"layerbench.run": ctx.run_id},
+            labels={"layerbench.run": ctx.run_id, "layerbench.placement": spec.kind},
             **kwargs,
         )
+        ctx.ledger.update(rid, container=container.id)
+        return container
 
     def remove(container: Container) -> None:
         with contextlib.suppress(NotFound):
             container.remove(force=True, v=True)
 
     with tracked(ctx.ledger, "container", name, create, remove, socket=str(engine.socket)) as container:
+        # Started here, not in create: a container that fails to start (a limit the
+        # kernel refuses) exists all the same, and must be removed on the way out.
+        try:
+            container.start()
+        except API_ERRORS as exc:
+            raise PrerequisiteError(f"container for {spec.kind} did not start: {exc}") from exc
         yield container
 
 
-def _exec_in(engine: DockerEngine, container: Container):  # -> Exec
+def exec_in(engine: DockerEngine, container: Container) -> Exec:
+    """``run(argv, timeout)`` inside the container, with the timeout proc.run has natively."""
     api = engine.client.api
 
     def run(argv: Sequence[str], timeout: float) -> Completed:
@@ -156,13 +205,59 @@ def _exec_in(engine: DockerEngine, container: Container):  # -> Exec
         if worker.is_alive():
             _kill_exec(api, exec_id)
             worker.join(10)
-            raise ToolError(args, None, f"timed out after {timeout:.0f}s inside container {container.name}")
+            raise ToolError(args, None, f"timed out after {timeout:.0f}s in container {container.name}")
         if "error" in result:
             raise ToolError(args, 125, f"docker exec failed: {result['error']}")
-        code = api.exec_inspect(exec_id)["ExitCode"]
-        return Completed(args, int(code if code is not None else 125), result["out"], result["err"])
+        return Completed(args, _exit_code(api, exec_id), result["out"], result["err"])
 
     return run
+
+
+def _collect(api: Any, exec_id: str, result: dict[str, Any]) -> None:
+    try:
+        out, err = api.exec_start(exec_id, demux=True)
+    except API_ERRORS as exc:  # reported by run() in the caller's thread
+        result["error"] = str(exc)
+        return
+    result["out"] = (out or b"").decode(errors="replace")
+    result["err"] = (err or b"").decode(errors="replace")
+
+
+def _exit_code(api: Any, exec_id: str) -> int:
+    # The output stream can close a moment before the daemon records the exit code.
+    deadline = time.monotonic() + EXIT_CODE_WAIT_S
+    while True:
+        state = api.exec_inspect(exec_id)
+        if not state.get("Running") and state.get("ExitCode") is not None:
+            return int(state["ExitCode"])
+        if time.monotonic() > deadline:
+            return 125
+        time.sleep(0.02)
+
+
+def _kill_exec(api: Any, exec_id: str) -> None:
+    """Exec has no timeout of its own: kill the exec'd process and its children by host PID."""
+    pid = int(api.exec_inspect(exec_id).get("Pid") or 0)
+    if pid <= 0:
+        return
+    for victim in [pid, *descendants(pid)]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(victim, signal.SIGKILL)
+
+
+def descendants(pid: int, proc: Path = Path("/proc")) -> list[int]:
+    """Every process below ``pid`` (fio forks one worker per job)."""
+    children: dict[int, list[int]] = {}
+    for stat in proc.glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 def _put_in(container: Container) -> Put:
@@ -177,20 +272,3 @@ def _put_in(container: Container) -> Put:
         return f"/tmp/{name}"
 
     return put
-
-
-def _collect(api: Any, exec_id: str, result: dict[str, Any]) -> None:
-    try:
-        out, err = api.exec_start(exec_id, demux=True)
-        result["out"] = (out or b"").decode(errors="replace")
-        result["err"] = (err or b"").decode(errors="replace")
-    except DockerException as exc:
-        result["error"] = str(exc)
-
-
-def _kill_exec(api: Any, exec_id: str) -> None:
-    # exec has no timeout of its own: kill the exec'd process by its host PID.
-    pid = api.exec_inspect(exec_id).get("Pid")
-    if pid:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)

@@ -60,20 +60,21 @@ class FioResult:
     jobs: list[FioJob]
 
 
-def data_file(path: str, size: int) -> str:
-    """One file per size, shared by the preconditioning and every workload of that size."""
-    return f"{path.rstrip('/')}/lb-{size}.dat"
+def data_file(path: str, size: int, mode: str = "fill") -> str:
+    """One file per size and preconditioning, shared by every workload that needs it."""
+    suffix = "" if mode in ("fill", "steady") else f"-{mode}"
+    return f"{path.rstrip('/')}/lb-{size}{suffix}.dat"
 
 
-def _target(path: str, path_is_device: bool, size: int) -> str:
-    return path if path_is_device else data_file(path, size)
+def _target(path: str, path_is_device: bool, size: int, mode: str = "fill") -> str:
+    return path if path_is_device else data_file(path, size, mode)
 
 
 def argv(w: FioWorkload, path: str, path_is_device: bool, fio: str = "fio") -> list[str]:
     args = [
         fio,
         f"--name={w.name}",
-        f"--filename={_target(path, path_is_device, int(w.size))}",
+        f"--filename={_target(path, path_is_device, int(w.size), w.precondition)}",
         f"--rw={w.rw}",
         f"--bs={int(w.bs)}",
         f"--numjobs={w.numjobs}",
@@ -94,6 +95,8 @@ def argv(w: FioWorkload, path: str, path_is_device: bool, fio: str = "fio") -> l
     ]
     if w.rwmixread is not None:
         args.append(f"--rwmixread={w.rwmixread}")
+    if w.steadystate:
+        args += [f"--steadystate={w.steadystate}", f"--ss_dur={w.ss_dur_s:g}"]
     return args
 
 
@@ -140,6 +143,39 @@ def rewrite_job_file(text: str, path: str, path_is_device: bool) -> str:
     out = io.StringIO()
     parser.write(out, space_around_delimiters=False)
     return out.getvalue()
+
+
+def steady_argv(size: int, path: str, path_is_device: bool, max_s: float = 600, fio: str = "fio") -> list[str]:
+    """Random 4k writes until fio's detector sees flat IOPS (slope under 0.3% over 30 s), capped.
+
+    Flash and copy-on-write filesystems slow down as they fill and fragment; a
+    fresh file overstates their write speed until this settles.
+    """
+    return [
+        fio,
+        "--name=steady",
+        f"--filename={_target(path, path_is_device, size)}",
+        "--rw=randwrite",
+        "--bs=4k",
+        f"--size={size}",
+        "--direct=1",
+        "--ioengine=libaio",
+        "--iodepth=32",
+        "--refill_buffers=1",
+        "--randrepeat=0",
+        "--overwrite=0",
+        "--time_based=1",
+        f"--runtime={max_s:g}",
+        "--steadystate=iops_slope:0.3%",
+        "--ss_dur=30",
+        "--ss_ramp=10",
+        "--output-format=json",
+    ]
+
+
+def sparse_argv(size: int, path: str) -> list[str]:
+    """A file of the right size that was never written: every read is answered with zeros."""
+    return ["truncate", f"--size={size}", data_file(path, size, "sparse")]
 
 
 def job_file_argv(job_path: str, fio: str = "fio") -> list[str]:

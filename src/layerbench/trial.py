@@ -1,0 +1,147 @@
+"""One trial: run the workload at the target under the monitor, parse, check.
+
+Everything that can go wrong becomes data: a failed TrialRecord with a
+category and the tool's stderr. Nothing here raises for a bad trial.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from layerbench.analysis.checks import Check, bottleneck, device_accounting
+from layerbench.errors import ToolError
+from layerbench.monitor import Monitor, devices_beneath
+from layerbench.sample import Sample
+from layerbench.schedule import Trial
+from layerbench.spec.models import FioWorkload
+from layerbench.stack.cgroups import mismatches
+from layerbench.stack.target import Target
+from layerbench.store.db import CheckRecord, MonitorPoint, TrialRecord
+from layerbench.workloads import fio
+
+# fio with 32 jobs needs a while to fork and lay out before its clock starts.
+TRIAL_SLACK_S = 120.0
+
+
+@dataclass
+class Outcome:
+    """What a trial produced, filled in as far as it got."""
+
+    argv: list[str] = field(default_factory=list)
+    status: str = "failed"
+    category: str | None = None
+    stdout: str = ""
+    stderr: str = ""
+    samples: list[Sample] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
+    monitor: list[MonitorPoint] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def workload_argv(w: FioWorkload, target: Target) -> list[str]:
+    if w.job_file:
+        text = fio.rewrite_job_file(Path(w.job_file).read_text(), target.path, target.path_is_device)
+        return fio.job_file_argv(target.put(f"lb-{w.name}.fio", text))
+    return fio.argv(w, target.path, target.path_is_device)
+
+
+def precondition(target: Target, workloads: list[FioWorkload]) -> dict[str, Any]:
+    """Prepare each test file once per stack, as its workloads ask (a job file lays out its own)."""
+    done: dict[str, Any] = {}
+    for size, mode in sorted({(int(w.size), w.precondition) for w in workloads if not w.job_file}):
+        t0 = time.monotonic()
+        for argv in _precondition_steps(size, mode, target):
+            target.run(argv, size / 2**20 + 600 + TRIAL_SLACK_S).check()
+        done[f"{size}:{mode}"] = {"seconds": round(time.monotonic() - t0, 3)}
+    return done
+
+
+def _precondition_steps(size: int, mode: str, target: Target) -> list[list[str]]:
+    if mode == "sparse":
+        return [fio.sparse_argv(size, target.path)]
+    steps = [fio.precondition_argv(size, target.path, target.path_is_device)]
+    if mode == "steady":
+        steps.append(fio.steady_argv(size, target.path, target.path_is_device))
+    return steps
+
+
+def run_trial(target: Target, trial: Trial, prepared: dict[str, Any]) -> TrialRecord:
+    started = time.time()
+    out = Outcome(info={"precondition": prepared, "target": target.info, "engine": target.engine})
+    try:
+        _execute(target, trial.cell.workload, out)
+    except ToolError as exc:
+        out.category, out.stderr = ("timeout" if exc.rc is None else "tool-error"), exc.stderr
+        out.argv = out.argv or exc.argv
+    except (OSError, fio.FioParseError) as exc:
+        out.category, out.stderr = "setup-error", f"{type(exc).__name__}: {exc}"
+    return record(trial, started, out)
+
+
+def _execute(target: Target, w: FioWorkload, out: Outcome) -> None:
+    out.argv = workload_argv(w, target)
+    devices = devices_beneath(target.device.path)
+    with Monitor(devices) as mon:
+        done = target.run(out.argv, w.runtime_s + w.ramp_s + TRIAL_SLACK_S)
+    out.stdout, out.stderr = done.stdout, done.stderr
+    out.monitor = [MonitorPoint(p.t, p.series, p.value, p.unit) for p in mon.points]
+    if done.rc != 0:
+        out.category = "tool-error"
+        return
+    try:
+        result = fio.parse(done.stdout)
+    except fio.FioParseError as exc:
+        out.category, out.stderr = "parse-error", f"{exc}\n{done.stderr}"
+        return
+    out.status, out.samples = "ok", fio.samples(result)
+    out.checks = trial_checks(result, mon, target, devices[-1])
+
+
+def trial_checks(result: fio.FioResult, mon: Monitor, target: Target, lowest: str) -> list[Check]:
+    checks = [_accounting(result, mon, target, lowest), _bottleneck(mon, lowest)]
+    asked, enforced = target.info.get("limits"), target.info.get("limits_enforced")
+    if asked:
+        wrong = mismatches(asked, enforced or {})
+        detail = "; ".join(wrong) or "every limit the spec set is in the container's cgroup"
+        checks.append(Check("limit-applied", "flag" if wrong else "pass", detail))
+    return checks
+
+
+def _accounting(result: fio.FioResult, mon: Monitor, target: Target, lowest: str) -> Check:
+    if target.info.get("placement") == "tmpfs":
+        return Check("device-accounting", "skip", "tmpfs: the data lives in memory, no device to account")
+    moved = mon.totals.get(lowest)
+    if moved is None:
+        return Check("device-accounting", "skip", f"no counters for {lowest}")
+    read = sum(d.io_bytes for j in result.jobs for k, d in j.directions.items() if k == "read")
+    written = sum(d.io_bytes for j in result.jobs for k, d in j.directions.items() if k == "write")
+    return device_accounting(lowest, read, written, moved.read_bytes, moved.write_bytes)
+
+
+def _bottleneck(mon: Monitor, lowest: str) -> Check:
+    idle = [p.value for p in mon.points if p.series in ("cpu.idle", "cpu.iowait")]
+    samples = max(1, len(idle) // 2)
+    busy = 100.0 - sum(idle) / samples if idle else 0.0
+    util = [p.value for p in mon.points if p.series == f"disk.{lowest}.util"]
+    return bottleneck(busy, sum(util) / len(util) if util else None)
+
+
+def record(trial: Trial, started: float, out: Outcome) -> TrialRecord:
+    return TrialRecord(
+        cell_id=trial.cell.id,
+        repetition=trial.repetition,
+        status=out.status,
+        category=None if out.status == "ok" else (out.category or "unknown"),
+        started_at=started,
+        ended_at=time.time(),
+        argv=out.argv,
+        raw_output=out.stdout,
+        stderr=out.stderr,
+        info=out.info,
+        samples=out.samples,
+        checks=[CheckRecord(c.name, c.status, c.detail) for c in out.checks],
+        monitor=out.monitor,
+    )
