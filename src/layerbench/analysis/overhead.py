@@ -101,3 +101,7 @@ def _cross_flags(c, by_id: dict, summary: Summary, r: Ratio, n_base: int, failur
     if fast.status == "flag":
         flags.append(fast)
     return flags
+
+
+def _trials(n: int) -> str:
+    return "1 trial" if n == 1 else f"{n} trials"
