@@ -8,12 +8,15 @@ DB ?= layerbench.db
 APT_PACKAGES := fio xfsprogs btrfs-progs e2fsprogs fuse-overlayfs fuse3 util-linux \
 	iproute2 kmod python3 python3-venv python3-pip ca-certificates
 
-.PHONY: run test setup apt venv lint clean-env
+# Only the tests need a browser (the HTML report is opened in headless Chromium).
+TEST_APT_PACKAGES := chromium fonts-dejavu-core
+
+.PHONY: run test setup apt apt-test venv lint clean-env
 
 run: setup
 	$(VENV)/bin/layerbench run $(PRESET) --db $(DB)
 
-test: setup
+test: setup apt-test
 	$(PY) -m ruff check src tests bench
 	$(PY) -m pytest -q
 
@@ -25,6 +28,13 @@ apt:
 	@if [ "$$(id -u)" != 0 ]; then echo "make: run as root (layerbench mounts filesystems and starts daemons)"; exit 3; fi
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if ! command -v dockerd >/dev/null 2>&1; then missing="$$missing docker.io"; fi; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+apt-test:
+	@missing=""; for p in $(TEST_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \

@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import typer
@@ -13,13 +14,19 @@ from rich.console import Console
 from rich.table import Table
 
 from layerbench import proc
+from layerbench.analysis.compare import compare as compare_runs
+from layerbench.analysis.compare import environment_differences
 from layerbench.analysis.overhead import results
-from layerbench.cli.boundary import EXIT_TRIALS_FAILED, boundary
+from layerbench.cli.boundary import EXIT_TRIALS_FAILED, UsageError, boundary, err_console
 from layerbench.cli.progress import TrialProgress
 from layerbench.errors import SpecError
 from layerbench.pipeline import execute, pending, register_cells
+from layerbench.report import html as html_report
+from layerbench.report import markdown as markdown_report
 from layerbench.report.doctor import doctor_rows
-from layerbench.report.terminal import flags_table, refused_table, results_table, show_json
+from layerbench.report.export import FORMATS, samples_with_config
+from layerbench.report.export import write as write_export
+from layerbench.report.terminal import comparison_table, flags_table, refused_table, results_table, show_json
 from layerbench.spec import load as spec_load
 from layerbench.spec.matrix import Matrix, expand
 from layerbench.stack.capabilities import probe
@@ -143,6 +150,88 @@ def _show(store: Store, run_id: str, as_json: bool) -> None:
 
 
 @app.command()
+def report(
+    run_ref: str = typer.Argument("latest", metavar="RUN", help="A run id, a unique prefix of one, or 'latest'."),
+    db: Path = DB_OPTION,
+    html: Path = typer.Option(
+        None, "--html", metavar="DIR", help="Write DIR/report.html (self-contained) and DIR/figures/*.png|svg."
+    ),
+    markdown: bool = typer.Option(False, "--markdown", help="Print the results as Markdown, for issues and wikis."),
+) -> None:
+    """A report of one run: a self-contained HTML page with figures (--html DIR), or Markdown (--markdown)."""
+    with boundary():
+        if html is None and not markdown:
+            raise UsageError("say what to write: --html DIR and/or --markdown")
+        store = Store.open(db, create=False)
+        run_id = store.resolve_run(run_ref)
+        run, frame, refused = store.run(run_id), store.samples_frame(run_id), store.refused(run_id)
+        rows = results(frame, store.cells(run_id), store.trials(run_id), store.checks(run_id))
+        if markdown:
+            typer.echo(markdown_report.render(run, rows, refused))
+        if html is not None:
+            path = html_report.render(run, rows, frame, refused, html)
+            err_console.print(f"wrote {path} and its figures in {path.parent / 'figures'}")
+
+
+@app.command()
+def compare(
+    run_a: str = typer.Argument(..., metavar="RUN_A", help="The reference run."),
+    run_b: str = typer.Argument(..., metavar="RUN_B", help="The run compared with it (B / A)."),
+    db: Path = DB_OPTION,
+    db_b: Path = typer.Option(None, "--db-b", help="RUN_B's database, when it is another file (another host)."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """The same cells across two runs: the ratio B/A with its 95% CI and whether it is significant.
+
+    Cells are matched by their full configuration. Differences between the two
+    hosts' environments that change what a number means (kernel, CPU, memory,
+    fio binary, tool versions) are printed as warnings first.
+    """
+    with boundary():
+        store_a = Store.open(db, create=False)
+        store_b = Store.open(db_b, create=False) if db_b else store_a
+        id_a, id_b = store_a.resolve_run(run_a), store_b.resolve_run(run_b)
+        rows = compare_runs(
+            store_a.samples_frame(id_a), store_b.samples_frame(id_b), store_a.cells(id_a), store_b.cells(id_b)
+        )
+        diffs = environment_differences(store_a.run(id_a).host, store_b.run(id_b).host)
+        if as_json:
+            typer.echo(
+                json.dumps(
+                    {
+                        "a": id_a,
+                        "b": id_b,
+                        "environment_differences": diffs,
+                        "cells": [_nan_free(asdict(r)) for r in rows],
+                    },
+                    indent=2,
+                )
+            )
+            return
+        for d in diffs:
+            err_console.print(f"[yellow]warning:[/] environments differ: {d}")
+        console.print(comparison_table(rows, id_a, id_b))
+
+
+@app.command()
+def export(
+    run_ref: str = typer.Argument("latest", metavar="RUN", help="A run id, a unique prefix of one, or 'latest'."),
+    db: Path = DB_OPTION,
+    fmt: str = typer.Option("csv", "--format", help="csv, json or parquet."),
+    output: Path = typer.Option(None, "--output", "-o", help="The file to write (default: <run id>.<format>)."),
+) -> None:
+    """Every sample of a run, one row each, with the cell's configuration as columns."""
+    with boundary():
+        if fmt not in FORMATS:
+            raise UsageError(f"--format {fmt!r} is not one of: {', '.join(FORMATS)}")
+        store = Store.open(db, create=False)
+        run_id = store.resolve_run(run_ref)
+        table = samples_with_config(store.samples_frame(run_id), store.cells(run_id))
+        path = write_export(table, fmt, output or Path(f"{run_id}.{fmt}"))
+        err_console.print(f"wrote {len(table)} samples to {path}")
+
+
+@app.command()
 def presets(
     name: str = typer.Option(
         None,
@@ -181,6 +270,12 @@ def doctor(as_json: bool = JSON_OPTION) -> None:
             status = "[green]yes[/]" if r.ok else "[red]no[/]"
             table.add_row(r.axis, r.value, status, r.note)
         console.print(table)
+
+
+def _nan_free(obj: object) -> object:
+    if isinstance(obj, dict):
+        return {k: _nan_free(v) for k, v in obj.items()}
+    return None if isinstance(obj, float) and obj != obj else obj
 
 
 def _print_plan(matrix: Matrix, header: str | None = None) -> None:

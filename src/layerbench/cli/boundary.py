@@ -21,6 +21,12 @@ EXIT_INTERRUPTED = 130
 err_console = Console(stderr=True, highlight=False)
 
 
+class UsageError(LayerbenchError):
+    """The command line asks for something that cannot be done as asked."""
+
+    exit_code = 2
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, turned into the same unwinding as Ctrl-C so teardown runs."""
 

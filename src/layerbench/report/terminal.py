@@ -101,3 +101,16 @@ def _nan_to_none(obj: Any) -> Any:
     if isinstance(obj, float) and obj != obj:
         return None
     return obj
+
+
+def comparison_table(rows: list, run_a: str, run_b: str) -> Table:
+    """Per common cell: B/A with its CI; red where B is significantly slower, green where faster."""
+    table = Table("cell", "n (A, B)", f"{run_b} / {run_a}", "95% CI", "p", title="comparison", title_justify="left")
+    for r in rows:
+        q = r.ratio
+        style = "" if not q.significant else ("red" if q.ratio < 1 else "green")
+        ratio_text = f"[{style}]×{q.ratio:.3f}[/]" if style else f"×{q.ratio:.3f}"
+        ci = f"{q.ci_low:.3f}–{q.ci_high:.3f}" if q.ci_low == q.ci_low else "n<2"
+        p = f"{q.p_value:.3g}" if q.p_value == q.p_value else "—"
+        table.add_row(r.label, f"{r.n_a}, {r.n_b}", ratio_text, ci, p)
+    return table

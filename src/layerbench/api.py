@@ -1,0 +1,36 @@
+"""A small Python API for notebooks and scripts: ``layerbench.open(db).samples()``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from layerbench.analysis.overhead import CellResult, results
+from layerbench.report.export import samples_with_config
+from layerbench.store.db import RunRow, Store
+
+
+class Results:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def runs(self) -> list[RunRow]:
+        return self.store.runs()
+
+    def samples(self, run: str = "latest") -> pd.DataFrame:
+        """One row per sample of every successful trial, with the cell's configuration as columns."""
+        run_id = self.store.resolve_run(run)
+        return samples_with_config(self.store.samples_frame(run_id), self.store.cells(run_id))
+
+    def results(self, run: str = "latest") -> list[CellResult]:
+        run_id = self.store.resolve_run(run)
+        s = self.store
+        return results(s.samples_frame(run_id), s.cells(run_id), s.trials(run_id), s.checks(run_id))
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def open(db: str | Path = "layerbench.db") -> Results:
+    return Results(Store.open(Path(db), create=False))

@@ -1,0 +1,37 @@
+"""One row per sample, with the cell's configuration flattened into columns."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+FORMATS = ("csv", "json", "parquet")
+
+
+def samples_with_config(frame: pd.DataFrame, cells: list) -> pd.DataFrame:
+    """``frame`` from Store.samples_frame; config columns such as ``stack.filesystem.type``, ``workload.bs``."""
+    config = pd.DataFrame(
+        [
+            {"cell_id": c.cell_id, **pd.json_normalize(json.loads(c.config_json), sep=".").iloc[0].to_dict()}
+            for c in cells
+        ]
+    )
+    for column in config.columns:
+        # Lists (mkfs options) become strings: CSV and Parquet want one type per column.
+        if config[column].map(lambda v: isinstance(v, list)).any():
+            config[column] = config[column].map(lambda v: " ".join(map(str, v)) if isinstance(v, list) else v)
+    return frame.merge(config, on="cell_id", how="left")
+
+
+def write(table: pd.DataFrame, fmt: str, path: Path) -> Path:
+    if fmt == "csv":
+        table.to_csv(path, index=False)
+    elif fmt == "json":
+        table.to_json(path, orient="records", indent=1)
+    elif fmt == "parquet":
+        table.to_parquet(path, index=False)
+    else:
+        raise ValueError(f"unknown export format {fmt!r}; formats: {', '.join(FORMATS)}")
+    return path

@@ -1,0 +1,133 @@
+"""Figures in the papers' own forms, drawn with matplotlib (Agg, no display).
+
+Each function takes analysis results and returns a Figure, or None when the
+run has nothing of that shape (no latency samples, fewer than two cells...).
+The caller saves it as PNG and SVG and embeds it in the HTML report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # a report is rendered on servers without a display
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from layerbench.analysis.overhead import CellResult
+
+STYLE = {
+    "figure.dpi": 110,
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "axes.grid.axis": "y",
+    "grid.alpha": 0.3,
+}
+PALETTE = plt.get_cmap("tab20").colors
+
+
+def normalized_bars(results: list[CellResult]) -> Figure | None:
+    """One group of bars per workload: each stack's mean over the baseline, with the ratio's 95% CI."""
+    workloads = list(dict.fromkeys(r.workload for r in results))
+    stacks = list(dict.fromkeys(r.stack_label for r in results))
+    if len(stacks) < 2:
+        return None
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(min(14, 2 + 0.25 * len(workloads) * len(stacks)), 4.2))
+        width = 0.8 / len(stacks)
+        for i, stack in enumerate(stacks):
+            rows = {r.workload: r for r in results if r.stack_label == stack}
+            ratios = [1.0 if w in rows and rows[w].is_baseline else _nan(rows.get(w)) for w in workloads]
+            lo, hi = _errors(rows, workloads, ratios)
+            x = np.arange(len(workloads)) + (i - (len(stacks) - 1) / 2) * width
+            ax.bar(x, ratios, width, label=stack, color=PALETTE[i % 20], yerr=[lo, hi], capsize=2, ecolor="0.3")
+        ax.axhline(1.0, color="0.2", lw=0.8, ls="--")
+        ax.set_yscale("log")  # ×2 and ×0.5 are equally far from the baseline
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"×{v:g}"))
+        ax.set_xticks(np.arange(len(workloads)), workloads)
+        ax.set_ylabel("mean / baseline mean (log)")
+        ax.set_title("Each layer relative to the baseline (error bars: 95% CI of the ratio)")
+        ax.legend(fontsize=7, ncols=3, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.08))
+        fig.tight_layout()
+    return fig
+
+
+def _nan(r: CellResult | None) -> float:
+    return r.ratio.ratio if r is not None else float("nan")
+
+
+def _errors(rows: dict[str, CellResult], workloads: list[str], ratios: list[float]) -> tuple[list[float], list[float]]:
+    lo, hi = [], []
+    for w, value in zip(workloads, ratios, strict=True):
+        r = rows.get(w)
+        ok = r is not None and not r.is_baseline and r.ratio.ci_low == r.ratio.ci_low
+        lo.append(value - r.ratio.ci_low if ok else 0.0)
+        hi.append(r.ratio.ci_high - value if ok else 0.0)
+    return lo, hi
+
+
+def latency_breakdown(frame: pd.DataFrame) -> Figure | None:
+    """Submission (slat) and completion (clat) latency per cell, as in the paper's Fig. 4."""
+    rows = frame[frame["metric"].isin(["slat_mean", "clat_mean"])]
+    if rows.empty:
+        return None
+    means = rows.groupby(["workload", "stack_label", "metric"])["value"].mean().unstack("metric").fillna(0) / 1000
+    workloads = list(dict.fromkeys(frame["workload"]))
+    stacks = list(dict.fromkeys(frame["stack_label"]))[::-1]  # top to bottom in the run's order
+    height = 0.24 * len(stacks) + 1.4
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, len(workloads), figsize=(2.4 * len(workloads) + 3, height), squeeze=False)
+        for i, (ax, w) in enumerate(zip(axes[0], workloads, strict=True)):
+            part = means.loc[w].reindex(stacks).fillna(0)
+            y = np.arange(len(part))
+            slat, clat = part.get("slat_mean", 0 * y), part.get("clat_mean", 0 * y)
+            ax.barh(y, slat, color=PALETTE[2], label="submission (slat)")
+            ax.barh(y, clat, left=slat, color=PALETTE[0], label="completion (clat)")
+            ax.set_yticks(y, stacks if i == 0 else [""] * len(y), fontsize=7)
+            ax.set_title(w)
+            ax.set_xlabel("mean latency (µs)")
+            ax.grid(axis="x", alpha=0.3)
+            ax.grid(axis="y", visible=False)
+        axes[0][-1].legend(fontsize=7, frameon=False, loc="lower right")
+        fig.suptitle("Where the time goes: submission vs completion latency")
+        fig.tight_layout()
+    return fig
+
+
+def percentile_profile(frame: pd.DataFrame) -> Figure | None:
+    """Completion-latency percentiles per cell, on a log scale: the tail, not just the mean."""
+    names = ["clat_p50", "clat_p90", "clat_p95", "clat_p99", "clat_p99.9"]
+    rows = frame[frame["metric"].isin(names)]
+    if rows.empty:
+        return None
+    table = rows.groupby(["workload", "stack_label", "metric"])["value"].median().unstack("metric") / 1000
+    table = table[[n for n in names if n in table.columns]]
+    workloads = list(dict.fromkeys(frame["workload"]))
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, len(workloads), figsize=(3.4 * len(workloads) + 2, 3.6), squeeze=False)
+        for ax, w in zip(axes[0], workloads, strict=True):
+            for i, (stack, series) in enumerate(table.loc[w].iterrows()):
+                ax.plot(range(len(series)), series.values, marker="o", ms=3, color=PALETTE[i % 20], label=stack)
+            ax.set_xticks(range(len(table.columns)), [c.removeprefix("clat_") for c in table.columns])
+            ax.set_yscale("log")
+            ax.set_title(w)
+            ax.set_ylabel("completion latency (µs)")
+        axes[0][-1].legend(fontsize=6, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        fig.suptitle("Latency percentiles (median over trials)")
+        fig.tight_layout()
+    return fig
+
+
+def save(fig: Figure, directory: Path, name: str) -> dict[str, Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {ext: directory / f"{name}.{ext}" for ext in ("png", "svg")}
+    for ext, path in paths.items():
+        fig.savefig(path, format=ext, bbox_inches="tight")
+    plt.close(fig)
+    return paths

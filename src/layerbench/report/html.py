@@ -1,0 +1,128 @@
+"""The self-contained HTML report: one file, figures inlined as SVG, no CDN."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import matplotlib.pyplot as plt
+import pandas as pd
+import yaml
+from markupsafe import Markup, escape
+
+from layerbench import __version__
+from layerbench.analysis.overhead import CellResult
+from layerbench.report import figures
+
+UNITS = {"iops": "IOPS", "bw": "MiB/s"}
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    caption: str
+    svg: str
+
+
+FIGURES = (
+    (
+        "normalized",
+        figures.normalized_bars,
+        "results",
+        "Each stack relative to the baseline, per workload (log scale; error bars: 95% CI of the ratio).",
+    ),
+    (
+        "latency-breakdown",
+        figures.latency_breakdown,
+        "frame",
+        "Mean submission (slat) and completion (clat) latency: where the time goes, as in the paper's Fig. 4.",
+    ),
+    (
+        "percentiles",
+        figures.percentile_profile,
+        "frame",
+        "Completion-latency percentiles per cell (median over trials, log scale).",
+    ),
+)
+
+
+def render(run: Any, results: list[CellResult], frame: pd.DataFrame, refused: list, out_dir: Path) -> Path:
+    """Write report.html and every figure as PNG and SVG into ``out_dir``; return the HTML path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    figs = []
+    for name, draw, source, caption in FIGURES:
+        fig = draw(results if source == "results" else frame)
+        if fig is None:
+            continue
+        svg = io.StringIO()
+        fig.savefig(svg, format="svg", bbox_inches="tight")
+        figures.save(fig, out_dir / "figures", name)
+        plt.close(fig)
+        figs.append(Figure(name, caption, _strip_xml_header(svg.getvalue())))
+    html = _template().render(**_context(run, results, refused, figs))
+    path = out_dir / "report.html"
+    path.write_text(html)
+    return path
+
+
+def _context(run: Any, results: list[CellResult], refused: list, figs: list[Figure]) -> dict[str, Any]:
+    return {
+        "run": run,
+        "started": dt.datetime.fromtimestamp(run.started_at).strftime("%Y-%m-%d %H:%M"),
+        "n_ok": sum(r.summary.n for r in results),
+        "n_failed": sum(r.failed for r in results),
+        "workloads": list(dict.fromkeys(r.workload for r in results)),
+        "stacks": list(dict.fromkeys(r.stack_label for r in results)),
+        "units": {r.workload: UNITS[r.metric] for r in results},
+        "grid": {(r.stack_label, r.workload): r for r in results},
+        "fmt": cell_html,
+        "figures": figs,
+        "flags": [(f"{r.stack_label} · {r.workload}", f) for r in results for f in r.flags],
+        "refused": refused,
+        "host": _host(run.host),
+        "spec_yaml": yaml.safe_dump(json.loads(run.spec_json), sort_keys=False),
+        "version": __version__,
+    }
+
+
+def cell_html(r: CellResult) -> Markup:
+    s, q = r.summary, r.ratio
+    value = s.mean / 2**20 if r.metric == "bw" else s.mean
+    parts = [f"{value:,.0f}"]
+    if s.n >= 2:
+        parts.append(f'<span class="ci">±{s.ci_halfwidth_pct:.1f}%</span>')
+    if r.is_baseline:
+        parts.append('<span class="base">baseline</span>')
+    elif q.ratio == q.ratio:
+        cls = "bad" if q.significant and q.ratio < 1 else ("good" if q.significant else "")
+        ci = f' <span class="ci">[{q.ci_low:.2f}–{q.ci_high:.2f}]</span>' if q.ci_low == q.ci_low else ""
+        parts.append(f'<span class="{cls}">×{q.ratio:.2f}</span>{ci}')
+    if r.flags:
+        names = ", ".join(str(escape(f.name)) for f in r.flags)
+        parts.append(f'<span class="flag" title="{names}">⚑</span>')
+    if r.failed:
+        parts.append(f'<span class="failed">+{r.failed} failed</span>')
+    return Markup(" ".join(parts))
+
+
+def _host(host: dict[str, Any]) -> dict[str, str]:
+    flat = {k: v for k, v in host.items() if k != "tools"}
+    flat.update({f"tool {k}": v for k, v in (host.get("tools") or {}).items() if v})
+    return {k: str(v) for k, v in flat.items()}
+
+
+def _strip_xml_header(svg: str) -> str:
+    return svg[svg.index("<svg") :]
+
+
+def _template() -> jinja2.Template:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("layerbench.report", "templates"),
+        autoescape=jinja2.select_autoescape(["html", "j2"]),
+    )
+    return env.get_template("report.html.j2")

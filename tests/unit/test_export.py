@@ -1,0 +1,61 @@
+"""Exports round-trip: what is read back from CSV, JSON and Parquet equals the store."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import layerbench
+from layerbench.report.export import samples_with_config, write
+from layerbench.spec.models import Cell, FioWorkload, StackSpec
+from layerbench.store.db import CellRow, Store, TrialRecord
+from layerbench.workloads import fio
+
+DATA = Path(__file__).parent.parent / "data" / "fio" / "3.33"
+
+
+def store_with_real_samples(path: Path) -> tuple[Store, str]:
+    store = Store.open(path)
+    run_id = store.new_run("t", "{}", "d", {"kernel": "6.18"})
+    stack = StackSpec.model_validate(
+        {"device": {"kind": "loop"}, "filesystem": "xfs", "engine": "native", "placement": "host-dir"}
+    )
+    cell = Cell(stack=stack, workload=FioWorkload(name="RR", rw="randread"))
+    store.add_cells(
+        run_id, [CellRow(cell.id, cell.label(), stack.label(), "RR", cell.model_dump_json(), True, cell.id)]
+    )
+    for rep, name in enumerate(["native-randread-4k-32x32.json", "container-volume-randread-4k-32x32.json"]):
+        text = (DATA / name).read_text()
+        samples = fio.samples(fio.parse(text))
+        store.record_trial(
+            run_id, TrialRecord(cell.id, rep, "ok", None, time.time(), time.time(), ["fio"], text, "", {}, samples)
+        )
+    return store, run_id
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
+def test_export_round_trips(tmp_path: Path, fmt: str) -> None:
+    store, run_id = store_with_real_samples(tmp_path / "r.db")
+    table = samples_with_config(store.samples_frame(run_id), store.cells(run_id))
+    path = write(table, fmt, tmp_path / f"out.{fmt}")
+    back = {"csv": pd.read_csv, "json": pd.read_json, "parquet": pd.read_parquet}[fmt](path)
+    assert len(back) == len(table) > 20
+    assert back["value"].tolist() == pytest.approx(table["value"].tolist(), rel=1e-12)
+    assert set(back["stack.filesystem.type"]) == {"xfs"}
+    assert back["metric"].tolist() == table["metric"].tolist()
+
+
+def test_python_api_gives_the_same_numbers(tmp_path: Path) -> None:
+    store, _ = store_with_real_samples(tmp_path / "r.db")
+    store.close()
+    frame = layerbench.open(tmp_path / "r.db").samples()
+    iops = frame[(frame["metric"] == "iops")]["value"].tolist()
+    expected = [
+        fio.parse((DATA / n).read_text()).jobs[0].directions["read"].iops
+        for n in ["native-randread-4k-32x32.json", "container-volume-randread-4k-32x32.json"]
+    ]
+    assert sorted(iops) == sorted(expected)
+    assert "workload.bs" in frame.columns
