@@ -4,7 +4,7 @@ from typer.testing import CliRunner
 
 from layerbench.cli.app import app
 
-COMMANDS = ["run", "show", "presets", "doctor"]
+COMMANDS = ["run", "resume", "cleanup", "show", "report", "compare", "export", "presets", "doctor"]
 
 
 def test_every_command_has_help_that_teaches() -> None:

@@ -1,11 +1,16 @@
 from __future__ import annotations
 
 import math
+import time
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
-from layerbench.analysis.stats import ratio, summarize
+from layerbench.analysis.stats import ratio, ratios, summarize, summary_frame
+from layerbench.sample import Sample
+from layerbench.store.db import CellRow, Store, TrialRecord
 
 
 def test_summary_matches_scipy() -> None:
@@ -45,3 +50,73 @@ def test_halved_cell_is_different_and_its_interval_holds_half() -> None:
 def test_ratio_without_repetitions_has_no_interval() -> None:
     r = ratio([500.0], [1000.0])
     assert r.ratio == 0.5 and math.isnan(r.ci_low) and not r.significant
+
+
+def test_identical_samples_give_a_ratio_of_one_inside_its_interval() -> None:
+    values = [980.0, 1010.0, 1005.0, 995.0]
+    r = ratio(values, values)
+    assert r.ratio == 1.0 and r.ci_low < 1.0 < r.ci_high
+
+
+def store_frame(tmp_path: Path, trials: dict[str, list[list[Sample]]]) -> pd.DataFrame:
+    """A samples frame read back from a real Store; cell "base" is every cell's baseline."""
+    store = Store.open(tmp_path / "r.db")
+    run_id = store.new_run("t", "{}", "d", {})
+    config = '{"workload": {"rw": "randrw", "bs": 4096}}'
+    store.add_cells(run_id, [CellRow(c, c, c, "mix", config, c == "base", "base") for c in trials])
+    for cell, reps in trials.items():
+        for rep, samples in enumerate(reps):
+            now = time.time()
+            store.record_trial(run_id, TrialRecord(cell, rep, "ok", None, now, now, ["fio"], "{}", "", {}, samples))
+    frame = store.samples_frame(run_id)
+    store.close()
+    return frame
+
+
+def mixed_trial(read: float, write: float) -> list[Sample]:
+    """Two jobs of a job file, both reading and writing: a trial's total sums the jobs."""
+    return [
+        Sample("iops", read / 2, "IO/s", "read", "job1"),
+        Sample("iops", read / 2, "IO/s", "read", "job2"),
+        Sample("iops", write, "IO/s", "write", "job1"),
+        Sample("iops", 0.0, "IO/s", "write", "job2"),
+        Sample("clat_mean", 50_000.0, "ns", "read", "job1"),
+    ]
+
+
+def test_summary_frame_per_direction_sums_jobs_and_matches_scipy(tmp_path: Path) -> None:
+    reads, writes = [1000.0, 1040.0, 990.0], [300.0, 310.0, 305.0]
+    frame = store_frame(tmp_path, {"base": [mixed_trial(r, w) for r, w in zip(reads, writes, strict=True)]})
+    table = summary_frame(frame, ["iops"]).set_index("direction")
+    assert list(table["n"]) == [3, 3] and list(table["metric"]) == ["iops", "iops"]
+    low, high = stats.t.interval(0.95, 2, loc=np.mean(reads), scale=stats.sem(reads))
+    assert math.isclose(table.loc["read", "mean"], np.mean(reads))
+    assert math.isclose(table.loc["read", "ci_low"], low) and math.isclose(table.loc["read", "ci_high"], high)
+    assert math.isclose(table.loc["write", "median"], 305.0)
+
+
+def test_summary_frame_of_one_trial_has_nan_interval(tmp_path: Path) -> None:
+    frame = store_frame(tmp_path, {"base": [mixed_trial(1000.0, 300.0)]})
+    row = summary_frame(frame, ["iops"]).iloc[0]
+    assert row["n"] == 1 and math.isnan(row["ci_low"]) and math.isnan(row["ci_high"]) and math.isnan(row["std"])
+
+
+def test_ratios_to_the_baseline_per_direction(tmp_path: Path) -> None:
+    base = [mixed_trial(r, 300.0 + i) for i, r in enumerate([1000.0, 1030.0, 985.0, 1010.0])]
+    same = [mixed_trial(r, 300.0 + i) for i, r in enumerate([1000.0, 1030.0, 985.0, 1010.0])]
+    half = [mixed_trial(r / 2, 150.0 + i) for i, r in enumerate([1020.0, 990.0, 1005.0, 1000.0])]
+    single = [mixed_trial(700.0, 200.0)]
+    frame = store_frame(tmp_path, {"base": base, "same": same, "half": half, "single": single})
+    table = ratios(frame, "iops", "read").set_index("cell_id")
+    assert table.loc["same", "ratio"] == 1.0
+    assert table.loc["same", "ci_low"] < 1.0 < table.loc["same", "ci_high"]
+    assert abs(table.loc["half", "ratio"] - 0.5) < 0.02
+    assert table.loc["half", "ci_low"] < 0.5 < table.loc["half", "ci_high"] < 1.0
+    assert math.isclose(table.loc["single", "ratio"], 700.0 / 1006.25) and math.isnan(table.loc["single", "ci_low"])
+    assert (table.loc["half", "n"], table.loc["half", "n_baseline"]) == (4, 4)
+
+
+def test_ratio_is_nan_when_the_baseline_has_no_results(tmp_path: Path) -> None:
+    frame = store_frame(tmp_path, {"base": [], "other": [mixed_trial(1000.0, 300.0)] * 2})
+    row = ratios(frame, "iops", "read").set_index("cell_id").loc["other"]
+    assert row["n_baseline"] == 0 and math.isnan(row["ratio"]) and math.isnan(row["ci_low"])

@@ -8,8 +8,9 @@ import pytest
 
 from layerbench.errors import StoreError
 from layerbench.sample import Sample
+from layerbench.store import db
 from layerbench.store.db import CellRow, CheckRecord, Store, TrialRecord
-from layerbench.store.schema import VERSION
+from layerbench.store.schema import MIGRATIONS, VERSION, statements
 
 
 def trial(cell: str, rep: int, status: str = "ok", value: float = 1000.0) -> TrialRecord:
@@ -86,3 +87,56 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
 def test_missing_database_for_reading(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="no results database"):
         Store.open(tmp_path / "absent.db", create=False)
+
+
+def test_resolve_run_by_prefix_and_refuses_an_ambiguous_one(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "r.db")
+    with store.conn:
+        for i, run_id in enumerate(["20261122-231501-aa12", "20261122-231501-ab34"]):
+            store.conn.execute("INSERT INTO runs VALUES (?,?,?,NULL,'finished','{}','d','{}',1)", (run_id, "t", i))
+    assert store.resolve_run("20261122-231501-aa") == "20261122-231501-aa12"
+    assert store.resolve_run("20261122-231501-ab34") == "20261122-231501-ab34"
+    assert store.resolve_run("latest") == "20261122-231501-ab34"
+    with pytest.raises(StoreError, match="matches several runs") as err:
+        store.resolve_run("20261122-231501-a")
+    assert "20261122-231501-aa12" in (err.value.hint or "")
+
+
+def test_a_failed_migration_step_leaves_the_old_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    Store.open(tmp_path / "r.db").close()
+    broken = "ALTER TABLE runs ADD COLUMN note TEXT; CREATE TABLE runs (id TEXT);"
+    monkeypatch.setattr(db, "MIGRATIONS", [*db.MIGRATIONS, broken])
+    monkeypatch.setattr(db, "VERSION", VERSION + 1)
+    with pytest.raises(StoreError, match="already exists"):
+        Store.open(tmp_path / "r.db")
+    with sqlite3.connect(tmp_path / "r.db") as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == VERSION
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(runs)")]
+    assert "note" not in columns  # the step's first statement was rolled back with it
+
+
+def test_an_older_database_is_upgraded_step_by_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, run_id = new_store(tmp_path)
+    store.record_trial(run_id, trial("a", 0))
+    store.close()
+    steps = ["ALTER TABLE runs ADD COLUMN note TEXT", "UPDATE runs SET note = 'upgraded; twice'"]
+    monkeypatch.setattr(db, "MIGRATIONS", [*db.MIGRATIONS, *steps])
+    monkeypatch.setattr(db, "VERSION", VERSION + 2)
+    again = Store.open(tmp_path / "r.db")
+    assert again.conn.execute("PRAGMA user_version").fetchone()[0] == VERSION + 2
+    assert again.conn.execute("SELECT note FROM runs").fetchone()[0] == "upgraded; twice"
+    assert again.done_trials(run_id) == {("a", 0)}
+
+
+def test_a_file_that_is_not_a_database_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "r.db").write_text("not sqlite at all, " * 100)
+    with pytest.raises(StoreError, match="cannot open results database"):
+        Store.open(tmp_path / "r.db")
+
+
+def test_migration_scripts_split_into_whole_statements() -> None:
+    script = "CREATE TABLE t (x TEXT DEFAULT 'a;b');\nCREATE INDEX i ON t(x);\n"
+    assert statements(script) == ["CREATE TABLE t (x TEXT DEFAULT 'a;b');", "CREATE INDEX i ON t(x);"]
+    assert len(statements(MIGRATIONS[0])) == MIGRATIONS[0].count("CREATE ")
+    with pytest.raises(ValueError, match="ends inside a statement"):
+        statements("CREATE TABLE t (x TEXT DEFAULT 'a;b)")

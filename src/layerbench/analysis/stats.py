@@ -9,7 +9,7 @@ have, where a bootstrap does not).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 import pandas as pd
@@ -99,3 +99,50 @@ def _exact_p(a: np.ndarray, b: np.ndarray) -> float:
 def cell_values(frame: pd.DataFrame, metric: str) -> dict[str, np.ndarray]:
     trials = per_trial(frame, metric)
     return {cell: group["value"].to_numpy() for cell, group in trials.groupby("cell_id")}
+
+
+# The same statistics as tables, per direction, for exports and notebooks.
+
+SUMMARY_COLUMNS = ["cell_id", "metric", "direction", *(f.name for f in fields(Summary))]
+RATIO_COLUMNS = ["cell_id", "baseline_cell_id", "metric", "direction", "n", "n_baseline"] + [
+    f.name for f in fields(Ratio)
+]
+
+
+def per_trial_by_direction(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """One value per trial and direction, summed over the trial's jobs.
+
+    Adapters emit one row per job and no aggregate row (fio with
+    group_reporting has one job, named after the workload; a job file has
+    several), so the sum is the trial's total and counts nothing twice.
+    """
+    rows = frame[frame["metric"] == metric]
+    return rows.groupby(["cell_id", "trial_id", "direction"], as_index=False)["value"].sum()
+
+
+def summary_frame(frame: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+    """``summarize`` per (cell_id, metric, direction) of a ``Store.samples_frame``."""
+    rows = []
+    for metric in metrics:
+        trials = per_trial_by_direction(frame, metric)
+        for (cell, direction), group in trials.groupby(["cell_id", "direction"]):
+            summary = summarize(group["value"].to_numpy())
+            rows.append({"cell_id": cell, "metric": metric, "direction": direction, **asdict(summary)})
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+
+
+def ratios(frame: pd.DataFrame, metric: str, direction: str) -> pd.DataFrame:
+    """Each cell's mean over its baseline cell's mean: ``ratio`` (Fieller CI, Welch p) per cell.
+
+    A cell whose baseline has no successful trials gets NaN, not a number.
+    """
+    trials = per_trial_by_direction(frame, metric)
+    trials = trials[trials["direction"] == direction]
+    values = {cell: group["value"].to_numpy() for cell, group in trials.groupby("cell_id")}
+    rows = []
+    for cell, base in frame[["cell_id", "baseline_cell_id"]].drop_duplicates().itertuples(index=False):
+        base_id = base if isinstance(base, str) else None  # NULL reads back as None or NaN
+        mine, theirs = values.get(cell, np.array([])), values.get(base_id, np.array([]))
+        head = {"cell_id": cell, "baseline_cell_id": base_id, "metric": metric, "direction": direction}
+        rows.append({**head, "n": len(mine), "n_baseline": len(theirs), **asdict(ratio(mine, theirs))})
+    return pd.DataFrame(rows, columns=RATIO_COLUMNS)

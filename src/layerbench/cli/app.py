@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -19,7 +17,7 @@ from layerbench.analysis.compare import environment_differences
 from layerbench.analysis.overhead import results
 from layerbench.cli.boundary import EXIT_TRIALS_FAILED, UsageError, boundary, err_console
 from layerbench.cli.progress import TrialProgress
-from layerbench.errors import SpecError
+from layerbench.errors import PrerequisiteError, SpecError
 from layerbench.pipeline import execute, pending, register_cells
 from layerbench.report import html as html_report
 from layerbench.report import markdown as markdown_report
@@ -27,12 +25,14 @@ from layerbench.report.doctor import doctor_rows
 from layerbench.report.export import FORMATS, samples_with_config
 from layerbench.report.export import write as write_export
 from layerbench.report.terminal import comparison_table, flags_table, refused_table, results_table, show_json
+from layerbench.session import check_space, needed_bytes, running
 from layerbench.spec import load as spec_load
 from layerbench.spec.matrix import Matrix, expand
+from layerbench.spec.models import Experiment
 from layerbench.stack.capabilities import probe
-from layerbench.stack.environment import describe_host
+from layerbench.stack.cleanup import reclaim
+from layerbench.stack.environment import describe_host, host_changes
 from layerbench.stack.ledger import Ledger
-from layerbench.stack.target import BuildContext
 from layerbench.store.db import Store
 
 app = typer.Typer(
@@ -96,30 +96,106 @@ def run(
             raise typer.Exit(EXIT_TRIALS_FAILED)
 
 
-def _run(exp, matrix: Matrix, db: Path, work_dir: Path, state_dir: Path, seed: int) -> int:
+def _run(exp: Experiment, matrix: Matrix, db: Path, work_dir: Path, state_dir: Path, seed: int) -> int:
+    check_space(work_dir, needed_bytes(exp, matrix))
     store = Store.open(db)
-    host = describe_host(proc.run)
-    run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), host)
+    run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), {**describe_host(proc.run), "seed": seed})
     register_cells(store, run_id, matrix)
     _print_plan(matrix, header=f"run {run_id}: {exp.name}")
-    run_dir = _private_dir(work_dir / run_id)
-    ledger = Ledger(state_dir / "ledger.db", run_id)
-    ctx = BuildContext(work_dir=run_dir, ledger=ledger, run_id=run_id, runner=proc.run)
-    status = "failed"
-    try:
+    return _execute(exp, matrix, store, run_id, work_dir, state_dir, seed)
+
+
+def _execute(
+    exp: Experiment, matrix: Matrix, store: Store, run_id: str, work_dir: Path, state_dir: Path, seed: int
+) -> int:
+    with running(store, run_id, work_dir, state_dir) as (ctx, reclaimed):
+        for action in reclaimed:
+            err_console.print(f"[dim]reclaimed from a dead run:[/] {action.describe()} {action.error or ''}")
         with TrialProgress(console, pending(exp, matrix, store, run_id)) as progress:
             outcome = execute(exp, matrix, store, run_id, ctx, on_trial=progress.advance, seed=seed)
-        status = "finished"
-    except KeyboardInterrupt:
-        status = "interrupted"
-        raise
-    finally:
-        store.finish_run(run_id, status)
-        ledger.close()
-        _remove_empty(run_dir)
     _show(store, run_id, as_json=False)
-    console.print(f"{outcome.ok} trials ok, {outcome.failed} failed · results in {db} (run {run_id})")
+    console.print(f"{outcome.ok} trials ok, {outcome.failed} failed · results in {store.path} (run {run_id})")
     return outcome.failed
+
+
+@app.command()
+def resume(
+    run_ref: str = typer.Argument(..., metavar="RUN", help="The run to continue: an id, a unique prefix, or 'latest'."),
+    db: Path = DB_OPTION,
+    work_dir: Path = WORK_OPTION,
+    state_dir: Path = STATE_OPTION,
+) -> None:
+    """Continue a run that was interrupted (Ctrl-C, kill -9, a crash, a reboot).
+
+    Finished trials are kept and not repeated; what the dead run left on the
+    host is removed first. Refused, with the reason, if the host changed since
+    (kernel, fio binary, tool versions) or if this host can no longer build the
+    same cells, so results of unlike conditions are never mixed in one run.
+    """
+    with boundary():
+        store = Store.open(db, create=False)
+        run_id = store.resolve_run(run_ref)
+        row = store.run(run_id)
+        exp = spec_load.validate(json.loads(row.spec_json), f"run {run_id}")
+        changed = host_changes(row.host, describe_host(proc.run))
+        if changed:
+            raise PrerequisiteError(
+                f"run {run_id} cannot be resumed here: {'; '.join(changed)}",
+                hint="start a new run: layerbench run SPEC",
+            )
+        matrix = expand(exp, probe(proc.run))
+        stored = {c.cell_id for c in store.cells(run_id)}
+        if {c.id for c in matrix.cells} != stored:
+            raise PrerequisiteError(
+                f"this host no longer builds the same cells as run {run_id} did",
+                hint="see `layerbench run SPEC --dry-run` for what it refuses now",
+            )
+        store.mark(run_id, "running")
+        failed = _execute(exp, matrix, store, run_id, work_dir, state_dir, int(row.host.get("seed", 0)))
+        if failed:
+            raise typer.Exit(EXIT_TRIALS_FAILED)
+
+
+@app.command()
+def cleanup(
+    state_dir: Path = STATE_OPTION,
+    dry_run: bool = typer.Option(False, "--dry-run", help="List what would be removed; remove nothing."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Remove what dead runs left: containers, volumes, daemons, mounts, loop and zram devices, files.
+
+    Everything layerbench creates is written to a ledger before it exists;
+    this walks the ledger newest first and removes what runs that are no
+    longer alive left behind. A live run's resources are never touched.
+    Running it twice is harmless.
+    """
+    with boundary():
+        ledger = Ledger(state_dir / "ledger.db", "cleanup")
+        actions = reclaim(ledger, state_dir, proc.run, dry_run=dry_run)
+        ledger.close()
+        if as_json:
+            typer.echo(
+                json.dumps(
+                    [
+                        {
+                            "kind": a.resource.kind,
+                            "ident": a.resource.ident,
+                            "run": a.resource.run_id,
+                            "removed": a.done,
+                            "error": a.error,
+                        }
+                        for a in actions
+                    ],
+                    indent=2,
+                )
+            )
+        elif not actions:
+            console.print("nothing to clean up")
+        for a in actions if not as_json else []:
+            verb = "would remove" if dry_run else ("removed" if a.done else "[red]could not remove[/]")
+            console.print(f"{verb} {a.describe()} {a.error or ''}")
+        if any(a.error for a in actions):
+            raise typer.Exit(5)
 
 
 @app.command()
@@ -290,18 +366,6 @@ def _print_plan(matrix: Matrix, header: str | None = None) -> None:
         console.print(f"  [cyan]{stack.label()}[/]  {names}")
     for refusal in {r.cell.stack.label(): r for r in matrix.refused}.values():
         console.print(f"  [red]refused[/] {refusal.cell.stack.label()}: {refusal.reason}")
-
-
-def _private_dir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(path, 0o700)
-    return path
-
-
-def _remove_empty(path: Path) -> None:
-    # Not empty means something is still live in the ledger: cleanup handles it.
-    with contextlib.suppress(OSError):
-        path.rmdir()
 
 
 def main() -> None:

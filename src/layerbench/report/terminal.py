@@ -3,24 +3,32 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict
 from typing import Any
 
 from rich.table import Table
 
 from layerbench.analysis.overhead import CellResult
+from layerbench.store.db import RefusedRow, RunRow
 
 UNITS = {"iops": "IOPS", "bw": "MiB/s"}
 
 
-def fmt_value(r: CellResult) -> str:
-    """``86.2k ±3% ×0.99``: mean, CI half-width (n ≥ 2), ratio to the baseline."""
+def fmt_value(r: CellResult, mark_single: bool = False) -> str:
+    """``86.2k ±3% ×0.99``: mean, CI half-width (n ≥ 2), ratio to the baseline.
+
+    ``mark_single`` says ``n=1`` where a cell has no interval while others do,
+    so a missing ± is not read as a precise number.
+    """
     s = r.summary
     if s.n == 0:
         return f"[red]failed ({r.failure})[/]" if r.failed else "[dim]—[/]"
     text = _si(s.mean / 2**20 if r.metric == "bw" else s.mean)
-    if s.n >= 2:
+    if s.n >= 2 and math.isfinite(s.ci_halfwidth_pct):
         text += f" [dim]±{s.ci_halfwidth_pct:.0f}%[/]"
+    elif s.n == 1 and mark_single:
+        text += " [dim]n=1[/]"
     if r.is_baseline:
         text += " [dim]base[/]"
     elif r.ratio.ratio == r.ratio.ratio:
@@ -55,7 +63,7 @@ def results_table(results: list[CellResult], title: str = "") -> Table:
     if one_device:
         table.columns[0].header = f"{devices.pop()} device: fs/engine/placement"
     for stack in dict.fromkeys(r.stack_label for r in results):
-        row = {r.workload: fmt_value(r) for r in results if r.stack_label == stack}
+        row = {r.workload: fmt_value(r, mark_single=most >= 2) for r in results if r.stack_label == stack}
         label = stack.split("/", 1)[1] if one_device else stack
         table.add_row(label, *[row.get(w, "") for w in workloads])
     return table
@@ -72,14 +80,15 @@ def flags_table(results: list[CellResult]) -> Table | None:
     return table
 
 
-def refused_table(refused: list) -> Table:
+def refused_table(refused: list[RefusedRow]) -> Table:
     table = Table("refused stack", "reason", title="refused before running", title_justify="left")
     for label in dict.fromkeys((r.label.split(" · ")[0], r.reason) for r in refused):
         table.add_row(*label)
     return table
 
 
-def show_json(run: Any, results: list[CellResult], refused: list) -> dict[str, Any]:
+def show_json(run: RunRow, results: list[CellResult], refused: list[RefusedRow]) -> dict[str, Any]:
+    """The same content as the tables, with NaN as null so strict JSON parsers accept it."""
     return {
         "run": {
             "id": run.id,
@@ -98,6 +107,8 @@ def show_json(run: Any, results: list[CellResult], refused: list) -> dict[str, A
 def _nan_to_none(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {k: _nan_to_none(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_nan_to_none(v) for v in obj]
     if isinstance(obj, float) and obj != obj:
         return None
     return obj

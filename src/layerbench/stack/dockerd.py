@@ -48,6 +48,7 @@ READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 20.0
 STRAY_TIMEOUT_S = 5.0
 API_TIMEOUT_S = 300
+PROBE_TIMEOUT_S = 2
 API_ERRORS = (DockerException, requests.RequestException)
 INFO_KEYS = (
     "Driver",
@@ -128,7 +129,12 @@ def private_dockerd(mount: Mount, driver: str, ctx: BuildContext) -> Iterator[Do
     host_dirs = [d for d in HOST_DIRS if not d.exists()]
 
     def start(rid: int) -> DockerEngine:
-        process = _spawn(data_root, exec_root, driver, log)
+        try:
+            process = _spawn(data_root, exec_root, driver, log)
+        except OSError as exc:  # no dockerd binary, or /run not writable: nothing runs yet
+            shutil.rmtree(exec_root, ignore_errors=True)
+            ctx.ledger.removed(rid)
+            raise PrerequisiteError(f"cannot start dockerd: {exc}", hint="install docker.io (make setup)") from exc
         ctx.ledger.update(rid, pid=process.pid)
         try:
             engine = _ready(process, exec_root, data_root, driver, log)
@@ -192,18 +198,25 @@ def _ready(process: subprocess.Popen[bytes], exec_root: Path, data_root: Path, d
 
 
 def _connect(socket: Path) -> docker.DockerClient | None:
+    """A client once the API answers a ping, else None.
+
+    The socket exists before the API serves, and a request sent then waits; the probe's
+    short timeout keeps that wait inside the readiness budget.
+    """
     if not socket.exists():
         return None
+    url = f"unix://{socket}"
     try:
-        client = docker.DockerClient(base_url=f"unix://{socket}", timeout=API_TIMEOUT_S)
-    except API_ERRORS:  # listening soon: the socket exists before the API serves
-        return None
-    try:
-        client.ping()
+        probe = docker.APIClient(base_url=url, version="auto", timeout=PROBE_TIMEOUT_S)
     except API_ERRORS:
-        client.close()
         return None
-    return client
+    try:
+        probe.ping()
+    except API_ERRORS:
+        return None
+    finally:
+        probe.close()
+    return docker.DockerClient(base_url=url, timeout=API_TIMEOUT_S)
 
 
 def _engine(
@@ -240,11 +253,14 @@ def _containerd_pid(exec_root: Path) -> int | None:
 def _remove_containers_and_volumes(engine: DockerEngine) -> None:
     # A daemon that died cannot answer; the process and mount sweep in _stop still
     # removes what its containers left, so an unreachable API is not fatal here.
-    with contextlib.suppress(*API_ERRORS):
-        for container in engine.client.containers.list(all=True):
-            container.remove(force=True, v=True)
-        for volume in engine.client.volumes.list():
-            volume.remove(force=True)
+    try:
+        containers = engine.client.containers.list(all=True)
+        volumes = engine.client.volumes.list()
+    except API_ERRORS:
+        return
+    for item in [*containers, *volumes]:
+        with contextlib.suppress(*API_ERRORS):
+            item.remove(force=True)
 
 
 def _stop(
@@ -252,25 +268,37 @@ def _stop(
 ) -> None:
     """Stop the daemon, then sweep: strays killed, mounts undone, directories removed."""
     _terminate(process)
-    roots = [exec_root, data_root]
-    shim_sockets = _shim_sockets(exec_root)
-    _kill_all(_strays(roots, cgroup_parent(exec_root)))
-    for root in roots:
-        _unmount_below(root, runner)
-    _kill_all(_strays(roots, cgroup_parent(exec_root)))  # fuse daemons whose mount is gone now
-    for sock in shim_sockets:
-        sock.unlink(missing_ok=True)
-    left = [f"mount {m}" for root in roots for m in mounts_below(root)]
-    left += [f"process {pid}" for pid in _strays(roots, cgroup_parent(exec_root))]
+    left = sweep(exec_root, data_root, runner)
     if left:
         raise TeardownError(f"dockerd {exec_root.name} left {', '.join(left)}", hint="run `layerbench cleanup`")
     shutil.rmtree(exec_root, ignore_errors=True)
     remove_parent(cgroup_parent(exec_root))
     # Image layers and volumes: a daemon of another driver may follow on this filesystem.
     shutil.rmtree(data_root, ignore_errors=True)
+    if data_root.exists():
+        raise TeardownError(f"could not remove dockerd's data-root {data_root}", hint="run `layerbench cleanup`")
     for d in host_dirs:
         with contextlib.suppress(OSError):  # not empty: another daemon uses it now
             d.rmdir()
+
+
+def sweep(exec_root: Path, data_root: Path, runner: Runner) -> list[str]:
+    """Kill what a daemon started and unmount what it mounted; return what is still left.
+
+    Works on a daemon that is gone (killed, or from a dead run): everything is found
+    from its two roots and its cgroup parent, nothing from its API.
+    """
+    roots = [exec_root, data_root]
+    parent = cgroup_parent(exec_root)
+    shim_sockets = _shim_sockets(exec_root)
+    _kill_all(_strays(roots, parent))
+    for root in roots:
+        _unmount_below(root, runner)
+    _kill_all(_strays(roots, parent))  # fuse daemons whose mount is gone now
+    for sock in shim_sockets:
+        sock.unlink(missing_ok=True)
+    left = [f"mount {m}" for root in roots for m in mounts_below(root)]
+    return left + [f"process {pid}" for pid in _strays(roots, parent)]
 
 
 def _terminate(process: subprocess.Popen[bytes]) -> None:

@@ -81,3 +81,18 @@ def _read(path: str) -> str:
         return Path(path).read_text()
     except OSError:
         return ""
+
+
+# What must not change under a run that is resumed: its numbers would not mean the same.
+RESUME_KEYS = ("kernel", "cpu_model", "cpus", "fio_sha256")
+
+
+def host_changes(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    changes = [f"{k} was {before.get(k)}, is {now.get(k)}" for k in RESUME_KEYS if before.get(k) != now.get(k)]
+    tools_before, tools_now = before.get("tools") or {}, now.get("tools") or {}
+    changes += [
+        f"{tool} was {tools_before.get(tool)}, is {tools_now.get(tool)}"
+        for tool in sorted(set(tools_before) | set(tools_now))
+        if tools_before.get(tool) != tools_now.get(tool)
+    ]
+    return changes

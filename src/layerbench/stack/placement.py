@@ -88,7 +88,10 @@ def container_placement(
     ctx: BuildContext,
 ) -> Iterator[Target]:
     with contextlib.ExitStack() as stack:
-        kwargs = {**limit_kwargs(limits, mount.device.path), **_data_kwargs(engine, mount, spec, data_bytes, ctx, stack)}
+        kwargs = {
+            **limit_kwargs(limits, mount.device.path),
+            **_data_kwargs(engine, mount, spec, data_bytes, ctx, stack),
+        }
         container = stack.enter_context(_container(engine, image, spec, kwargs, ctx))
         info = {
             "placement": spec.kind,
@@ -197,20 +200,27 @@ def exec_in(engine: DockerEngine, container: Container) -> Exec:
 
     def run(argv: Sequence[str], timeout: float) -> Completed:
         args = [str(a) for a in argv]
-        exec_id = api.exec_create(container.id, args, stdout=True, stderr=True)["Id"]
-        result: dict[str, Any] = {}
-        worker = threading.Thread(target=_collect, args=(api, exec_id, result), daemon=True)
-        worker.start()
-        worker.join(timeout)
-        if worker.is_alive():
-            _kill_exec(api, exec_id)
-            worker.join(10)
-            raise ToolError(args, None, f"timed out after {timeout:.0f}s in container {container.name}")
-        if "error" in result:
-            raise ToolError(args, 125, f"docker exec failed: {result['error']}")
-        return Completed(args, _exit_code(api, exec_id), result["out"], result["err"])
+        try:
+            return _exec(api, container, args, timeout)
+        except API_ERRORS as exc:  # the container or its daemon went away: the tool could not run
+            raise ToolError(args, 125, f"docker exec in {container.name} failed: {exc}") from exc
 
     return run
+
+
+def _exec(api: Any, container: Container, args: list[str], timeout: float) -> Completed:
+    exec_id = api.exec_create(container.id, args, stdout=True, stderr=True)["Id"]
+    result: dict[str, Any] = {}
+    worker = threading.Thread(target=_collect, args=(api, exec_id, result), daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        _kill_exec(api, exec_id)
+        worker.join(10)
+        raise ToolError(args, None, f"timed out after {timeout:.0f}s in container {container.name}")
+    if "error" in result:
+        raise ToolError(args, 125, f"docker exec failed: {result['error']}")
+    return Completed(args, _exit_code(api, exec_id), result["out"], result["err"])
 
 
 def _collect(api: Any, exec_id: str, result: dict[str, Any]) -> None:

@@ -19,7 +19,10 @@ import pandas as pd
 
 from layerbench.errors import StoreError
 from layerbench.sample import Sample
-from layerbench.store.schema import MIGRATIONS, VERSION
+from layerbench.store.schema import MIGRATIONS, VERSION, statements
+
+# Long enough for another process to finish committing a trial; a real deadlock still surfaces.
+BUSY_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -107,10 +110,20 @@ class Store:
         if not create and not path.exists():
             raise StoreError(f"no results database at {path}", hint="run an experiment first, or pass --db")
         path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(path, timeout=30)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA foreign_keys=ON")
-        migrate(conn, path)
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            migrate(conn, path)
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise StoreError(
+                f"cannot open results database {path}: {exc}",
+                hint="is it a layerbench database, and is no other process holding it locked? Or use another --db",
+            ) from exc
+        except BaseException:
+            conn.close()
+            raise
         return cls(conn, path)
 
     def close(self) -> None:
@@ -183,6 +196,11 @@ class Store:
             )
         return tid
 
+    def mark(self, run_id: str, status: str) -> None:
+        """A resumed run is running again."""
+        with self.conn:
+            self.conn.execute("UPDATE runs SET status=?, finished_at=NULL WHERE id=?", (status, run_id))
+
     def finish_run(self, run_id: str, status: str) -> None:
         with self.conn:
             self.conn.execute("UPDATE runs SET status=?, finished_at=? WHERE id=?", (status, time.time(), run_id))
@@ -199,6 +217,8 @@ class Store:
             raise StoreError(f"no runs in {self.path}", hint="run an experiment first: layerbench run smoke")
         if ref == "latest":
             return ids[0]
+        if ref in ids:
+            return ref
         matches = [i for i in ids if i.startswith(ref)]
         if len(matches) == 1:
             return matches[0]
@@ -251,13 +271,35 @@ class Store:
 
 
 def migrate(conn: sqlite3.Connection, path: Path) -> None:
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    """Upgrade an older database one version at a time; refuse a newer one.
+
+    Each step and its version bump are one transaction, so a failed step
+    leaves the database at the version before it, never half-upgraded.
+    """
+    while (version := schema_version(conn, path)) < VERSION:
+        _step(conn, version)
+
+
+def schema_version(conn: sqlite3.Connection, path: Path) -> int:
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     if version > VERSION:
         raise StoreError(
             f"{path} has schema version {version}, newer than this layerbench knows ({VERSION})",
             hint="upgrade layerbench, or use another --db",
         )
-    for step in range(version, VERSION):
-        with conn:
-            conn.executescript(MIGRATIONS[step])
-            conn.execute(f"PRAGMA user_version={step + 1}")
+    return version
+
+
+def _step(conn: sqlite3.Connection, version: int) -> None:
+    # IMMEDIATE takes the write lock first: of two processes opening a new
+    # database at once, one migrates and the other waits, then sees it done.
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if conn.execute("PRAGMA user_version").fetchone()[0] == version:
+            for statement in statements(MIGRATIONS[version]):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version={version + 1}")
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise

@@ -6,6 +6,8 @@ this code knows is refused rather than misread.
 
 from __future__ import annotations
 
+import sqlite3
+
 V1 = """
 CREATE TABLE runs (
     id TEXT PRIMARY KEY,
@@ -77,3 +79,24 @@ CREATE INDEX monitor_by_trial ON monitor(trial_id);
 
 MIGRATIONS: list[str] = [V1]
 VERSION = len(MIGRATIONS)
+
+
+def statements(script: str) -> list[str]:
+    """A migration script as single statements.
+
+    ``executescript`` commits before it starts and runs in autocommit, so a
+    step failing halfway would leave half a schema under the old version
+    number; running the statements one by one keeps a step in one transaction.
+    """
+    out: list[str] = []
+    current = ""
+    for piece in script.split(";"):
+        current += piece + ";"
+        # A ";" inside a string literal or trigger body splits too early; wait for a whole statement.
+        if sqlite3.complete_statement(current):
+            if current.strip(" \t\n;"):
+                out.append(current.strip())
+            current = ""
+    if current.strip(" \t\n;"):
+        raise ValueError(f"migration script ends inside a statement: {current.strip()[:60]!r}")
+    return out

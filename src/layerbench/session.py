@@ -1,0 +1,73 @@
+"""A run's life around the pipeline: its lock, ledger, work directory and status.
+
+Shared by `run` (a new run) and `resume` (a run that died): both reclaim what
+dead runs left, hold the run's lock, and mark the run's status when it ends,
+whether it finished, failed or was interrupted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+from layerbench import proc
+from layerbench.errors import PrerequisiteError
+from layerbench.spec.matrix import Matrix
+from layerbench.spec.models import Experiment
+from layerbench.stack.cleanup import Action, reclaim
+from layerbench.stack.ledger import Ledger
+from layerbench.stack.runlock import hold
+from layerbench.stack.target import BuildContext
+from layerbench.store.db import Store
+
+# Room beyond the loop files: mkfs metadata, the tools image, logs.
+HEADROOM = 1 * 2**30
+
+
+def needed_bytes(exp: Experiment, matrix: Matrix) -> int:
+    """The loop files one round needs at once (a device is shared by the stacks built on it)."""
+    loops = {c.stack.device for c in matrix.cells if c.stack.device.kind == "loop"}
+    return sum(int(d.size) for d in loops) + HEADROOM
+
+
+def check_space(work_dir: Path, need: int) -> None:
+    probe = work_dir
+    while not probe.exists():
+        probe = probe.parent
+    free = shutil.disk_usage(probe).free
+    if free < need:
+        raise PrerequisiteError(
+            f"{probe} has {free / 2**30:.1f} GiB free; this experiment needs about {need / 2**30:.1f} GiB",
+            hint="free space, shrink device.size, or point --work-dir at a larger disk",
+        )
+
+
+@contextlib.contextmanager
+def running(store: Store, run_id: str, work_dir: Path, state_dir: Path) -> Iterator[tuple[BuildContext, list[Action]]]:
+    """Lock the run, reclaim what dead runs left, yield the build context; record how the run ended."""
+    with hold(state_dir, run_id):
+        ledger = Ledger(state_dir / "ledger.db", run_id)
+        reclaimed = reclaim(ledger, state_dir, proc.run)
+        run_dir = _private_dir(work_dir / run_id)
+        status = "failed"
+        try:
+            yield BuildContext(work_dir=run_dir, ledger=ledger, run_id=run_id, runner=proc.run), reclaimed
+            status = "finished"
+        except KeyboardInterrupt:
+            status = "interrupted"
+            raise
+        finally:
+            store.finish_run(run_id, status)
+            ledger.close()
+            # Not empty means something is still live in the ledger: cleanup handles it.
+            with contextlib.suppress(OSError):
+                run_dir.rmdir()
+
+
+def _private_dir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path, 0o700)
+    return path

@@ -1,0 +1,154 @@
+"""Remove what dead runs left behind, from the ledger, newest first.
+
+Each ledger row says what was about to exist; each remover here makes sure it
+no longer does, and succeeds when there is nothing to remove (so cleanup can
+be run any number of times). Rows of a live run (its lock is held) are never
+touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+
+from layerbench.errors import LayerbenchError
+from layerbench.proc import Runner
+from layerbench.stack import dockerd
+from layerbench.stack.cgroups import remove_parent
+from layerbench.stack.device import read_or_empty, why_unsafe
+from layerbench.stack.ledger import Ledger, Resource
+from layerbench.stack.runlock import is_live
+
+Remover = Callable[[Resource, Runner], None]
+
+
+@dataclass(frozen=True)
+class Action:
+    resource: Resource
+    done: bool
+    error: str | None = None
+
+    def describe(self) -> str:
+        r = self.resource
+        return f"{r.kind} {r.ident} (run {r.run_id})"
+
+
+def reclaim(ledger: Ledger, state_dir: Path, runner: Runner, dry_run: bool = False) -> list[Action]:
+    """Remove every live-in-the-ledger resource whose run is dead; report each."""
+    actions = []
+    for res in ledger.live():
+        # A resumed run holds its own lock; what an earlier, dead process of it left is fair game.
+        earlier_life = res.run_id == ledger.run_id and res.pid != os.getpid()
+        if is_live(state_dir, res.run_id) and not earlier_life:
+            continue
+        if dry_run:
+            actions.append(Action(res, done=False))
+            continue
+        try:
+            REMOVERS[res.kind](res, runner)
+        except (LayerbenchError, OSError, docker.errors.DockerException) as exc:
+            actions.append(Action(res, done=False, error=f"{type(exc).__name__}: {exc}"))
+            continue
+        ledger.removed(res.id)
+        actions.append(Action(res, done=True))
+    return actions
+
+
+def _container(res: Resource, runner: Runner) -> None:
+    with _client(res) as client:
+        if client is not None:
+            with contextlib.suppress(docker.errors.NotFound):
+                client.containers.get(res.detail.get("container", res.ident)).remove(force=True, v=True)
+
+
+def _volume(res: Resource, runner: Runner) -> None:
+    with _client(res) as client:
+        if client is not None:
+            with contextlib.suppress(docker.errors.NotFound):
+                client.volumes.get(res.ident).remove(force=True)
+
+
+@contextlib.contextmanager
+def _client(res: Resource):  # -> Iterator[DockerClient | None]
+    """The dead run's daemon, if it still answers; if not, its containers died with it."""
+    socket = Path(res.detail.get("socket", ""))
+    if not socket.is_socket():
+        yield None
+        return
+    client = docker.DockerClient(base_url=f"unix://{socket}", timeout=30)
+    try:
+        client.ping()
+    except docker.errors.DockerException:
+        client.close()
+        yield None
+        return
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def _daemon(res: Resource, runner: Runner) -> None:
+    exec_root = Path(res.ident)
+    data_root = Path(res.detail.get("data_root", exec_root / "absent"))
+    left = dockerd.sweep(exec_root, data_root, runner)
+    if left:
+        raise LayerbenchError(f"dockerd {exec_root.name} left {', '.join(left)}")
+    shutil.rmtree(exec_root, ignore_errors=True)
+    shutil.rmtree(data_root, ignore_errors=True)
+    remove_parent(dockerd.cgroup_parent(exec_root))
+
+
+def _mount(res: Resource, runner: Runner) -> None:
+    target = Path(res.ident)
+    if dockerd.mounts_below(target):
+        for mnt in sorted(dockerd.mounts_below(target), key=len, reverse=True):
+            if runner(["umount", mnt], timeout=120).rc != 0:
+                runner(["umount", "-l", mnt], timeout=120).check()
+    with contextlib.suppress(FileNotFoundError):
+        target.rmdir()
+
+
+def _loop(res: Resource, runner: Runner) -> None:
+    backing = res.detail.get("backing", res.ident)
+    attached = runner(["losetup", "--associated", backing], timeout=30).stdout
+    for line in attached.splitlines():
+        device = line.split(":", 1)[0]
+        runner(["losetup", "--detach", device], timeout=60).check()
+
+
+def _zram(res: Resource, runner: Runner) -> None:
+    num = res.detail.get("num") or res.ident.removeprefix("/dev/zram")
+    if not str(num).isdigit() or not Path(f"/sys/block/zram{num}").exists():
+        return
+    reason = why_unsafe(f"/dev/zram{num}", read_or_empty("/proc/mounts"), read_or_empty("/proc/swaps"), [])
+    if reason:  # someone uses it now: not ours to reset any more
+        raise LayerbenchError(f"zram{num} left as it is: {reason}")
+    Path(f"/sys/block/zram{num}/reset").write_text("1")
+    Path("/sys/class/zram-control/hot_remove").write_text(str(num))
+
+
+def _file(res: Resource, runner: Runner) -> None:
+    Path(res.ident).unlink(missing_ok=True)
+
+
+def _dir(res: Resource, runner: Runner) -> None:
+    shutil.rmtree(res.ident, ignore_errors=True)
+
+
+REMOVERS: dict[str, Remover] = {
+    "container": _container,
+    "volume": _volume,
+    "dockerd": _daemon,
+    "mount": _mount,
+    "loop": _loop,
+    "zram": _zram,
+    "file": _file,
+    "dir": _dir,
+}

@@ -1,0 +1,93 @@
+"""The `show` table and its JSON twin, rendered from results read back from a Store."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from layerbench.analysis.overhead import CellResult, results
+from layerbench.report.terminal import refused_table, results_table, show_json
+from layerbench.sample import Sample
+from layerbench.spec.models import Cell, FioWorkload, StackSpec
+from layerbench.store.db import CellRow, RefusedRow, RunRow, Store, TrialRecord
+
+RR = FioWorkload(name="RR", rw="randread", bs=4096)
+SW = FioWorkload(name="SW", rw="write", bs=128 * 1024)
+
+
+def cell(filesystem: str, engine: str, placement: str, workload: FioWorkload) -> Cell:
+    stack = {"device": {"kind": "loop"}, "filesystem": filesystem, "engine": engine, "placement": placement}
+    return Cell(stack=StackSpec.model_validate(stack), workload=workload)
+
+
+def record(store: Store, run_id: str, c: Cell, rep: int, value: float | None) -> None:
+    """``value`` None records a failed trial, with the tool's stderr and no samples."""
+    now = time.time()
+    metric, unit = ("iops", "IO/s") if c.workload.rw.startswith("rand") else ("bw", "B/s")
+    direction = "read" if "read" in c.workload.rw else "write"
+    samples = [] if value is None else [Sample(metric, value, unit, direction, c.workload.name)]
+    status, category = ("ok", None) if value is not None else ("failed", "tool-error")
+    stderr = "" if value is not None else "fio: pid=42, err=5/file:io_u.c:1889, func=io_u error, error=I/O error"
+    trial = TrialRecord(c.id, rep, status, category, now, now + 1, ["fio"], "{}", stderr, {}, samples)
+    store.record_trial(run_id, trial)
+
+
+def shown(tmp_path: Path) -> tuple[RunRow, list[CellResult], list[RefusedRow]]:
+    """Native xfs is the baseline; docker overlay2 halves RR; a volume fails every trial."""
+    store = Store.open(tmp_path / "r.db")
+    run_id = store.new_run("demo", '{"name": "demo"}', "d", {"kernel": "6.18"})
+    base = {w.name: cell("xfs", "native", "host-dir", w) for w in (RR, SW)}
+    layer = {w.name: cell("xfs", "docker:overlay2", "writable-layer", w) for w in (RR, SW)}
+    volume = cell("xfs", "docker:overlay2", "volume", RR)
+    pairs = [(base["RR"], base["RR"]), (base["SW"], base["SW"]), (layer["RR"], base["RR"])]
+    pairs += [(layer["SW"], base["SW"]), (volume, base["RR"])]
+    rows = [
+        CellRow(c.id, c.label(), c.stack.label(), c.workload.name, c.model_dump_json(), c is b, b.id) for c, b in pairs
+    ]
+    store.add_cells(run_id, rows)
+    for rep, jitter in enumerate([0.98, 1.0, 1.02]):
+        record(store, run_id, base["RR"], rep, 48_200 * jitter)
+        record(store, run_id, layer["RR"], rep, 24_100 * jitter)
+        record(store, run_id, base["SW"], rep, 900 * 2**20 * jitter)
+        record(store, run_id, volume, rep, None)
+    record(store, run_id, layer["SW"], 0, 880 * 2**20)
+    store.add_refused(run_id, "loop/xfs/docker:devicemapper/volume · RR", "{}", "devicemapper needs thin-pool tools")
+    store.finish_run(run_id, "finished")
+    out = results(store.samples_frame(run_id), store.cells(run_id), store.trials(run_id), store.checks(run_id))
+    run, refused = store.run(run_id), store.refused(run_id)
+    store.close()
+    return run, out, refused
+
+
+def render(table: object) -> str:
+    console = Console(record=True, width=160)
+    console.print(table)
+    return console.export_text()
+
+
+def test_results_table_shows_stacks_values_ratios_and_failures(tmp_path: Path) -> None:
+    _, out, _ = shown(tmp_path)
+    text = render(results_table(out, title="run demo"))
+    assert "xfs/native/host-dir" in text and "xfs/docker:overlay2/writable-layer" in text
+    assert "RR IOPS" in text and "SW MiB/s" in text
+    assert "48.2k" in text and "base" in text and "×0.50" in text
+    assert "900" in text and "n=1" in text  # the one-trial cell says so, next to cells with intervals
+    assert "failed (tool-error)" in text
+
+
+def test_refused_table_names_the_stack_and_the_reason(tmp_path: Path) -> None:
+    _, _, refused = shown(tmp_path)
+    text = render(refused_table(refused))
+    assert "loop/xfs/docker:devicemapper/volume" in text and "thin-pool" in text
+
+
+def test_show_json_is_strict_json(tmp_path: Path) -> None:
+    run, out, refused = shown(tmp_path)
+    doc = json.loads(json.dumps(show_json(run, out, refused), allow_nan=False))
+    assert doc["run"]["name"] == "demo" and doc["run"]["spec"] == {"name": "demo"}
+    failed = [c for c in doc["cells"] if c["failed"]]
+    assert failed[0]["failure"] == "tool-error" and failed[0]["summary"]["mean"] is None
+    assert doc["refused"][0]["reason"] == "devicemapper needs thin-pool tools"
