@@ -24,6 +24,7 @@ from layerbench.trial import Outcome as TrialOutcome
 from layerbench.trial import precondition, record, run_trial
 
 SETUP_ERRORS = (LayerbenchError, DockerException, OSError)
+ENGINE_LEVEL = 2  # device 0, filesystem 1, engine 2, placement 3
 
 OnTrial = Callable[[Trial, TrialRecord], None]
 
@@ -101,18 +102,25 @@ def headline_values(frame: pd.DataFrame, metric: str) -> dict[str, list[float]]:
 
 
 def _run_stack(builder: StackBuilder, sp: StackPlan) -> Iterator[tuple[Trial, TrialRecord]]:
-    data_bytes = max(t.cell.workload.size for t in sp.trials)
-    started = time.time()
-    try:
-        target = builder.enter(sp.stack, data_bytes)
-        prepared = precondition(target, list({t.cell.workload: None for t in sp.trials}))
-    except SETUP_ERRORS as exc:
-        stderr = exc.stderr if isinstance(exc, ToolError) else f"{type(exc).__name__}: {exc}"
-        for trial in sp.trials:
-            yield trial, record(trial, started, TrialOutcome(category="setup-error", stderr=stderr))
-        return
-    for trial in sp.trials:
-        yield trial, run_trial(target, trial, prepared)
+    """Build, precondition, run each trial; a stack whose engine died is rebuilt for the rest."""
+    trials = list(sp.trials)
+    while trials:
+        started = time.time()
+        try:
+            target = builder.enter(sp.stack, max(t.cell.workload.size for t in sp.trials))
+            prepared = precondition(target, list({t.cell.workload: None for t in trials}))
+        except SETUP_ERRORS as exc:
+            stderr = exc.stderr if isinstance(exc, ToolError) else f"{type(exc).__name__}: {exc}"
+            for trial in trials:
+                yield trial, record(trial, started, TrialOutcome(category="setup-error", stderr=stderr))
+            return
+        while trials:
+            trial = trials.pop(0)
+            rec = run_trial(target, trial, prepared)
+            yield trial, rec
+            if rec.category == "engine-error":
+                builder.discard(ENGINE_LEVEL)  # the next pass builds a new daemon and container
+                break
 
 
 def _cell_row(cell: Cell, baseline_id: str | None) -> CellRow:

@@ -74,7 +74,7 @@ def run_trial(target: Target, trial: Trial, prepared: dict[str, Any]) -> TrialRe
     try:
         _execute(target, trial.cell.workload, out)
     except ToolError as exc:
-        out.category, out.stderr = ("timeout" if exc.rc is None else "tool-error"), exc.stderr
+        out.category, out.stderr = _category(exc.rc, exc.stderr), exc.stderr
         out.argv = out.argv or exc.argv
     except (OSError, fio.FioParseError) as exc:
         out.category, out.stderr = "setup-error", f"{type(exc).__name__}: {exc}"
@@ -89,7 +89,7 @@ def _execute(target: Target, w: FioWorkload, out: Outcome) -> None:
     out.stdout, out.stderr = done.stdout, done.stderr
     out.monitor = [MonitorPoint(p.t, p.series, p.value, p.unit) for p in mon.points]
     if done.rc != 0:
-        out.category = "tool-error"
+        out.category = _category(done.rc, done.stderr)
         return
     try:
         result = fio.parse(done.stdout)
@@ -98,6 +98,20 @@ def _execute(target: Target, w: FioWorkload, out: Outcome) -> None:
         return
     out.status, out.samples = "ok", fio.samples(result)
     out.checks = trial_checks(result, mon, target, devices[-1])
+
+
+# 128 + SIGKILL: the kernel's OOM killer, or a timeout's kill, ended the tool.
+KILLED_RC = 137
+
+
+def _category(rc: int | None, stderr: str) -> str:
+    if rc is None:
+        return "timeout"
+    if rc == 125 and "docker exec" in stderr:
+        return "engine-error"  # the container or its daemon is gone: the stack must be rebuilt
+    if rc == KILLED_RC:
+        return "killed"
+    return "tool-error"
 
 
 def trial_checks(result: fio.FioResult, mon: Monitor, target: Target, lowest: str) -> list[Check]:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,20 @@ def test_migration_scripts_split_into_whole_statements() -> None:
     assert len(statements(MIGRATIONS[0])) == MIGRATIONS[0].count("CREATE ")
     with pytest.raises(ValueError, match="ends inside a statement"):
         statements("CREATE TABLE t (x TEXT DEFAULT 'a;b)")
+
+
+def open_and_start_a_run(path: Path) -> str:
+    store = Store.open(path)
+    try:
+        return store.new_run("concurrent", "{}", "d", {})
+    finally:
+        store.close()
+
+
+def test_processes_creating_one_database_at_once_all_succeed(tmp_path: Path) -> None:
+    # Switching a new file to WAL and migrating it race; SQLite answers "locked" at once there.
+    with ProcessPoolExecutor(6) as pool:
+        run_ids = list(pool.map(open_and_start_a_run, [tmp_path / "r.db"] * 6))
+    store = Store.open(tmp_path / "r.db")
+    assert {r.id for r in store.runs()} == set(run_ids)
+    assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

@@ -145,6 +145,9 @@ def resume(
             )
         matrix = expand(exp, probe(proc.run))
         stored = {c.cell_id for c in store.cells(run_id)}
+        if not stored:  # it died between recording the run and its cells
+            register_cells(store, run_id, matrix)
+            stored = {c.id for c in matrix.cells}
         if {c.id for c in matrix.cells} != stored:
             raise PrerequisiteError(
                 f"this host no longer builds the same cells as run {run_id} did",

@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from layerbench.errors import LayerbenchError
 from layerbench.spec.models import StackSpec
 from layerbench.stack.device import device
 from layerbench.stack.dockerd import private_dockerd
@@ -64,6 +65,19 @@ class StackBuilder(AbstractContextManager["StackBuilder"]):
 
     def close(self) -> None:
         self._close_from(0)
+
+    def discard(self, level: int) -> list[str]:
+        """Tear down from ``level`` up after a failure there (a dead daemon), keeping what is below.
+
+        Teardown errors of broken layers are returned, not raised: their ledger rows
+        stay live and cleanup takes them; the run goes on.
+        """
+        try:
+            self._close_from(level)
+        except (LayerbenchError, OSError) as exc:
+            del self._layers[level:]
+            return [str(exc)]
+        return []
 
     def __exit__(self, *exc: object) -> None:
         self.close()

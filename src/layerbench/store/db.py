@@ -112,7 +112,7 @@ class Store:
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
+            _use_wal(conn)
             conn.execute("PRAGMA foreign_keys=ON")
             migrate(conn, path)
         except sqlite3.DatabaseError as exc:
@@ -268,6 +268,23 @@ class Store:
             " WHERE t.run_id=? AND t.status='ok'"
         )
         return pd.read_sql_query(sql, self.conn, params=(run_id,))
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """WAL lets `show` read while a run writes. Switching to it needs an
+    exclusive lock, and SQLite answers "locked" at once instead of waiting
+    where waiting could deadlock (two processes creating the same new file),
+    so the busy timeout does not cover it: retry until it would have.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 def migrate(conn: sqlite3.Connection, path: Path) -> None:
