@@ -103,8 +103,71 @@ def devices_beneath(dev_path: str, sys_root: Path = Path("/sys")) -> list[str]:
     return names
 
 
+@dataclass(frozen=True)
+class CgroupCounters:
+    cpu_ns: int
+    memory: int
+    io_read: int
+    io_write: int
+
+
+def read_cgroup(dirs: dict[str, Path]) -> CgroupCounters:
+    """A container's CPU time, memory and block I/O, from cgroup v1 controllers or the v2 unified dir."""
+    if "unified" in dirs:
+        d = dirs["unified"]
+        cpu = _kv(_text(d / "cpu.stat")).get("usage_usec", 0) * 1000
+        io = [_kv(" ".join(line.split()[1:]).replace("=", " ")) for line in _text(d / "io.stat").splitlines()]
+        return CgroupCounters(
+            cpu,
+            int(_text(d / "memory.current") or 0),
+            sum(x.get("rbytes", 0) for x in io),
+            sum(x.get("wbytes", 0) for x in io),
+        )
+    acct = dirs.get("cpuacct", dirs.get("cpu"))  # co-mounted as cpu,cpuacct on some hosts
+    cpu = int(_text(acct / "cpuacct.usage") or 0) if acct else 0
+    memory = int(_text(dirs["memory"] / "memory.usage_in_bytes") or 0) if "memory" in dirs else 0
+    io = _blkio_totals(_text(dirs["blkio"] / "blkio.throttle.io_service_bytes")) if "blkio" in dirs else (0, 0)
+    return CgroupCounters(cpu, memory, *io)
+
+
+def _blkio_totals(text: str) -> tuple[int, int]:
+    read = write = 0
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] == "Read":
+            read += int(parts[2])
+        elif len(parts) == 3 and parts[1] == "Write":
+            write += int(parts[2])
+    return read, write
+
+
+def _kv(text: str) -> dict[str, int]:
+    words = text.split()
+    return {k: int(v) for k, v in zip(words[::2], words[1::2], strict=False) if v.lstrip("-").isdigit()}
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    at: float
+    disks: dict[str, DiskCounters]
+    cpu: CpuTimes
+    mem: dict[str, int]
+    cgroup: CgroupCounters | None
+
+
 class Monitor:
-    """Samples every ``interval`` seconds between __enter__ and __exit__."""
+    """Samples every ``interval`` seconds between __enter__ and __exit__.
+
+    ``cgroup`` (controller → directory) adds the container's own CPU (cores
+    used), memory and block I/O to the host's series.
+    """
 
     def __init__(
         self,
@@ -112,11 +175,13 @@ class Monitor:
         interval: float = 1.0,
         sys_root: Path = Path("/sys"),
         proc_root: Path = Path("/proc"),
+        cgroup: dict[str, Path] | None = None,
     ) -> None:
         self.devices = devices
         self.interval = interval
         self.sys_root = sys_root
         self.proc_root = proc_root
+        self.cgroup = cgroup
         self.points: list[Point] = []
         self.totals: dict[str, DiskCounters] = {}
         self._stop = threading.Event()
@@ -132,7 +197,7 @@ class Monitor:
         self._stop.set()
         self._thread.join()
         last = self._snapshot()
-        self.totals = {name: _delta(self._first[1][name], last[1][name]) for name in self.devices if name in last[1]}
+        self.totals = {n: _delta(self._first.disks[n], last.disks[n]) for n in self.devices if n in last.disks}
 
     def _loop(self) -> None:
         prev = self._first
@@ -141,7 +206,7 @@ class Monitor:
             self._emit(prev, cur)
             prev = cur
 
-    def _snapshot(self) -> tuple[float, dict[str, DiskCounters], CpuTimes, dict[str, int]]:
+    def _snapshot(self) -> Snapshot:
         disks = {}
         for name in self.devices:
             path = self.sys_root / "class" / "block" / name / "stat"
@@ -149,19 +214,26 @@ class Monitor:
                 disks[name] = parse_disk_stat(path.read_text())
         cpu = parse_proc_stat((self.proc_root / "stat").read_text())
         mem = parse_meminfo((self.proc_root / "meminfo").read_text())
-        return time.monotonic(), disks, cpu, mem
+        return Snapshot(time.monotonic(), disks, cpu, mem, read_cgroup(self.cgroup) if self.cgroup else None)
 
-    def _emit(self, prev: tuple, cur: tuple) -> None:
-        t = cur[0] - self._t0
-        seconds = cur[0] - prev[0]
-        for series, value in cpu_shares(prev[2], cur[2]).items():
+    def _emit(self, prev: Snapshot, cur: Snapshot) -> None:
+        t, seconds = cur.at - self._t0, max(cur.at - prev.at, 1e-6)
+        for series, value in cpu_shares(prev.cpu, cur.cpu).items():
             self.points.append(Point(t, series, value, "%"))
-        used = cur[3].get("MemTotal", 0) - cur[3].get("MemAvailable", 0)
+        used = cur.mem.get("MemTotal", 0) - cur.mem.get("MemAvailable", 0)
         self.points.append(Point(t, "mem.used", float(used), "B"))
-        for name in cur[1]:
-            if name in prev[1]:
-                for series, value in disk_rates(name, prev[1][name], cur[1][name], seconds).items():
+        for name in cur.disks:
+            if name in prev.disks:
+                for series, value in disk_rates(name, prev.disks[name], cur.disks[name], seconds).items():
                     self.points.append(Point(t, series, value, UNITS[series.rsplit(".", 1)[1]]))
+        if prev.cgroup and cur.cgroup:
+            a, b = prev.cgroup, cur.cgroup
+            self.points += [
+                Point(t, "container.cpu_cores", (b.cpu_ns - a.cpu_ns) / 1e9 / seconds, "cores"),
+                Point(t, "container.memory", float(b.memory), "B"),
+                Point(t, "container.read_bps", (b.io_read - a.io_read) / seconds, "B/s"),
+                Point(t, "container.write_bps", (b.io_write - a.io_write) / seconds, "B/s"),
+            ]
 
 
 def _delta(a: DiskCounters, b: DiskCounters) -> DiskCounters:

@@ -51,20 +51,23 @@ def workload_argv(w: FioWorkload, target: Target) -> list[str]:
 def precondition(target: Target, workloads: list[FioWorkload]) -> dict[str, Any]:
     """Prepare each test file once per stack, as its workloads ask (a job file lays out its own)."""
     done: dict[str, Any] = {}
-    for size, mode in sorted({(int(w.size), w.precondition) for w in workloads if not w.job_file}):
+    # One preparation per file: the first workload that names a (size, mode) sets its window.
+    firsts = {(int(w.size), w.precondition): w for w in reversed(workloads) if not w.job_file}
+    for (size, mode), w in sorted(firsts.items()):
         t0 = time.monotonic()
-        for argv in _precondition_steps(size, mode, target):
+        for argv in _precondition_steps(w, target):
             target.run(argv, size / 2**20 + 600 + TRIAL_SLACK_S).check()
         done[f"{size}:{mode}"] = {"seconds": round(time.monotonic() - t0, 3)}
     return done
 
 
-def _precondition_steps(size: int, mode: str, target: Target) -> list[list[str]]:
-    if mode == "sparse":
+def _precondition_steps(w: FioWorkload, target: Target) -> list[list[str]]:
+    size = int(w.size)
+    if w.precondition == "sparse":
         return [fio.sparse_argv(size, target.path)]
     steps = [fio.precondition_argv(size, target.path, target.path_is_device)]
-    if mode == "steady":
-        steps.append(fio.steady_argv(size, target.path, target.path_is_device))
+    if w.precondition == "steady":
+        steps.append(fio.steady_argv(size, target.path, target.path_is_device, window_s=w.ss_dur_s))
     return steps
 
 
@@ -84,7 +87,8 @@ def run_trial(target: Target, trial: Trial, prepared: dict[str, Any]) -> TrialRe
 def _execute(target: Target, w: FioWorkload, out: Outcome) -> None:
     out.argv = workload_argv(w, target)
     devices = devices_beneath(target.device.path)
-    with Monitor(devices) as mon:
+    cgroup = {k: Path(v) for k, v in target.info.get("cgroup", {}).items()} or None
+    with Monitor(devices, cgroup=cgroup) as mon:
         done = target.run(out.argv, w.runtime_s + w.ramp_s + TRIAL_SLACK_S)
     out.stdout, out.stderr = done.stdout, done.stderr
     out.monitor = [MonitorPoint(p.t, p.series, p.value, p.unit) for p in mon.points]

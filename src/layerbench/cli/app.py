@@ -14,6 +14,7 @@ from rich.table import Table
 from layerbench import proc
 from layerbench.analysis.compare import compare as compare_runs
 from layerbench.analysis.compare import environment_differences
+from layerbench.analysis.latency import merged_percentiles
 from layerbench.analysis.overhead import results
 from layerbench.cli.boundary import EXIT_TRIALS_FAILED, UsageError, boundary, err_console
 from layerbench.cli.progress import TrialProgress
@@ -24,7 +25,14 @@ from layerbench.report import markdown as markdown_report
 from layerbench.report.doctor import doctor_rows
 from layerbench.report.export import FORMATS, samples_with_config
 from layerbench.report.export import write as write_export
-from layerbench.report.terminal import comparison_table, flags_table, refused_table, results_table, show_json
+from layerbench.report.terminal import (
+    comparison_table,
+    flags_table,
+    latency_table,
+    refused_table,
+    results_table,
+    show_json,
+)
 from layerbench.session import check_space, needed_bytes, running
 from layerbench.spec import load as spec_load
 from layerbench.spec.matrix import Matrix, expand
@@ -206,21 +214,30 @@ def show(
     run_ref: str = typer.Argument("latest", metavar="RUN", help="A run id, a unique prefix of one, or 'latest'."),
     db: Path = DB_OPTION,
     as_json: bool = JSON_OPTION,
+    latency: bool = typer.Option(False, "--latency", help="Also print completion-latency percentiles per cell."),
 ) -> None:
-    """Print a run's results: one row per stack, one column per workload, with the ratio to the baseline."""
+    """Print a run's results: one row per stack, one column per workload, with the ratio to the baseline.
+
+    With --latency, the p50/p99/p99.9 completion latencies too, computed from fio's
+    histograms merged over all jobs and trials of a cell (never averaged percentiles).
+    """
     with boundary():
         store = Store.open(db, create=False)
-        _show(store, store.resolve_run(run_ref), as_json)
+        _show(store, store.resolve_run(run_ref), as_json, latency)
 
 
-def _show(store: Store, run_id: str, as_json: bool) -> None:
+def _show(store: Store, run_id: str, as_json: bool, latency: bool = False) -> None:
     run = store.run(run_id)
     rows = results(store.samples_frame(run_id), store.cells(run_id), store.trials(run_id), store.checks(run_id))
     refused = store.refused(run_id)
     if as_json:
-        typer.echo(json.dumps(show_json(run, rows, refused), indent=2))
+        doc = show_json(run, rows, refused)
+        doc["latency_ns"] = merged_percentiles(store.raw_outputs(run_id)).to_dict("records")
+        typer.echo(json.dumps(doc, indent=2))
         return
     console.print(results_table(rows, title=f"run {run.id} · {run.name} · {run.status}"))
+    if latency:
+        console.print(latency_table(merged_percentiles(store.raw_outputs(run_id)), store.cells(run_id)))
     flags = flags_table(rows)
     if flags:
         console.print(flags)
@@ -248,7 +265,8 @@ def report(
         if markdown:
             typer.echo(markdown_report.render(run, rows, refused))
         if html is not None:
-            path = html_report.render(run, rows, frame, refused, html)
+            pct = merged_percentiles(store.raw_outputs(run_id))
+            path = html_report.render(run, rows, frame, pct, store.cells(run_id), refused, html)
             err_console.print(f"wrote {path} and its figures in {path.parent / 'figures'}")
 
 

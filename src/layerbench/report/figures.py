@@ -100,26 +100,28 @@ def latency_breakdown(frame: pd.DataFrame) -> Figure | None:
     return fig
 
 
-def percentile_profile(frame: pd.DataFrame) -> Figure | None:
-    """Completion-latency percentiles per cell, on a log scale: the tail, not just the mean."""
-    names = ["clat_p50", "clat_p90", "clat_p95", "clat_p99", "clat_p99.9"]
-    rows = frame[frame["metric"].isin(names)]
-    if rows.empty:
+def percentile_profile(pct: pd.DataFrame, cells: list) -> Figure | None:
+    """Completion-latency percentiles per cell (log scale), from histograms merged over jobs and trials."""
+    if pct.empty:
         return None
-    table = rows.groupby(["workload", "stack_label", "metric"])["value"].median().unstack("metric") / 1000
-    table = table[[n for n in names if n in table.columns]]
-    workloads = list(dict.fromkeys(frame["workload"]))
+    names = [c for c in ("p50", "p90", "p95", "p99", "p99.9") if c in pct.columns]
+    label = {c.cell_id: (c.workload, c.stack_label) for c in cells}
+    pct = pct[pct["cell_id"].isin(label)]
+    workloads = list(dict.fromkeys(label[c][0] for c in pct["cell_id"]))
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, len(workloads), figsize=(3.4 * len(workloads) + 2, 3.6), squeeze=False)
         for ax, w in zip(axes[0], workloads, strict=True):
-            for i, (stack, series) in enumerate(table.loc[w].iterrows()):
-                ax.plot(range(len(series)), series.values, marker="o", ms=3, color=PALETTE[i % 20], label=stack)
-            ax.set_xticks(range(len(table.columns)), [c.removeprefix("clat_") for c in table.columns])
+            mine = [row for row in pct.to_dict("records") if label[row["cell_id"]][0] == w]
+            for i, row in enumerate(mine):
+                values = [row[n] / 1000 for n in names]
+                tag = label[row["cell_id"]][1] + ("" if row["direction"] == "read" else f" ({row['direction']})")
+                ax.plot(range(len(names)), values, marker="o", ms=3, color=PALETTE[i % 20], label=tag)
+            ax.set_xticks(range(len(names)), names)
             ax.set_yscale("log")
             ax.set_title(w)
             ax.set_ylabel("completion latency (µs)")
         axes[0][-1].legend(fontsize=6, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-        fig.suptitle("Latency percentiles (median over trials)")
+        fig.suptitle("Latency percentiles (fio histograms merged over jobs and trials)")
         fig.tight_layout()
     return fig
 

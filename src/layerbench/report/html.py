@@ -45,18 +45,30 @@ FIGURES = (
     (
         "percentiles",
         figures.percentile_profile,
-        "frame",
-        "Completion-latency percentiles per cell (median over trials, log scale).",
+        "percentiles",
+        "Completion-latency percentiles per cell, from fio's histograms merged over jobs and trials (log scale).",
     ),
 )
 
 
-def render(run: Any, results: list[CellResult], frame: pd.DataFrame, refused: list, out_dir: Path) -> Path:
-    """Write report.html and every figure as PNG and SVG into ``out_dir``; return the HTML path."""
+def render(
+    run: Any,
+    results: list[CellResult],
+    frame: pd.DataFrame,
+    pct: pd.DataFrame,
+    cells: list,
+    refused: list,
+    out_dir: Path,
+) -> Path:
+    """Write report.html and every figure as PNG and SVG into ``out_dir``; return the HTML path.
+
+    ``pct`` is analysis.latency.merged_percentiles of the run; ``cells`` the store's CellRows.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     figs = []
+    inputs = {"results": (results,), "frame": (frame,), "percentiles": (pct, cells)}
     for name, draw, source, caption in FIGURES:
-        fig = draw(results if source == "results" else frame)
+        fig = draw(*inputs[source])
         if fig is None:
             continue
         svg = io.StringIO()

@@ -125,3 +125,26 @@ def comparison_table(rows: list, run_a: str, run_b: str) -> Table:
         p = f"{q.p_value:.3g}" if q.p_value == q.p_value else "—"
         table.add_row(r.label, f"{r.n_a}, {r.n_b}", ratio_text, ci, p)
     return table
+
+
+def latency_table(pct: Any, cells: list) -> Table:
+    """p50/p99/p99.9 completion latency (µs) per cell and direction, from merged histograms."""
+    label = {c.cell_id: c.label for c in cells}
+    table = Table(
+        "cell",
+        "dir",
+        "trials",
+        "p50 µs",
+        "p99 µs",
+        "p99.9 µs",
+        title="completion latency (fio histograms merged over jobs and trials)",
+        title_justify="left",
+    )
+    for row in pct.to_dict("records") if not pct.empty else []:
+        table.add_row(
+            label.get(row["cell_id"], row["cell_id"]),
+            row["direction"],
+            str(row["trials"]),
+            *(f"{row.get(p, float('nan')) / 1000:,.0f}" for p in ("p50", "p99", "p99.9")),
+        )
+    return table

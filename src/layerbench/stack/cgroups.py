@@ -19,7 +19,7 @@ def container_dirs(parent: str, container_id: str, root: Path = CGROUP_ROOT) -> 
     rel = f"{parent.strip('/')}/{container_id}"
     if (root / "cgroup.controllers").exists():
         return {"unified": root / rel}
-    return {c: root / c / rel for c in ("cpuset", "cpu", "memory", "blkio") if (root / c).exists()}
+    return {c: root / c / rel for c in ("cpuset", "cpu", "cpuacct", "memory", "blkio") if (root / c).exists()}
 
 
 def read_limits(dirs: dict[str, Path], device: str) -> dict[str, object]:

@@ -101,9 +101,10 @@ def container_placement(
             "limits": limits.model_dump(mode="json", exclude_none=True),
             "fio_sha256": image_labels(engine, image).get(f"{LABEL_PREFIX}fio"),
         }
+        dirs = container_dirs(engine.cgroup_parent, container.id)
+        info["cgroup"] = {controller: str(path) for controller, path in dirs.items()}  # for the monitor
         if info["limits"]:
             # What the kernel enforces, not what Docker accepted: the limit-applied check compares.
-            dirs = container_dirs(engine.cgroup_parent, container.id)
             info["limits_enforced"] = read_limits(dirs, mount.device.path)
         yield Target(exec_in(engine, container), _put_in(container), DATA, False, mount.device, "docker", info)
 

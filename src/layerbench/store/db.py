@@ -259,6 +259,13 @@ class Store:
         )
         return pd.read_sql_query(sql, self.conn, params=(run_id,))
 
+    def raw_outputs(self, run_id: str) -> list[tuple[str, int, str]]:
+        """(cell_id, trial_id, the tool's raw output) of every successful trial."""
+        rows = self.conn.execute(
+            "SELECT cell_id, id, raw_output FROM trials WHERE run_id=? AND status='ok' ORDER BY id", (run_id,)
+        )
+        return [(c, i, raw) for c, i, raw in rows.fetchall()]
+
     def samples_frame(self, run_id: str) -> pd.DataFrame:
         sql = (
             "SELECT t.run_id, t.cell_id, c.label, c.stack_label, c.workload, c.is_baseline, c.baseline_cell_id,"

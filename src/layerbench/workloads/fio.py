@@ -145,8 +145,10 @@ def rewrite_job_file(text: str, path: str, path_is_device: bool) -> str:
     return out.getvalue()
 
 
-def steady_argv(size: int, path: str, path_is_device: bool, max_s: float = 600, fio: str = "fio") -> list[str]:
-    """Random 4k writes until fio's detector sees flat IOPS (slope under 0.3% over 30 s), capped.
+def steady_argv(
+    size: int, path: str, path_is_device: bool, window_s: float = 30, max_s: float = 600, fio: str = "fio"
+) -> list[str]:
+    """Random 4k writes until fio's detector sees flat IOPS (slope under 0.3% over ``window_s``), capped.
 
     Flash and copy-on-write filesystems slow down as they fill and fragment; a
     fresh file overstates their write speed until this settles.
@@ -167,8 +169,8 @@ def steady_argv(size: int, path: str, path_is_device: bool, max_s: float = 600, 
         "--time_based=1",
         f"--runtime={max_s:g}",
         "--steadystate=iops_slope:0.3%",
-        "--ss_dur=30",
-        "--ss_ramp=10",
+        f"--ss_dur={window_s:g}",
+        f"--ss_ramp={window_s / 3:g}",
         "--output-format=json",
     ]
 

@@ -1,0 +1,51 @@
+"""fio's own steady-state detection, through layerbench, on zram (steady enough to settle fast)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from layerbench import proc
+from layerbench.schedule import Trial
+from layerbench.spec.models import Cell, FioWorkload, StackSpec
+from layerbench.stack.build import single
+from layerbench.stack.ledger import Ledger
+from layerbench.stack.target import BuildContext
+from layerbench.trial import precondition, run_trial
+
+pytestmark = [pytest.mark.requires_root, pytest.mark.requires_fio, pytest.mark.slow]
+
+
+def test_steady_precondition_and_steady_state_end_the_run_early(tmp_path: Path) -> None:
+    w = FioWorkload(
+        name="RR",
+        rw="randread",
+        bs="4k",
+        iodepth=16,
+        size="64MiB",
+        runtime_s=30,
+        ramp_s=0,
+        precondition="steady",
+        steadystate="iops:20%",
+        ss_dur_s=2,
+    )
+    stack = StackSpec.model_validate(
+        {
+            "device": {"kind": "zram", "size": "256MiB"},
+            "filesystem": "ext4",
+            "engine": "native",
+            "placement": "host-dir",
+        }
+    )
+    ctx = BuildContext(tmp_path, Ledger(tmp_path / "ledger.db", "ss"), "ss", proc.run)
+    with single(stack, ctx, int(w.size)) as target:
+        prepared = precondition(target, [w])
+        rec = run_trial(target, Trial(Cell(stack=stack, workload=w), 0), prepared)
+    assert rec.status == "ok", rec.stderr
+    assert prepared["67108864:steady"]["seconds"] < 120  # the steady writes stopped once flat, not at the cap
+    job = json.loads(rec.raw_output[rec.raw_output.index("{") :])["jobs"][0]
+    assert job["steadystate"]["attained"] == 1
+    assert job["job_runtime"] < 25_000  # ms: ended by steady state, well before the 30 s runtime
+    assert ctx.ledger.live() == []
