@@ -20,7 +20,7 @@ from layerbench.spec.models import FioWorkload
 from layerbench.stack.cgroups import mismatches
 from layerbench.stack.target import Target
 from layerbench.store.db import CheckRecord, MonitorPoint, TrialRecord
-from layerbench.workloads import fio
+from layerbench.workloads import fio, personalities
 
 # fio with 32 jobs needs a while to fork and lay out before its clock starts.
 TRIAL_SLACK_S = 120.0
@@ -42,17 +42,23 @@ class Outcome:
 
 
 def workload_argv(w: FioWorkload, target: Target) -> list[str]:
-    if w.job_file:
-        text = fio.rewrite_job_file(Path(w.job_file).read_text(), target.path, target.path_is_device)
+    if w.job_file or w.personality:
+        source = Path(w.job_file).read_text() if w.job_file else personalities.job_file(w.personality, w.scale)
+        text = fio.rewrite_job_file(source, target.path, target.path_is_device)
         return fio.job_file_argv(target.put(f"lb-{w.name}.fio", text))
     return fio.argv(w, target.path, target.path_is_device)
+
+
+def needs_precondition(w: FioWorkload) -> bool:
+    """Job files and personalities lay out their own files, as fio does; 'none' wants a fresh one."""
+    return not (w.job_file or w.personality) and w.precondition != "none"
 
 
 def precondition(target: Target, workloads: list[FioWorkload]) -> dict[str, Any]:
     """Prepare each test file once per stack, as its workloads ask (a job file lays out its own)."""
     done: dict[str, Any] = {}
     # One preparation per file: the first workload that names a (size, mode) sets its window.
-    firsts = {(int(w.size), w.precondition): w for w in reversed(workloads) if not w.job_file}
+    firsts = {(int(w.size), w.precondition): w for w in reversed(workloads) if needs_precondition(w)}
     for (size, mode), w in sorted(firsts.items()):
         t0 = time.monotonic()
         for argv in _precondition_steps(w, target):

@@ -52,7 +52,11 @@ def test_mixed_job_has_both_directions_and_samples_for_each() -> None:
     assert set(result.jobs[0].directions) == {"read", "write"}
     metrics = {(s.metric, s.direction) for s in samples(result)}
     assert {("iops", "read"), ("iops", "write"), ("clat_p99", "read"), ("clat_p99.9", "write")} <= metrics
-    assert all(s.job == "MIX" for s in samples(result))
+    assert all(s.job == "MIX" for s in samples(result) if s.metric != "ops")
+    truth = json.loads(raw("native-randrw-70-mix.json"))["jobs"][0]
+    ops = next(s.value for s in samples(result) if s.metric == "ops")
+    total = truth["read"]["total_ios"] + truth["write"]["total_ios"]
+    assert ops == pytest.approx(total / (truth["job_runtime"] / 1000))
 
 
 def test_job_file_keeps_jobs_and_groups_apart() -> None:

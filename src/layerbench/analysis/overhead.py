@@ -25,14 +25,21 @@ class CellResult:
     flags: tuple[Check, ...] = ()  # checks that flagged this cell (per trial, or across trials)
 
 
+# How each headline metric is shown: bandwidth in MiB/s, the others as counted.
+UNITS = {"iops": "IOPS", "bw": "MiB/s", "ops": "ops/s"}
+
+
 def headline_metric(config_json: str) -> str:
+    """ops/s for personalities and job files, IOPS for random I/O, bandwidth for sequential I/O."""
     workload = json.loads(config_json)["workload"]
+    if workload.get("personality") or workload.get("job_file"):
+        return "ops"
     return "iops" if str(workload.get("rw", "")).startswith("rand") else "bw"
 
 
 def results(frame: pd.DataFrame, cells: list, trials: list, checks: pd.DataFrame | None = None) -> list[CellResult]:
     """``cells`` are store CellRows, ``trials`` store TrialRows, ``checks`` the store's per-trial checks."""
-    values = {m: cell_values(frame, m) for m in ("iops", "bw")} if not frame.empty else {"iops": {}, "bw": {}}
+    values = {m: cell_values(frame, m) if not frame.empty else {} for m in ("iops", "bw", "ops")}
     failures: dict[str, list[str]] = {}
     for t in trials:
         if t.status != "ok":

@@ -16,10 +16,8 @@ import yaml
 from markupsafe import Markup, escape
 
 from layerbench import __version__
-from layerbench.analysis.overhead import CellResult
+from layerbench.analysis.overhead import UNITS, CellResult
 from layerbench.report import figures
-
-UNITS = {"iops": "IOPS", "bw": "MiB/s"}
 
 
 @dataclass(frozen=True)

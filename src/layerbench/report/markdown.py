@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from layerbench.analysis.overhead import CellResult
-
-UNITS = {"iops": "IOPS", "bw": "MiB/s"}
+from layerbench.analysis.overhead import UNITS, CellResult
 
 
 def cell_md(r: CellResult) -> str:

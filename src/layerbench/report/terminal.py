@@ -9,10 +9,8 @@ from typing import Any
 
 from rich.table import Table
 
-from layerbench.analysis.overhead import CellResult
+from layerbench.analysis.overhead import UNITS, CellResult
 from layerbench.store.db import RefusedRow, RunRow
-
-UNITS = {"iops": "IOPS", "bw": "MiB/s"}
 
 
 def fmt_value(r: CellResult, mark_single: bool = False) -> str:

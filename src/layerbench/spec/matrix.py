@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.load import spec_error
-from layerbench.spec.models import Cell, Experiment, StackSpec
+from layerbench.spec.models import Cell, Experiment, FioWorkload, StackSpec
 from layerbench.spec.rules import why_not, workload_fits
 
 STACK_FIELDS = ("device", "filesystem", "engine", "placement", "limits")
@@ -51,11 +51,36 @@ def expand(exp: Experiment, caps: HostCaps, rule: Callable[[StackSpec, HostCaps]
     cells, refused = [], []
     for stack in expand_stacks(exp):
         stack_reason = rule(stack, caps)
-        for w in exp.workloads:
+        for w in expand_workloads(exp):
             cell = Cell(stack=stack, workload=w)
             reason = stack_reason or workload_fits(stack, w)
             (refused.append(Refusal(cell, reason)) if reason else cells.append(cell))
     return Matrix(cells, refused, _baselines(exp, cells))
+
+
+def expand_workloads(exp: Experiment) -> list[FioWorkload]:
+    """Each workload, or one per combination of its ``sweep`` values (bs <= size, as IOzone)."""
+    out: list[FioWorkload] = []
+    for w in exp.workloads:
+        if not w.sweep:
+            out.append(w)
+            continue
+        keys = list(w.sweep)
+        for values in itertools.product(*(w.sweep[k] for k in keys)):
+            fields = dict(zip(keys, values, strict=True))
+            name = w.name + "".join(f"-{k}{_compact(v)}" for k, v in fields.items())
+            data = {**w.model_dump(exclude={"sweep"}), **fields, "name": name[:40]}
+            try:
+                swept = FioWorkload.model_validate(data)
+            except ValidationError as exc:
+                raise spec_error(exc, f"spec {exp.name!r}", prefix=f"workloads[{w.name}].sweep.") from None
+            if swept.bs <= swept.size:
+                out.append(swept)
+    return out
+
+
+def _compact(value: Any) -> str:
+    return str(value).replace(" ", "").replace(".", "_")
 
 
 def _product(entry: dict[str, Any]) -> list[dict[str, Any]]:

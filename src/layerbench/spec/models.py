@@ -135,12 +135,18 @@ class FioWorkload(Frozen):
     ioengine: Literal["libaio", "io_uring", "psync", "sync", "posixaio", "mmap"] = "libaio"
     rwmixread: int | None = Field(default=None, ge=0, le=100)
     job_file: str | None = Field(default=None, description="a user's own fio job file")
-    precondition: Literal["fill", "steady", "sparse"] = Field(
+    personality: (
+        Literal["fileserver-like", "varmail-like", "videoserver-like", "webproxy-like", "webserver-like"] | None
+    ) = Field(default=None, description="a Filebench-style personality (see docs/personalities.md)")
+    scale: float = Field(default=1.0, gt=0, le=100, description="personality: multiplies its file and op counts")
+    time_based: bool = Field(default=True, description="false: one pass over the file (as IOzone), runtime is a cap")
+    precondition: Literal["fill", "steady", "sparse", "none"] = Field(
         default="fill",
         description=(
             "fill: write the file once with incompressible data; steady: fill, then random writes until "
             "fio's steady-state detector says IOPS are flat (as SSD tests do); sparse: a file never "
-            "written (only to demonstrate the trap: its reads never reach the device)"
+            "written (only to demonstrate the trap: its reads never reach the device); none: a fresh file "
+            "each trial, created by the workload itself and removed after it (IOzone's write)"
         ),
     )
     steadystate: str | None = Field(
@@ -149,6 +155,22 @@ class FioWorkload(Frozen):
         description="end the run once fio sees steady state, e.g. 'iops_slope:0.3%' (fio --steadystate)",
     )
     ss_dur_s: float = Field(default=10.0, gt=0, description="fio --ss_dur: the window steady state is judged on")
+    sweep: dict[str, tuple[Any, ...]] | None = Field(
+        default=None,
+        description="numeric fields as axes, e.g. {size: [1M, 16M], bs: [4k, 64k]}: one workload per combination "
+        "(combinations with bs > size are skipped, as IOzone does)",
+    )
+
+    @field_validator("sweep")
+    @classmethod
+    def _sweep_numeric_fields(cls, value: dict[str, tuple[Any, ...]] | None) -> dict[str, tuple[Any, ...]] | None:
+        allowed = {"bs", "size", "numjobs", "iodepth", "runtime_s", "rwmixread", "scale"}
+        for key, values in (value or {}).items():
+            if key not in allowed:
+                raise ValueError(f"sweep.{key}: not a numeric workload field; allowed: {', '.join(sorted(allowed))}")
+            if not values:
+                raise ValueError(f"sweep.{key}: give at least one value")
+        return value
 
     @field_validator("job_file")
     @classmethod

@@ -38,6 +38,7 @@ class LatStats:
 
 @dataclass(frozen=True)
 class FioDirection:
+    total_ios: int
     io_bytes: int
     iops: float
     bw_bytes: float
@@ -52,6 +53,7 @@ class FioJob:
     groupid: int
     error: int
     directions: dict[str, FioDirection]
+    runtime_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ class FioResult:
 
 def data_file(path: str, size: int, mode: str = "fill") -> str:
     """One file per size and preconditioning, shared by every workload that needs it."""
-    suffix = "" if mode in ("fill", "steady") else f"-{mode}"
+    suffix = "" if mode in ("fill", "steady") else f"-{mode}"  # sparse and fresh files stand apart
     return f"{path.rstrip('/')}/lb-{size}{suffix}.dat"
 
 
@@ -81,7 +83,7 @@ def argv(w: FioWorkload, path: str, path_is_device: bool, fio: str = "fio") -> l
         f"--iodepth={w.iodepth}",
         f"--size={int(w.size)}",
         f"--runtime={w.runtime_s:g}",
-        "--time_based=1",
+        f"--time_based={int(w.time_based)}",
         f"--ramp_time={w.ramp_s:g}",
         f"--direct={int(w.direct)}",
         f"--ioengine={w.ioengine}",
@@ -95,6 +97,8 @@ def argv(w: FioWorkload, path: str, path_is_device: bool, fio: str = "fio") -> l
     ]
     if w.rwmixread is not None:
         args.append(f"--rwmixread={w.rwmixread}")
+    if w.precondition == "none":
+        args.append("--unlink=1")  # the next trial writes a fresh file too
     if w.steadystate:
         args += [f"--steadystate={w.steadystate}", f"--ss_dur={w.ss_dur_s:g}"]
     return args
@@ -211,12 +215,19 @@ def _json_object(text: str) -> dict[str, Any]:
 
 def _job(j: dict[str, Any]) -> FioJob:
     dirs = {d: _direction(j[d]) for d in DIRECTIONS if d in j and int(j[d]["io_bytes"]) > 0}
-    return FioJob(name=str(j["jobname"]), groupid=int(j["groupid"]), error=int(j["error"]), directions=dirs)
+    return FioJob(
+        name=str(j["jobname"]),
+        groupid=int(j["groupid"]),
+        error=int(j["error"]),
+        directions=dirs,
+        runtime_ms=int(j.get("job_runtime", 0)),
+    )
 
 
 def _direction(d: dict[str, Any]) -> FioDirection:
     bins = d["clat_ns"].get("bins", {})
     return FioDirection(
+        total_ios=int(d["total_ios"]),
         io_bytes=int(d["io_bytes"]),
         iops=float(d["iops"]),
         bw_bytes=float(d["bw_bytes"]),
@@ -235,8 +246,18 @@ def _pname(key: str) -> str:
     return f"p{float(key):g}"
 
 
+def total_ops(result: FioResult) -> float:
+    """Operations of every job over the longest job's runtime: a personality's ops/s (Filebench's figure)."""
+    ios = sum(d.total_ios for j in result.jobs for d in j.directions.values())
+    longest = max((j.runtime_ms for j in result.jobs), default=0)
+    return ios / (longest / 1000) if longest else float("nan")
+
+
 def samples(result: FioResult) -> list[Sample]:
     out: list[Sample] = []
+    ops = total_ops(result)
+    if ops == ops:
+        out.append(Sample("ops", ops, "ops/s"))
     for job in result.jobs:
         for direction, d in job.directions.items():
             add = _adder(out, direction, job.name)
