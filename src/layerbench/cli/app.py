@@ -379,12 +379,15 @@ def _print_plan(matrix: Matrix, header: str | None = None) -> None:
     if header:
         console.print(f"[bold]{header}[/]")
     stacks = matrix.stacks()
+    per_stack = {s: [c.workload.name for c in matrix.cells if c.stack == s] for s in stacks}
     n_work = len({c.workload.name for c in matrix.cells})
     shape = f"{len(stacks)} stacks x {n_work} workloads"
     console.print(f"{len(matrix.cells)} cells ({shape}), {len(matrix.refused)} refused")
-    for stack in stacks:
-        names = ", ".join(c.workload.name for c in matrix.cells if c.stack == stack)
-        console.print(f"  [cyan]{stack.label()}[/]  {names}")
+    shared = len({tuple(v) for v in per_stack.values()}) == 1
+    if shared and per_stack:
+        console.print(f"  workloads: {', '.join(next(iter(per_stack.values())))}")
+    for stack, names in per_stack.items():
+        console.print(f"  [cyan]{stack.label()}[/]" + ("" if shared else f"  {', '.join(names)}"))
     for refusal in {r.cell.stack.label(): r for r in matrix.refused}.values():
         console.print(f"  [red]refused[/] {refusal.cell.stack.label()}: {refusal.reason}")
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from layerbench.errors import SpecError
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.load import spec_error
 from layerbench.spec.models import Cell, Experiment, FioWorkload, StackSpec
@@ -112,16 +113,29 @@ def _default_placement(data: dict[str, Any]) -> str:
 
 
 def _baselines(exp: Experiment, cells: list[Cell]) -> dict[str, str | None]:
-    base_stack = _baseline_stack(exp, cells)
+    """Each cell's baseline: the same workload on the baseline stack.
+
+    ``baseline: {..., same: [filesystem]}`` makes one baseline per filesystem (the
+    named fields taken from the cell itself): Docker on xfs against native xfs,
+    Docker on ext4 against native ext4, as seed 004's ratio table compares.
+    """
     by_key = {(c.stack, c.workload.name): c.id for c in cells}
-    return {c.id: by_key.get((base_stack, c.workload.name)) if base_stack else None for c in cells}
+    stacks = set(by_key_stack for by_key_stack, _ in by_key)
+    out: dict[str, str | None] = {}
+    for c in cells:
+        base = _baseline_stack(exp, c.stack, stacks)
+        out[c.id] = by_key.get((base, c.workload.name)) if base else None
+    return out
 
 
-def _baseline_stack(exp: Experiment, cells: list[Cell]) -> StackSpec | None:
-    stacks = list(dict.fromkeys(c.stack for c in cells))
-    if not stacks:
-        return None
+def _baseline_stack(exp: Experiment, stack: StackSpec, stacks: set[StackSpec]) -> StackSpec | None:
     if exp.baseline is None:
-        return expand_stacks(exp)[0] if expand_stacks(exp)[0] in stacks else None
-    want = _stack(exp, exp.baseline, "baseline.")
+        first = expand_stacks(exp)[0]
+        return first if first in stacks else None
+    fields = {k: v for k, v in exp.baseline.items() if k != "same"}
+    for name in exp.baseline.get("same", []):
+        if name not in STACK_FIELDS:
+            raise SpecError(f"baseline.same: {name!r} is not a stack field; allowed: {', '.join(STACK_FIELDS)}")
+        fields[name] = getattr(stack, name).model_dump()
+    want = _stack(exp, fields, "baseline.")
     return want if want in stacks else None
