@@ -16,6 +16,7 @@ from layerbench.analysis.compare import compare as compare_runs
 from layerbench.analysis.compare import environment_differences
 from layerbench.analysis.latency import merged_percentiles
 from layerbench.analysis.overhead import results
+from layerbench.analysis.ratio_table import ratio_table
 from layerbench.cli.boundary import EXIT_TRIALS_FAILED, UsageError, boundary, err_console
 from layerbench.cli.progress import TrialProgress
 from layerbench.errors import PrerequisiteError, SpecError
@@ -29,6 +30,7 @@ from layerbench.report.terminal import (
     comparison_table,
     flags_table,
     latency_table,
+    ratio_table_render,
     refused_table,
     results_table,
     show_json,
@@ -236,6 +238,9 @@ def _show(store: Store, run_id: str, as_json: bool, latency: bool = False) -> No
         typer.echo(json.dumps(doc, indent=2))
         return
     console.print(results_table(rows, title=f"run {run.id} · {run.name} · {run.status}"))
+    if "same" in (json.loads(run.spec_json).get("baseline") or {}):
+        table = ratio_table(rows, store.cells(run_id))
+        console.print(ratio_table_render(table, "ratio to the baseline on the same filesystem, per operation"))
     if latency:
         console.print(latency_table(merged_percentiles(store.raw_outputs(run_id)), store.cells(run_id)))
     flags = flags_table(rows)

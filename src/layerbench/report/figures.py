@@ -7,6 +7,7 @@ The caller saves it as PNG and SVG and embeds it in the HTML report.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import matplotlib
@@ -19,6 +20,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from layerbench.analysis.overhead import CellResult
+from layerbench.analysis.ratio_table import operation
 
 STYLE = {
     "figure.dpi": 110,
@@ -124,6 +126,55 @@ def percentile_profile(pct: pd.DataFrame, cells: list) -> Figure | None:
         fig.suptitle("Latency percentiles (fio histograms merged over jobs and trials)")
         fig.tight_layout()
     return fig
+
+
+def surfaces(results: list[CellResult], cells: list, x: str = "bs", y: str = "size") -> Figure | None:
+    """Seed 004's surfaces: per operation (row) and layer (column), the ratio to the baseline over
+    file size (y) x record size (x). Only for workloads swept over both."""
+    config = {c.cell_id: json.loads(c.config_json) for c in cells}
+    rows = []
+    for r in results:
+        w = config[r.cell_id]["workload"]
+        if r.is_baseline or r.ratio.ratio != r.ratio.ratio or not (w.get("sweep") or {}).keys() >= {x, y}:
+            continue
+        st = config[r.cell_id]["stack"]
+        layer = f"{st['filesystem']['type']} {st['engine']['kind']}/{st['placement']['kind']}"
+        rows.append({"op": operation(r.workload), "layer": layer, x: w[x], y: w[y], "ratio": r.ratio.ratio})
+    if not rows:
+        return None
+    data = pd.DataFrame(rows)
+    ops, layers = list(dict.fromkeys(data["op"])), sorted(dict.fromkeys(data["layer"]))
+    with plt.rc_context({**STYLE, "axes.grid": False}):
+        fig, axes = plt.subplots(
+            len(ops), len(layers), figsize=(2.3 * len(layers) + 1, 1.9 * len(ops) + 0.6), squeeze=False
+        )
+        for i, op in enumerate(ops):
+            for j, layer in enumerate(layers):
+                ax = axes[i][j]
+                grid = data[(data["op"] == op) & (data["layer"] == layer)].pivot_table(
+                    index=y, columns=x, values="ratio"
+                )
+                ax.imshow(np.log2(grid.values), cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
+                for (a, b), v in np.ndenumerate(grid.values):
+                    ax.text(b, a, f"{v:.2f}", ha="center", va="center", fontsize=7)
+                ax.set_xticks(range(len(grid.columns)), [_size(v) for v in grid.columns], fontsize=7)
+                ax.set_yticks(range(len(grid.index)), [_size(v) for v in grid.index], fontsize=7)
+                ax.set_title(f"{op} · {layer}" if i == 0 else op, fontsize=8)
+                if j == 0:
+                    ax.set_ylabel(f"file {y}")
+                if i == len(ops) - 1:
+                    ax.set_xlabel(f"record {x}")
+        fig.suptitle("Ratio to the baseline over file size x record size (blue: faster, red: slower)")
+        fig.tight_layout()
+    return fig
+
+
+def _size(v: float) -> str:
+    v = int(v)
+    for unit, div in (("G", 2**30), ("M", 2**20), ("k", 2**10)):
+        if v >= div and v % div == 0:
+            return f"{v // div}{unit}"
+    return str(v)
 
 
 def save(fig: Figure, directory: Path, name: str) -> dict[str, Path]:

@@ -41,6 +41,12 @@ FIGURES = (
         "Mean submission (slat) and completion (clat) latency: where the time goes, as in the paper's Fig. 4.",
     ),
     (
+        "surfaces",
+        figures.surfaces,
+        "surfaces",
+        "Ratio to the baseline over file size x record size, per operation and layer (seed 004's surfaces).",
+    ),
+    (
         "percentiles",
         figures.percentile_profile,
         "percentiles",
@@ -64,7 +70,7 @@ def render(
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     figs = []
-    inputs = {"results": (results,), "frame": (frame,), "percentiles": (pct, cells)}
+    inputs = {"results": (results,), "frame": (frame,), "percentiles": (pct, cells), "surfaces": (results, cells)}
     for name, draw, source, caption in FIGURES:
         fig = draw(*inputs[source])
         if fig is None:

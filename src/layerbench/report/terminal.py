@@ -10,6 +10,7 @@ from typing import Any
 from rich.table import Table
 
 from layerbench.analysis.overhead import UNITS, CellResult
+from layerbench.analysis.ratio_table import RatioTable
 from layerbench.store.db import RefusedRow, RunRow
 
 
@@ -47,7 +48,32 @@ def _si(v: float) -> str:
     return f"{v:.0f}" if v >= 100 else f"{v:.1f}"
 
 
+# More workloads than this and the table turns: one row per workload, one column per stack.
+WIDE = 6
+
+
 def results_table(results: list[CellResult], title: str = "") -> Table:
+    if len({r.workload for r in results}) > WIDE:
+        return _by_workload(results, title)
+    return _by_stack(results, title)
+
+
+def _by_workload(results: list[CellResult], title: str) -> Table:
+    stacks = list(dict.fromkeys(r.stack_label for r in results))
+    table = Table(title=title or None, title_justify="left", caption="×: mean / baseline mean", caption_justify="left")
+    table.add_column("workload", style="cyan", no_wrap=True)
+    one_device = len({s.split("/", 1)[0] for s in stacks}) == 1
+    for s in stacks:
+        label = s.split("/", 1)[1] if one_device else s
+        table.add_column(label.replace("/", "/\n"), justify="right")
+    grid = {(r.workload, r.stack_label): r for r in results}
+    for w in dict.fromkeys(r.workload for r in results):
+        unit = next(UNITS[r.metric] for r in results if r.workload == w)
+        table.add_row(f"{w} [dim]{unit}[/]", *[fmt_value(grid[(w, s)]) if (w, s) in grid else "" for s in stacks])
+    return table
+
+
+def _by_stack(results: list[CellResult], title: str) -> Table:
     workloads = list(dict.fromkeys(r.workload for r in results))
     metric = {r.workload: r.metric for r in results}
     most = max((r.summary.n for r in results), default=0)
@@ -146,3 +172,18 @@ def latency_table(pct: Any, cells: list) -> Table:
             *(f"{row.get(p, float('nan')) / 1000:,.0f}" for p in ("p50", "p99", "p99.9")),
         )
     return table
+
+
+def ratio_table_render(table: RatioTable, title: str) -> Table:
+    """Rows: operations and personalities; columns: layers; cells: ratio to the baseline (geometric mean)."""
+    out = Table("operation", *table.columns, title=title, title_justify="left")
+    for row in table.rows:
+        cells = []
+        for col in table.columns:
+            value = table.values.get((row, col))
+            n = table.points.get((row, col), 0)
+            text = "" if value is None else f"×{value:.2f}" + (f" [dim](gm of {n})[/]" if n > 1 else "")
+            style = "red" if value is not None and value < 0.9 else ("yellow" if value and value > 1.1 else "")
+            cells.append(f"[{style}]{text}[/]" if style and text else text)
+        out.add_row(row, *cells)
+    return out
