@@ -6,22 +6,18 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests import support
 from tests.integration.leftovers import leftovers
 
 pytestmark = [pytest.mark.requires_root, pytest.mark.requires_fio, pytest.mark.requires_docker, pytest.mark.slow]
 
 
 def layerbench(*args: str, dirs: dict[str, Path]) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "layerbench.cli", *args]
-    env_args = ["--db", str(dirs["db"])]
-    if args[0] == "run":
-        env_args += ["--work-dir", str(dirs["work"]), "--state-dir", str(dirs["state"])]
-    return subprocess.run(argv + env_args, capture_output=True, text=True, timeout=600, check=False)
+    return support.run(list(args), dirs)
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,27 +23,12 @@ from layerbench.stack.cleanup import reclaim
 from layerbench.stack.ledger import Ledger
 from layerbench.stack.target import BuildContext
 from layerbench.store.db import Store
+from tests import support
 from tests.integration.leftovers import leftovers
 
 pytestmark = [pytest.mark.reliability, pytest.mark.requires_root, pytest.mark.requires_fio, pytest.mark.slow]
 
 RR = {"name": "RR", "rw": "randread", "bs": "4k", "iodepth": 8, "size": "64MiB", "runtime_s": 3, "ramp_s": 0}
-
-
-def cli(args: list[str], dirs: dict[str, Path]) -> subprocess.Popen[str]:
-    argv = [
-        sys.executable,
-        "-m",
-        "layerbench.cli",
-        *args,
-        "--db",
-        str(dirs["db"]),
-        "--work-dir",
-        str(dirs["work"]),
-        "--state-dir",
-        str(dirs["state"]),
-    ]
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def live_daemon_pid(state: Path) -> int | None:
@@ -69,7 +53,7 @@ def test_daemon_killed_mid_trial_fails_that_trial_and_the_run_goes_on(tmp_path: 
     }
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(spec))
-    run = cli(["run", str(path)], dirs)
+    run = support.start(["run", str(path)], dirs)
     deadline = time.monotonic() + 60
     while (pid := live_daemon_pid(dirs["state"])) is None and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -84,13 +68,7 @@ def test_daemon_killed_mid_trial_fails_that_trial_and_the_run_goes_on(tmp_path: 
     failed = [r for r in rows if r[1] == "failed"]
     assert failed and failed[0][2] == "engine-error" and failed[0][3]
     assert [r for r in rows if r[1] == "ok"], "the stack was not rebuilt for the trials after"
-    cleanup = subprocess.run(
-        [sys.executable, "-m", "layerbench.cli", "cleanup", "--state-dir", str(dirs["state"])],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    cleanup = support.run(["cleanup"], dirs, timeout=300)
     assert cleanup.returncode == 0, cleanup.stdout
     assert leftovers(dirs["work"]) == []
 
@@ -101,7 +79,7 @@ def test_work_dir_too_small_is_refused_before_anything_runs(tmp_path: Path) -> N
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(small)], check=True)
     try:
         dirs = {"db": tmp_path / "r.db", "work": small / "work", "state": tmp_path / "state"}
-        run = cli(["run", "smoke"], dirs)
+        run = support.start(["run", "smoke"], dirs)
         out, err = run.communicate(timeout=120)
         assert run.returncode == 3, out + err
         assert "GiB free" in err and "needs about" in err

@@ -6,14 +6,13 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests import support
 from tests.integration.leftovers import leftovers
 
 pytestmark = [
@@ -48,22 +47,6 @@ def trials(db: Path) -> dict[tuple[str, int], tuple[int, str]]:
     return {(c, r): (i, raw) for c, r, i, raw in rows}
 
 
-def start(args: list[str], dirs: dict[str, Path]) -> subprocess.Popen[str]:
-    argv = [
-        sys.executable,
-        "-m",
-        "layerbench.cli",
-        *args,
-        "--db",
-        str(dirs["db"]),
-        "--work-dir",
-        str(dirs["work"]),
-        "--state-dir",
-        str(dirs["state"]),
-    ]
-    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-
-
 def test_sigkill_anywhere_then_resume(tmp_path: Path) -> None:
     dirs = {"db": tmp_path / "r.db", "work": tmp_path / "work", "state": tmp_path / "state"}
     spec = tmp_path / "kill-me.yaml"
@@ -72,7 +55,7 @@ def test_sigkill_anywhere_then_resume(tmp_path: Path) -> None:
     kills = 0
     for delay in KILL_AFTER:
         # Killed before the run was even recorded: there is nothing to resume, so start it anew.
-        proc = start(["resume", "latest"] if _has_run(dirs["db"]) else ["run", str(spec)], dirs)
+        proc = support.start(["resume", "latest"] if _has_run(dirs["db"]) else ["run", str(spec)], dirs)
         time.sleep(delay)
         if proc.poll() is not None:
             break  # the run finished before this kill
@@ -82,20 +65,14 @@ def test_sigkill_anywhere_then_resume(tmp_path: Path) -> None:
         now = trials(dirs["db"])
         assert all(now.get(k) == v for k, v in seen.items()), "a finished trial was lost or changed"
         seen = now
-    final = start(["resume", "latest"] if _has_run(dirs["db"]) else ["run", str(spec)], dirs)
+    final = support.start(["resume", "latest"] if _has_run(dirs["db"]) else ["run", str(spec)], dirs)
     _, err = final.communicate(timeout=600)
     assert final.returncode == 0, err
     done = trials(dirs["db"])
     assert len(done) == EXPECTED  # none lost, none repeated (UNIQUE per cell and repetition)
     assert all(done[k] == v for k, v in seen.items())
     assert kills >= 20
-    cleanup = subprocess.run(
-        [sys.executable, "-m", "layerbench.cli", "cleanup", "--state-dir", str(dirs["state"])],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    cleanup = support.run(["cleanup"], dirs, timeout=300)
     assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
     assert leftovers(dirs["work"]) == []
     assert not [d for d in Path("/sys/block").glob("zram*") if d.name != "zram0" and _ours(d, dirs)]
