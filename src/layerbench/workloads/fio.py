@@ -1,30 +1,44 @@
 """The fio adapter: command lines in, typed results out.
 
-``argv`` and ``precondition_argv`` build argument lists; ``parse`` is a pure
-function over fio's ``--output-format=json+`` text, tested on output captured
-from real runs (tests/data/fio/<version>/).
+``argv``, ``precondition_argv`` and ``steady_argv`` build argument lists;
+``rewrite_job_file`` points a user's own job file at the placement; ``parse``
+is a pure function over fio's ``--output-format=json+`` text, tested on output
+captured from real runs (tests/data/fio/<version>/).
+
+What fio 3.33 does that shapes this module (each seen on the development host):
+
+- A fractional ``--runtime=1.5`` or ``--ramp_time=0.5`` is silently truncated
+  to whole seconds; ``1500ms`` is kept. Times are therefore passed in ms.
+- A sequential write of ``--size`` that is not a multiple of ``--bs`` stops at
+  the last whole block and leaves the tail unwritten (reads of it are zeros
+  that never reach the device), so the precondition's block divides the size.
+- With ``--steadystate`` the JSON can hold a bare ``-nan`` (not JSON); it is
+  read as NaN.
+- Warnings ("fio: ...", "note: ...") go to stdout before the JSON document.
 """
 
 from __future__ import annotations
 
-import configparser
-import io
 import json
+import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from layerbench.errors import LayerbenchError
+from layerbench.proc import Runner
 from layerbench.sample import Sample
 from layerbench.spec.models import FioWorkload
 
 DIRECTIONS = ("read", "write", "trim")
 LAT_KINDS = ("slat", "clat", "lat")
 PERCENTILES = {"50.000000": "p50", "90.000000": "p90", "95.000000": "p95", "99.000000": "p99", "99.900000": "p99.9"}
+PRECONDITION_BS = 2**20
 
 
 class FioParseError(LayerbenchError):
-    """fio's output was not the JSON we asked for."""
+    """fio's output (or a job file) was not what we can read."""
 
 
 @dataclass(frozen=True)
@@ -33,7 +47,7 @@ class LatStats:
     stddev_ns: float
     min_ns: float
     max_ns: float
-    percentiles: dict[str, float] = field(default_factory=dict)
+    percentiles: dict[str, float] = field(default_factory=dict)  # "p50", "p99.9", ... (ns)
 
 
 @dataclass(frozen=True)
@@ -43,8 +57,8 @@ class FioDirection:
     iops: float
     bw_bytes: float
     runtime_ms: int
-    lat: dict[str, LatStats]  # "slat", "clat", "lat"
-    clat_bins: dict[int, int]  # json+ histogram: latency (ns) → count
+    lat: dict[str, LatStats]  # "slat", "clat", "lat"; a kind fio did not measure (N = 0) is absent
+    clat_bins: dict[int, int]  # json+ histogram: latency (ns) → count; empty for plain json
 
 
 @dataclass(frozen=True)
@@ -52,8 +66,8 @@ class FioJob:
     name: str
     groupid: int
     error: int
-    directions: dict[str, FioDirection]
-    runtime_ms: int = 0
+    directions: dict[str, FioDirection]  # directions that moved no data are absent
+    runtime_ms: int | None = None  # fio's job_runtime (summed over the jobs of a reported group); None if absent
 
 
 @dataclass(frozen=True)
@@ -62,8 +76,11 @@ class FioResult:
     jobs: list[FioJob]
 
 
+# --- command lines -------------------------------------------------------------------------------
+
+
 def data_file(path: str, size: int, mode: str = "fill") -> str:
-    """One file per size and preconditioning, shared by every workload that needs it."""
+    """One file per size and preconditioning, shared by every workload (and job) that needs it."""
     suffix = "" if mode in ("fill", "steady") else f"-{mode}"  # sparse and fresh files stand apart
     return f"{path.rstrip('/')}/lb-{size}{suffix}.dat"
 
@@ -72,7 +89,13 @@ def _target(path: str, path_is_device: bool, size: int, mode: str = "fill") -> s
     return path if path_is_device else data_file(path, size, mode)
 
 
+def _ms(seconds: float) -> str:
+    # fio truncates fractional seconds ("--runtime=1.5" runs 1 s) but keeps milliseconds.
+    return f"{round(seconds * 1000)}ms"
+
+
 def argv(w: FioWorkload, path: str, path_is_device: bool, fio: str = "fio") -> list[str]:
+    """The command line of one workload: all its jobs share one prefilled file and report as one group."""
     args = [
         fio,
         f"--name={w.name}",
@@ -82,15 +105,15 @@ def argv(w: FioWorkload, path: str, path_is_device: bool, fio: str = "fio") -> l
         f"--numjobs={w.numjobs}",
         f"--iodepth={w.iodepth}",
         f"--size={int(w.size)}",
-        f"--runtime={w.runtime_s:g}",
+        f"--runtime={_ms(w.runtime_s)}",
         f"--time_based={int(w.time_based)}",
-        f"--ramp_time={w.ramp_s:g}",
+        f"--ramp_time={_ms(w.ramp_s)}",
         f"--direct={int(w.direct)}",
         f"--ioengine={w.ioengine}",
-        # Incompressible, fresh data for every write: zram and some SSDs compress.
+        # Fresh random data for every write: zram and some SSDs compress or deduplicate.
         "--refill_buffers=1",
         "--randrepeat=0",
-        # Never re-lay the file out: it was filled by the preconditioning.
+        # Never rewrite an existing file first (fio's default, stated): the precondition filled it.
         "--overwrite=0",
         "--group_reporting=1",
         "--output-format=json+",
@@ -100,22 +123,28 @@ def argv(w: FioWorkload, path: str, path_is_device: bool, fio: str = "fio") -> l
     if w.precondition == "none":
         args.append("--unlink=1")  # the next trial writes a fresh file too
     if w.steadystate:
-        args += [f"--steadystate={w.steadystate}", f"--ss_dur={w.ss_dur_s:g}"]
+        args += [f"--steadystate={w.steadystate}", f"--ss_dur={_whole_s(w.ss_dur_s)}"]
     return args
+
+
+def _whole_s(seconds: float) -> str:
+    # fio judges steady state on one sample per second: "--ss_dur=1500ms" is a 1 s window.
+    return str(max(1, math.ceil(seconds)))
 
 
 def precondition_argv(size: int, path: str, path_is_device: bool, fio: str = "fio") -> list[str]:
     """Write the whole test file (or region) once with incompressible data.
 
     A file that was never written reads as zeros without touching the device,
-    and zram stores zero pages for free: either would flatter every read.
+    and zram stores zero pages for free: either would flatter every read. The
+    block divides ``size`` because fio skips a last, partial block.
     """
     return [
         fio,
         "--name=precondition",
         f"--filename={_target(path, path_is_device, size)}",
         "--rw=write",
-        "--bs=1M",
+        f"--bs={math.gcd(size, PRECONDITION_BS)}",
         f"--size={size}",
         "--direct=1",
         "--ioengine=libaio",
@@ -124,29 +153,6 @@ def precondition_argv(size: int, path: str, path_is_device: bool, fio: str = "fi
         "--end_fsync=1",
         "--output-format=json",
     ]
-
-
-def rewrite_job_file(text: str, path: str, path_is_device: bool) -> str:
-    """A user's own job file, pointed at the placement; its sections and groups kept.
-
-    Every ``filename=``/``directory=`` is dropped and one is set in [global], so
-    no job can touch anything but the placement under test.
-    """
-    parser = configparser.ConfigParser(allow_no_value=True, interpolation=None, strict=False, delimiters=("=",))
-    parser.optionxform = str  # type: ignore[assignment,method-assign]  # fio options are case-sensitive
-    try:
-        parser.read_string(text)
-    except configparser.Error as exc:
-        raise FioParseError(f"fio job file is not valid: {exc}") from exc
-    if "global" not in parser:
-        parser.add_section("global")
-    for section in parser.sections():
-        for key in ("filename", "directory"):
-            parser.remove_option(section, key)
-    parser.set("global", "filename" if path_is_device else "directory", path)
-    out = io.StringIO()
-    parser.write(out, space_around_delimiters=False)
-    return out.getvalue()
 
 
 def steady_argv(
@@ -171,10 +177,10 @@ def steady_argv(
         "--randrepeat=0",
         "--overwrite=0",
         "--time_based=1",
-        f"--runtime={max_s:g}",
+        f"--runtime={_ms(max_s)}",
         "--steadystate=iops_slope:0.3%",
-        f"--ss_dur={window_s:g}",
-        f"--ss_ramp={window_s / 3:g}",
+        f"--ss_dur={_whole_s(window_s)}",
+        f"--ss_ramp={_ms(window_s / 3)}",
         "--output-format=json",
     ]
 
@@ -189,23 +195,90 @@ def job_file_argv(job_path: str, fio: str = "fio") -> list[str]:
     return [fio, "--output-format=json+", job_path]
 
 
+# --- a user's own job file -----------------------------------------------------------------------
+
+# Options that name where a job does its I/O; all are re-pointed at the placement.
+_WHERE = ("filename", "directory", "opendir", "filename_format")
+
+
+def rewrite_job_file(text: str, path: str, path_is_device: bool) -> str:
+    """A user's own job file, pointed at the placement; everything else kept line for line.
+
+    ``directory=``/``opendir=`` are dropped and the placement is set in the first
+    [global]; a ``filename=`` or ``filename_format=`` stays only if it is relative
+    (so inside the placement: two sections can still share a file), and for a
+    device every ``filename=`` goes. Sections, duplicate section names (fio runs
+    each as its own job), ``stonewall``/``new_group`` and comments are kept,
+    which is why this is not configparser: it merges duplicate sections.
+    """
+    kept: list[str] = []
+    in_section = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped[0] in ";#" or re.match(r"include\s", stripped):
+            kept.append(line)
+        elif stripped.startswith("["):
+            _check_section(stripped, number)
+            in_section = True
+            kept.append(line)
+        elif not in_section:
+            raise FioParseError(f"fio job file, line {number}: option {stripped!r} comes before any [section]")
+        elif not _points_elsewhere(stripped, path_is_device):
+            kept.append(line)
+    return "\n".join(_with_placement(kept, path, path_is_device)) + "\n"
+
+
+def _check_section(header: str, number: int) -> None:
+    if not re.fullmatch(r"\[[^\]]+\]", header):
+        raise FioParseError(f"fio job file, line {number}: {header!r} is not a [section] header")
+
+
+def _points_elsewhere(option: str, path_is_device: bool) -> bool:
+    key, _, value = (part.strip() for part in option.partition("="))
+    if key not in _WHERE:
+        return False
+    if key in ("directory", "opendir") or (key == "filename" and path_is_device):
+        return True
+    # fio separates several files with ':'; each must stay below the placement directory.
+    return any(p.startswith("/") or ".." in p.split("/") for p in value.split(":"))
+
+
+def _with_placement(lines: list[str], path: str, path_is_device: bool) -> list[str]:
+    setting = f"{'filename' if path_is_device else 'directory'}={path}"
+    first = next((i for i, ln in enumerate(lines) if ln.strip().startswith("[")), None)
+    if first is not None and re.fullmatch(r"\[\s*global\s*\]", lines[first].strip()):
+        return [*lines[: first + 1], setting, *lines[first + 1 :]]
+    return ["[global]", setting, "", *lines]
+
+
+# --- output ----------------------------------------------------------------------------------------
+
+
 def parse(text: str) -> FioResult:
+    """fio's JSON (plain or json+) as typed results; warnings printed before it are skipped."""
     data = _json_object(text)
     try:
         jobs = [_job(j) for j in data["jobs"]]
-        return FioResult(version=str(data["fio version"]), jobs=jobs)
+        version = str(data["fio version"])
     except (KeyError, TypeError, ValueError) as exc:
         raise FioParseError(f"fio JSON lacks an expected field: {exc!r}") from exc
+    if not jobs:
+        raise FioParseError("fio JSON reports no jobs")
+    return FioResult(version=version, jobs=jobs)
+
+
+# A string (skipped whole), or a bare nan/inf that fio printed with "%f" where a number belongs.
+_NON_FINITE = re.compile(r'"(?:\\.|[^"\\])*"|(?<=[:\[,])(\s*)(-?)(nan|inf)\b')
 
 
 def _json_object(text: str) -> dict[str, Any]:
-    # fio may print warnings ("fio: ...") on stdout before the JSON document.
     match = re.search(r"^\{", text, flags=re.MULTILINE)
     if not match:
         head = text.strip().splitlines()[:2]
         raise FioParseError(f"no JSON in fio output: {' | '.join(head) or '(empty)'}")
+    body = _NON_FINITE.sub(_finite_token, text[match.start() :])
     try:
-        obj = json.JSONDecoder().raw_decode(text[match.start() :])[0]
+        obj = json.JSONDecoder().raw_decode(body)[0]
     except json.JSONDecodeError as exc:
         raise FioParseError(f"fio JSON is malformed: {exc}") from exc
     if not isinstance(obj, dict):
@@ -213,26 +286,34 @@ def _json_object(text: str) -> dict[str, Any]:
     return obj
 
 
+def _finite_token(m: re.Match[str]) -> str:
+    if m.group(3) is None:
+        return m.group(0)
+    return m.group(1) + ("NaN" if m.group(3) == "nan" else f"{m.group(2)}Infinity")
+
+
 def _job(j: dict[str, Any]) -> FioJob:
     dirs = {d: _direction(j[d]) for d in DIRECTIONS if d in j and int(j[d]["io_bytes"]) > 0}
+    runtime = j.get("job_runtime")
     return FioJob(
         name=str(j["jobname"]),
         groupid=int(j["groupid"]),
         error=int(j["error"]),
         directions=dirs,
-        runtime_ms=int(j.get("job_runtime", 0)),
+        runtime_ms=None if runtime is None else int(runtime),
     )
 
 
 def _direction(d: dict[str, Any]) -> FioDirection:
-    bins = d["clat_ns"].get("bins", {})
+    bins = d["clat_ns"].get("bins", {})  # only json+ has them
     return FioDirection(
         total_ios=int(d["total_ios"]),
         io_bytes=int(d["io_bytes"]),
         iops=float(d["iops"]),
         bw_bytes=float(d["bw_bytes"]),
         runtime_ms=int(d["runtime"]),
-        lat={k: _lat(d[f"{k}_ns"]) for k in LAT_KINDS if f"{k}_ns" in d},
+        # N = 0: not measured (slat under a sync engine), not a latency of 0 ns.
+        lat={k: _lat(d[f"{k}_ns"]) for k in LAT_KINDS if f"{k}_ns" in d and int(d[f"{k}_ns"]["N"]) > 0},
         clat_bins={int(k): int(v) for k, v in bins.items()},
     )
 
@@ -247,16 +328,21 @@ def _pname(key: str) -> str:
 
 
 def total_ops(result: FioResult) -> float:
-    """Operations of every job over the longest job's runtime: a personality's ops/s (Filebench's figure)."""
+    """Operations of every job over the longest job's runtime: a personality's ops/s (Filebench's figure).
+
+    The runtime is the directions' (the group's wall time under group_reporting):
+    fio's job_runtime is summed over a reported group's jobs, numjobs times too long.
+    """
     ios = sum(d.total_ios for j in result.jobs for d in j.directions.values())
-    longest = max((j.runtime_ms for j in result.jobs), default=0)
+    longest = max((d.runtime_ms for j in result.jobs for d in j.directions.values()), default=0)
     return ios / (longest / 1000) if longest else float("nan")
 
 
 def samples(result: FioResult) -> list[Sample]:
+    """Per job and direction: iops, bw, io_bytes, and each latency kind's mean and standard percentiles."""
     out: list[Sample] = []
     ops = total_ops(result)
-    if ops == ops:
+    if not math.isnan(ops):
         out.append(Sample("ops", ops, "ops/s"))
     for job in result.jobs:
         for direction, d in job.directions.items():
@@ -272,12 +358,13 @@ def samples(result: FioResult) -> list[Sample]:
     return out
 
 
-def _adder(out: list[Sample], direction: str, job: str):
+def _adder(out: list[Sample], direction: str, job: str) -> Callable[[str, float, str], None]:
     def add(metric: str, value: float, unit: str) -> None:
         out.append(Sample(metric, value, unit, direction, job))
 
     return add
 
 
-def fio_version(runner: Any) -> str:
-    return runner(["fio", "--version"], timeout=20).check().stdout.strip()
+def fio_version(runner: Runner, fio: str = "fio") -> str:
+    """What ``fio --version`` prints, e.g. "fio-3.33"."""
+    return runner([fio, "--version"], timeout=20).check().stdout.strip()
