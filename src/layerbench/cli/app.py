@@ -43,7 +43,8 @@ from layerbench.stack.capabilities import probe
 from layerbench.stack.cleanup import reclaim
 from layerbench.stack.environment import describe_host, host_changes
 from layerbench.stack.ledger import Ledger
-from layerbench.store.db import Store
+from layerbench.stack.runlock import is_live
+from layerbench.store.db import RunRow, Store
 
 app = typer.Typer(
     help=(
@@ -66,8 +67,9 @@ WORK_OPTION = typer.Option(
     envvar="LAYERBENCH_WORK_DIR",
     help="Where loop-device files and mount points go; it must be on a real disk with room for the devices.",
 )
+STATE_DEFAULT = Path("/var/lib/layerbench")
 STATE_OPTION = typer.Option(
-    Path("/var/lib/layerbench"),
+    STATE_DEFAULT,
     "--state-dir",
     envvar="LAYERBENCH_STATE_DIR",
     help="Where the ledger of created resources lives (shared by all runs on this host).",
@@ -84,7 +86,7 @@ def run(
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print the cells and the refused ones with reasons; touch nothing."
     ),
-    seed: int = typer.Option(0, help="Seed for the trial order within each stack."),
+    seed: int = typer.Option(0, help="Seed of the shuffled trial order; the same seed gives the same order."),
 ) -> None:
     """Run an experiment: build every stack, run every trial, save each as it ends.
 
@@ -217,6 +219,7 @@ def show(
     db: Path = DB_OPTION,
     as_json: bool = JSON_OPTION,
     latency: bool = typer.Option(False, "--latency", help="Also print completion-latency percentiles per cell."),
+    state_dir: Path = STATE_OPTION,
 ) -> None:
     """Print a run's results: one row per stack, one column per workload, with the ratio to the baseline.
 
@@ -225,10 +228,17 @@ def show(
     """
     with boundary():
         store = Store.open(db, create=False)
-        _show(store, store.resolve_run(run_ref), as_json, latency)
+        _show(store, store.resolve_run(run_ref), as_json, latency, state_dir)
 
 
-def _show(store: Store, run_id: str, as_json: bool, latency: bool = False) -> None:
+def _status(run: RunRow, state_dir: Path) -> str:
+    """A run recorded as running whose lock is free died without saying so."""
+    if run.status == "running" and not is_live(state_dir, run.id):
+        return f"interrupted: continue with `layerbench resume {run.id}`"
+    return run.status
+
+
+def _show(store: Store, run_id: str, as_json: bool, latency: bool = False, state_dir: Path = STATE_DEFAULT) -> None:
     run = store.run(run_id)
     rows = results(store.samples_frame(run_id), store.cells(run_id), store.trials(run_id), store.checks(run_id))
     refused = store.refused(run_id)
@@ -237,7 +247,7 @@ def _show(store: Store, run_id: str, as_json: bool, latency: bool = False) -> No
         doc["latency_ns"] = merged_percentiles(store.raw_outputs(run_id)).to_dict("records")
         typer.echo(json.dumps(doc, indent=2))
         return
-    console.print(results_table(rows, title=f"run {run.id} · {run.name} · {run.status}"))
+    console.print(results_table(rows, title=f"run {run.id} · {run.name} · {_status(run, state_dir)}"))
     if "same" in (json.loads(run.spec_json).get("baseline") or {}):
         table = ratio_table(rows, store.cells(run_id))
         console.print(ratio_table_render(table, "ratio to the baseline on the same filesystem, per operation"))

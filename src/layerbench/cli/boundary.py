@@ -46,7 +46,10 @@ def boundary() -> Iterator[None]:
             err_console.print(f"[dim]hint:[/] {exc.hint}")
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        err_console.print("[yellow]interrupted:[/] every finished trial is saved; layers built so far were torn down")
+        err_console.print(
+            "[yellow]interrupted:[/] every finished trial is saved and the layers built so far were torn "
+            "down; continue with `layerbench resume latest`"
+        )
         sys.exit(EXIT_INTERRUPTED)
     finally:
         signal.signal(signal.SIGTERM, previous)
