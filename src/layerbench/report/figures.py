@@ -135,7 +135,8 @@ def surfaces(results: list[CellResult], cells: list, x: str = "bs", y: str = "si
     rows = []
     for r in results:
         w = config[r.cell_id]["workload"]
-        if r.is_baseline or r.ratio.ratio != r.ratio.ratio or not (w.get("sweep") or {}).keys() >= {x, y}:
+        # Swept workloads carry their point in the name ("read-size4M-bs4k"), plain ones do not.
+        if r.is_baseline or r.ratio.ratio != r.ratio.ratio or operation(r.workload) == r.workload:
             continue
         st = config[r.cell_id]["stack"]
         layer = f"{st['filesystem']['type']} {st['engine']['kind']}/{st['placement']['kind']}"
@@ -143,6 +144,8 @@ def surfaces(results: list[CellResult], cells: list, x: str = "bs", y: str = "si
     if not rows:
         return None
     data = pd.DataFrame(rows)
+    if data[x].nunique() < 2 or data[y].nunique() < 2:
+        return None  # one axis only: a surface needs two
     ops, layers = list(dict.fromkeys(data["op"])), sorted(dict.fromkeys(data["layer"]))
     with plt.rc_context({**STYLE, "axes.grid": False}):
         fig, axes = plt.subplots(

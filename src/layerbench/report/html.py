@@ -17,6 +17,7 @@ from markupsafe import Markup, escape
 
 from layerbench import __version__
 from layerbench.analysis.overhead import UNITS, CellResult
+from layerbench.analysis.ratio_table import ratio_table
 from layerbench.report import figures
 
 
@@ -80,13 +81,13 @@ def render(
         figures.save(fig, out_dir / "figures", name)
         plt.close(fig)
         figs.append(Figure(name, caption, _strip_xml_header(svg.getvalue())))
-    html = _template().render(**_context(run, results, refused, figs))
+    html = _template().render(**_context(run, results, cells, refused, figs))
     path = out_dir / "report.html"
     path.write_text(html)
     return path
 
 
-def _context(run: Any, results: list[CellResult], refused: list, figs: list[Figure]) -> dict[str, Any]:
+def _context(run: Any, results: list[CellResult], cells: list, refused: list, figs: list[Figure]) -> dict[str, Any]:
     return {
         "run": run,
         "started": dt.datetime.fromtimestamp(run.started_at).strftime("%Y-%m-%d %H:%M"),
@@ -99,6 +100,7 @@ def _context(run: Any, results: list[CellResult], refused: list, figs: list[Figu
         "fmt": cell_html,
         "figures": figs,
         "flags": [(f"{r.stack_label} · {r.workload}", f) for r in results for f in r.flags],
+        "ratios": ratio_table(results, cells) if "same" in (json.loads(run.spec_json).get("baseline") or {}) else None,
         "refused": refused,
         "host": _host(run.host),
         "spec_yaml": yaml.safe_dump(json.loads(run.spec_json), sort_keys=False),
