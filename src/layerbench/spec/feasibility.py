@@ -11,14 +11,20 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class HostCaps:
+    """What this host has, as probed once per run: root, kernel, filesystems, devices, tools.
+
+    ``notes`` holds what the probe noticed and a person should know (a device
+    node without its driver, a tool in /usr/sbin but not on PATH, ...).
+    """
+
     is_root: bool
     kernel: str
-    filesystems: frozenset[str]  # usable: in /proc/filesystems or a loadable module
+    filesystems: frozenset[str]  # usable: in /proc/filesystems, or a loadable module in /lib/modules/$(uname -r)
     mkfs: frozenset[str]  # fs types whose mkfs.<type> binary exists
-    loop: bool
-    zram: bool
-    device_mapper: bool
-    fuse: bool
-    binaries: frozenset[str]  # which of fio, dockerd, containerd, runc, fuse-overlayfs, ... are on PATH
-    docker_drivers: frozenset[str]  # storage drivers this host could run
-    notes: tuple[str, ...] = ()
+    loop: bool  # /dev/loop-control exists and its driver is there (/proc/misc) or loadable
+    zram: bool  # /sys/class/zram-control/hot_add exists (or modprobe zram works)
+    device_mapper: bool  # device-mapper in /proc/misc or dm_mod loadable (a bare /dev/mapper/control is not enough)
+    fuse: bool  # /dev/fuse exists and its driver is there or loadable
+    binaries: frozenset[str]  # which of fio, dockerd, containerd, runc, fuse-overlayfs, losetup, mount are on PATH
+    docker_drivers: frozenset[str]  # storage drivers this host could run (see capabilities.docker_drivers)
+    notes: tuple[str, ...] = ()  # human-readable remarks from probing

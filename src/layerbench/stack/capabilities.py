@@ -1,10 +1,17 @@
-"""Probe this host into a HostCaps snapshot for the feasibility rules."""
+"""Probe this host into a HostCaps snapshot for the feasibility rules.
+
+A device node is not proof of a driver: here /dev/mapper/control exists on a
+kernel without device-mapper (opening it gives ENODEV), so a character device
+counts only if /proc/misc lists its driver or modprobe would load it.
+"""
 
 from __future__ import annotations
 
 import os
 import platform
+import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from layerbench.errors import ToolError
@@ -12,60 +19,125 @@ from layerbench.proc import Runner
 from layerbench.spec.feasibility import HostCaps
 
 TOOLS = ("fio", "dockerd", "containerd", "runc", "fuse-overlayfs", "losetup", "mount")
-FILESYSTEMS = ("ext4", "xfs", "btrfs", "reiserfs", "overlay", "aufs", "fuse")
+MKFS_TYPES = ("ext4", "xfs", "btrfs", "reiserfs")
+# Filesystems a layer may need that a kernel often ships as modules (same names as the modules).
+MODULE_FILESYSTEMS = ("ext4", "xfs", "btrfs", "reiserfs", "overlay", "aufs", "fuse")
+SBIN_DIRS = ("/usr/sbin", "/sbin", "/usr/local/sbin")
+ZRAM_HOT_ADD = Path("/sys/class/zram-control/hot_add")
+# Docker releases that dropped a storage driver: (driver, first major without it).
+DRIVERS_REMOVED = (("aufs", 24), ("devicemapper", 25))
+
+Loadable = Callable[[str], bool]
 
 
 def probe(runner: Runner) -> HostCaps:
+    """What this host offers, read from /proc, /sys, /dev and PATH; nothing is changed."""
     kernel = platform.release()
+    notes: list[str] = []
+    loadable = _module_prober(runner, kernel, notes)
     listed = _proc_filesystems()
-    usable = frozenset(fs for fs in FILESYSTEMS if fs in listed or _loadable(runner, fs, kernel))
-    binaries = frozenset(t for t in TOOLS if shutil.which(t))
-    fuse = Path("/dev/fuse").exists()
-    dm = Path("/dev/mapper/control").exists() or _loadable(runner, "dm_mod", kernel)
-    caps = HostCaps(
+    filesystems = frozenset(listed | {fs for fs in MODULE_FILESYSTEMS if fs not in listed and loadable(fs)})
+    misc = _proc_misc()
+    binaries = _on_path(TOOLS, notes)
+    fuse = _char_driver(Path("/dev/fuse"), "fuse", "fuse", misc, loadable, notes)
+    device_mapper = _char_driver(Path("/dev/mapper/control"), "device-mapper", "dm_mod", misc, loadable, notes)
+    drivers = docker_drivers(filesystems, binaries, fuse, device_mapper)
+    return HostCaps(
         is_root=os.geteuid() == 0,
         kernel=kernel,
-        filesystems=usable,
-        mkfs=frozenset(fs for fs in ("ext4", "xfs", "btrfs", "reiserfs") if shutil.which(f"mkfs.{fs}")),
-        loop=Path("/dev/loop-control").exists(),
-        zram=Path("/sys/class/zram-control/hot_add").exists() or _loadable(runner, "zram", kernel),
-        device_mapper=dm,
+        filesystems=filesystems,
+        mkfs=frozenset(fs for fs in MKFS_TYPES if _on_path((f"mkfs.{fs}",), notes)),
+        loop=_char_driver(Path("/dev/loop-control"), "loop-control", "loop", misc, loadable, notes),
+        zram=ZRAM_HOT_ADD.exists() or loadable("zram"),
+        device_mapper=device_mapper,
         fuse=fuse,
         binaries=binaries,
-        docker_drivers=frozenset(),
+        docker_drivers=_drop_removed(drivers, _dockerd_major(runner, binaries), notes),
+        notes=tuple(notes),
     )
-    return _with_drivers(caps)
 
 
-def _with_drivers(caps: HostCaps) -> HostCaps:
-    drivers = {"vfs"} if "dockerd" in caps.binaries else set()
-    if "dockerd" in caps.binaries:
-        if "overlay" in caps.filesystems:
-            drivers.add("overlay2")
-        if "btrfs" in caps.filesystems:
-            drivers.add("btrfs")
-        if caps.fuse and "fuse-overlayfs" in caps.binaries:
-            drivers.add("fuse-overlayfs")
-        if caps.device_mapper:
-            drivers.add("devicemapper")
-        if "aufs" in caps.filesystems:
-            drivers.add("aufs")
-    return HostCaps(**{**caps.__dict__, "docker_drivers": frozenset(drivers)})
+def docker_drivers(filesystems: frozenset[str], binaries: frozenset[str], fuse: bool, dm: bool) -> frozenset[str]:
+    """The storage drivers whose kernel and tool needs this host meets."""
+    needs = {
+        "overlay2": "overlay" in filesystems,
+        "btrfs": "btrfs" in filesystems,
+        "vfs": "dockerd" in binaries,
+        "fuse-overlayfs": fuse and "fuse-overlayfs" in binaries,
+        "devicemapper": dm,
+        "aufs": "aufs" in filesystems,
+    }
+    return frozenset(driver for driver, met in needs.items() if met)
+
+
+def _drop_removed(drivers: frozenset[str], major: int | None, notes: list[str]) -> frozenset[str]:
+    if major is None:
+        return drivers
+    gone = {d for d, since in DRIVERS_REMOVED if d in drivers and major >= since}
+    notes.extend(f"dockerd {major}.x no longer has the {d} storage driver" for d in sorted(gone))
+    return drivers - gone
+
+
+def _dockerd_major(runner: Runner, binaries: frozenset[str]) -> int | None:
+    if "dockerd" not in binaries:
+        return None
+    try:
+        out = runner(["dockerd", "--version"], timeout=30).stdout
+    except ToolError:  # a broken install: the engine layer reports it when it starts one
+        return None
+    found = re.search(r"version (\d+)\.", out)
+    return int(found.group(1)) if found else None
+
+
+def _module_prober(runner: Runner, kernel: str, notes: list[str]) -> Loadable:
+    """A test for "modprobe would load this module" (a dry run: nothing is loaded)."""
+    if not Path(f"/lib/modules/{kernel}").is_dir():
+        notes.append(f"no /lib/modules/{kernel}: only what the kernel has built in or loaded is usable")
+        return lambda module: False
+    if shutil.which("modprobe") is None:
+        notes.append("modprobe is not on PATH: kernel modules not loaded yet are not counted")
+        return lambda module: False
+
+    def loadable(module: str) -> bool:
+        try:
+            return runner(["modprobe", "--dry-run", "--quiet", module], timeout=10).rc == 0
+        except ToolError:  # timed out: treat as absent, the feasibility rules then say why
+            return False
+
+    return loadable
+
+
+def _char_driver(node: Path, misc_name: str, module: str, misc: set[str], loadable: Loadable, notes: list[str]) -> bool:
+    if not node.exists():
+        return False
+    if misc_name in misc or loadable(module):
+        return True
+    notes.append(f"{node} exists but the kernel has no {misc_name} driver (not in /proc/misc, no {module} module)")
+    return False
+
+
+def _on_path(names: tuple[str, ...], notes: list[str]) -> frozenset[str]:
+    found = set()
+    for name in names:
+        if shutil.which(name):
+            found.add(name)
+            continue
+        elsewhere = next((d for d in SBIN_DIRS if os.access(os.path.join(d, name), os.X_OK)), None)
+        if elsewhere:
+            notes.append(f"{name} is in {elsewhere}, which is not on PATH: add it to PATH to use {name}")
+    return frozenset(found)
 
 
 def _proc_filesystems() -> set[str]:
-    try:
-        text = Path("/proc/filesystems").read_text()
-    except OSError:
-        return set()
-    return {line.split()[-1] for line in text.splitlines() if line.split()}
+    return {line.split()[-1] for line in _read("/proc/filesystems").splitlines() if line.split()}
 
 
-def _loadable(runner: Runner, module: str, kernel: str) -> bool:
-    """Would `modprobe` find the module? (dry run: nothing is loaded)."""
-    if not shutil.which("modprobe") or not Path(f"/lib/modules/{kernel}").exists():
-        return False
+def _proc_misc() -> set[str]:
+    return {line.split()[1] for line in _read("/proc/misc").splitlines() if len(line.split()) == 2}
+
+
+def _read(path: str) -> str:
     try:
-        return runner(["modprobe", "-n", module], timeout=10).rc == 0
-    except ToolError:
-        return False
+        return Path(path).read_text()
+    except OSError:  # no /proc (a chroot): the probe then reports nothing usable from it
+        return ""
