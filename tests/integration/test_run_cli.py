@@ -34,6 +34,8 @@ def test_smoke_run_saves_trials_and_leaves_nothing(dirs: dict[str, Path]) -> Non
     assert data["run"]["status"] == "finished"
     assert len(data["cells"]) == 2
     assert leftovers(dirs["work"]) == []
+    assert list(dirs["work"].iterdir()) == []  # not even a daemon's log or an empty run directory
+    assert list((dirs["state"] / "locks").iterdir()) == []
     with sqlite3.connect(dirs["state"] / "ledger.db") as db:
         live = db.execute("SELECT kind, ident FROM resources WHERE removed_at IS NULL").fetchall()
     assert live == []

@@ -103,6 +103,8 @@ def _daemon(res: Resource, runner: Runner) -> None:
     shutil.rmtree(exec_root, ignore_errors=True)
     shutil.rmtree(data_root, ignore_errors=True)
     remove_parent(dockerd.cgroup_parent(exec_root))
+    if res.detail.get("log"):
+        Path(res.detail["log"]).unlink(missing_ok=True)
 
 
 def _mount(res: Resource, runner: Runner) -> None:

@@ -140,6 +140,7 @@ def private_dockerd(mount: Mount, driver: str, ctx: BuildContext) -> Iterator[Do
             engine = _ready(process, exec_root, data_root, driver, log)
         except BaseException:
             _stop(process, exec_root, data_root, host_dirs, ctx.runner)
+            log.unlink(missing_ok=True)  # its tail is in the error already
             ctx.ledger.removed(rid)  # nothing of it is left: cleanup has nothing to do
             raise
         ctx.ledger.update(rid, containerd_pid=engine.info.get("containerd_pid"))
@@ -150,6 +151,7 @@ def private_dockerd(mount: Mount, driver: str, ctx: BuildContext) -> Iterator[Do
         engine.client.close()
         assert engine.process is not None  # set by _ready
         _stop(engine.process, exec_root, data_root, host_dirs, ctx.runner)
+        log.unlink(missing_ok=True)  # a daemon that stopped cleanly leaves nothing, its log included
 
     detail = {"driver": driver, "log": str(log), "data_root": str(data_root), "cgroup_parent": cgroup_parent(exec_root)}
     with tracked(ctx.ledger, "dockerd", str(exec_root), start, stop, **detail) as engine:

@@ -31,6 +31,8 @@ def hold(state_dir: Path, run_id: str) -> Iterator[None]:
         except BlockingIOError:
             raise PrerequisiteError(f"run {run_id} is already running in another process") from None
         yield
+        # A finished run needs no lock file; one that dies keeps it (free), which is harmless.
+        path.unlink(missing_ok=True)
     finally:
         os.close(fd)  # releases the lock
 
