@@ -9,10 +9,10 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-import pandas as pd
 from docker.errors import DockerException
 
 from layerbench.analysis.precision import precise_enough
+from layerbench.analysis.stats import cell_values
 from layerbench.errors import LayerbenchError, ToolError
 from layerbench.schedule import StackPlan, Trial, plan, plan_round
 from layerbench.spec.matrix import Matrix
@@ -64,7 +64,7 @@ def execute(
     """Run the rounds; with a precision target, stop each cell once its CI is narrow enough."""
     outcome = Tally()
     for rep in range(exp.trials.repetitions):
-        cells = _still_imprecise(exp, matrix.cells, store, run_id)
+        cells = still_imprecise(exp, matrix.cells, store, run_id)
         if not cells:
             break
         # A fresh StackBuilder per round: every repetition runs on freshly built layers.
@@ -84,21 +84,13 @@ def pending(exp: Experiment, matrix: Matrix, store: Store, run_id: str) -> int:
     return sum(len(p.trials) for p in plan(matrix.cells, exp.trials.repetitions, done))
 
 
-def _still_imprecise(exp: Experiment, cells: list[Cell], store: Store, run_id: str) -> list[Cell]:
+def still_imprecise(exp: Experiment, cells: list[Cell], store: Store, run_id: str) -> list[Cell]:
     target = exp.trials.precision
     if target is None:
         return cells
-    values = headline_values(store.samples_frame(run_id), exp.trials.metric)
-    return [c for c in cells if not precise_enough(values.get(c.id, []), target, exp.trials.min_repetitions)]
-
-
-def headline_values(frame: pd.DataFrame, metric: str) -> dict[str, list[float]]:
-    """Per cell, one value per trial: the metric summed over jobs and directions."""
-    if frame.empty:
-        return {}
-    rows = frame[frame["metric"] == metric]
-    per_trial = rows.groupby(["cell_id", "trial_id"])["value"].sum()
-    return {cell: list(group.values) for cell, group in per_trial.groupby(level=0)}
+    frame = store.samples_frame(run_id)
+    values = cell_values(frame, exp.trials.metric) if not frame.empty else {}
+    return [c for c in cells if not precise_enough(list(values.get(c.id, [])), target, exp.trials.min_repetitions)]
 
 
 def _run_stack(builder: StackBuilder, sp: StackPlan) -> Iterator[tuple[Trial, TrialRecord]]:

@@ -1,0 +1,43 @@
+"""The precision mode's stopping rule, on a real store: a steady cell stops, a noisy one goes on."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from layerbench.pipeline import still_imprecise
+from layerbench.sample import Sample
+from layerbench.spec import load
+from layerbench.spec.matrix import expand_stacks
+from layerbench.spec.models import Cell
+from layerbench.store.db import CellRow, Store, TrialRecord
+
+SPEC = """
+name: p
+stacks: [{filesystem: none}]
+workloads: [{name: STEADY, rw: randread}, {name: NOISY, rw: randread}]
+trials: {repetitions: 10, precision: 0.03, min_repetitions: 3}
+"""
+
+
+def test_steady_cells_stop_and_noisy_ones_go_on(tmp_path: Path) -> None:
+    exp = load.parse(SPEC)
+    stack = expand_stacks(exp)[0]
+    steady, noisy = (Cell(stack=stack, workload=w) for w in exp.workloads)
+    store = Store.open(tmp_path / "r.db")
+    run_id = store.new_run("p", exp.model_dump_json(), exp.digest(), {})
+    store.add_cells(
+        run_id,
+        [
+            CellRow(c.id, c.label(), stack.label(), c.workload.name, c.model_dump_json(), False, None)
+            for c in (steady, noisy)
+        ],
+    )
+    values = {steady.id: [1000, 1002, 998], noisy.id: [1000, 1400, 700]}
+    for cell_id, series in values.items():
+        for rep, v in enumerate(series):
+            samples = [Sample("iops", float(v), "IO/s", "read", "RR")]
+            store.record_trial(
+                run_id, TrialRecord(cell_id, rep, "ok", None, time.time(), time.time(), [], "", "", {}, samples)
+            )
+    assert still_imprecise(exp, [steady, noisy], store, run_id) == [noisy]
