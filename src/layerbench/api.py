@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from layerbench.analysis.overhead import CellResult, results
+from layerbench.analysis.stats import ratios, summary_frame
 from layerbench.report.export import samples_with_config
 from layerbench.store.db import RunRow, Store
 
@@ -22,6 +23,14 @@ class Results:
         """One row per sample of every successful trial, with the cell's configuration as columns."""
         run_id = self.store.resolve_run(run)
         return samples_with_config(self.store.samples_frame(run_id), self.store.cells(run_id))
+
+    def summary(self, run: str = "latest", metrics: tuple[str, ...] = ("iops", "bw")) -> pd.DataFrame:
+        """Per cell, metric and direction: n, mean, std, min, max, CV, median and the 95% CI."""
+        return summary_frame(self.store.samples_frame(self.store.resolve_run(run)), list(metrics))
+
+    def ratios(self, run: str = "latest", metric: str = "iops", direction: str = "read") -> pd.DataFrame:
+        """Per cell: mean over its baseline's mean, Fieller's 95% CI and Welch's p-value."""
+        return ratios(self.store.samples_frame(self.store.resolve_run(run)), metric, direction)
 
     def results(self, run: str = "latest") -> list[CellResult]:
         run_id = self.store.resolve_run(run)

@@ -81,11 +81,6 @@ def run(
     return Completed(args, proc.returncode, out, err)
 
 
-def check(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S) -> str:
-    """Run and return stdout; raise ToolError on a non-zero exit."""
-    return run(argv, timeout=timeout).check().stdout
-
-
 def _kill_group(proc: subprocess.Popen[str]) -> None:
     with contextlib.suppress(ProcessLookupError):  # already gone: nothing to kill
         os.killpg(proc.pid, signal.SIGKILL)

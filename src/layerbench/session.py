@@ -16,7 +16,6 @@ from pathlib import Path
 from layerbench import proc
 from layerbench.errors import PrerequisiteError
 from layerbench.spec.matrix import Matrix
-from layerbench.spec.models import Experiment
 from layerbench.stack.cleanup import Action, reclaim
 from layerbench.stack.ledger import Ledger
 from layerbench.stack.runlock import hold
@@ -27,10 +26,10 @@ from layerbench.store.db import Store
 HEADROOM = 1 * 2**30
 
 
-def needed_bytes(exp: Experiment, matrix: Matrix) -> int:
-    """The loop files one round needs at once (a device is shared by the stacks built on it)."""
-    loops = {c.stack.device for c in matrix.cells if c.stack.device.kind == "loop"}
-    return sum(int(d.size) for d in loops) + HEADROOM
+def needed_bytes(matrix: Matrix) -> int:
+    """The largest loop file: the builder holds one device at a time, removing the last before the next."""
+    loops = [int(c.stack.device.size) for c in matrix.cells if c.stack.device.kind == "loop"]
+    return max(loops, default=0) + HEADROOM
 
 
 def check_space(work_dir: Path, need: int) -> None:

@@ -59,3 +59,18 @@ def test_python_api_gives_the_same_numbers(tmp_path: Path) -> None:
     ]
     assert sorted(iops) == sorted(expected)
     assert "workload.bs" in frame.columns
+
+
+def test_python_api_summary_and_ratios(tmp_path: Path) -> None:
+    store, _ = store_with_real_samples(tmp_path / "r.db")
+    store.close()
+    results = layerbench.open(tmp_path / "r.db")
+    summary = results.summary(metrics=("iops",))
+    row = summary[(summary["metric"] == "iops") & (summary["direction"] == "read")].iloc[0]
+    expected = [
+        fio.parse((DATA / n).read_text()).jobs[0].directions["read"].iops
+        for n in ["native-randread-4k-32x32.json", "container-volume-randread-4k-32x32.json"]
+    ]
+    assert row["n"] == 2 and row["mean"] == pytest.approx(sum(expected) / 2)
+    ratio_row = results.ratios(metric="iops", direction="read").iloc[0]
+    assert ratio_row["ratio"] == pytest.approx(1.0)  # the only cell is its own baseline

@@ -109,7 +109,7 @@ def run(
 
 
 def _run(exp: Experiment, matrix: Matrix, db: Path, work_dir: Path, state_dir: Path, seed: int) -> int:
-    check_space(work_dir, needed_bytes(exp, matrix))
+    check_space(work_dir, needed_bytes(matrix))
     store = Store.open(db)
     run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), {**describe_host(proc.run), "seed": seed})
     register_cells(store, run_id, matrix)
