@@ -76,8 +76,8 @@ def round_trip_direct(mnt: Mount, tmp_path: Path) -> None:
     data.write_bytes(os.urandom(4 * MIB))
     inside = Path(str(mnt.mountpoint)) / "f.bin"
     back = tmp_path / "back.bin"
-    proc.check(["dd", f"if={data}", f"of={inside}", "bs=1M", "oflag=direct", "conv=fsync", "status=none"])
-    proc.check(["dd", f"if={inside}", f"of={back}", "bs=1M", "iflag=direct", "status=none"])
+    proc.run(["dd", f"if={data}", f"of={inside}", "bs=1M", "oflag=direct", "conv=fsync", "status=none"]).check()
+    proc.run(["dd", f"if={inside}", f"of={back}", "bs=1M", "iflag=direct", "status=none"]).check()
     assert hashlib.sha256(back.read_bytes()).digest() == hashlib.sha256(data.read_bytes()).digest()
 
 
@@ -103,8 +103,8 @@ def test_mounted_device_is_never_formatted(ctx: BuildContext, tmp_path: Path) ->
     target = tmp_path / "theirs"
     target.mkdir()
     with device(DeviceSpec(kind="loop", size="64MiB"), ctx) as dev:
-        proc.check(["mkfs.ext4", "-F", "-q", dev.path])
-        proc.check(["mount", dev.path, str(target)])
+        proc.run(["mkfs.ext4", "-F", "-q", dev.path]).check()
+        proc.run(["mount", dev.path, str(target)]).check()
         try:
             (target / "precious").write_text("keep me")
             with pytest.raises(PrerequisiteError, match="mounted"), filesystem(dev, FilesystemSpec(type="xfs"), ctx):
@@ -116,7 +116,7 @@ def test_mounted_device_is_never_formatted(ctx: BuildContext, tmp_path: Path) ->
                 pytest.fail("device() accepted a mounted block device")
             assert (target / "precious").read_text() == "keep me"
         finally:
-            proc.check(["umount", str(target)])
+            proc.run(["umount", str(target)]).check()
         # Unmounted, the same device is the user's to lend: used, not removed.
         with device(DeviceSpec(kind="block", path=dev.path), ctx) as theirs:
             assert theirs.size_bytes == 64 * MIB
@@ -124,4 +124,4 @@ def test_mounted_device_is_never_formatted(ctx: BuildContext, tmp_path: Path) ->
 
 
 def attached_files() -> str:
-    return proc.check(["losetup", "--list", "--noheadings", "--output", "BACK-FILE"])
+    return proc.run(["losetup", "--list", "--noheadings", "--output", "BACK-FILE"]).check().stdout
