@@ -13,6 +13,7 @@ import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from layerbench.errors import ToolError
@@ -79,6 +80,36 @@ def run(
         proc.wait()
         raise
     return Completed(args, proc.returncode, out, err)
+
+
+def spawn(
+    argv: Sequence[str],
+    log: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    user: int | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start a long-lived process (a daemon, a database server) with its output in ``log``.
+
+    ``run`` waits for its process to end; a server must outlive the call. Its own
+    session lets teardown signal its whole group; ``user`` drops to that uid (and
+    its gid, with no supplementary groups) before exec: PostgreSQL refuses root.
+    """
+    args = [str(a) for a in argv]
+    ids: dict[str, object] = {"user": user, "group": user, "extra_groups": []} if user is not None else {}
+    with log.open("ab") as out:
+        try:
+            return subprocess.Popen(
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=dict(env) if env is not None else None,
+                start_new_session=True,
+                **ids,  # type: ignore[arg-type]
+            )
+        except FileNotFoundError as exc:
+            raise ToolError(args, 127, f"{args[0]}: not found on PATH") from exc
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:

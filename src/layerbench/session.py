@@ -17,6 +17,7 @@ from layerbench import proc
 from layerbench.errors import PrerequisiteError
 from layerbench.spec.matrix import Matrix
 from layerbench.stack.cleanup import Action, reclaim
+from layerbench.stack.fleet import check_passable
 from layerbench.stack.ledger import Ledger
 from layerbench.stack.runlock import hold
 from layerbench.stack.target import BuildContext
@@ -44,6 +45,12 @@ def check_space(work_dir: Path, need: int) -> None:
         )
 
 
+def check_server_access(work_dir: Path, matrix: Matrix) -> None:
+    """Native servers run unprivileged, with their data below --work-dir: its parents must let them pass."""
+    if any(c.stack.server is not None and c.stack.engine.kind == "native" for c in matrix.cells):
+        check_passable(work_dir)
+
+
 @contextlib.contextmanager
 def running(store: Store, run_id: str, work_dir: Path, state_dir: Path) -> Iterator[tuple[BuildContext, list[Action]]]:
     """Lock the run, reclaim what dead runs left, yield the build context; record how the run ended."""
@@ -67,6 +74,10 @@ def running(store: Store, run_id: str, work_dir: Path, state_dir: Path) -> Itera
 
 
 def _private_dir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """The run's own directory, private (0700), in a work directory others may pass but not list."""
+    if not path.parent.exists():
+        path.parent.mkdir(parents=True, mode=0o711)
+        os.chmod(path.parent, 0o711)  # mkdir's mode is masked by the umask
+    path.mkdir(exist_ok=True, mode=0o700)
     os.chmod(path, 0o700)
     return path

@@ -19,4 +19,6 @@ def full_caps() -> HostCaps:
         fuse=True,
         binaries=frozenset({"fio", "dockerd", "containerd", "runc", "fuse-overlayfs", "losetup", "mount"}),
         docker_drivers=frozenset({"overlay2", "btrfs", "vfs", "fuse-overlayfs"}),
+        servers=frozenset({"postgres", "redis"}),
+        clients=frozenset({"ycsb", "pgbench"}),
     )

@@ -35,7 +35,7 @@ from layerbench.report.terminal import (
     results_table,
     show_json,
 )
-from layerbench.session import check_space, needed_bytes, running
+from layerbench.session import check_server_access, check_space, needed_bytes, running
 from layerbench.spec import load as spec_load
 from layerbench.spec.matrix import Matrix, expand
 from layerbench.spec.models import Experiment
@@ -110,6 +110,7 @@ def run(
 
 def _run(exp: Experiment, matrix: Matrix, db: Path, work_dir: Path, state_dir: Path, seed: int) -> int:
     check_space(work_dir, needed_bytes(matrix))
+    check_server_access(work_dir, matrix)
     store = Store.open(db)
     run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), {**describe_host(proc.run), "seed": seed})
     register_cells(store, run_id, matrix)

@@ -28,3 +28,5 @@ class HostCaps:
     binaries: frozenset[str]  # which of fio, dockerd, containerd, runc, fuse-overlayfs, losetup, mount are on PATH
     docker_drivers: frozenset[str]  # storage drivers this host could run (see capabilities.docker_drivers)
     notes: tuple[str, ...] = ()  # human-readable remarks from probing
+    servers: frozenset[str] = frozenset()  # database servers installed (postgres, redis)
+    clients: frozenset[str] = frozenset()  # database clients ready (ycsb: java and its jars; pgbench)

@@ -15,7 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from layerbench.errors import SpecError
-from layerbench.spec.models import Experiment
+from layerbench.spec.models import WORKLOAD_KINDS, Experiment
 
 PRESET_PACKAGE = "layerbench.spec.presets"
 
@@ -64,10 +64,19 @@ def validate(data: dict[str, Any], source: str = "spec") -> Experiment:
 
 
 def spec_error(exc: ValidationError, source: str, prefix: str = "") -> SpecError:
-    lines = [_describe(err, prefix) for err in exc.errors(include_url=False)]
+    errors = exc.errors(include_url=False)
+    lines = [_describe(err, prefix) for err in errors if not _echo(err, errors)]
     return SpecError(
         f"{source}: " + "; ".join(lines),
         hint="see `layerbench presets --show NAME` for a valid spec",
+    )
+
+
+def _echo(err: Any, errors: list[Any]) -> bool:
+    """A list's "too short" that only repeats that one of its items failed (pydantic reports both)."""
+    loc = tuple(err["loc"])
+    return err["type"] == "too_short" and any(
+        tuple(e["loc"])[: len(loc)] == loc and len(e["loc"]) > len(loc) for e in errors
     )
 
 
@@ -77,6 +86,8 @@ def _describe(err: Any, prefix: str) -> str:
     if err["type"] == "literal_error":
         allowed = err.get("ctx", {}).get("expected", "")
         msg = f"{err.get('input')!r} is not allowed; allowed values: {allowed}"
+    elif err["type"] == "union_tag_invalid":
+        msg = f"{err['ctx']['tag']!r} is not allowed; allowed values: {err['ctx']['expected_tags']}"
     elif err["type"] == "extra_forbidden":
         msg = "unknown field"
     return f"{where}: {msg}" if where else msg
@@ -90,6 +101,7 @@ def _location(loc: tuple[Any, ...]) -> str:
         elif not str(part).startswith(("function-", "literal[")) and part not in {
             "str",
             "dict[any,any]",
+            *WORKLOAD_KINDS,  # the union's tags: where the error is, not a field
         }:
             out += f".{part}" if out else str(part)
     return out

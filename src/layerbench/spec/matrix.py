@@ -18,10 +18,10 @@ from pydantic import ValidationError
 from layerbench.errors import SpecError
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.load import spec_error
-from layerbench.spec.models import Cell, Experiment, FioWorkload, StackSpec
-from layerbench.spec.rules import why_not, workload_fits
+from layerbench.spec.models import Cell, Experiment, FioWorkload, StackSpec, Workload
+from layerbench.spec.rules import client_ready, pairs, why_not, workload_fits
 
-STACK_FIELDS = ("device", "filesystem", "engine", "placement", "limits")
+STACK_FIELDS = ("device", "filesystem", "engine", "placement", "limits", "server", "instances", "profile", "tuning")
 
 
 @dataclass(frozen=True)
@@ -53,17 +53,19 @@ def expand(exp: Experiment, caps: HostCaps, rule: Callable[[StackSpec, HostCaps]
     for stack in expand_stacks(exp):
         stack_reason = rule(stack, caps)
         for w in expand_workloads(exp):
+            if not pairs(stack, w):
+                continue
             cell = Cell(stack=stack, workload=w)
-            reason = stack_reason or workload_fits(stack, w)
+            reason = stack_reason or workload_fits(stack, w) or client_ready(w, caps)
             (refused.append(Refusal(cell, reason)) if reason else cells.append(cell))
     return Matrix(cells, refused, _baselines(exp, cells))
 
 
-def expand_workloads(exp: Experiment) -> list[FioWorkload]:
+def expand_workloads(exp: Experiment) -> list[Workload]:
     """Each workload, or one per combination of its ``sweep`` values (bs <= size, as IOzone)."""
-    out: list[FioWorkload] = []
+    out: list[Workload] = []
     for w in exp.workloads:
-        if not w.sweep:
+        if not isinstance(w, FioWorkload) or not w.sweep:
             out.append(w)
             continue
         keys = list(w.sweep)

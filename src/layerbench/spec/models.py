@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+
+from layerbench.spec.databases import PgbenchWorkload, Profile, Resources, ServerSpec, Tuning, YcsbWorkload
+from layerbench.spec.sizes import parse_size
 
 DeviceKind = Literal["loop", "zram", "block"]
 FsType = Literal["none", "ext4", "xfs", "btrfs", "reiserfs"]
@@ -21,21 +23,6 @@ EngineKind = Literal["native", "docker"]
 Driver = Literal["overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "aufs"]
 PlacementKind = Literal["raw", "host-dir", "writable-layer", "volume", "bind", "tmpfs"]
 FioRw = Literal["read", "write", "randread", "randwrite", "rw", "randrw"]
-
-_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
-
-
-def parse_size(value: Any) -> int:
-    """Sizes as fio reads them: 4k = 4096, 2G = 2 GiB ("KiB", "MB" and friends are binary too)."""
-    if isinstance(value, bool):
-        raise ValueError("a size is a number of bytes or a string such as 4k, 128KiB, 2GiB")
-    if isinstance(value, int):
-        return value
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", str(value), flags=re.IGNORECASE)
-    if not match:
-        raise ValueError(f"{value!r} is not a size; use bytes or a number with k, M, G or T (binary, as fio)")
-    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
-
 
 ByteSize = Annotated[int, BeforeValidator(parse_size), Field(ge=0)]
 
@@ -183,7 +170,19 @@ class FioWorkload(Frozen):
         return self.name
 
 
-Workload = FioWorkload
+def _workload_kind(value: Any) -> Any:
+    # An unknown kind goes back to pydantic as it is, which reports it with the kinds allowed.
+    return value.get("kind", "fio") if isinstance(value, dict) else getattr(value, "kind", "fio")
+
+
+WORKLOAD_KINDS = ("fio", "ycsb", "pgbench")
+Workload = Annotated[
+    Annotated[FioWorkload, Tag("fio")]
+    | Annotated[YcsbWorkload, Tag("ycsb")]
+    | Annotated[PgbenchWorkload, Tag("pgbench")],
+    Discriminator(_workload_kind),
+]
+DbWorkload = YcsbWorkload | PgbenchWorkload
 
 
 class Limits(Frozen):
@@ -212,6 +211,20 @@ class StackSpec(Frozen):
     engine: EngineSpec
     placement: PlacementSpec
     limits: Limits = Limits()
+    server: ServerSpec | None = Field(default=None, description="database servers run on the placement")
+    instances: int = Field(default=1, ge=1, le=64, description="servers at once, each with its own client")
+    profile: Profile = Field(default="none", description="seed 000's cgroup profiles: each container's share")
+    tuning: Tuning = Field(default="default", description="seed 001's container tunings")
+
+    @model_validator(mode="after")
+    def _database_fields_need_a_server(self) -> StackSpec:
+        if self.server is None:
+            extra = [
+                f for f in ("instances", "profile", "tuning") if getattr(self, f) != StackSpec.model_fields[f].default
+            ]
+            if extra:
+                raise ValueError(f"{', '.join(extra)}: only for stacks with a server (set server: postgres or redis)")
+        return self
 
     def label(self) -> str:
         parts = [
@@ -220,7 +233,13 @@ class StackSpec(Frozen):
             self.engine.label(),
             self.placement.label(),
         ]
-        return "/".join(parts) + self.limits.label()
+        text = "/".join(parts) + self.limits.label()
+        if self.server is not None:
+            text += f"/{self.server.label()}"
+            text += f"x{self.instances}" if self.instances > 1 else ""
+            text += f"[{self.profile}]" if self.profile != "none" else ""
+            text += f"<{self.tuning}>" if self.tuning != "default" else ""
+        return text
 
 
 class Cell(Frozen):
@@ -269,6 +288,10 @@ class StackEntry(BaseModel):
     engine: Any = None
     placement: Any = None
     limits: Any = None
+    server: Any = None
+    instances: Any = None
+    profile: Any = None
+    tuning: Any = None
 
 
 class Experiment(Frozen):
@@ -282,6 +305,10 @@ class Experiment(Frozen):
         description="fields a stack must match to be the baseline (default: the first)",
     )
     trials: Trials = Trials()
+    resources: Resources = Field(
+        default=Resources(),
+        description="what resource profiles divide among containers (default: this host; bandwidth measured)",
+    )
 
     @field_validator("stacks", mode="before")
     @classmethod

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from layerbench.spec.databases import CLIENTS_OF, YcsbWorkload
 from layerbench.spec.feasibility import HostCaps
-from layerbench.spec.models import CONTAINER_PLACEMENTS, FioWorkload, StackSpec
+from layerbench.spec.models import CONTAINER_PLACEMENTS, DbWorkload, FioWorkload, StackSpec, Workload
+
+# Servers start with room for this many client connections (PostgreSQL's max_connections is 256).
+CLIENT_LIMIT = 250
 
 Rule = Callable[[StackSpec, HostCaps], str | None]
 
@@ -107,6 +111,25 @@ def _why_no_driver(driver: str, caps: HostCaps) -> str:
     return reasons.get(driver, f"storage driver {driver} is not available on this host")
 
 
+def server_fits_stack(s: StackSpec, caps: HostCaps) -> str | None:
+    if s.server is None:
+        return None
+    if s.filesystem.type == "none" or s.placement.kind == "raw":
+        return "a database server keeps its data in files: give the stack a filesystem and a directory placement"
+    if s.engine.kind == "native" and s.profile != "none":
+        return f"profile {s.profile!r} is a container's cgroup limits: natively there is none (use engine docker)"
+    if s.engine.kind == "native" and s.tuning != "default":
+        return f"tuning {s.tuning!r} is a container option: natively there is nothing to tune (use engine docker)"
+    return None
+
+
+def host_has_server(s: StackSpec, caps: HostCaps) -> str | None:
+    if s.server is None or s.server.kind in caps.servers:
+        return None
+    package = {"postgres": "postgresql", "redis": "redis-server"}.get(s.server.kind, s.server.kind)
+    return f"{s.server.kind} is not installed on this host (apt-get install {package}; make setup does)"
+
+
 def needs_root(s: StackSpec, caps: HostCaps) -> str | None:
     return None if caps.is_root else "building stacks needs root (losetup, mkfs, mount, dockerd)"
 
@@ -119,14 +142,44 @@ RULES: tuple[Rule, ...] = (
     host_has_device,
     host_has_filesystem,
     host_has_engine,
+    server_fits_stack,
+    host_has_server,
 )
 
 
-def workload_fits(stack: StackSpec, w: FioWorkload) -> str | None:
+def pairs(stack: StackSpec, w: Workload) -> bool:
+    """Does this workload belong on this stack at all? fio runs on stacks without a server, clients on servers.
+
+    Not a refusal: a spec with both kinds of stacks and workloads pairs each with its own.
+    """
+    return (stack.server is None) == isinstance(w, FioWorkload)
+
+
+def workload_fits(stack: StackSpec, w: Workload) -> str | None:
     """Rules about a workload on a stack (the rest are the stack's alone)."""
-    if w.precondition == "sparse" and stack.placement.kind == "raw":
-        return "a sparse (never written) file needs a filesystem; a raw device has no holes"
+    if isinstance(w, FioWorkload):
+        if w.precondition == "sparse" and stack.placement.kind == "raw":
+            return "a sparse (never written) file needs a filesystem; a raw device has no holes"
+        return None
+    return client_fits(stack, w)
+
+
+def client_fits(stack: StackSpec, w: DbWorkload, caps: HostCaps | None = None) -> str | None:
+    assert stack.server is not None  # paired by pairs()
+    if stack.server.kind not in CLIENTS_OF[w.kind]:
+        return f"{w.kind} drives {' and '.join(sorted(CLIENTS_OF[w.kind]))}, not {stack.server.kind}"
+    clients = w.threads if isinstance(w, YcsbWorkload) else w.clients
+    if clients > CLIENT_LIMIT:
+        return f"{clients} client connections per server; layerbench starts servers for at most {CLIENT_LIMIT}"
     return None
+
+
+def client_ready(w: Workload, caps: HostCaps) -> str | None:
+    if isinstance(w, FioWorkload) or w.kind in caps.clients:
+        return None
+    if w.kind == "ycsb":
+        return "the YCSB client is not set up (java, and its jars in the cache: make setup builds them)"
+    return f"{w.kind} is not installed (apt-get install postgresql-client; make setup does)"
 
 
 def why_not(stack: StackSpec, caps: HostCaps) -> str | None:

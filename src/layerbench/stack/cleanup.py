@@ -19,7 +19,7 @@ import docker
 
 from layerbench.errors import LayerbenchError
 from layerbench.proc import Runner
-from layerbench.stack import dockerd
+from layerbench.stack import dockerd, handle, network
 from layerbench.stack.cgroups import remove_parent
 from layerbench.stack.device import read_or_empty, why_unsafe
 from layerbench.stack.ledger import Ledger, Resource
@@ -94,6 +94,18 @@ def _client(res: Resource):  # -> Iterator[DockerClient | None]
         client.close()
 
 
+def _network(res: Resource, runner: Runner) -> None:
+    with _client(res) as client:
+        if client is not None:
+            with contextlib.suppress(docker.errors.NotFound):
+                client.networks.get(res.ident).remove()
+    network.delete_link(res.detail.get("bridge", ""), runner)
+
+
+def _server(res: Resource, runner: Runner) -> None:
+    handle.kill_if_same(int(res.detail.get("pid", 0)), res.detail.get("start_time"))
+
+
 def _daemon(res: Resource, runner: Runner) -> None:
     exec_root = Path(res.ident)
     data_root = Path(res.detail.get("data_root", exec_root / "absent"))
@@ -147,6 +159,8 @@ def _dir(res: Resource, runner: Runner) -> None:
 REMOVERS: dict[str, Remover] = {
     "container": _container,
     "volume": _volume,
+    "network": _network,
+    "server": _server,
     "dockerd": _daemon,
     "mount": _mount,
     "loop": _loop,

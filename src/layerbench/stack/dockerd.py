@@ -33,8 +33,8 @@ import docker
 import requests
 from docker.errors import DockerException
 
-from layerbench.errors import PrerequisiteError, TeardownError
-from layerbench.proc import Runner
+from layerbench.errors import PrerequisiteError, TeardownError, ToolError
+from layerbench.proc import Runner, spawn
 from layerbench.stack.cgroups import CGROUP_ROOT, remove_parent
 from layerbench.stack.ledger import tracked
 from layerbench.stack.target import BuildContext, Mount
@@ -131,7 +131,7 @@ def private_dockerd(mount: Mount, driver: str, ctx: BuildContext) -> Iterator[Do
     def start(rid: int) -> DockerEngine:
         try:
             process = _spawn(data_root, exec_root, driver, log)
-        except OSError as exc:  # no dockerd binary, or /run not writable: nothing runs yet
+        except (OSError, ToolError) as exc:  # no dockerd binary, or /run not writable: nothing runs yet
             shutil.rmtree(exec_root, ignore_errors=True)
             ctx.ledger.removed(rid)
             raise PrerequisiteError(f"cannot start dockerd: {exc}", hint="install docker.io (make setup)") from exc
@@ -165,17 +165,7 @@ def _spawn(data_root: Path, exec_root: Path, driver: str, log: Path) -> subproce
     # The daemon's environment: nothing that redirects its temp dir or root (DOCKER_TMPDIR,
     # DOCKER_RAMDISK) and no systemd notify socket that is not ours.
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKER_") and k != "NOTIFY_SOCKET"}
-    with log.open("ab") as out:
-        # proc.run waits for its process to end; a daemon must outlive this call, so this
-        # is the one Popen outside proc.py. Its own session lets teardown signal its group.
-        return subprocess.Popen(
-            dockerd_argv(data_root, exec_root, driver),
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
+    return spawn(dockerd_argv(data_root, exec_root, driver), log, env=env)
 
 
 def _ready(process: subprocess.Popen[bytes], exec_root: Path, data_root: Path, driver: str, log: Path) -> DockerEngine:
@@ -258,11 +248,16 @@ def _remove_containers_and_volumes(engine: DockerEngine) -> None:
     try:
         containers = engine.client.containers.list(all=True)
         volumes = engine.client.volumes.list()
+        # Networks outlive a daemon's restart, and so would their bridge links: ours go first.
+        networks = engine.client.networks.list(filters={"label": "layerbench.run"})
     except API_ERRORS:
         return
     for item in [*containers, *volumes]:
         with contextlib.suppress(*API_ERRORS):
             item.remove(force=True)
+    for net in networks:
+        with contextlib.suppress(*API_ERRORS):
+            net.remove()
 
 
 def _stop(

@@ -142,10 +142,10 @@ def binary_digests(binaries: list[str]) -> dict[str, str]:
     return {name: file_sha256(os.path.realpath(path)) for name, path in resolve(binaries).items()}
 
 
-def closure(paths: dict[str, str], ctx: BuildContext) -> list[str]:
-    """The binaries and every library they load (as ldd names them), loader included."""
-    files = list(paths.values())
-    for path in paths.values():
+def closure(paths: dict[str, str], ctx: BuildContext, extra: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """The binaries, ``extra`` files, and every library they load (as ldd names them), loader included."""
+    files = [*paths.values(), *extra]
+    for path in [*paths.values(), *(f for f in extra if f.endswith(".so"))]:
         done = ctx.runner(["ldd", path], timeout=30)
         if done.rc != 0 and "not a dynamic executable" in done.stdout + done.stderr:
             continue  # static: nothing to add
@@ -156,10 +156,19 @@ def closure(paths: dict[str, str], ctx: BuildContext) -> list[str]:
     return list(dict.fromkeys(files))
 
 
-def ensure_image(engine: DockerEngine, binaries: list[str], ctx: BuildContext) -> str:
-    """The image reference (``layerbench/tools:<content hash>``), imported into this daemon if missing."""
-    paths = resolve(binaries)
-    entries = plan(closure(paths, ctx))
+def ensure_image(
+    engine: DockerEngine,
+    binaries: list[str] | dict[str, str],
+    ctx: BuildContext,
+    files: list[str] | tuple[str, ...] = (),
+) -> str:
+    """The image reference (``layerbench/tools:<content hash>``), imported into this daemon if missing.
+
+    ``binaries`` are names on PATH, or name → path for binaries kept off PATH (PostgreSQL's);
+    ``files`` are other host files the binaries read at run time (plugins, share files).
+    """
+    paths = binaries if isinstance(binaries, dict) else resolve(binaries)
+    entries = plan(closure(paths, ctx, files))
     labels = {f"{LABEL_PREFIX}{name}": file_sha256(os.path.realpath(p)) for name, p in paths.items()}
     tag = content_tag(entries, labels)
     ref = f"{REPOSITORY}:{tag}"

@@ -63,12 +63,12 @@ def native_placement(mount: Mount, spec: PlacementSpec, ctx: BuildContext) -> It
         return
     if spec.kind != "host-dir" or mount.mountpoint is None:
         raise PrerequisiteError(f"placement {spec.kind!r} on {mount.fs_type!r} is not a native placement")
-    with _host_dir(mount.mountpoint / "lb-data", ctx) as path:
+    with host_dir(mount.mountpoint / "lb-data", ctx) as path:
         yield Target(run, put, str(path), False, mount.device, "native", info)
 
 
 @contextmanager
-def _host_dir(path: Path, ctx: BuildContext) -> Iterator[Path]:
+def host_dir(path: Path, ctx: BuildContext) -> Iterator[Path]:
     def make(rid: int) -> Path:
         path.mkdir(mode=0o700)
         return path
@@ -86,9 +86,16 @@ def container_placement(
     limits: Limits,
     data_bytes: int,
     ctx: BuildContext,
+    options: dict[str, Any] | None = None,
 ) -> Iterator[Target]:
+    """A container holding /data at the placement; ``options`` are more Docker SDK arguments
+    (a network for a database server, a seccomp profile); without them it has no network."""
     with contextlib.ExitStack() as stack:
+        options = options or {}
+        networked = "network" in options or "network_mode" in options
         kwargs = {
+            **({} if networked else {"network_mode": "none"}),
+            **options,
             **limit_kwargs(limits, mount.device.path),
             **_data_kwargs(engine, mount, spec, data_bytes, ctx, stack),
         }
@@ -140,7 +147,7 @@ def _data_kwargs(
         name = stack.enter_context(_volume(engine, ctx))
         return {"volumes": {name: {"bind": DATA, "mode": "rw"}}}
     if spec.kind == "bind" and mount.mountpoint is not None:
-        host = stack.enter_context(_host_dir(mount.mountpoint / f"lb-bind-{uuid.uuid4().hex[:8]}", ctx))
+        host = stack.enter_context(host_dir(mount.mountpoint / f"lb-bind-{uuid.uuid4().hex[:8]}", ctx))
         return {"volumes": {str(host): {"bind": DATA, "mode": "rw"}}}
     if spec.kind == "tmpfs":
         # tmpfs takes memory only for what is written, so the cap can be generous.
@@ -174,7 +181,6 @@ def _container(
             image,
             ["sleep", "infinity"],
             name=name,
-            network_mode="none",
             labels={"layerbench.run": ctx.run_id, "layerbench.placement": spec.kind},
             **kwargs,
         )

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.proc import Completed, Runner
+from layerbench.spec.profiles import Budget
 from layerbench.stack.ledger import Ledger
 
 Exec = Callable[[Sequence[str], float], Completed]
@@ -22,6 +23,7 @@ class BuildContext:
     ledger: Ledger
     run_id: str
     runner: Runner
+    budget: Budget | None = None  # what resource profiles divide (stacks with database servers)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,141 @@
+"""The database side of a spec: servers as a stack layer, clients as workloads.
+
+A stack with a ``server`` runs that many database servers (``instances``) on
+its placement, natively or one per container; its workloads are clients
+(YCSB, pgbench) run against every instance at once. The data set the servers
+are loaded with belongs to the server, because every workload on it reads it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from layerbench.spec.sizes import parse_size
+
+ByteSize = Annotated[int, BeforeValidator(parse_size), Field(ge=0)]
+
+ServerKind = Literal["postgres", "redis"]
+YcsbMix = Literal["a", "b", "c", "d", "e", "f", "write-heavy", "read-heavy"]
+Distribution = Literal["zipfian", "uniform", "latest"]
+# Seed 000's Table 2: which resources each container is given a share of.
+Profile = Literal["none", "CPU", "MEM", "CPU+MEM", "BW", "ALL"]
+# Seed 001's container tunings.
+Tuning = Literal["default", "cpuset", "host-network", "seccomp-unconfined"]
+
+PROFILE_RESOURCES: dict[str, frozenset[str]] = {
+    "none": frozenset(),
+    "CPU": frozenset({"cpu"}),
+    "MEM": frozenset({"memory"}),
+    "CPU+MEM": frozenset({"cpu", "memory"}),
+    "BW": frozenset({"bandwidth"}),
+    "ALL": frozenset({"cpu", "memory", "bandwidth"}),
+}
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ServerSpec(_Frozen):
+    """A database server and the data set it is loaded with before its trials."""
+
+    kind: ServerKind
+    memory: ByteSize = Field(
+        default=256 * 2**20,
+        description="what the server is sized to (PostgreSQL shared_buffers = 1/4, Redis maxmemory = 3/4); "
+        "a container memory limit, when smaller, takes its place",
+    )
+    records: int | None = Field(default=None, ge=1, le=10**9, description="YCSB records loaded per instance")
+    data: float | None = Field(
+        default=None,
+        gt=0,
+        le=100,
+        description="instead of records: the data set as a multiple of memory (0.5 memory-bound, 4 disk-bound)",
+    )
+    fieldcount: int = Field(default=10, ge=1, le=100)
+    fieldlength: int = Field(default=100, ge=1, le=10**6)
+    scale: int = Field(default=10, ge=1, le=10**5, description="pgbench -i scale (100,000 accounts each)")
+    persistence: Literal["aof-everysec", "aof-always", "rdb", "none"] = Field(
+        default="aof-everysec", description="Redis only: appendfsync everysec is Redis's own recommendation"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_name(cls, value: Any) -> Any:
+        return {"kind": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _one_size(self) -> ServerSpec:
+        if self.records is not None and self.data is not None:
+            raise ValueError("give records or data (a multiple of memory), not both")
+        if self.records is None and self.data is None:
+            object.__setattr__(self, "records", 10_000)
+        return self
+
+    @property
+    def record_bytes(self) -> int:
+        return self.fieldcount * self.fieldlength
+
+    def record_count(self, memory: int) -> int:
+        """Records per instance for a server given ``memory`` bytes."""
+        if self.records is not None:
+            return self.records
+        assert self.data is not None  # one of the two, by _one_size
+        return max(1, int(self.data * memory / self.record_bytes))
+
+    def label(self) -> str:
+        size = f"{self.records}rec" if self.records is not None else f"{self.data:g}xmem"
+        return f"{self.kind}({size})"
+
+
+class Resources(_Frozen):
+    """What the resource profiles divide among the containers (default: this host, and the device as measured)."""
+
+    cpus: float | None = Field(default=None, gt=0, le=4096)
+    memory: ByteSize | None = None
+    read_bps: ByteSize | None = None
+    write_bps: ByteSize | None = None
+
+
+class YcsbWorkload(_Frozen):
+    """The YCSB reference client against every instance of the stack's server, one client each."""
+
+    kind: Literal["ycsb"] = "ycsb"
+    name: str = Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_.-]+$")
+    mix: YcsbMix = Field(
+        default="a",
+        description="core workloads a-f, or seed 002's write-heavy (100% insert) and read-heavy (95% read, 5% update)",
+    )
+    distribution: Distribution | None = Field(default=None, description="request distribution; default: the mix's own")
+    threads: int = Field(default=8, ge=1, le=1024, description="client threads per instance")
+    runtime_s: float = Field(default=20.0, gt=0, le=86400, description="measured run phase (maxexecutiontime)")
+    warmup_s: float = Field(default=5.0, ge=0, le=3600, description="a run of the same mix before, not measured")
+    target_ops: int | None = Field(
+        default=None, ge=1, description="fixed rate per instance (ops/s); latency also from the intended start"
+    )
+
+    def label(self) -> str:
+        return self.name
+
+
+class PgbenchWorkload(_Frozen):
+    """pgbench against every PostgreSQL instance of the stack, one pgbench each."""
+
+    kind: Literal["pgbench"] = "pgbench"
+    name: str = Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_.-]+$")
+    mode: Literal["tpcb-like", "select-only"] = "tpcb-like"
+    clients: int = Field(default=8, ge=1, le=1000)
+    runtime_s: float = Field(default=20.0, ge=1, le=86400)
+    warmup_s: float = Field(default=5.0, ge=0, le=3600)
+    rate: float | None = Field(default=None, gt=0, description="fixed rate (transactions/s) per instance")
+
+    def label(self) -> str:
+        return self.name
+
+
+CLIENTS_OF: dict[str, frozenset[str]] = {
+    "ycsb": frozenset({"postgres", "redis"}),
+    "pgbench": frozenset({"postgres"}),
+}

@@ -1,0 +1,271 @@
+"""The servers of a database stack: ``instances`` of them on the placement, all up at once.
+
+Natively each instance is a server process on 127.0.0.1 with its data in its
+own directory on the filesystem under test. In Docker each instance is a
+container of its own (its own volume, bind directory or writable layer, its
+own limits), reached from the host on the private bridge network, or on
+127.0.0.1 with the host-network tuning. In both, the server runs as an
+unprivileged user, is recorded before it starts, must answer its readiness
+probe, and is shut down with its own clean-shutdown signal when the stack
+ends; one that dies or never answers fails with its log's tail.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from layerbench.errors import LayerbenchError, PrerequisiteError
+from layerbench.spec.databases import ServerSpec
+from layerbench.spec.models import Limits, StackSpec
+from layerbench.spec.profiles import Budget, instance_limits
+from layerbench.stack import handle as handles
+from layerbench.stack.dockerd import DockerEngine
+from layerbench.stack.image import ensure_image, resolve
+from layerbench.stack.ledger import tracked
+from layerbench.stack.network import Network, bridge_network
+from layerbench.stack.placement import container_placement, host_dir
+from layerbench.stack.target import BuildContext, Device, Mount, Target
+from layerbench.workloads.servers import SERVER_UID, SERVERS, ServerConfig, ServerDef
+
+READY_TIMEOUT_S = 120.0
+PREPARE_TIMEOUT_S = 300.0
+MAX_CLIENTS = 256  # per server: YCSB threads or pgbench clients, checked by the spec rules
+IMAGE_TOOLS = ["sleep", "mkdir", "chown"]
+
+
+class ServerError(LayerbenchError):
+    """A database server did not start or did not answer; the message carries its log's tail."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    index: int
+    host: str  # where the client on the host reaches it
+    port: int
+    memory: int  # what the server is sized to
+    limits: Limits
+    handle: handles.Handle
+    info: dict[str, Any] = field(default_factory=dict)  # container id, cgroup dirs, limits read back
+
+
+@dataclass(frozen=True)
+class Fleet:
+    server: ServerSpec
+    definition: ServerDef
+    endpoints: list[Endpoint]
+    device: Device
+    engine: str  # "native" | "docker"
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def server_memory(spec: ServerSpec, limits: Limits) -> int:
+    """The server is sized to its memory, or to its container's limit when that is smaller."""
+    return min(spec.memory, limits.memory) if limits.memory else spec.memory
+
+
+@contextmanager
+def fleet(stack: StackSpec, mount: Mount, docker: DockerEngine | None, ctx: BuildContext) -> Iterator[Fleet]:
+    assert stack.server is not None  # a fleet is built only for stacks with a server
+    definition = SERVERS[stack.server.kind]
+    budget = ctx.budget or Budget(float(os.cpu_count() or 1), 0, stack.instances)
+    with ExitStack() as exits:
+        start: Starter = _natively if docker is None else _in_docker(docker, stack, definition, mount, exits, ctx)
+        endpoints = []
+        for i in range(stack.instances):
+            limits = instance_limits(stack, budget, i, os.cpu_count() or 1)
+            endpoints.append(exits.enter_context(start(i, stack, definition, limits, mount, ctx)))
+        engine = "native" if docker is None else "docker"
+        yield Fleet(stack.server, definition, endpoints, mount.device, engine, {"server": definition.kind})
+
+
+def _config(stack: StackSpec, data_dir: str, listen: str, port: int, limits: Limits) -> ServerConfig:
+    assert stack.server is not None
+    return ServerConfig(data_dir, listen, port, server_memory(stack.server, limits), stack.server, MAX_CLIENTS)
+
+
+@contextmanager
+def _natively(
+    index: int, stack: StackSpec, definition: ServerDef, limits: Limits, mount: Mount, ctx: BuildContext
+) -> Iterator[Endpoint]:
+    assert mount.mountpoint is not None  # rules: a server needs a filesystem
+    with host_dir(mount.mountpoint / f"lb-db-{index}", ctx) as home:
+        data = home / definition.kind
+        for path in (home, data):
+            path.mkdir(mode=0o700, exist_ok=True)
+            os.chown(path, SERVER_UID, SERVER_UID)
+        let_through(home.parent, ctx.work_dir)
+        config = _config(stack, str(data), "127.0.0.1", free_port(), limits)
+        with _log(ctx.work_dir / f"{definition.kind}-{index}.log") as log:
+            for step in definition.prepare(config):
+                _finish(handles.start_native(step, log, SERVER_UID), step, definition, index)
+            launch = partial(handles.start_native, definition.argv(config), log, SERVER_UID)
+            with _server(definition, config, launch, ctx, index, "127.0.0.1") as h:
+                yield Endpoint(index, "127.0.0.1", config.port, config.memory, limits, h, {"data_dir": str(data)})
+
+
+Starter = Callable[[int, StackSpec, ServerDef, Limits, Mount, BuildContext], AbstractContextManager[Endpoint]]
+
+
+def _in_docker(
+    docker: DockerEngine, stack: StackSpec, definition: ServerDef, mount: Mount, exits: ExitStack, ctx: BuildContext
+) -> Starter:
+    """The per-instance starter for this daemon: one image and one network for all instances."""
+    image = ensure_image(docker, {**resolve(IMAGE_TOOLS), **definition.binaries()}, ctx, definition.files())
+    network = None if stack.tuning == "host-network" else exits.enter_context(bridge_network(docker, ctx))
+
+    @contextmanager
+    def start(
+        index: int, stack: StackSpec, definition: ServerDef, limits: Limits, mount: Mount, ctx: BuildContext
+    ) -> Iterator[Endpoint]:
+        options = _container_options(stack, network)
+        data_bytes = _data_bytes(stack.server, limits)
+        with container_placement(docker, image, mount, stack.placement, limits, data_bytes, ctx, options) as target:
+            host, listen, port = _address(docker, target, network, definition)
+            data = f"{target.path}/{definition.kind}"
+            for step in (["mkdir", "-p", data], ["chown", f"{SERVER_UID}:{SERVER_UID}", target.path, data]):
+                target.run(step, 60).check()
+            config = _config(stack, data, listen, port, limits)
+            api, cid = docker.client.api, target.info["container"]
+            with _log(ctx.work_dir / f"{definition.kind}-{index}-{cid}.log") as log:
+                for step in definition.prepare(config):
+                    _finish(handles.start_exec(api, cid, step, log, SERVER_UID), step, definition, index)
+                launch = partial(handles.start_exec, api, cid, definition.argv(config), log, SERVER_UID)
+                with _server(definition, config, launch, ctx, index, host) as h:
+                    yield Endpoint(index, host, port, config.memory, limits, h, dict(target.info))
+
+    return start
+
+
+def _container_options(stack: StackSpec, network: Network | None) -> dict[str, Any]:
+    options: dict[str, Any] = {"network_mode": "host"} if network is None else {"network": network.name}
+    if stack.tuning == "seccomp-unconfined":
+        options["security_opt"] = ["seccomp=unconfined"]
+    return options
+
+
+def _address(
+    docker: DockerEngine, target: Target, network: Network | None, definition: ServerDef
+) -> tuple[str, str, int]:
+    """(where the host reaches it, what it binds, its port)."""
+    if network is None:  # the host's network: loopback, a port of its own
+        return "127.0.0.1", "127.0.0.1", free_port()
+    container = docker.client.containers.get(target.info["container"])
+    address = container.attrs["NetworkSettings"]["Networks"][network.name]["IPAddress"]
+    return address, "0.0.0.0", definition.default_port  # its own network namespace: only the bridge reaches it
+
+
+def _data_bytes(server: ServerSpec | None, limits: Limits) -> int:
+    """Room the data needs (a tmpfs placement is sized by it): the data set, its indexes and logs, twice."""
+    assert server is not None
+    memory = server_memory(server, limits)
+    return 2 * server.record_count(memory) * server.record_bytes + 256 * 2**20
+
+
+@contextmanager
+def _log(path: Path) -> Iterator[Path]:
+    """The server's log: its tail goes into any error; the file itself goes with the server."""
+    try:
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
+
+
+@contextmanager
+def _server(
+    definition: ServerDef,
+    config: ServerConfig,
+    launch: Callable[[], handles.Handle],
+    ctx: BuildContext,
+    index: int,
+    host: str,
+) -> Iterator[handles.Handle]:
+    """Start, record, wait until it serves; on the way out, its clean shutdown."""
+
+    def create(rid: int) -> handles.Handle:
+        h = launch()
+        ctx.ledger.update(rid, pid=h.pid, start_time=handles.start_time(h.pid))
+        return h
+
+    def remove(h: handles.Handle) -> None:
+        handles.stop(h, definition.stop_signal, definition.stop_grace_s)
+
+    ident = f"{definition.kind}:{config.port}:{index}"
+    with tracked(ctx.ledger, "server", ident, create, remove, server=definition.kind, data_dir=config.data_dir) as h:
+        _wait_ready(h, definition, host, config.port, ctx, index)
+        yield h
+
+
+def _wait_ready(h: handles.Handle, definition: ServerDef, host: str, port: int, ctx: BuildContext, index: int) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if not h.alive():
+            raise ServerError(f"{definition.kind} #{index} exited before serving:\n{handles.log_tail(h.log)}")
+        if definition.ready(host, port, ctx.runner):
+            return
+        time.sleep(0.2)
+    raise ServerError(
+        f"{definition.kind} #{index} did not answer on {host}:{port} within {READY_TIMEOUT_S:.0f}s:\n"
+        f"{handles.log_tail(h.log)}"
+    )
+
+
+def _finish(h: handles.Handle, step: list[str], definition: ServerDef, index: int) -> None:
+    code = h.wait(PREPARE_TIMEOUT_S)
+    if code is None:
+        handles.stop(h, signal.SIGKILL, 1.0)
+        raise ServerError(f"{definition.kind} #{index}: {Path(step[0]).name} ran over {PREPARE_TIMEOUT_S:.0f}s")
+    if code != 0:
+        raise ServerError(f"{definition.kind} #{index}: {Path(step[0]).name} exited {code}:\n{handles.log_tail(h.log)}")
+
+
+def let_through(start: Path, run_dir: Path) -> None:
+    """Let the server's user reach its data directory, which lies below the run's private directories.
+
+    The run directory and its mountpoints are 0700 root; each one from ``start`` up to
+    ``run_dir`` gets group nogroup with search (0710), so the server's user and no other
+    can pass. Above ``run_dir`` nothing is changed: a directory there that the server's
+    user cannot pass (a private --work-dir) is refused with the reason.
+    """
+    path = start
+    while path == run_dir or run_dir in path.parents:
+        if not passable(path):
+            os.chown(path, -1, SERVER_UID)
+            os.chmod(path, (path.stat().st_mode & 0o7777) | 0o010)
+        path = path.parent
+    check_passable(path)
+
+
+def check_passable(path: Path) -> None:
+    """Refuse, with the fix, if a directory from ``path`` up is one the server's user cannot pass."""
+    for d in [path, *path.parents]:
+        if d.exists() and not passable(d):
+            raise PrerequisiteError(
+                f"the database server's user (uid {SERVER_UID}) cannot pass {d} to reach its data",
+                hint=f"chmod o+x {d}, or point --work-dir below a directory others may pass",
+            )
+
+
+def passable(path: Path) -> bool:
+    """May the server's user (nobody:nogroup) search this directory?"""
+    st = path.stat()
+    if st.st_uid == SERVER_UID:
+        return bool(st.st_mode & 0o100)
+    if st.st_gid == SERVER_UID:
+        return bool(st.st_mode & 0o010)
+    return bool(st.st_mode & 0o001)
+
+
+def free_port() -> int:
+    """A TCP port free on loopback now (the kernel picks it; the server binds it a moment later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

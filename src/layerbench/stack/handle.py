@@ -1,0 +1,166 @@
+"""Long-lived processes a stack runs (database servers), natively or in a container.
+
+One interface for both: the host PID, a log file on the host, a signal, a
+wait. Natively that is a process of our own session; in a container it is a
+``docker exec`` whose output a thread streams into the log file, and whose
+host PID the daemon reports, so it is signalled the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from layerbench.errors import ToolError
+from layerbench.proc import spawn
+
+POLL_S = 0.05
+PID_WAIT_S = 10.0
+
+
+class Handle(Protocol):
+    log: Path
+
+    @property
+    def pid(self) -> int: ...
+
+    def alive(self) -> bool: ...
+
+    def signal(self, sig: int) -> None: ...
+
+    def wait(self, timeout: float) -> int | None:
+        """The exit code, or None if still running after ``timeout`` seconds."""
+        ...
+
+
+@dataclass
+class NativeHandle:
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def signal(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError):  # its own session: the server and its workers
+            os.killpg(self.process.pid, sig)
+
+    def wait(self, timeout: float) -> int | None:
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+
+def start_native(argv: Sequence[str], log: Path, user: int | None) -> NativeHandle:
+    return NativeHandle(spawn(argv, log, user=user), log)
+
+
+@dataclass
+class ExecHandle:
+    api: Any  # docker.APIClient
+    exec_id: str
+    log: Path
+    _pid: int = 0
+    _thread: threading.Thread | None = field(default=None, repr=False)
+
+    @property
+    def pid(self) -> int:
+        return self._pid
+
+    def alive(self) -> bool:
+        return bool(self.api.exec_inspect(self.exec_id).get("Running"))
+
+    def signal(self, sig: int) -> None:
+        if self._pid > 0:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self._pid, sig)
+
+    def wait(self, timeout: float) -> int | None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            state = self.api.exec_inspect(self.exec_id)
+            if not state.get("Running") and state.get("ExitCode") is not None:
+                if self._thread is not None:
+                    self._thread.join(1.0)
+                return int(state["ExitCode"])
+            time.sleep(POLL_S)
+        return None
+
+
+def start_exec(api: Any, container_id: str, argv: Sequence[str], log: Path, user: int | None) -> ExecHandle:
+    """``argv`` exec'd in the container as ``user``; its output streamed into ``log`` by a thread."""
+    args = [str(a) for a in argv]
+    owner = f"{user}:{user}" if user is not None else ""
+    exec_id = api.exec_create(container_id, args, stdout=True, stderr=True, user=owner)["Id"]
+    handle = ExecHandle(api, exec_id, log)
+    stream = api.exec_start(exec_id, stream=True)
+    handle._thread = threading.Thread(target=_drain, args=(stream, log), daemon=True)
+    handle._thread.start()
+    handle._pid = _exec_pid(api, exec_id, args)
+    return handle
+
+
+def _drain(stream: Any, log: Path) -> None:
+    with log.open("ab") as out, contextlib.suppress(Exception):  # the stream ends as the container goes
+        for chunk in stream:
+            out.write(chunk)
+            out.flush()
+
+
+def _exec_pid(api: Any, exec_id: str, args: list[str]) -> int:
+    deadline = time.monotonic() + PID_WAIT_S
+    while time.monotonic() < deadline:
+        state = api.exec_inspect(exec_id)
+        if state.get("Pid"):
+            return int(state["Pid"])
+        if not state.get("Running") and state.get("ExitCode") is not None:
+            return 0  # already over (it failed at once); wait() gives its exit code
+        time.sleep(POLL_S)
+    raise ToolError(args, None, f"docker exec did not report a PID within {PID_WAIT_S:.0f}s")
+
+
+def stop(handle: Handle, sig: int, grace_s: float) -> int | None:
+    """``sig`` (the server's clean shutdown), then SIGKILL if it has not ended within ``grace_s``."""
+    handle.signal(sig)
+    code = handle.wait(grace_s)
+    if code is None:
+        handle.signal(signal.SIGKILL)
+        code = handle.wait(10.0)
+    return code
+
+
+def log_tail(log: Path, lines: int = 15) -> str:
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.strip().splitlines()[-lines:]) or "(empty log)"
+
+
+def start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot: with the PID, it names one process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def kill_if_same(pid: int, started: str | None) -> None:
+    """Kill the process group of ``pid`` only if it is still the process we started (PIDs are reused)."""
+    if pid > 0 and started is not None and start_time(pid) == started:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)

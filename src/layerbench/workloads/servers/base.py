@@ -1,0 +1,47 @@
+"""What layerbench needs to know to run a database server: one definition per kind.
+
+A definition is data and pure functions: which host binaries and files the
+server needs (the container image carries the same ones), the commands that
+prepare a data directory and start the server in the foreground, the probe
+that says it serves, and the signal that shuts it down cleanly. Adding a
+database is one module with one ``ServerDef`` (and a YCSB binding or native
+client); starting, watching and stopping servers is the fleet's job
+(stack/fleet.py), the same for every kind.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from layerbench.proc import Runner
+from layerbench.spec.databases import ServerSpec
+
+# nobody: PostgreSQL refuses to run as root, and the same uid exists natively and in the image.
+SERVER_UID = 65534
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """One server instance: where its data lives and where it listens, as the server sees them."""
+
+    data_dir: str
+    listen: str
+    port: int
+    memory: int  # bytes it is sized to
+    spec: ServerSpec
+    max_clients: int
+
+
+@dataclass(frozen=True)
+class ServerDef:
+    kind: str
+    default_port: int
+    binaries: Callable[[], dict[str, str]]  # name → host path of what the image must carry
+    files: Callable[[], list[str]]  # other host files the server reads (share files, plugins, zoneinfo)
+    prepare: Callable[[ServerConfig], list[list[str]]]  # run as SERVER_UID before the first start
+    argv: Callable[[ServerConfig], list[str]]  # the server, in the foreground
+    ready: Callable[[str, int, Runner], bool]  # does it serve at host:port (probed from the host)
+    stop_signal: int = signal.SIGTERM
+    stop_grace_s: float = 60.0

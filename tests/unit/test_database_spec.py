@@ -1,0 +1,96 @@
+"""Database stacks in specs: parsing, axes, pairing with workloads, refusals with reasons."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from layerbench.errors import SpecError
+from layerbench.spec import load
+from layerbench.spec.databases import ServerSpec
+from layerbench.spec.feasibility import HostCaps
+from layerbench.spec.matrix import expand
+
+SPEC = """
+name: db
+device: {kind: loop, size: 2GiB}
+stacks:
+  - {filesystem: xfs, engine: native, placement: host-dir, server: [postgres, redis]}
+  - {filesystem: xfs, engine: "docker:overlay2", placement: [volume, bind], server: postgres,
+     instances: [1, 2], profile: [none, MEM]}
+  - {filesystem: xfs, engine: native, placement: host-dir}
+workloads:
+  - {kind: ycsb, name: A, mix: a, threads: 4}
+  - {kind: pgbench, name: TPCB}
+  - {name: RR, rw: randread}
+"""
+
+
+def test_axes_and_pairing(full_caps: HostCaps) -> None:
+    m = expand(load.parse(SPEC), full_caps)
+    db_stacks = [s for s in m.stacks() if s.server is not None]
+    assert len(db_stacks) == 2 + 2 * 2 * 2  # native postgres, redis; docker placements x instances x profiles
+    kinds = {(c.stack.server is None, c.workload.kind) for c in m.cells}
+    assert kinds == {(True, "fio"), (False, "ycsb"), (False, "pgbench")}  # fio never on a server, clients never off
+    refused = {r.cell.label(): r.reason for r in m.refused}
+    assert any("pgbench drives postgres, not redis" in reason for reason in refused.values())
+    assert len(m.refused) == 1
+
+
+def test_stack_labels_name_server_instances_and_profile(full_caps: HostCaps) -> None:
+    labels = {s.label() for s in expand(load.parse(SPEC), full_caps).stacks()}
+    assert "loop/xfs/docker:overlay2/volume/postgres(10000rec)x2[MEM]" in labels
+    assert "loop/xfs/native/host-dir/redis(10000rec)" in labels
+
+
+@pytest.mark.parametrize(
+    ("stack", "reason"),
+    [
+        ("{filesystem: none, placement: raw, server: redis}", "keeps its data in files"),
+        ("{filesystem: xfs, engine: native, server: redis, profile: CPU}", "natively there is none"),
+        ("{filesystem: xfs, engine: native, server: redis, tuning: cpuset}", "nothing to tune"),
+    ],
+)
+def test_impossible_database_stacks_are_refused(full_caps: HostCaps, stack: str, reason: str) -> None:
+    text = f"name: t\nstacks:\n  - {stack}\nworkloads:\n  - {{kind: ycsb, name: A}}\n"
+    m = expand(load.parse(text), full_caps)
+    assert not m.cells and reason in m.refused[0].reason
+
+
+def test_missing_server_and_client_are_refused_with_the_install(full_caps: HostCaps) -> None:
+    bare = dataclasses.replace(full_caps, servers=frozenset({"postgres"}), clients=frozenset({"pgbench"}))
+    text = SPEC.replace("  - {name: RR, rw: randread}\n", "")
+    reasons = {r.reason for r in expand(load.parse(text), bare).refused}
+    assert any("redis is not installed" in r and "apt-get install redis-server" in r for r in reasons)
+    assert any("YCSB client is not set up" in r for r in reasons)
+
+
+@pytest.mark.parametrize(
+    ("fragment", "message"),
+    [
+        ("instances: 2", "only for stacks with a server"),
+        ("server: mysql", "'mysql' is not allowed; allowed values: 'postgres' or 'redis'"),
+        ("server: redis, profile: HALF", "allowed values: 'none', 'CPU', 'MEM', 'CPU+MEM', 'BW' or 'ALL'"),
+        ("server: {kind: redis, records: 5, data: 2}", "records or data"),
+    ],
+)
+def test_bad_database_fields_name_field_and_values(full_caps: HostCaps, fragment: str, message: str) -> None:
+    text = f"name: t\nstacks:\n  - {{filesystem: xfs, {fragment}}}\nworkloads:\n  - {{kind: ycsb, name: A}}\n"
+    with pytest.raises(SpecError) as err:
+        expand(load.parse(text), full_caps)
+    assert "stacks[0]." in str(err.value) and message in str(err.value)
+
+
+def test_unknown_workload_kind_lists_the_kinds() -> None:
+    with pytest.raises(SpecError) as err:
+        load.parse("name: t\nstacks: [{filesystem: xfs}]\nworkloads:\n  - {kind: sysbench, name: S}\n")
+    assert "workloads[0]: 'sysbench' is not allowed; allowed values: 'fio', 'ycsb', 'pgbench'" in str(err.value)
+    assert "Tuple should have" not in str(err.value)
+
+
+def test_data_size_as_a_multiple_of_memory() -> None:
+    server = ServerSpec(kind="postgres", memory="256MiB", data=4)
+    assert server.record_count(256 * 2**20) == 4 * 256 * 2**20 // 1000  # 10 fields x 100 bytes
+    assert server.record_count(128 * 2**20) == 4 * 128 * 2**20 // 1000  # a smaller container limit: fewer
+    assert ServerSpec(kind="redis").records == 10_000

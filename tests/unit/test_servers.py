@@ -1,0 +1,153 @@
+"""Server definitions, resource profiles and the fleet's pure parts, without starting anything."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from layerbench.errors import PrerequisiteError
+from layerbench.spec.databases import ServerSpec
+from layerbench.spec.models import StackSpec
+from layerbench.spec.profiles import Budget, instance_limits, needs_bandwidth
+from layerbench.stack import handle
+from layerbench.stack.fleet import SERVER_UID, let_through, server_memory
+from layerbench.stack.network import bridge_name
+from layerbench.workloads.servers import SERVERS, ServerConfig
+
+GIB = 2**30
+
+
+def stack(**fields: object) -> StackSpec:
+    base = {"device": {"kind": "loop"}, "filesystem": "xfs", "engine": "docker:overlay2", "placement": "volume"}
+    return StackSpec.model_validate({**base, "server": "postgres", **fields})
+
+
+BUDGET = Budget(cpus=2.0, memory=24 * GIB, max_instances=4, read_bps=400 * 2**20, write_bps=200 * 2**20)
+
+
+@pytest.mark.parametrize(
+    ("profile", "expected"),
+    [
+        ("none", {}),
+        ("CPU", {"cpus": 0.5}),
+        ("MEM", {"memory": 6 * GIB}),
+        ("CPU+MEM", {"cpus": 0.5, "memory": 6 * GIB}),
+        ("BW", {"read_bps": 100 * 2**20, "write_bps": 50 * 2**20}),
+        ("ALL", {"cpus": 0.5, "memory": 6 * GIB, "read_bps": 100 * 2**20, "write_bps": 50 * 2**20}),
+    ],
+)
+def test_profiles_divide_the_budget_by_the_most_instances(profile: str, expected: dict[str, object]) -> None:
+    # Seed 000, Table 2: the share is the same however many instances run now.
+    for instances in (1, 4):
+        limits = instance_limits(stack(profile=profile, instances=instances), BUDGET, 0, 2)
+        assert limits.model_dump(exclude_none=True) == expected
+
+
+def test_explicit_limits_win_and_cpuset_pins_round_robin() -> None:
+    s = stack(profile="MEM", limits={"memory": "1GiB"}, tuning="cpuset", instances=3)
+    assert [instance_limits(s, BUDGET, i, 2).cpuset for i in range(3)] == ["0", "1", "0"]
+    assert instance_limits(s, BUDGET, 0, 2).memory == GIB
+
+
+def test_bandwidth_is_measured_only_when_a_profile_needs_it() -> None:
+    unmeasured = Budget(cpus=2.0, memory=GIB, max_instances=2)
+    assert needs_bandwidth(stack(profile="BW"), unmeasured) and needs_bandwidth(stack(profile="ALL"), unmeasured)
+    assert not needs_bandwidth(stack(profile="MEM"), unmeasured)
+    assert not needs_bandwidth(stack(profile="BW"), BUDGET)
+
+
+def test_server_is_sized_to_its_container_limit_when_smaller() -> None:
+    spec = ServerSpec(kind="postgres", memory="512MiB")
+    assert server_memory(spec, stack().limits) == 512 * 2**20
+    assert server_memory(spec, instance_limits(stack(profile="MEM"), Budget(2, GIB, 8), 0, 2)) == GIB // 8
+
+
+def config(kind: str, **fields: object) -> ServerConfig:
+    spec = ServerSpec(kind=kind, **fields)  # type: ignore[arg-type]
+    return ServerConfig("/data/x", "0.0.0.0", 5000, 400 * 2**20, spec, 256)
+
+
+@pytest.mark.skipif(not SERVERS["postgres"].binaries, reason="")
+def test_postgres_command_line_sizes_buffers_and_listens_tcp_only() -> None:
+    try:
+        argv = SERVERS["postgres"].argv(config("postgres"))
+    except PrerequisiteError:
+        pytest.skip("PostgreSQL is not installed here")
+    settings = dict(a.split("=", 1) for a in argv[argv.index("-c") :: 2][1:] if "=" in a) | dict(
+        a.split("=", 1) for a in argv if "=" in a
+    )
+    assert settings["shared_buffers"] == "100MB" and settings["effective_cache_size"] == "300MB"
+    assert settings["unix_socket_directories"] == "" and settings["listen_addresses"] == "0.0.0.0"
+    assert settings["jit"] == "off" and settings["max_connections"] == "256"
+    assert argv[argv.index("-p") + 1] == "5000"
+
+
+@pytest.mark.parametrize(
+    ("persistence", "expected"),
+    [
+        ("aof-everysec", ["--appendonly", "yes", "--appendfsync", "everysec", "--save", ""]),
+        ("aof-always", ["--appendonly", "yes", "--appendfsync", "always", "--save", ""]),
+        ("none", ["--appendonly", "no", "--save", ""]),
+    ],
+)
+def test_redis_persistence_and_memory(persistence: str, expected: list[str]) -> None:
+    try:
+        argv = SERVERS["redis"].argv(config("redis", persistence=persistence))
+    except PrerequisiteError:
+        pytest.skip("redis-server is not installed here")
+    assert argv[-len(expected) :] == expected
+    assert argv[argv.index("--maxmemory") + 1] == str(300 * 2**20)  # 3/4 of 400 MiB
+    assert argv[argv.index("--maxmemory-policy") + 1] == "noeviction"
+
+
+@pytest.fixture
+def passable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A directory others may pass, as /var/tmp is (pytest's own temp root is private)."""
+    base = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="lb-test-"))
+    base.chmod(0o755)
+    yield base
+    shutil.rmtree(base)
+
+
+def test_let_through_opens_only_the_run_directories_to_the_server_group(passable: Path) -> None:
+    run = passable / "run"
+    mnt = run / "mnt-xfs"
+    mnt.mkdir(parents=True)
+    for d in (run, mnt):
+        d.chmod(0o700)
+    let_through(mnt, run)
+    for d in (run, mnt):
+        st = d.stat()
+        assert st.st_mode & 0o777 == 0o710 and st.st_gid == SERVER_UID  # the group may pass, others may not
+
+
+def test_let_through_refuses_a_private_directory_above_the_run(tmp_path: Path) -> None:
+    theirs = tmp_path / "private"
+    run = theirs / "run"
+    run.mkdir(parents=True)
+    theirs.chmod(0o700)
+    with pytest.raises(PrerequisiteError, match="cannot pass") as err:
+        let_through(run, run)
+    assert "chmod o+x" in str(err.value.hint) and theirs.stat().st_mode & 0o777 == 0o700  # left as it was
+
+
+def test_kill_if_same_spares_a_reused_pid(tmp_path: Path) -> None:
+    sleeper = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        handle.kill_if_same(sleeper.pid, "1")  # not the start time it has: someone else's process now
+        assert sleeper.poll() is None
+        handle.kill_if_same(sleeper.pid, handle.start_time(sleeper.pid))
+        assert sleeper.wait(5) == -9
+    finally:
+        if sleeper.poll() is None:
+            os.killpg(sleeper.pid, 9)
+
+
+def test_bridge_name_is_the_link_docker_makes() -> None:
+    assert bridge_name("6010ee285880aa77") == "br-6010ee285880"
