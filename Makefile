@@ -5,13 +5,17 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PRESET ?= quick
 DB ?= layerbench.db
+# Where the YCSB client and its bindings are built (layerbench --cache-dir reads the same default).
+CACHE ?= /var/cache/layerbench
 APT_PACKAGES := fio xfsprogs btrfs-progs e2fsprogs fuse-overlayfs fuse3 util-linux \
 	iproute2 kmod python3 python3-venv python3-pip ca-certificates
+# Databases and their clients: layerbench starts its own servers, never the packages' services.
+DB_APT_PACKAGES := postgresql postgresql-client redis-server redis-tools default-jdk-headless maven
 
 # Only the tests need a browser (the HTML report is opened in headless Chromium).
 TEST_APT_PACKAGES := chromium fonts-dejavu-core
 
-.PHONY: run test setup apt apt-test venv lint clean-env
+.PHONY: run test setup apt apt-db apt-test venv ycsb lint clean-env
 
 run: setup
 	$(VENV)/bin/layerbench run $(PRESET) --db $(DB)
@@ -20,7 +24,7 @@ test: setup apt-test
 	$(PY) -m ruff check src tests bench
 	$(PY) -m pytest -q
 
-setup: apt venv
+setup: apt apt-db venv ycsb
 
 # Debian's docker.io only where no dockerd is installed: a host with Docker's
 # own packages (docker-ce) keeps them.
@@ -32,6 +36,24 @@ apt:
 	  echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+
+# Installed without starting their services (a policy-rc.d for the length of the install) and
+# without PostgreSQL's default cluster: a system server would compete with every measurement.
+# Both are arranged only when absent, and undone after.
+apt-db:
+	@missing=""; for p in $(DB_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; policy=""; nocluster=/etc/postgresql-common/createcluster.d/layerbench.conf; \
+	  if [ ! -e /usr/sbin/policy-rc.d ]; then printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; \
+	    chmod +x /usr/sbin/policy-rc.d; policy=1; fi; \
+	  mkdir -p $$(dirname $$nocluster); echo 'create_main_cluster = false' > $$nocluster; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	  rc=$$?; rm -f $$nocluster; [ -n "$$policy" ] && rm -f /usr/sbin/policy-rc.d; exit $$rc; \
+	fi
+
+# The YCSB client (core 0.17.0 from Maven Central) and layerbench's own bindings; offline once built.
+ycsb: apt-db
+	java/build-ycsb.sh $(CACHE)
 
 apt-test:
 	@missing=""; for p in $(TEST_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

@@ -159,14 +159,15 @@ class Snapshot:
     disks: dict[str, DiskCounters]
     cpu: CpuTimes
     mem: dict[str, int]
-    cgroup: CgroupCounters | None
+    cgroups: dict[str, CgroupCounters]
 
 
 class Monitor:
     """Samples every ``interval`` seconds between __enter__ and __exit__.
 
     ``cgroup`` (controller → directory) adds the container's own CPU (cores
-    used), memory and block I/O to the host's series.
+    used), memory and block I/O to the host's series; ``cgroups`` does so for
+    several containers, each under its name ("container.i1.cpu_cores").
     """
 
     def __init__(
@@ -176,12 +177,13 @@ class Monitor:
         sys_root: Path = Path("/sys"),
         proc_root: Path = Path("/proc"),
         cgroup: dict[str, Path] | None = None,
+        cgroups: dict[str, dict[str, Path]] | None = None,
     ) -> None:
         self.devices = devices
         self.interval = interval
         self.sys_root = sys_root
         self.proc_root = proc_root
-        self.cgroup = cgroup
+        self.cgroups = {**({"": cgroup} if cgroup else {}), **(cgroups or {})}
         self.points: list[Point] = []
         self.totals: dict[str, DiskCounters] = {}
         self._stop = threading.Event()
@@ -214,7 +216,8 @@ class Monitor:
                 disks[name] = parse_disk_stat(path.read_text())
         cpu = parse_proc_stat((self.proc_root / "stat").read_text())
         mem = parse_meminfo((self.proc_root / "meminfo").read_text())
-        return Snapshot(time.monotonic(), disks, cpu, mem, read_cgroup(self.cgroup) if self.cgroup else None)
+        groups = {name: read_cgroup(dirs) for name, dirs in self.cgroups.items()}
+        return Snapshot(time.monotonic(), disks, cpu, mem, groups)
 
     def _emit(self, prev: Snapshot, cur: Snapshot) -> None:
         t, seconds = cur.at - self._t0, max(cur.at - prev.at, 1e-6)
@@ -226,13 +229,16 @@ class Monitor:
             if name in prev.disks:
                 for series, value in disk_rates(name, prev.disks[name], cur.disks[name], seconds).items():
                     self.points.append(Point(t, series, value, UNITS[series.rsplit(".", 1)[1]]))
-        if prev.cgroup and cur.cgroup:
-            a, b = prev.cgroup, cur.cgroup
+        for name, b in cur.cgroups.items():
+            a = prev.cgroups.get(name)
+            if a is None:
+                continue
+            prefix = f"container.{name}." if name else "container."
             self.points += [
-                Point(t, "container.cpu_cores", (b.cpu_ns - a.cpu_ns) / 1e9 / seconds, "cores"),
-                Point(t, "container.memory", float(b.memory), "B"),
-                Point(t, "container.read_bps", (b.io_read - a.io_read) / seconds, "B/s"),
-                Point(t, "container.write_bps", (b.io_write - a.io_write) / seconds, "B/s"),
+                Point(t, f"{prefix}cpu_cores", (b.cpu_ns - a.cpu_ns) / 1e9 / seconds, "cores"),
+                Point(t, f"{prefix}memory", float(b.memory), "B"),
+                Point(t, f"{prefix}read_bps", (b.io_read - a.io_read) / seconds, "B/s"),
+                Point(t, f"{prefix}write_bps", (b.io_write - a.io_write) / seconds, "B/s"),
             ]
 
 

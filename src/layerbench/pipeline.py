@@ -11,19 +11,21 @@ from dataclasses import dataclass, field
 
 from docker.errors import DockerException
 
+from layerbench import database_trial
 from layerbench.analysis.precision import precise_enough
 from layerbench.analysis.stats import cell_values
 from layerbench.errors import LayerbenchError, ToolError
 from layerbench.schedule import StackPlan, Trial, plan, plan_round
 from layerbench.spec.matrix import Matrix
-from layerbench.spec.models import Cell, Experiment
+from layerbench.spec.models import Cell, Experiment, FioWorkload
 from layerbench.stack.build import StackBuilder
-from layerbench.stack.target import BuildContext
+from layerbench.stack.fleet import Fleet, ServerError
+from layerbench.stack.target import BuildContext, Target
 from layerbench.store.db import CellRow, Store, TrialRecord
 from layerbench.trial import Outcome as TrialOutcome
 from layerbench.trial import precondition, record, run_trial
 
-SETUP_ERRORS = (LayerbenchError, DockerException, OSError)
+SETUP_ERRORS = (LayerbenchError, DockerException, OSError)  # a ServerError (its log's tail) among them
 ENGINE_LEVEL = 2  # device 0, filesystem 1, engine 2, placement 3
 
 OnTrial = Callable[[Trial, TrialRecord], None]
@@ -99,20 +101,35 @@ def _run_stack(builder: StackBuilder, sp: StackPlan) -> Iterator[tuple[Trial, Tr
     while trials:
         started = time.time()
         try:
-            target = builder.enter(sp.stack, max(t.cell.workload.size for t in sp.trials))
-            prepared = precondition(target, list({t.cell.workload: None for t in trials}))
+            target = builder.enter(sp.stack, _data_bytes(sp))
+            prepared = _prepare(target, list({t.cell.workload: None for t in trials}), builder.ctx)
         except SETUP_ERRORS as exc:
             stderr = exc.stderr if isinstance(exc, ToolError) else f"{type(exc).__name__}: {exc}"
+            kind = "server-error" if isinstance(exc, ServerError) else "setup-error"
             for trial in trials:
-                yield trial, record(trial, started, TrialOutcome(category="setup-error", stderr=stderr))
+                yield trial, record(trial, started, TrialOutcome(category=kind, stderr=stderr))
             return
         while trials:
             trial = trials.pop(0)
-            rec = run_trial(target, trial, prepared)
+            if isinstance(target, Fleet):
+                rec = database_trial.run_trial(target, trial, prepared, builder.ctx)
+            else:
+                rec = run_trial(target, trial, prepared)
             yield trial, rec
             if rec.category == "engine-error":
                 builder.discard(ENGINE_LEVEL)  # the next pass builds a new daemon and container
                 break
+
+
+def _data_bytes(sp: StackPlan) -> int:
+    """Room the stack's fio files need (a tmpfs is sized by it); a database stack sizes its own."""
+    return max((t.cell.workload.size for t in sp.trials if isinstance(t.cell.workload, FioWorkload)), default=0)
+
+
+def _prepare(target: Target | Fleet, workloads: list, ctx: BuildContext) -> dict:
+    if isinstance(target, Fleet):
+        return database_trial.prepare(target, workloads, ctx)
+    return precondition(target, workloads)
 
 
 def _cell_row(cell: Cell, baseline_id: str | None) -> CellRow:

@@ -11,6 +11,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,6 +81,64 @@ def run(
         proc.wait()
         raise
     return Completed(args, proc.returncode, out, err)
+
+
+def run_all(argvs: Sequence[Sequence[str]], *, timeout: float = DEFAULT_TIMEOUT_S) -> list[Completed]:
+    """Run several commands at once (one client per database server), each to completion.
+
+    They start together, in their own sessions; if the caller is interrupted, or
+    one of them outlives ``timeout``, every one still running is killed with its
+    group (ToolError with rc=None for the one that timed out).
+    """
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        for argv in argvs:
+            args = [str(a) for a in argv]
+            try:
+                procs.append(
+                    subprocess.Popen(
+                        args,
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                        text=True,
+                        start_new_session=True,
+                    )
+                )
+            except FileNotFoundError as exc:
+                raise ToolError(args, 127, f"{args[0]}: not found on PATH") from exc
+        return _collect_all(procs, timeout)
+    except BaseException:
+        for proc in procs:
+            _kill_group(proc)
+            proc.wait()
+        raise
+
+
+def _collect_all(procs: list[subprocess.Popen[str]], timeout: float) -> list[Completed]:
+    # communicate() on each in a thread of its own: a full pipe must never stall another client.
+    outputs: dict[int, tuple[str, str] | BaseException] = {}
+
+    def collect(i: int) -> None:
+        try:
+            outputs[i] = procs[i].communicate(timeout=timeout)
+        except BaseException as exc:  # reported below, in the caller's thread
+            outputs[i] = exc
+
+    threads = [threading.Thread(target=collect, args=(i,), daemon=True) for i in range(len(procs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    done = []
+    for i, proc in enumerate(procs):
+        got = outputs[i]
+        if isinstance(got, subprocess.TimeoutExpired):
+            raise ToolError([str(a) for a in proc.args], None, f"timed out after {timeout:.0f}s")
+        if isinstance(got, BaseException):
+            raise got
+        done.append(Completed([str(a) for a in proc.args], proc.returncode, got[0], got[1]))
+    return done
 
 
 def spawn(

@@ -12,10 +12,13 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from layerbench import proc
 from layerbench.errors import PrerequisiteError
 from layerbench.spec.matrix import Matrix
+from layerbench.spec.models import Experiment
+from layerbench.spec.profiles import Budget
 from layerbench.stack.cleanup import Action, reclaim
 from layerbench.stack.fleet import check_passable
 from layerbench.stack.ledger import Ledger
@@ -51,8 +54,24 @@ def check_server_access(work_dir: Path, matrix: Matrix) -> None:
         check_passable(work_dir)
 
 
+def budget_for(exp: Experiment, matrix: Matrix, host: dict[str, Any]) -> Budget:
+    """What the resource profiles divide: the spec's resources, else this host's; by the most instances."""
+    res = exp.resources
+    most = max((c.stack.instances for c in matrix.cells if c.stack.server is not None), default=1)
+    cpus = res.cpus or float(host.get("cpus") or os.cpu_count() or 1)
+    memory = res.memory or int(host.get("memory_bytes") or 0)
+    return Budget(cpus, memory, most, res.read_bps, res.write_bps)
+
+
 @contextlib.contextmanager
-def running(store: Store, run_id: str, work_dir: Path, state_dir: Path) -> Iterator[tuple[BuildContext, list[Action]]]:
+def running(
+    store: Store,
+    run_id: str,
+    work_dir: Path,
+    state_dir: Path,
+    budget: Budget | None = None,
+    cache_dir: Path | None = None,
+) -> Iterator[tuple[BuildContext, list[Action]]]:
     """Lock the run, reclaim what dead runs left, yield the build context; record how the run ended."""
     with hold(state_dir, run_id):
         ledger = Ledger(state_dir / "ledger.db", run_id)
@@ -60,7 +79,7 @@ def running(store: Store, run_id: str, work_dir: Path, state_dir: Path) -> Itera
         run_dir = _private_dir(work_dir / run_id)
         status = "failed"
         try:
-            yield BuildContext(work_dir=run_dir, ledger=ledger, run_id=run_id, runner=proc.run), reclaimed
+            yield BuildContext(run_dir, ledger, run_id, proc.run, budget, cache_dir), reclaimed
             status = "finished"
         except KeyboardInterrupt:
             status = "interrupted"

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from layerbench.analysis.checks import Check, bottleneck, device_accounting
+from layerbench.analysis.checks import FIO_REMEDY, Check, bottleneck, device_accounting
 from layerbench.errors import ToolError
 from layerbench.monitor import Monitor, devices_beneath
 from layerbench.sample import Sample
@@ -83,7 +83,7 @@ def run_trial(target: Target, trial: Trial, prepared: dict[str, Any]) -> TrialRe
     try:
         _execute(target, trial.cell.workload, out)
     except ToolError as exc:
-        out.category, out.stderr = _category(exc.rc, exc.stderr), exc.stderr
+        out.category, out.stderr = category(exc.rc, exc.stderr), exc.stderr
         out.argv = out.argv or exc.argv
     except (OSError, fio.FioParseError) as exc:
         out.category, out.stderr = "setup-error", f"{type(exc).__name__}: {exc}"
@@ -99,7 +99,7 @@ def _execute(target: Target, w: FioWorkload, out: Outcome) -> None:
     out.stdout, out.stderr = done.stdout, done.stderr
     out.monitor = [MonitorPoint(p.t, p.series, p.value, p.unit) for p in mon.points]
     if done.rc != 0:
-        out.category = _category(done.rc, done.stderr)
+        out.category = category(done.rc, done.stderr)
         return
     try:
         result = fio.parse(done.stdout)
@@ -114,7 +114,7 @@ def _execute(target: Target, w: FioWorkload, out: Outcome) -> None:
 KILLED_RC = 137
 
 
-def _category(rc: int | None, stderr: str) -> str:
+def category(rc: int | None, stderr: str) -> str:
     if rc is None:
         return "timeout"
     if rc == 125 and "docker exec" in stderr:
@@ -125,7 +125,7 @@ def _category(rc: int | None, stderr: str) -> str:
 
 
 def trial_checks(result: fio.FioResult, mon: Monitor, target: Target, lowest: str) -> list[Check]:
-    checks = [_accounting(result, mon, target, lowest), _bottleneck(mon, lowest)]
+    checks = [_accounting(result, mon, target, lowest), bottleneck_check(mon, lowest)]
     asked, enforced = target.info.get("limits"), target.info.get("limits_enforced")
     if asked:
         wrong = mismatches(asked, enforced or {})
@@ -145,12 +145,12 @@ def _accounting(result: fio.FioResult, mon: Monitor, target: Target, lowest: str
     return device_accounting(lowest, read, written, moved.read_bytes, moved.write_bytes)
 
 
-def _bottleneck(mon: Monitor, lowest: str) -> Check:
+def bottleneck_check(mon: Monitor, lowest: str, remedy: str = FIO_REMEDY) -> Check:
     idle = [p.value for p in mon.points if p.series in ("cpu.idle", "cpu.iowait")]
     samples = max(1, len(idle) // 2)
     busy = 100.0 - sum(idle) / samples if idle else 0.0
     util = [p.value for p in mon.points if p.series == f"disk.{lowest}.util"]
-    return bottleneck(busy, sum(util) / len(util) if util else None)
+    return bottleneck(busy, sum(util) / len(util) if util else None, remedy)
 
 
 def record(trial: Trial, started: float, out: Outcome) -> TrialRecord:

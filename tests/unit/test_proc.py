@@ -26,3 +26,18 @@ def test_missing_tool_is_a_tool_error() -> None:
     with pytest.raises(ToolError) as err:
         proc.run(["no-such-tool-layerbench"])
     assert err.value.rc == 127
+
+
+def test_run_all_runs_together_and_keeps_each_output() -> None:
+    span = "date +%s.%N; sleep 0.5; date +%s.%N"
+    done = proc.run_all([["sh", "-c", f"{span}; echo a"], ["sh", "-c", f"{span}; echo b >&2; exit 3"]])
+    (a0, a1), (b0, b1) = ([float(t) for t in d.stdout.split()[:2]] for d in done)
+    assert a0 < b1 and b0 < a1  # their lives overlap: side by side, not one after the other
+    assert [(d.rc, d.stdout.split()[2:], d.stderr) for d in done] == [(0, ["a"], ""), (3, [], "b\n")]
+
+
+def test_run_all_kills_every_client_when_one_times_out() -> None:
+    started = time.monotonic()
+    with pytest.raises(ToolError) as err:
+        proc.run_all([["sleep", "30"], ["sleep", "0.2"]], timeout=0.5)
+    assert err.value.rc is None and time.monotonic() - started < 5

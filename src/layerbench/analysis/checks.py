@@ -87,13 +87,20 @@ def faster_than_baseline(ratio_ci_low: float, baseline_label: str, touches_devic
     )
 
 
-def bottleneck(cpu_busy_pct: float, device_util_pct: float | None) -> Check:
+FIO_REMEDY = "Fewer jobs, or more cores, or a lighter I/O engine."
+DATABASE_REMEDY = (
+    "The servers and their clients share the CPUs: storage layers hardly show here. "
+    "Fewer client threads, a data set larger than memory, or more cores."
+)
+
+
+def bottleneck(cpu_busy_pct: float, device_util_pct: float | None, remedy: str = FIO_REMEDY) -> Check:
     if cpu_busy_pct >= CPU_SATURATED_PCT and (device_util_pct is None or device_util_pct < DEVICE_IDLE_UTIL_PCT):
         util = "unknown" if device_util_pct is None else f"{device_util_pct:.0f}%"
         return Check(
             "bottleneck",
             "flag",
             f"CPU {cpu_busy_pct:.0f}% busy while the device was {util} utilized: this trial measured the CPU, "
-            "not storage. Fewer jobs, or more cores, or a lighter I/O engine.",
+            f"not storage. {remedy}",
         )
     return Check("bottleneck", "pass", f"CPU {cpu_busy_pct:.0f}% busy")

@@ -30,9 +30,10 @@ UNITS = {"iops": "IOPS", "bw": "MiB/s", "ops": "ops/s"}
 
 
 def headline_metric(config_json: str) -> str:
-    """ops/s for personalities and job files, IOPS for random I/O, bandwidth for sequential I/O."""
+    """ops/s for databases (all instances together), personalities and job files; IOPS for random I/O,
+    bandwidth for sequential I/O."""
     workload = json.loads(config_json)["workload"]
-    if workload.get("personality") or workload.get("job_file"):
+    if workload.get("kind", "fio") != "fio" or workload.get("personality") or workload.get("job_file"):
         return "ops"
     return "iops" if str(workload.get("rw", "")).startswith("rand") else "bw"
 

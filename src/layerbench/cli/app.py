@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import typer
@@ -35,11 +35,11 @@ from layerbench.report.terminal import (
     results_table,
     show_json,
 )
-from layerbench.session import check_server_access, check_space, needed_bytes, running
+from layerbench.session import budget_for, check_server_access, check_space, needed_bytes, running
 from layerbench.spec import load as spec_load
 from layerbench.spec.matrix import Matrix, expand
 from layerbench.spec.models import Experiment
-from layerbench.stack.capabilities import probe
+from layerbench.stack.capabilities import DEFAULT_CACHE, probe
 from layerbench.stack.cleanup import reclaim
 from layerbench.stack.environment import describe_host, host_changes
 from layerbench.stack.ledger import Ledger
@@ -74,6 +74,12 @@ STATE_OPTION = typer.Option(
     envvar="LAYERBENCH_STATE_DIR",
     help="Where the ledger of created resources lives (shared by all runs on this host).",
 )
+CACHE_OPTION = typer.Option(
+    DEFAULT_CACHE,
+    "--cache-dir",
+    envvar="LAYERBENCH_CACHE_DIR",
+    help="Where `make setup` put the database clients' jars (YCSB and its bindings).",
+)
 JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables.")
 
 
@@ -87,6 +93,7 @@ def run(
         False, "--dry-run", help="Print the cells and the refused ones with reasons; touch nothing."
     ),
     seed: int = typer.Option(0, help="Seed of the shuffled trial order; the same seed gives the same order."),
+    cache_dir: Path = CACHE_OPTION,
 ) -> None:
     """Run an experiment: build every stack, run every trial, save each as it ends.
 
@@ -96,32 +103,40 @@ def run(
     """
     with boundary():
         exp = spec_load.load(spec)
-        matrix = expand(exp, probe(proc.run))
+        matrix = expand(exp, probe(proc.run, cache_dir))
         if dry_run:
             _print_plan(matrix)
             return
         if not matrix.cells:
             _print_plan(matrix)
             raise SpecError(f"every cell of {exp.name!r} was refused on this host", hint="see the reasons above")
-        failed = _run(exp, matrix, db, work_dir, state_dir, seed)
+        failed = _run(exp, matrix, db, Places(work_dir, state_dir, cache_dir), seed)
         if failed:
             raise typer.Exit(EXIT_TRIALS_FAILED)
 
 
-def _run(exp: Experiment, matrix: Matrix, db: Path, work_dir: Path, state_dir: Path, seed: int) -> int:
-    check_space(work_dir, needed_bytes(matrix))
-    check_server_access(work_dir, matrix)
+@dataclass(frozen=True)
+class Places:
+    """Where a run keeps its files on this host."""
+
+    work_dir: Path
+    state_dir: Path
+    cache_dir: Path
+
+
+def _run(exp: Experiment, matrix: Matrix, db: Path, places: Places, seed: int) -> int:
+    check_space(places.work_dir, needed_bytes(matrix))
+    check_server_access(places.work_dir, matrix)
     store = Store.open(db)
     run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), {**describe_host(proc.run), "seed": seed})
     register_cells(store, run_id, matrix)
     _print_plan(matrix, header=f"run {run_id}: {exp.name}")
-    return _execute(exp, matrix, store, run_id, work_dir, state_dir, seed)
+    return _execute(exp, matrix, store, run_id, places, seed)
 
 
-def _execute(
-    exp: Experiment, matrix: Matrix, store: Store, run_id: str, work_dir: Path, state_dir: Path, seed: int
-) -> int:
-    with running(store, run_id, work_dir, state_dir) as (ctx, reclaimed):
+def _execute(exp: Experiment, matrix: Matrix, store: Store, run_id: str, places: Places, seed: int) -> int:
+    budget = budget_for(exp, matrix, store.run(run_id).host)
+    with running(store, run_id, places.work_dir, places.state_dir, budget, places.cache_dir) as (ctx, reclaimed):
         for action in reclaimed:
             err_console.print(f"[dim]reclaimed from a dead run:[/] {action.describe()} {action.error or ''}")
         with TrialProgress(console, pending(exp, matrix, store, run_id)) as progress:
@@ -137,6 +152,7 @@ def resume(
     db: Path = DB_OPTION,
     work_dir: Path = WORK_OPTION,
     state_dir: Path = STATE_OPTION,
+    cache_dir: Path = CACHE_OPTION,
 ) -> None:
     """Continue a run that was interrupted (Ctrl-C, kill -9, a crash, a reboot).
 
@@ -156,7 +172,7 @@ def resume(
                 f"run {run_id} cannot be resumed here: {'; '.join(changed)}",
                 hint="start a new run: layerbench run SPEC",
             )
-        matrix = expand(exp, probe(proc.run))
+        matrix = expand(exp, probe(proc.run, cache_dir))
         stored = {c.cell_id for c in store.cells(run_id)}
         if not stored:  # it died between recording the run and its cells
             register_cells(store, run_id, matrix)
@@ -167,7 +183,8 @@ def resume(
                 hint="see `layerbench run SPEC --dry-run` for what it refuses now",
             )
         store.mark(run_id, "running")
-        failed = _execute(exp, matrix, store, run_id, work_dir, state_dir, int(row.host.get("seed", 0)))
+        places = Places(work_dir, state_dir, cache_dir)
+        failed = _execute(exp, matrix, store, run_id, places, int(row.host.get("seed", 0)))
         if failed:
             raise typer.Exit(EXIT_TRIALS_FAILED)
 
@@ -249,9 +266,10 @@ def _show(store: Store, run_id: str, as_json: bool, latency: bool = False, state
         typer.echo(json.dumps(doc, indent=2))
         return
     console.print(results_table(rows, title=f"run {run.id} · {run.name} · {_status(run, state_dir)}"))
-    if "same" in (json.loads(run.spec_json).get("baseline") or {}):
+    if "filesystem" in (json.loads(run.spec_json).get("baseline") or {}).get("same", []):
         table = ratio_table(rows, store.cells(run_id))
-        console.print(ratio_table_render(table, "ratio to the baseline on the same filesystem, per operation"))
+        if table.rows:  # seed 004's table: layers against native on each filesystem
+            console.print(ratio_table_render(table, "ratio to the baseline on the same filesystem, per operation"))
     if latency:
         console.print(latency_table(merged_percentiles(store.raw_outputs(run_id)), store.cells(run_id)))
     flags = flags_table(rows)
@@ -370,10 +388,10 @@ def presets(
 
 
 @app.command()
-def doctor(as_json: bool = JSON_OPTION) -> None:
-    """What this host supports: devices, filesystems, Docker storage drivers, tools, and why not."""
+def doctor(as_json: bool = JSON_OPTION, cache_dir: Path = CACHE_OPTION) -> None:
+    """What this host supports: devices, filesystems, Docker storage drivers, databases, tools, and why not."""
     with boundary():
-        caps = probe(proc.run)
+        caps = probe(proc.run, cache_dir)
         rows = doctor_rows(caps)
         if as_json:
             typer.echo(json.dumps([r._asdict() for r in rows], indent=2))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from types import TracebackType
 
 from rich.console import Console
@@ -16,6 +17,15 @@ from rich.progress import (
 
 from layerbench.schedule import Trial
 from layerbench.store.db import TrialRecord
+
+# A Java stack trace's frames ("\tat org.x.Y.z(Y.java:1)", "... 10 more") say where, not what.
+_FRAME = re.compile(r"^\s+(at |\.\.\. \d+ more)")
+
+
+def error_line(stderr: str) -> str:
+    """The line that says what went wrong: the last one that is not a stack frame."""
+    lines = [line for line in (stderr or "").strip().splitlines() if line.strip() and not _FRAME.match(line)]
+    return lines[-1].strip() if lines else ""
 
 
 class TrialProgress:
@@ -43,8 +53,8 @@ class TrialProgress:
 
     def advance(self, trial: Trial, record: TrialRecord) -> None:
         if record.status != "ok":
-            tail = (record.stderr or "").strip().splitlines()[-1:] or [""]
             self._console.print(
-                f"[red]failed[/] {trial.cell.label()} #{trial.repetition}: {record.category}: {tail[0][:200]}"
+                f"[red]failed[/] {trial.cell.label()} #{trial.repetition}: {record.category}: "
+                f"{error_line(record.stderr)[:200]}"
             )
         self._progress.update(self._task, advance=1, description=trial.cell.label())

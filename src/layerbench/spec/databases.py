@@ -56,6 +56,7 @@ class ServerSpec(_Frozen):
     )
     fieldcount: int = Field(default=10, ge=1, le=100)
     fieldlength: int = Field(default=100, ge=1, le=10**6)
+    load_threads: int = Field(default=4, ge=1, le=250, description="YCSB client threads of the load phase")
     scale: int = Field(default=10, ge=1, le=10**5, description="pgbench -i scale (100,000 accounts each)")
     persistence: Literal["aof-everysec", "aof-always", "rdb", "none"] = Field(
         default="aof-everysec", description="Redis only: appendfsync everysec is Redis's own recommendation"

@@ -49,6 +49,7 @@ def expand_stacks(exp: Experiment) -> list[StackSpec]:
 
 
 def expand(exp: Experiment, caps: HostCaps, rule: Callable[[StackSpec, HostCaps], str | None] = why_not) -> Matrix:
+    check_baseline(exp)
     cells, refused = [], []
     for stack in expand_stacks(exp):
         stack_reason = rule(stack, caps)
@@ -128,6 +129,20 @@ def _baselines(exp: Experiment, cells: list[Cell]) -> dict[str, str | None]:
         base = _baseline_stack(exp, c.stack, stacks)
         out[c.id] = by_key.get((base, c.workload.name)) if base else None
     return out
+
+
+def check_baseline(exp: Experiment) -> None:
+    """A baseline that names no stack of the experiment would leave every ratio out, silently: refuse it."""
+    if exp.baseline is None:
+        return
+    stacks = expand_stacks(exp)
+    every = set(stacks)
+    if not any(_baseline_stack(exp, s, every) for s in stacks):
+        raise SpecError(
+            f"baseline {exp.baseline} is none of this experiment's stacks",
+            hint="a baseline names a stack's fields as a stacks entry does; fields left out take their defaults "
+            "(filesystem: none, engine: native), so name the filesystem too",
+        )
 
 
 def _baseline_stack(exp: Experiment, stack: StackSpec, stacks: set[StackSpec]) -> StackSpec | None:

@@ -20,6 +20,7 @@ from layerbench.spec.models import StackSpec
 from layerbench.stack.device import device
 from layerbench.stack.dockerd import private_dockerd
 from layerbench.stack.filesystem import filesystem
+from layerbench.stack.fleet import Fleet, fleet
 from layerbench.stack.image import ensure_image
 from layerbench.stack.placement import container_placement, native_placement
 from layerbench.stack.target import BuildContext, Target
@@ -34,10 +35,10 @@ class _Layer:
     value: Any
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Engine:
     docker: Any  # DockerEngine, or None for native
-    image: str | None
+    image: str | None = None  # the fio tools image, imported the first time a stack needs it
 
 
 class StackBuilder(AbstractContextManager["StackBuilder"]):
@@ -45,8 +46,8 @@ class StackBuilder(AbstractContextManager["StackBuilder"]):
         self.ctx = ctx
         self._layers: list[_Layer] = []
 
-    def enter(self, stack: StackSpec, data_bytes: int) -> Target:
-        """Make ``stack`` the current one and return its placement target."""
+    def enter(self, stack: StackSpec, data_bytes: int) -> Target | Fleet:
+        """Make ``stack`` the current one and return its placement target (its servers, for a database stack)."""
         keys = _keys(stack)
         keep = 0
         while keep < len(self._layers) and self._layers[keep].key == keys[keep]:
@@ -105,14 +106,18 @@ class StackBuilder(AbstractContextManager["StackBuilder"]):
 
     def _engine(self, stack: StackSpec, data_bytes: int, exits: ExitStack) -> _Engine:
         if stack.engine.kind == "native":
-            return _Engine(None, None)
-        engine = exits.enter_context(private_dockerd(self._value(1), stack.engine.driver or "overlay2", self.ctx))
-        return _Engine(engine, ensure_image(engine, IMAGE_BINARIES, self.ctx))
+            return _Engine(None)
+        driver = stack.engine.driver or "overlay2"
+        return _Engine(exits.enter_context(private_dockerd(self._value(1), driver, self.ctx)))
 
-    def _placement(self, stack: StackSpec, data_bytes: int, exits: ExitStack) -> Target:
+    def _placement(self, stack: StackSpec, data_bytes: int, exits: ExitStack) -> Target | Fleet:
         mount, engine = self._value(1), self._value(2)
+        if stack.server is not None:
+            return exits.enter_context(fleet(stack, mount, engine.docker, self.ctx))
         if engine.docker is None:
             return exits.enter_context(native_placement(mount, stack.placement, self.ctx))
+        if engine.image is None:
+            engine.image = ensure_image(engine.docker, IMAGE_BINARIES, self.ctx)
         cm = container_placement(
             engine.docker, engine.image, mount, stack.placement, stack.limits, data_bytes, self.ctx
         )
@@ -129,7 +134,7 @@ def _keys(stack: StackSpec) -> tuple[Any, ...]:
 
 
 @contextmanager
-def single(stack: StackSpec, ctx: BuildContext, data_bytes: int) -> Iterator[Target]:
+def single(stack: StackSpec, ctx: BuildContext, data_bytes: int) -> Iterator[Target | Fleet]:
     """Build one stack on its own (tests, ad-hoc use)."""
     with StackBuilder(ctx) as builder:
         yield builder.enter(stack, data_bytes)

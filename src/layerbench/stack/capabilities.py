@@ -14,9 +14,11 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from layerbench.errors import ToolError
+from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Runner
 from layerbench.spec.feasibility import HostCaps
+from layerbench.workloads import ycsb
+from layerbench.workloads.servers import SERVERS
 
 TOOLS = ("fio", "dockerd", "containerd", "runc", "fuse-overlayfs", "losetup", "mount")
 MKFS_TYPES = ("ext4", "xfs", "btrfs", "reiserfs")
@@ -28,9 +30,11 @@ ZRAM_HOT_ADD = Path("/sys/class/zram-control/hot_add")
 DRIVERS_REMOVED = (("aufs", 24), ("devicemapper", 25))
 
 Loadable = Callable[[str], bool]
+# Where `make setup` puts what the database clients need (the YCSB jars); --cache-dir elsewhere.
+DEFAULT_CACHE = Path("/var/cache/layerbench")
 
 
-def probe(runner: Runner) -> HostCaps:
+def probe(runner: Runner, cache_dir: Path | None = None) -> HostCaps:
     """What this host offers, read from /proc, /sys, /dev and PATH; nothing is changed."""
     kernel = platform.release()
     notes: list[str] = []
@@ -54,7 +58,34 @@ def probe(runner: Runner) -> HostCaps:
         binaries=binaries,
         docker_drivers=_drop_removed(drivers, _dockerd_major(runner, binaries), notes),
         notes=tuple(notes),
+        servers=database_servers(notes),
+        clients=database_clients(cache_dir or DEFAULT_CACHE, notes),
     )
+
+
+def database_servers(notes: list[str]) -> frozenset[str]:
+    """The servers whose binaries this host has (each definition finds its own)."""
+    found = set()
+    for kind, definition in SERVERS.items():
+        try:
+            definition.binaries()
+        except PrerequisiteError as exc:
+            notes.append(f"{kind}: {exc}")
+            continue
+        found.add(kind)
+    return frozenset(found)
+
+
+def database_clients(cache_dir: Path, notes: list[str]) -> frozenset[str]:
+    found = set()
+    if shutil.which("pgbench"):
+        found.add("pgbench")
+    missing = ycsb.missing(cache_dir)
+    if missing:
+        notes.append(f"ycsb: {missing}")
+    else:
+        found.add("ycsb")
+    return frozenset(found)
 
 
 def docker_drivers(filesystems: frozenset[str], binaries: frozenset[str], fuse: bool, dm: bool) -> frozenset[str]:

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from layerbench import __version__
-from layerbench.errors import ToolError
+from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Runner
+from layerbench.workloads.servers import postgres
 
 VERSION_COMMANDS = {
     "fio": ["fio", "--version"],
@@ -19,6 +20,9 @@ VERSION_COMMANDS = {
     "mkfs.xfs": ["mkfs.xfs", "-V"],
     "mkfs.btrfs": ["mkfs.btrfs", "--version"],
     "fuse-overlayfs": ["fuse-overlayfs", "--version"],
+    "redis-server": ["redis-server", "--version"],
+    "pgbench": ["pgbench", "--version"],
+    "java": ["java", "-version"],
 }
 
 
@@ -32,7 +36,10 @@ def describe_host(runner: Runner) -> dict[str, Any]:
         "memory_bytes": _mem_total(),
         "python": platform.python_version(),
         "layerbench": __version__,
-        "tools": {name: _version(runner, argv) for name, argv in VERSION_COMMANDS.items()},
+        "tools": {
+            **{name: _version(runner, argv) for name, argv in VERSION_COMMANDS.items()},
+            "postgres": _postgres_version(runner),
+        },
         "fio_sha256": _sha256_of("fio"),
     }
 
@@ -46,6 +53,14 @@ def _version(runner: Runner, argv: list[str]) -> str | None:
         return None
     text = (done.stdout or done.stderr).strip().splitlines()
     return text[0] if text else None
+
+
+def _postgres_version(runner: Runner) -> str | None:
+    try:
+        server = str(postgres.bindir() / "postgres")
+    except PrerequisiteError:
+        return None
+    return _version(runner, [server, "--version"])
 
 
 def _sha256_of(binary: str) -> str | None:

@@ -12,9 +12,12 @@ ends; one that dies or never answers fails with its log's tail.
 
 from __future__ import annotations
 
+import dataclasses
+import io
 import os
 import signal
 import socket
+import tarfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
@@ -26,8 +29,9 @@ from typing import Any
 from layerbench.errors import LayerbenchError, PrerequisiteError
 from layerbench.spec.databases import ServerSpec
 from layerbench.spec.models import Limits, StackSpec
-from layerbench.spec.profiles import Budget, instance_limits
+from layerbench.spec.profiles import Budget, instance_limits, needs_bandwidth
 from layerbench.stack import handle as handles
+from layerbench.stack.calibrate import device_bandwidth
 from layerbench.stack.dockerd import DockerEngine
 from layerbench.stack.image import ensure_image, resolve
 from layerbench.stack.ledger import tracked
@@ -77,6 +81,8 @@ def fleet(stack: StackSpec, mount: Mount, docker: DockerEngine | None, ctx: Buil
     assert stack.server is not None  # a fleet is built only for stacks with a server
     definition = SERVERS[stack.server.kind]
     budget = ctx.budget or Budget(float(os.cpu_count() or 1), 0, stack.instances)
+    if needs_bandwidth(stack, budget):
+        budget = budget.with_bandwidth(*device_bandwidth(mount, ctx))
     with ExitStack() as exits:
         start: Starter = _natively if docker is None else _in_docker(docker, stack, definition, mount, exits, ctx)
         endpoints = []
@@ -84,7 +90,8 @@ def fleet(stack: StackSpec, mount: Mount, docker: DockerEngine | None, ctx: Buil
             limits = instance_limits(stack, budget, i, os.cpu_count() or 1)
             endpoints.append(exits.enter_context(start(i, stack, definition, limits, mount, ctx)))
         engine = "native" if docker is None else "docker"
-        yield Fleet(stack.server, definition, endpoints, mount.device, engine, {"server": definition.kind})
+        info = {"server": definition.kind, "budget": dataclasses.asdict(budget)}
+        yield Fleet(stack.server, definition, endpoints, mount.device, engine, info)
 
 
 def _config(stack: StackSpec, data_dir: str, listen: str, port: int, limits: Limits) -> ServerConfig:
@@ -107,6 +114,9 @@ def _natively(
         with _log(ctx.work_dir / f"{definition.kind}-{index}.log") as log:
             for step in definition.prepare(config):
                 _finish(handles.start_native(step, log, SERVER_UID), step, definition, index)
+            for name, text in definition.config_files(config).items():
+                (data / name).write_text(text)
+                os.chown(data / name, SERVER_UID, SERVER_UID)
             launch = partial(handles.start_native, definition.argv(config), log, SERVER_UID)
             with _server(definition, config, launch, ctx, index, "127.0.0.1") as h:
                 yield Endpoint(index, "127.0.0.1", config.port, config.memory, limits, h, {"data_dir": str(data)})
@@ -138,11 +148,24 @@ def _in_docker(
             with _log(ctx.work_dir / f"{definition.kind}-{index}-{cid}.log") as log:
                 for step in definition.prepare(config):
                     _finish(handles.start_exec(api, cid, step, log, SERVER_UID), step, definition, index)
+                for name, text in definition.config_files(config).items():
+                    put_file(docker.client.containers.get(cid), data, name, text, SERVER_UID)
                 launch = partial(handles.start_exec, api, cid, definition.argv(config), log, SERVER_UID)
                 with _server(definition, config, launch, ctx, index, host) as h:
                     yield Endpoint(index, host, port, config.memory, limits, h, dict(target.info))
 
     return start
+
+
+def put_file(container: Any, directory: str, name: str, text: str, owner: int) -> None:
+    """A small file into a container's directory, owned by ``owner`` (no shell in the image to write it)."""
+    data = text.encode()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo(name)
+        info.size, info.mode, info.uid, info.gid = len(data), 0o600, owner, owner
+        tar.addfile(info, io.BytesIO(data))
+    container.put_archive(directory, buf.getvalue())
 
 
 def _container_options(stack: StackSpec, network: Network | None) -> dict[str, Any]:

@@ -24,6 +24,7 @@ class BuildContext:
     run_id: str
     runner: Runner
     budget: Budget | None = None  # what resource profiles divide (stacks with database servers)
+    cache_dir: Path | None = None  # where set-up put the database clients' jars (YCSB)
 
 
 @dataclass(frozen=True)

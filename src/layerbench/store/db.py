@@ -266,6 +266,19 @@ class Store:
         )
         return [(c, i, raw) for c, i, raw in rows.fetchall()]
 
+    def monitor_frame(self, run_id: str) -> pd.DataFrame:
+        """Every monitor point of the run's successful trials: cell_id, trial_id, t, series, value, unit."""
+        sql = (
+            "SELECT t.cell_id, t.id AS trial_id, m.t, m.series, m.value, m.unit FROM monitor m"
+            " JOIN trials t ON t.id = m.trial_id WHERE t.run_id=? AND t.status='ok'"
+        )
+        return pd.read_sql_query(sql, self.conn, params=(run_id,))
+
+    def trial_infos(self, run_id: str) -> dict[int, dict[str, Any]]:
+        """What each trial recorded of its conditions (target, devices, servers, limits)."""
+        rows = self.conn.execute("SELECT id, info_json FROM trials WHERE run_id=?", (run_id,)).fetchall()
+        return {int(r[0]): json.loads(r[1]) for r in rows}
+
     def samples_frame(self, run_id: str) -> pd.DataFrame:
         sql = (
             "SELECT t.run_id, t.cell_id, c.label, c.stack_label, c.workload, c.is_baseline, c.baseline_cell_id,"

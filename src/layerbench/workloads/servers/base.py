@@ -43,5 +43,6 @@ class ServerDef:
     prepare: Callable[[ServerConfig], list[list[str]]]  # run as SERVER_UID before the first start
     argv: Callable[[ServerConfig], list[str]]  # the server, in the foreground
     ready: Callable[[str, int, Runner], bool]  # does it serve at host:port (probed from the host)
+    config_files: Callable[[ServerConfig], dict[str, str]] = lambda c: {}  # data-dir file → text, after prepare
     stop_signal: int = signal.SIGTERM
     stop_grace_s: float = 60.0

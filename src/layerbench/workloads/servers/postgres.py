@@ -79,6 +79,12 @@ def argv(c: ServerConfig) -> list[str]:
     return out
 
 
+def config_files(c: ServerConfig) -> dict[str, str]:
+    # initdb trusts loopback only; in a container the host connects from the bridge's gateway.
+    # "samenet" is the server's own subnets: the private bridge in a container, loopback natively.
+    return {"pg_hba.conf": "host all all 127.0.0.1/32 trust\nhost all all samenet trust\n"}
+
+
 def ready(host: str, port: int, runner: Runner) -> bool:
     probe = [str(bindir() / "pg_isready"), "-q", "-h", host, "-p", str(port), "-U", "postgres", "-t", "1"]
     return runner(probe, timeout=10).rc == 0
@@ -92,5 +98,6 @@ DEFINITION = ServerDef(
     prepare=prepare,
     argv=argv,
     ready=ready,
+    config_files=config_files,
     stop_signal=signal.SIGINT,  # "fast" shutdown: clients are cut, the checkpoint is written
 )

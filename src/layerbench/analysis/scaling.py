@@ -1,0 +1,132 @@
+"""Scaling over the number of database instances, and the resource that ran out first (seed 000, sec. 6).
+
+Cells that differ only in ``instances`` form a curve: aggregate throughput,
+tail latency, and what the host gave (CPU, I/O wait, the device, memory
+against the containers' limits) at each count. A resource counts as
+saturated at the first count where its mean use crosses its threshold; the
+one that saturates first is the bottleneck the paper looked for, and the
+count where aggregate throughput peaks is the most instances worth packing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from layerbench.analysis.resources import Usage, mean_usage, usage_by_trial
+from layerbench.analysis.stats import Summary, cell_values, summarize
+from layerbench.spec.models import StackSpec
+
+# Use at or above these counts as saturation: CPU and device busy %, memory as a share of the limit.
+SATURATION = {"CPU": 90.0, "device": 90.0, "memory": 0.95}
+LATENCY_METRIC = "lat_p99_us"
+MERGED_JOB = "all"  # the percentiles of every client's operations merged, as the trial stored them
+
+
+@dataclass(frozen=True)
+class ScalePoint:
+    instances: int
+    cell_id: str
+    throughput: Summary  # aggregate ops/s over all instances
+    p99_us: float  # mean over trials of each trial's merged p99 (reads where the mix has them)
+    usage: Usage
+
+
+@dataclass(frozen=True)
+class Scaling:
+    group: str  # the stack without its instance count
+    workload: str
+    points: list[ScalePoint]
+    peak: int  # instances with the highest mean aggregate throughput
+    saturated: dict[str, int] = field(default_factory=dict)  # resource → first instance count saturating it
+
+    @property
+    def bottleneck(self) -> str | None:
+        """The resource(s) that saturated at the lowest instance count, or None."""
+        if not self.saturated:
+            return None
+        first = min(self.saturated.values())
+        return " and ".join(r for r, n in sorted(self.saturated.items()) if n == first)
+
+    def verdict(self) -> str:
+        peak = f"aggregate throughput peaks at {self.peak} instance{'s' if self.peak > 1 else ''}"
+        if self.bottleneck is None:
+            top = self.points[-1].usage
+            return f"{peak}; no resource saturated (at {self.points[-1].instances}: {_levels(top)})"
+        n = min(self.saturated.values())
+        return f"{peak}; {self.bottleneck} saturated first, at {n} instance{'s' if n > 1 else ''}"
+
+
+def scaling(cells: list[Any], samples: pd.DataFrame, monitor: pd.DataFrame, infos: dict[int, dict]) -> list[Scaling]:
+    """``cells`` are store CellRows; one Scaling per group of cells that differ only in instance count."""
+    groups: dict[tuple[str, str], list[tuple[int, Any]]] = {}
+    for c in cells:
+        config = json.loads(c.config_json)
+        stack = config["stack"]
+        if stack.get("server") is None:
+            continue
+        key = (_without_instances(stack), json.dumps(config["workload"], sort_keys=True))
+        groups.setdefault(key, []).append((int(stack.get("instances", 1)), c))
+    ops = cell_values(samples, "ops") if not samples.empty else {}
+    usage = usage_by_trial(monitor, infos)
+    out = []
+    for (group, _), members in groups.items():
+        if len({n for n, _ in members}) < 2:
+            continue
+        points = [_point(n, c, ops, samples, usage) for n, c in sorted(members, key=lambda m: m[0])]
+        out.append(_curve(group, members[0][1].workload, points))
+    return out
+
+
+def _without_instances(stack: dict[str, Any]) -> str:
+    return StackSpec.model_validate({**stack, "instances": 1}).label()
+
+
+def _point(n: int, cell: Any, ops: dict, samples: pd.DataFrame, usage: dict[int, Usage]) -> ScalePoint:
+    mine = samples[samples["cell_id"] == cell.cell_id] if not samples.empty else samples
+    trial_ids = sorted(set(mine["trial_id"])) if not mine.empty else []
+    return ScalePoint(
+        n,
+        cell.cell_id,
+        summarize(list(ops.get(cell.cell_id, []))),
+        _p99(mine),
+        mean_usage([usage[t] for t in trial_ids if t in usage]),
+    )
+
+
+def _p99(rows: pd.DataFrame) -> float:
+    if rows.empty:
+        return math.nan
+    lat = rows[(rows["metric"] == LATENCY_METRIC) & (rows["job"] == MERGED_JOB)]
+    if lat.empty:
+        return math.nan
+    reads = lat[lat["direction"] == "read"]
+    chosen = reads if not reads.empty else lat[lat["direction"] == sorted(lat["direction"])[0]]
+    return float(chosen.groupby("trial_id")["value"].mean().mean())
+
+
+def _curve(group: str, workload: str, points: list[ScalePoint]) -> Scaling:
+    means = [p.throughput.mean for p in points]
+    finite = [(m, p.instances) for m, p in zip(means, points, strict=True) if not math.isnan(m)]
+    peak = max(finite)[1] if finite else points[0].instances
+    saturated: dict[str, int] = {}
+    for p in points:
+        for resource, level in _levels_of(p.usage).items():
+            if not math.isnan(level) and level >= SATURATION[resource]:
+                saturated.setdefault(resource, p.instances)
+    return Scaling(group, workload, points, peak, saturated)
+
+
+def _levels_of(u: Usage) -> dict[str, float]:
+    return {"CPU": u.cpu_busy, "device": u.disk_util, "memory": u.memory}
+
+
+def _levels(u: Usage) -> str:
+    parts = [f"CPU {u.cpu_busy:.0f}%", f"device {u.disk_util:.0f}% busy"]
+    if not math.isnan(u.memory):
+        parts.append(f"memory {100 * u.memory:.0f}% of the limit")
+    return ", ".join(parts)

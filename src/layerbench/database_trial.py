@@ -1,0 +1,261 @@
+"""Database trials: the servers are loaded once per stack, then one client per instance, all at once.
+
+The load (YCSB's load phase, pgbench's initialization) is the stack's
+precondition: every instance loaded in parallel before its first trial. A
+trial is a warm-up of the same workload, whose numbers are discarded, then the
+measured run: every instance's client started together, under the monitor.
+Each client's report is kept, its throughput and latency stored per instance
+("i0", "i1", ...), and the latency of all instances merged (YCSB's
+HdrHistogram logs, pgbench's per-transaction logs) stored as job "all".
+
+YCSB exits 0 even when its binding failed; its report, not its exit code,
+says how the trial went: a client that could not talk to its server fails the
+trial, operations the database refused (Redis out of memory) are data and
+are flagged.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from layerbench import proc
+from layerbench.analysis.checks import DATABASE_REMEDY, Check
+from layerbench.errors import ToolError
+from layerbench.monitor import Monitor, devices_beneath
+from layerbench.proc import Completed
+from layerbench.schedule import Trial
+from layerbench.spec.databases import PgbenchWorkload, YcsbWorkload
+from layerbench.spec.models import DbWorkload
+from layerbench.stack.capabilities import DEFAULT_CACHE
+from layerbench.stack.cgroups import mismatches
+from layerbench.stack.fleet import Endpoint, Fleet
+from layerbench.stack.target import BuildContext
+from layerbench.store.db import MonitorPoint, TrialRecord
+from layerbench.trial import Outcome, bottleneck_check, category, record
+from layerbench.workloads import pgbench, ycsb
+
+CLIENT_SLACK_S = 180.0  # JVM start, connections, the report: beyond the phase's own time
+LOAD_TIMEOUT_S = 3 * 3600.0
+MERGED = "all"
+
+
+def prepare(fleet: Fleet, workloads: list[DbWorkload], ctx: BuildContext) -> dict[str, Any]:
+    """Load every instance, in parallel, with what this stack's workloads read; say what each holds."""
+    started = time.monotonic()
+    info: dict[str, Any] = {}
+    if any(isinstance(w, YcsbWorkload) for w in workloads):
+        fleet.info["records"] = _ycsb_load(fleet, ctx)
+        info["records"] = list(fleet.info["records"])
+    if any(isinstance(w, PgbenchWorkload) for w in workloads):
+        argvs = [pgbench.init_argv(e.host, e.port, fleet.server.scale, "postgres") for e in fleet.endpoints]
+        for done in proc.run_all(argvs, timeout=LOAD_TIMEOUT_S):
+            done.check()
+        info["pgbench_scale"] = fleet.server.scale
+    info["seconds"] = round(time.monotonic() - started, 3)
+    return info
+
+
+def _ycsb_load(fleet: Fleet, ctx: BuildContext) -> list[int]:
+    loader = YcsbWorkload(name="load", threads=fleet.server.load_threads)
+    counts = [fleet.server.record_count(e.memory) for e in fleet.endpoints]
+    argvs = [
+        _ycsb_argv(fleet, e, ycsb.properties(loader, fleet.server, n, _endpoint(e), "load"), "load", ctx)
+        for e, n in zip(fleet.endpoints, counts, strict=True)
+    ]
+    for e, done in zip(fleet.endpoints, proc.run_all(argvs, timeout=LOAD_TIMEOUT_S), strict=True):
+        result = _ycsb_report(done)
+        insert = result.operations.get("INSERT")
+        if insert is None or insert.errors:
+            raise ToolError(done.argv, done.rc, f"the load of instance {e.index} failed: {_tail(done)}")
+    return counts
+
+
+def run_trial(fleet: Fleet, trial: Trial, prepared: dict[str, Any], ctx: BuildContext) -> TrialRecord:
+    started = time.time()
+    devices = devices_beneath(fleet.device.path)
+    out = Outcome(info={"precondition": prepared, "engine": fleet.engine, "devices": devices, **_describe(fleet)})
+    w = trial.cell.workload
+    assert isinstance(w, YcsbWorkload | PgbenchWorkload)  # the pipeline sends only clients to a fleet
+    try:
+        RUNNERS[w.kind](fleet, w, out, ctx, devices)
+    except ToolError as exc:
+        out.category, out.stderr = category(exc.rc, exc.stderr), exc.stderr
+        out.argv = out.argv or exc.argv
+    except (OSError, ycsb.YcsbParseError, pgbench.PgbenchParseError) as exc:
+        out.category, out.stderr = "parse-error" if "Parse" in type(exc).__name__ else "setup-error", str(exc)
+    return record(trial, started, out)
+
+
+def _describe(fleet: Fleet) -> dict[str, Any]:
+    endpoints = [
+        {
+            "name": f"i{e.index}",
+            "host": e.host,
+            "port": e.port,
+            "memory": e.memory,
+            "limits": e.limits.model_dump(mode="json", exclude_none=True),
+            **{k: e.info[k] for k in ("container", "limits_enforced") if k in e.info},
+        }
+        for e in fleet.endpoints
+    ]
+    return {"server": fleet.info, "endpoints": endpoints}
+
+
+# --- YCSB --------------------------------------------------------------------------------------------
+
+
+def _ycsb(fleet: Fleet, w: YcsbWorkload, out: Outcome, ctx: BuildContext, devices: list[str]) -> None:
+    records: list[int] = fleet.info["records"]
+    expected: list[int | None] = [None] * len(fleet.endpoints)
+    if w.warmup_s > 0:
+        warm, _ = _ycsb_phase(fleet, w, "warmup", records, [None] * len(records), expected, ctx)
+        records[:] = [ycsb.records_after(r, n) for r, n in zip(warm, records, strict=True)]
+        # The warm-up's pace sizes the run's operation count (YCSB needs one; see ycsb.operation_count).
+        expected = [max(1, int(r.throughput * w.runtime_s)) for r in warm]
+    with tempfile.TemporaryDirectory(dir=ctx.work_dir, prefix="hdr-") as tmp:
+        logs = [Path(tmp) / f"i{e.index}" for e in fleet.endpoints]
+        for d in logs:
+            d.mkdir()
+        with _monitor(fleet, devices) as mon:
+            results, done = _ycsb_phase(fleet, w, "run", records, logs, expected, ctx)
+        merged = ycsb.merge_hdr_logs(logs)
+    out.argv, out.stdout, out.stderr = done[0].argv, _joined(done, "stdout"), _joined(done, "stderr")
+    records[:] = [ycsb.records_after(r, n) for r, n in zip(results, records, strict=True)]
+    out.samples = [s for e, r in zip(fleet.endpoints, results, strict=True) for s in ycsb.samples(r, f"i{e.index}")]
+    out.samples += ycsb.merged_samples(merged, MERGED)
+    errors = {f"i{e.index}": _refused(r) for e, r in zip(fleet.endpoints, results, strict=True)}
+    _finish(out, mon, fleet, devices, errors)
+
+
+def _ycsb_phase(
+    fleet: Fleet,
+    w: YcsbWorkload,
+    phase: str,
+    records: list[int],
+    logs: list[Path] | list[None],
+    expected: list[int | None],
+    ctx: BuildContext,
+) -> tuple[list[ycsb.YcsbResult], list[Completed]]:
+    """Every instance's client at once: their reports, parsed, and what each printed."""
+    argvs = []
+    for e, n, log, ops in zip(fleet.endpoints, records, logs, expected, strict=True):
+        hdr = str(log) if log is not None else None
+        props = ycsb.properties(w, fleet.server, n, _endpoint(e), phase, hdr, ops)  # type: ignore[arg-type]
+        argvs.append(_ycsb_argv(fleet, e, props, phase, ctx))
+    seconds = w.runtime_s if phase == "run" else w.warmup_s
+    done = proc.run_all(argvs, timeout=seconds + CLIENT_SLACK_S)
+    return [_ycsb_report(d) for d in done], done
+
+
+def _refused(result: ycsb.YcsbResult) -> int:
+    return sum(op.errors or 0 for op in result.operations.values())
+
+
+def _ycsb_report(done: Completed) -> ycsb.YcsbResult:
+    result = ycsb.parse(done.stdout)
+    if done.rc != 0 or result.exceptions:
+        # The binding could not do its work (no connection, a driver error): these are no measurements.
+        raise ToolError(done.argv, done.rc if done.rc != 0 else 1, _tail(done, result.exceptions))
+    return result
+
+
+def _ycsb_argv(fleet: Fleet, e: Endpoint, props: dict[str, str], phase: str, ctx: BuildContext) -> list[str]:
+    java = shutil.which("java") or "java"
+    return ycsb.argv(java, str(ctx.cache_dir or DEFAULT_CACHE), fleet.definition.kind, phase, props)  # type: ignore[arg-type]
+
+
+def _endpoint(e: Endpoint) -> dict[str, str]:
+    return {"host": e.host, "port": str(e.port)}
+
+
+# --- pgbench -----------------------------------------------------------------------------------------
+
+
+def _pgbench(fleet: Fleet, w: PgbenchWorkload, out: Outcome, ctx: BuildContext, devices: list[str]) -> None:
+    with tempfile.TemporaryDirectory(dir=ctx.work_dir, prefix="pgbench-") as tmp:
+        if w.warmup_s > 0:
+            _pgbench_phase(fleet, w, Path(tmp) / "warmup", w.warmup_s)
+        with _monitor(fleet, devices) as mon:
+            done, prefixes = _pgbench_phase(fleet, w, Path(tmp) / "run", w.runtime_s)
+        out.argv, out.stdout, out.stderr = done[0].argv, _joined(done, "stdout"), _joined(done, "stderr")
+        results = [pgbench.parse(d.stdout) for d in done]
+        per_instance = [pgbench.latencies_from_logs(pgbench.log_files(p)) for p in prefixes]
+        pooled = pgbench.latencies_from_logs([f for p in prefixes for f in pgbench.log_files(p)])
+    for e, r, lat in zip(fleet.endpoints, results, per_instance, strict=True):
+        out.samples += pgbench.samples(r, lat, f"i{e.index}")
+    out.samples += pgbench.latency_samples(pooled, MERGED)
+    _finish(out, mon, fleet, devices, {f"i{e.index}": r.failed for e, r in zip(fleet.endpoints, results, strict=True)})
+
+
+def _pgbench_phase(fleet: Fleet, w: PgbenchWorkload, where: Path, seconds: float) -> tuple[list[Completed], list[str]]:
+    where.mkdir()
+    prefixes = [str(where / f"i{e.index}") for e in fleet.endpoints]
+    argvs = [
+        pgbench.argv(w, e.host, e.port, "postgres", p, seconds) for e, p in zip(fleet.endpoints, prefixes, strict=True)
+    ]
+    done = proc.run_all(argvs, timeout=seconds + CLIENT_SLACK_S)
+    for d in done:
+        d.check()
+    return done, prefixes
+
+
+RUNNERS: dict[str, Callable[[Fleet, Any, Outcome, BuildContext, list[str]], None]] = {
+    "ycsb": _ycsb,
+    "pgbench": _pgbench,
+}
+
+
+# --- what every database trial shares ------------------------------------------------------------------
+
+
+def _monitor(fleet: Fleet, devices: list[str]) -> Monitor:
+    cgroups = {
+        f"i{e.index}": {k: Path(v) for k, v in e.info["cgroup"].items()} for e in fleet.endpoints if "cgroup" in e.info
+    }
+    return Monitor(devices, cgroups=cgroups)
+
+
+def _finish(out: Outcome, mon: Monitor, fleet: Fleet, devices: list[str], errors: dict[str, int]) -> None:
+    out.status = "ok"
+    out.monitor = [MonitorPoint(p.t, p.series, p.value, p.unit) for p in mon.points]
+    out.checks = [bottleneck_check(mon, devices[-1], DATABASE_REMEDY), _errors_check(errors), *_limit_checks(fleet)]
+    out.checks.append(Check("device-accounting", "skip", "a database decides what reaches the device (its caches)"))
+
+
+def _errors_check(errors: dict[str, int]) -> Check:
+    failing = {k: v for k, v in errors.items() if v}
+    if not failing:
+        return Check("client-errors", "pass", "every operation succeeded")
+    detail = ", ".join(f"{k}: {v}" for k, v in failing.items())
+    return Check(
+        "client-errors",
+        "flag",
+        f"operations the database refused ({detail}); the throughput counts them: see the raw output "
+        "(a Redis at maxmemory refuses writes: give it more memory or load fewer records)",
+    )
+
+
+def _limit_checks(fleet: Fleet) -> list[Check]:
+    checks = []
+    for e in fleet.endpoints:
+        asked = e.limits.model_dump(mode="json", exclude_none=True)
+        if not asked or "limits_enforced" not in e.info:
+            continue
+        wrong = mismatches(asked, e.info["limits_enforced"])
+        detail = f"i{e.index}: " + ("; ".join(wrong) or "every limit is in the container's cgroup")
+        checks.append(Check("limit-applied", "flag" if wrong else "pass", detail))
+    return checks
+
+
+def _joined(done: list[Completed], stream: str) -> str:
+    return "\n".join(f"--- instance {i} ---\n{getattr(d, stream)}" for i, d in enumerate(done))
+
+
+def _tail(done: Completed, exceptions: tuple[str, ...] = ()) -> str:
+    lines = [*exceptions[:5], *done.stderr.strip().splitlines()[-5:]] or done.stdout.strip().splitlines()[-10:]
+    return "\n".join(lines) or f"exit {done.rc}, no output"
