@@ -18,7 +18,23 @@ REQUIREMENTS = {
         lambda: all(shutil.which(b) for b in ("dockerd", "containerd", "runc")),
         "needs dockerd, containerd and runc (apt-get install docker.io)",
     ),
+    "requires_db": (
+        lambda: _databases_missing() is None,
+        "needs PostgreSQL, Redis, pgbench, java and the YCSB jars (make setup installs and builds them)",
+    ),
 }
+
+
+def _databases_missing() -> str | None:
+    from layerbench.stack.capabilities import DEFAULT_CACHE, database_clients, database_servers
+
+    notes: list[str] = []
+    if database_servers(notes) != {"postgres", "redis"} or database_clients(DEFAULT_CACHE, notes) != {
+        "ycsb",
+        "pgbench",
+    }:
+        return "; ".join(notes) or "pgbench is not installed"
+    return None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

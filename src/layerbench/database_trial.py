@@ -62,7 +62,7 @@ def prepare(fleet: Fleet, workloads: list[DbWorkload], ctx: BuildContext) -> dic
 
 def _ycsb_load(fleet: Fleet, ctx: BuildContext) -> list[int]:
     loader = YcsbWorkload(name="load", threads=fleet.server.load_threads)
-    counts = [fleet.server.record_count(e.memory) for e in fleet.endpoints]
+    counts = [fleet.server.record_count] * len(fleet.endpoints)
     argvs = [
         _ycsb_argv(fleet, e, ycsb.properties(loader, fleet.server, n, _endpoint(e), "load"), "load", ctx)
         for e, n in zip(fleet.endpoints, counts, strict=True)

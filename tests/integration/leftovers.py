@@ -20,6 +20,12 @@ def leftovers(work_dir: Path) -> list[str]:
             cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if ("dockerd" in cmd or "containerd" in cmd) and (work in cmd or "/run/layerbench" in cmd):
+        # A daemon of ours, or a database server natively (its data directory is below the work dir).
+        if work in cmd or (("dockerd" in cmd or "containerd" in cmd) and "/run/layerbench" in cmd):
             found.append(f"process {proc.name}: {cmd[:120]}")
     return found
+
+
+def bridges() -> set[str]:
+    """Bridge links of Docker networks (br-<id>): a test compares them before and after."""
+    return {p.name for p in Path("/sys/class/net").glob("br-*")}

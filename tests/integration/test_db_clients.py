@@ -1,156 +1,71 @@
-"""The YCSB and pgbench adapters against a private PostgreSQL and a private Redis started here.
+"""The YCSB and pgbench adapters against a private PostgreSQL and a private Redis.
 
-Each server gets a temporary directory and a free port on 127.0.0.1, runs as
-an unprivileged user when the tests run as root (PostgreSQL refuses root), and
-is stopped by its PID when the module's tests are done. Skips, with the
-reason, where java, the YCSB jars (java/build-ycsb.sh), PostgreSQL or
-redis-server is missing.
+The servers are started as layerbench starts them natively (stack/fleet.py),
+on a temporary directory instead of a filesystem under test, and stopped when
+the module's tests are done.
 """
 
 from __future__ import annotations
 
-import os
-import pwd
 import shutil
-import signal
-import socket
-import subprocess
 import tempfile
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
 from layerbench import proc
 from layerbench.spec.databases import PgbenchWorkload, ServerSpec, YcsbWorkload
+from layerbench.spec.models import StackSpec
+from layerbench.stack.capabilities import DEFAULT_CACHE
+from layerbench.stack.fleet import Endpoint, fleet
+from layerbench.stack.ledger import Ledger
+from layerbench.stack.target import BuildContext, Device, Mount
 from layerbench.workloads import pgbench, ycsb
+from layerbench.workloads.servers.postgres import bindir as postgres_bindir
 
 pytestmark = pytest.mark.requires_db
 
-CACHE = Path("/var/cache/layerbench")  # layerbench's default cache, where `make` builds the YCSB jars
-
-
-@dataclass(frozen=True)
-class Server:
-    port: int
-    bin_dir: Path | None = None  # PostgreSQL's programs (initdb, pgbench, ...)
-
-
-def _postgres_bin() -> Path | None:
-    """The newest /usr/lib/postgresql/<version>/bin (Debian's layout), else wherever initdb is on PATH."""
-    versions = [p.parent for p in Path("/usr/lib/postgresql").glob("*/bin/initdb") if p.parent.parent.name.isdigit()]
-    if versions:
-        return max(versions, key=lambda b: int(b.parent.name))
-    initdb = shutil.which("initdb")
-    return Path(initdb).parent if initdb else None
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _server_user() -> tuple[int, int] | None:
-    """(uid, gid) to run a server as: ourselves unless root, then the "postgres" user."""
-    if os.geteuid() != 0:
-        return None
-    try:
-        entry = pwd.getpwnam("postgres")
-    except KeyError:
-        pytest.skip("running as root and there is no 'postgres' user to run PostgreSQL as")
-    return entry.pw_uid, entry.pw_gid
-
-
-def _wait_until(ready: Callable[[], bool], server: subprocess.Popen[bytes], log: Path, what: str) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            pytest.fail(f"{what} exited {server.returncode}: {log.read_text()[-2000:]}")
-        if ready():
-            return
-        time.sleep(0.2)
-    pytest.fail(f"{what} not ready after 30 s: {log.read_text()[-2000:]}")
-
-
-def _stop(server: subprocess.Popen[bytes], stop_signal: int) -> None:
-    """By its PID: the server's own clean-shutdown signal, then SIGKILL if it does not go."""
-    if server.poll() is None:
-        server.send_signal(stop_signal)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+CACHE = DEFAULT_CACHE  # where `make setup` builds the YCSB jars
 
 
 @pytest.fixture(scope="module")
-def postgres() -> Iterator[Server]:
-    bin_dir = _postgres_bin()
-    if bin_dir is None:
-        pytest.skip("needs PostgreSQL's initdb and postgres (apt-get install postgresql)")
-    ids = _server_user()
-    home = Path(tempfile.mkdtemp(prefix="layerbench-pg-"))
+def servers() -> Iterator[dict[str, Endpoint]]:
+    """One PostgreSQL and one Redis, natively, below /var/tmp (their user must pass; pytest's tmp is 0700)."""
+    base = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="lb-clients-"))
+    base.chmod(0o711)
+    work, ledger = base / "work", Ledger(base / "ledger.db", "clients")
+    (work / "mnt").mkdir(parents=True, mode=0o700)
+    ctx = BuildContext(work, ledger, "clients", proc.run)
+    mount = Mount(Device("/dev/null", "none", 0), "dir", work / "mnt")
     try:
-        if ids is not None:
-            os.chown(home, *ids)
-        uid = None if ids is None else ids[0]
-        initdb = [bin_dir / "initdb", "-D", home / "data", "-U", "postgres", "--auth=trust", "--no-sync"]
-        init = proc.spawn(initdb, home / "initdb.log", user=uid)  # a short process, but it must run as uid too
-        if init.wait(timeout=120) != 0:
-            pytest.fail(f"initdb failed: {(home / 'initdb.log').read_text()[-2000:]}")
-        port = _free_port()
-        settings = ["listen_addresses=127.0.0.1", "shared_buffers=32MB", "fsync=off"]
-        args = [bin_dir / "postgres", "-D", home / "data", "-p", port, "-k", home]
-        server = proc.spawn([*args, *(a for s in settings for a in ("-c", s))], home / "server.log", user=uid)
-        try:
-            ready = [bin_dir / "pg_isready", "-q", "-h", "127.0.0.1", "-p", str(port)]
-            _wait_until(lambda: proc.run(ready, timeout=10).rc == 0, server, home / "server.log", "postgres")
-            yield Server(port, bin_dir)
-        finally:
-            _stop(server, signal.SIGINT)  # PostgreSQL's fast shutdown
+        with ExitStack() as started:
+            found = {}
+            for kind in ("postgres", "redis"):
+                fields = {"device": {"kind": "loop"}, "filesystem": "ext4", "engine": "native", "placement": "host-dir"}
+                stack = StackSpec.model_validate({**fields, "server": kind})
+                found[kind] = started.enter_context(fleet(stack, mount, None, ctx)).endpoints[0]
+            yield found
+        assert ledger.live() == []  # both stopped and their directories gone
     finally:
-        shutil.rmtree(home, ignore_errors=True)
-
-
-def _answers_ping(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-            s.sendall(b"PING\r\n")
-            return s.recv(16).startswith(b"+PONG")
-    except OSError:
-        return False
+        ledger.close()
+        shutil.rmtree(base)
 
 
 @pytest.fixture(scope="module")
-def redis() -> Iterator[Server]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("needs redis-server (apt-get install redis-server)")
-    home = Path(tempfile.mkdtemp(prefix="layerbench-redis-"))
-    try:
-        port = _free_port()
-        args = [binary, "--port", port, "--bind", "127.0.0.1", "--dir", home, "--save", "", "--appendonly", "no"]
-        server = proc.spawn([*args, "--daemonize", "no"], home / "server.log")
-        try:
-            _wait_until(lambda: _answers_ping(port), server, home / "server.log", "redis-server")
-            yield Server(port)
-        finally:
-            _stop(server, signal.SIGTERM)  # Redis's clean shutdown
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
+def postgres(servers: dict[str, Endpoint]) -> Endpoint:
+    return servers["postgres"]
+
+
+@pytest.fixture(scope="module")
+def redis(servers: dict[str, Endpoint]) -> Endpoint:
+    return servers["redis"]
 
 
 @pytest.fixture(scope="module")
 def java() -> str:
-    found = shutil.which("java")
-    if found is None:
-        pytest.skip("needs java (apt-get install openjdk-17-jre-headless)")
-    if not (CACHE / "ycsb" / "lib" / "layerbench-ycsb.jar").exists():
-        pytest.skip(f"needs the YCSB jars: java/build-ycsb.sh {CACHE}")
-    return found
+    return shutil.which("java") or "java"
 
 
 def _ycsb(java: str, kind: str, phase: ycsb.Phase, props: dict[str, str]) -> ycsb.YcsbResult:
@@ -160,7 +75,7 @@ def _ycsb(java: str, kind: str, phase: ycsb.Phase, props: dict[str, str]) -> ycs
     return result
 
 
-def test_ycsb_loads_runs_and_inserts_new_keys_in_postgres(java: str, postgres: Server, tmp_path: Path) -> None:
+def test_ycsb_loads_runs_and_inserts_new_keys_in_postgres(java: str, postgres: Endpoint, tmp_path: Path) -> None:
     server = ServerSpec(kind="postgres", records=300, fieldcount=5, fieldlength=20)
     endpoint = {"host": "127.0.0.1", "port": str(postgres.port)}
     # Four threads create the table at once (one DB object per thread): no error may come of it.
@@ -186,7 +101,7 @@ def test_ycsb_loads_runs_and_inserts_new_keys_in_postgres(java: str, postgres: S
     assert {"ops", "lat_p99_us", "errors"} <= {s.metric for s in ycsb.samples(result, "wh")}
 
 
-def test_ycsb_loads_and_scans_redis(java: str, redis: Server) -> None:
+def test_ycsb_loads_and_scans_redis(java: str, redis: Endpoint) -> None:
     server = ServerSpec(kind="redis", records=300, fieldcount=5, fieldlength=20)
     endpoint = {"host": "127.0.0.1", "port": str(redis.port)}
     load = YcsbWorkload(name="load", threads=2)
@@ -198,9 +113,8 @@ def test_ycsb_loads_and_scans_redis(java: str, redis: Server) -> None:
     assert scan.count > 0 and scan.errors == 0 and result.operations["INSERT"].errors == 0
 
 
-def test_pgbench_initialises_runs_and_logs_every_transaction(postgres: Server, tmp_path: Path) -> None:
-    assert postgres.bin_dir is not None
-    binary = str(postgres.bin_dir / "pgbench")
+def test_pgbench_initialises_runs_and_logs_every_transaction(postgres: Endpoint, tmp_path: Path) -> None:
+    binary = str(postgres_bindir() / "pgbench")
     proc.run(pgbench.init_argv("127.0.0.1", postgres.port, 1, "postgres", pgbench=binary), timeout=120).check()
     w = PgbenchWorkload(name="t", clients=2, runtime_s=1)
     prefix = str(tmp_path / "tx")

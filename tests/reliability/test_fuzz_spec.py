@@ -12,9 +12,26 @@ from hypothesis import strategies as st
 
 from layerbench.errors import SpecError
 from layerbench.spec import load
-from layerbench.spec.matrix import expand_stacks
+from layerbench.spec.feasibility import HostCaps
+from layerbench.spec.matrix import expand
 
 pytestmark = pytest.mark.reliability
+
+# A host that has everything: every stack and workload goes through the whole expansion and its rules.
+EVERYTHING = HostCaps(
+    is_root=True,
+    kernel="fuzz",
+    filesystems=frozenset({"ext4", "xfs", "btrfs", "overlay", "fuse"}),
+    mkfs=frozenset({"ext4", "xfs", "btrfs"}),
+    loop=True,
+    zram=True,
+    device_mapper=True,
+    fuse=True,
+    binaries=frozenset({"fio", "dockerd", "containerd", "runc", "fuse-overlayfs"}),
+    docker_drivers=frozenset({"overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper"}),
+    servers=frozenset({"postgres", "redis"}),
+    clients=frozenset({"ycsb", "pgbench"}),
+)
 
 KEYS = [
     "name",
@@ -49,6 +66,23 @@ KEYS = [
     "memory",
     "cpus",
     "cpuset",
+    "server",
+    "instances",
+    "profile",
+    "tuning",
+    "resources",
+    "records",
+    "data",
+    "same",
+    "mix",
+    "threads",
+    "warmup_s",
+    "target_ops",
+    "clients",
+    "mode",
+    "rate",
+    "persistence",
+    "load_threads",
     "x; rm -rf /",
     "$(reboot)",
 ]
@@ -81,6 +115,17 @@ WORDS = [
     ":",
     "\x00",
     "☃",
+    "postgres",
+    "redis",
+    "ycsb",
+    "pgbench",
+    "MEM",
+    "CPU+MEM",
+    "host-network",
+    "read-heavy",
+    "select-only",
+    "filesystem",
+    "profile",
 ]
 
 leaves = st.one_of(
@@ -108,7 +153,7 @@ def accepted_or_refused(data: object) -> None:
     except yaml.YAMLError:
         return
     try:
-        expand_stacks(load.parse(text, "fuzz"))
+        expand(load.parse(text, "fuzz"), EVERYTHING)
     except SpecError as exc:
         assert str(exc).startswith(("fuzz", "spec")), exc  # one message, located
 

@@ -17,6 +17,7 @@ from layerbench.analysis.compare import environment_differences
 from layerbench.analysis.latency import merged_percentiles
 from layerbench.analysis.overhead import results
 from layerbench.analysis.ratio_table import ratio_table
+from layerbench.analysis.scaling import Scaling, scaling
 from layerbench.cli.boundary import EXIT_TRIALS_FAILED, UsageError, boundary, err_console
 from layerbench.cli.progress import TrialProgress
 from layerbench.errors import PrerequisiteError, SpecError
@@ -33,6 +34,8 @@ from layerbench.report.terminal import (
     ratio_table_render,
     refused_table,
     results_table,
+    scaling_json,
+    scaling_tables,
     show_json,
 )
 from layerbench.session import budget_for, check_server_access, check_space, needed_bytes, running
@@ -260,12 +263,16 @@ def _show(store: Store, run_id: str, as_json: bool, latency: bool = False, state
     run = store.run(run_id)
     rows = results(store.samples_frame(run_id), store.cells(run_id), store.trials(run_id), store.checks(run_id))
     refused = store.refused(run_id)
+    scalings = _scalings(store, run_id)
     if as_json:
         doc = show_json(run, rows, refused)
         doc["latency_ns"] = merged_percentiles(store.raw_outputs(run_id)).to_dict("records")
+        doc["scaling"] = scaling_json(scalings)
         typer.echo(json.dumps(doc, indent=2))
         return
     console.print(results_table(rows, title=f"run {run.id} · {run.name} · {_status(run, state_dir)}"))
+    for table in scaling_tables(scalings):
+        console.print(table)
     if "filesystem" in (json.loads(run.spec_json).get("baseline") or {}).get("same", []):
         table = ratio_table(rows, store.cells(run_id))
         if table.rows:  # seed 004's table: layers against native on each filesystem
@@ -300,7 +307,8 @@ def report(
             typer.echo(markdown_report.render(run, rows, refused))
         if html is not None:
             pct = merged_percentiles(store.raw_outputs(run_id))
-            path = html_report.render(run, rows, frame, pct, store.cells(run_id), refused, html)
+            cells = store.cells(run_id)
+            path = html_report.render(run, rows, frame, pct, cells, refused, html, _scalings(store, run_id))
             err_console.print(f"wrote {path} and its figures in {path.parent / 'figures'}")
 
 
@@ -401,6 +409,11 @@ def doctor(as_json: bool = JSON_OPTION, cache_dir: Path = CACHE_OPTION) -> None:
             status = "[green]yes[/]" if r.ok else "[red]no[/]"
             table.add_row(r.axis, r.value, status, r.note)
         console.print(table)
+
+
+def _scalings(store: Store, run_id: str) -> list[Scaling]:
+    frame = store.samples_frame(run_id)
+    return scaling(store.cells(run_id), frame, store.monitor_frame(run_id), store.trial_infos(run_id))
 
 
 def _nan_free(obj: object) -> object:

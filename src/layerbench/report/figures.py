@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 
 from layerbench.analysis.overhead import CellResult
 from layerbench.analysis.ratio_table import operation
+from layerbench.analysis.scaling import Scaling
 
 STYLE = {
     "figure.dpi": 110,
@@ -41,7 +42,8 @@ def normalized_bars(results: list[CellResult]) -> Figure | None:
     if len(stacks) < 2:
         return None
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(min(14, 2 + 0.25 * len(workloads) * len(stacks)), 4.2))
+        size = (max(8, min(14, 2 + 0.25 * len(workloads) * len(stacks))), 4.2)
+        fig, ax = plt.subplots(figsize=size, layout="constrained")  # room for a legend of long stack labels
         width = 0.8 / len(stacks)
         for i, stack in enumerate(stacks):
             rows = {r.workload: r for r in results if r.stack_label == stack}
@@ -51,12 +53,15 @@ def normalized_bars(results: list[CellResult]) -> Figure | None:
             ax.bar(x, ratios, width, label=stack, color=PALETTE[i % 20], yerr=[lo, hi], capsize=2, ecolor="0.3")
         ax.axhline(1.0, color="0.2", lw=0.8, ls="--")
         ax.set_yscale("log")  # ×2 and ×0.5 are equally far from the baseline
-        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"×{v:g}"))
+        times = matplotlib.ticker.FuncFormatter(lambda v, _: f"×{v:g}")
+        ax.yaxis.set_major_formatter(times)
+        ax.yaxis.set_minor_formatter(times)  # within one decade only minor ticks are labelled
         ax.set_xticks(np.arange(len(workloads)), workloads)
         ax.set_ylabel("mean / baseline mean (log)")
         ax.set_title("Each layer relative to the baseline (error bars: 95% CI of the ratio)")
-        ax.legend(fontsize=7, ncols=3, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.08))
-        fig.tight_layout()
+        longest = max(len(s) for s in stacks)
+        ncols = 3 if longest < 40 else 2 if longest < 60 else 1  # database stacks have long labels
+        ax.legend(fontsize=7, ncols=ncols, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.08))
     return fig
 
 
@@ -170,6 +175,62 @@ def surfaces(results: list[CellResult], cells: list, x: str = "bs", y: str = "si
         fig.suptitle("Ratio to the baseline over file size x record size (blue: faster, red: slower)")
         fig.tight_layout()
     return fig
+
+
+def scaling_curves(scalings: list[Scaling]) -> Figure | None:
+    """Seed 000's Fig. 6-7: per group, aggregate throughput (95% CI) and p99 latency over the instance count,
+    beside what the host gave (CPU, I/O wait, the device, memory against the limit)."""
+    if not scalings:
+        return None
+    with plt.rc_context(STYLE):
+        # constrained layout: tight_layout cannot place twin axes and says so
+        fig, axes = plt.subplots(
+            len(scalings), 2, figsize=(11, 3.2 * len(scalings)), squeeze=False, layout="constrained"
+        )
+        for row, sc in zip(axes, scalings, strict=True):
+            _throughput_panel(row[0], sc)
+            _usage_panel(row[1], sc)
+    return fig
+
+
+def _throughput_panel(ax: plt.Axes, sc: Scaling) -> None:
+    n = [p.instances for p in sc.points]
+    mean = [p.throughput.mean for p in sc.points]
+    err = [(p.throughput.ci_high - p.throughput.mean) if p.throughput.n > 1 else 0.0 for p in sc.points]
+    ax.errorbar(n, mean, yerr=err, marker="o", capsize=3, color=PALETTE[0], label="aggregate ops/s")
+    ax.axvline(sc.peak, color="0.5", lw=0.8, ls=":")
+    ax.set_xticks(n)
+    ax.set_xlabel("instances")
+    ax.set_ylabel("aggregate ops/s")
+    ax.set_ylim(bottom=0)
+    ax.set_title(f"{sc.group} · {sc.workload}", fontsize=8)
+    twin = ax.twinx()
+    twin.plot(n, [p.p99_us / 1000 for p in sc.points], marker="s", ls="--", color=PALETTE[6], label="p99 (ms)")
+    twin.set_ylabel("p99 latency (ms)")
+    twin.set_ylim(bottom=0)
+    twin.spines["right"].set_visible(True)
+    lines = ax.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
+    ax.legend(lines, [h.get_label() for h in lines], fontsize=7, frameon=False, loc="center left")
+
+
+def _usage_panel(ax: plt.Axes, sc: Scaling) -> None:
+    n = [p.instances for p in sc.points]
+    series = {
+        "CPU busy %": [p.usage.cpu_busy for p in sc.points],
+        "I/O wait %": [p.usage.iowait for p in sc.points],
+        "device busy %": [p.usage.disk_util for p in sc.points],
+        "memory % of limit": [100 * p.usage.memory for p in sc.points],
+    }
+    for i, (label, values) in enumerate(series.items()):
+        if not all(np.isnan(values)):
+            ax.plot(n, values, marker="o", color=PALETTE[2 * i + 2], label=label)
+    ax.axhline(90, color="0.6", lw=0.8, ls=":")
+    ax.set_xticks(n)
+    ax.set_ylim(0, 105)
+    ax.set_xlabel("instances")
+    ax.set_ylabel("%")
+    ax.set_title(sc.verdict(), fontsize=8)
+    ax.legend(fontsize=7, frameon=False, loc="lower right")
 
 
 def _size(v: float) -> str:

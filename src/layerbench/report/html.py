@@ -17,7 +17,8 @@ from markupsafe import Markup, escape
 
 from layerbench import __version__
 from layerbench.analysis.overhead import UNITS, CellResult
-from layerbench.analysis.ratio_table import ratio_table
+from layerbench.analysis.ratio_table import RatioTable, ratio_table
+from layerbench.analysis.scaling import Scaling
 from layerbench.report import figures
 
 
@@ -53,6 +54,13 @@ FIGURES = (
         "percentiles",
         "Completion-latency percentiles per cell, from fio's histograms merged over jobs and trials (log scale).",
     ),
+    (
+        "scaling",
+        figures.scaling_curves,
+        "scaling",
+        "Database instances at once (seed 000's Fig. 6-7): aggregate throughput (95% CI) and p99 latency of all "
+        "clients merged, and what the host gave; the dotted line marks the peak.",
+    ),
 )
 
 
@@ -64,14 +72,22 @@ def render(
     cells: list,
     refused: list,
     out_dir: Path,
+    scalings: list[Scaling] | None = None,
 ) -> Path:
     """Write report.html and every figure as PNG and SVG into ``out_dir``; return the HTML path.
 
-    ``pct`` is analysis.latency.merged_percentiles of the run; ``cells`` the store's CellRows.
+    ``pct`` is analysis.latency.merged_percentiles of the run; ``cells`` the store's CellRows;
+    ``scalings`` analysis.scaling.scaling of the run (database instance counts).
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     figs = []
-    inputs = {"results": (results,), "frame": (frame,), "percentiles": (pct, cells), "surfaces": (results, cells)}
+    inputs = {
+        "results": (results,),
+        "frame": (frame,),
+        "percentiles": (pct, cells),
+        "surfaces": (results, cells),
+        "scaling": (scalings or [],),
+    }
     for name, draw, source, caption in FIGURES:
         fig = draw(*inputs[source])
         if fig is None:
@@ -81,7 +97,7 @@ def render(
         figures.save(fig, out_dir / "figures", name)
         plt.close(fig)
         figs.append(Figure(name, caption, _strip_xml_header(svg.getvalue())))
-    html = _template().render(**_context(run, results, cells, refused, figs))
+    html = _template().render(**_context(run, results, cells, refused, figs), scalings=scalings or [])
     path = out_dir / "report.html"
     path.write_text(html)
     return path
@@ -100,12 +116,20 @@ def _context(run: Any, results: list[CellResult], cells: list, refused: list, fi
         "fmt": cell_html,
         "figures": figs,
         "flags": [(f"{r.stack_label} · {r.workload}", f) for r in results for f in r.flags],
-        "ratios": ratio_table(results, cells) if "same" in (json.loads(run.spec_json).get("baseline") or {}) else None,
+        "ratios": _ratios(run, results, cells),
         "refused": refused,
         "host": _host(run.host),
         "spec_yaml": yaml.safe_dump(json.loads(run.spec_json), sort_keys=False),
         "version": __version__,
     }
+
+
+def _ratios(run: Any, results: list[CellResult], cells: list) -> RatioTable | None:
+    """Seed 004's table, for runs whose baseline is native on each filesystem."""
+    if "filesystem" not in (json.loads(run.spec_json).get("baseline") or {}).get("same", []):
+        return None
+    table = ratio_table(results, cells)
+    return table if table.rows else None
 
 
 def cell_html(r: CellResult) -> Markup:

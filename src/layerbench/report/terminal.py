@@ -11,6 +11,7 @@ from rich.table import Table
 
 from layerbench.analysis.overhead import UNITS, CellResult
 from layerbench.analysis.ratio_table import RatioTable
+from layerbench.analysis.scaling import Scaling
 from layerbench.store.db import RefusedRow, RunRow
 
 
@@ -109,6 +110,45 @@ def refused_table(refused: list[RefusedRow]) -> Table:
     for label in dict.fromkeys((r.label.split(" · ")[0], r.reason) for r in refused):
         table.add_row(*label)
     return table
+
+
+def scaling_tables(scalings: list[Scaling]) -> list[Table]:
+    """Seed 000's scaling, one table per group: per instance count, aggregate throughput, p99, what the host gave;
+    the verdict (peak, and what saturated first: CPU or device ≥ 90%, memory ≥ 95% of the limit) below."""
+    tables = []
+    for sc in scalings:
+        table = Table(
+            "instances", "aggregate ops/s", "p99 ms", "CPU %", "iowait %", "device %", "mem % of limit",
+            title=f"scaling · {sc.group} · {sc.workload}", caption=sc.verdict(),
+        )  # fmt: skip
+        for pt in sc.points:
+            u, t = pt.usage, pt.throughput
+            ci = f" ±{t.ci_halfwidth_pct:.0f}%" if t.n > 1 else ""
+            peak = " [green]peak[/]" if pt.instances == sc.peak else ""
+            memory = "—" if u.memory != u.memory else f"{100 * u.memory:.0f}"
+            table.add_row(
+                f"{pt.instances}{peak}", f"{_si(t.mean)}{ci}", f"{pt.p99_us / 1000:.2f}",
+                f"{u.cpu_busy:.0f}", f"{u.iowait:.0f}", f"{u.disk_util:.0f}", memory,
+            )  # fmt: skip
+        tables.append(table)
+    return tables
+
+
+def scaling_json(scalings: list[Scaling]) -> list[dict[str, Any]]:
+    return [
+        _nan_to_none(
+            {
+                "group": sc.group,
+                "workload": sc.workload,
+                "peak_instances": sc.peak,
+                "saturated_first_at": sc.saturated,
+                "bottleneck": sc.bottleneck,
+                "verdict": sc.verdict(),
+                "points": [asdict(pt) for pt in sc.points],
+            }
+        )
+        for sc in scalings
+    ]
 
 
 def show_json(run: RunRow, results: list[CellResult], refused: list[RefusedRow]) -> dict[str, Any]:

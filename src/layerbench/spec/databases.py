@@ -52,7 +52,8 @@ class ServerSpec(_Frozen):
         default=None,
         gt=0,
         le=100,
-        description="instead of records: the data set as a multiple of memory (0.5 memory-bound, 4 disk-bound)",
+        description="instead of records: the data set as a multiple of the server's memory "
+        "(0.5 memory-bound, 4 disk-bound)",
     )
     fieldcount: int = Field(default=10, ge=1, le=100)
     fieldlength: int = Field(default=100, ge=1, le=10**6)
@@ -79,12 +80,14 @@ class ServerSpec(_Frozen):
     def record_bytes(self) -> int:
         return self.fieldcount * self.fieldlength
 
-    def record_count(self, memory: int) -> int:
-        """Records per instance for a server given ``memory`` bytes."""
+    @property
+    def record_count(self) -> int:
+        """Records per instance. A multiple of memory is of the server's own ``memory``, not of a
+        container's limit: cells with and without a memory limit must hold the same data."""
         if self.records is not None:
             return self.records
         assert self.data is not None  # one of the two, by _one_size
-        return max(1, int(self.data * memory / self.record_bytes))
+        return max(1, int(self.data * self.memory / self.record_bytes))
 
     def label(self) -> str:
         size = f"{self.records}rec" if self.records is not None else f"{self.data:g}xmem"

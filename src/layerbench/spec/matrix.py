@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from layerbench.errors import SpecError
 from layerbench.spec.feasibility import HostCaps
@@ -153,6 +153,7 @@ def _baseline_stack(exp: Experiment, stack: StackSpec, stacks: set[StackSpec]) -
     for name in exp.baseline.get("same", []):
         if name not in STACK_FIELDS:
             raise SpecError(f"baseline.same: {name!r} is not a stack field; allowed: {', '.join(STACK_FIELDS)}")
-        fields[name] = getattr(stack, name).model_dump()
+        value = getattr(stack, name)
+        fields[name] = value.model_dump() if isinstance(value, BaseModel) else value
     want = _stack(exp, fields, "baseline.")
     return want if want in stacks else None

@@ -19,6 +19,7 @@ import signal
 import socket
 import tarfile
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -104,7 +105,7 @@ def _natively(
     index: int, stack: StackSpec, definition: ServerDef, limits: Limits, mount: Mount, ctx: BuildContext
 ) -> Iterator[Endpoint]:
     assert mount.mountpoint is not None  # rules: a server needs a filesystem
-    with host_dir(mount.mountpoint / f"lb-db-{index}", ctx) as home:
+    with host_dir(mount.mountpoint / f"lb-db-{index}-{uuid.uuid4().hex[:6]}", ctx) as home:
         data = home / definition.kind
         for path in (home, data):
             path.mkdir(mode=0o700, exist_ok=True)
@@ -137,7 +138,7 @@ def _in_docker(
         index: int, stack: StackSpec, definition: ServerDef, limits: Limits, mount: Mount, ctx: BuildContext
     ) -> Iterator[Endpoint]:
         options = _container_options(stack, network)
-        data_bytes = _data_bytes(stack.server, limits)
+        data_bytes = _data_bytes(stack.server)
         with container_placement(docker, image, mount, stack.placement, limits, data_bytes, ctx, options) as target:
             host, listen, port = _address(docker, target, network, definition)
             data = f"{target.path}/{definition.kind}"
@@ -186,11 +187,10 @@ def _address(
     return address, "0.0.0.0", definition.default_port  # its own network namespace: only the bridge reaches it
 
 
-def _data_bytes(server: ServerSpec | None, limits: Limits) -> int:
+def _data_bytes(server: ServerSpec | None) -> int:
     """Room the data needs (a tmpfs placement is sized by it): the data set, its indexes and logs, twice."""
     assert server is not None
-    memory = server_memory(server, limits)
-    return 2 * server.record_count(memory) * server.record_bytes + 256 * 2**20
+    return 2 * server.record_count * server.record_bytes + 256 * 2**20
 
 
 @contextmanager

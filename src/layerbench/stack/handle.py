@@ -151,16 +151,22 @@ def log_tail(log: Path, lines: int = 15) -> str:
 
 
 def start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot: with the PID, it names one process."""
+    """The live process's start time in clock ticks since boot (with the PID, it names one process);
+    None if there is none, or only a zombie waiting to be reaped."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return None
-    return stat.rsplit(")", 1)[1].split()[19]
+    return None if fields[0] in ("Z", "X") else fields[19]
 
 
-def kill_if_same(pid: int, started: str | None) -> None:
-    """Kill the process group of ``pid`` only if it is still the process we started (PIDs are reused)."""
-    if pid > 0 and started is not None and start_time(pid) == started:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)
+def kill_if_same(pid: int, started: str | None, wait_s: float = 10.0) -> None:
+    """Kill the process group of ``pid`` only if it is still the process we started (PIDs are reused),
+    and wait for it to be gone."""
+    if pid <= 0 or started is None or start_time(pid) != started:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    deadline = time.monotonic() + wait_s
+    while start_time(pid) == started and time.monotonic() < deadline:
+        time.sleep(POLL_S)

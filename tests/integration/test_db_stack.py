@@ -1,0 +1,120 @@
+"""Databases through the whole pipeline, as a user runs them: real PostgreSQL and Redis, natively
+and in private Docker daemons, real YCSB and pgbench clients; then nothing of it may be left."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from layerbench import proc
+from layerbench.pipeline import execute, register_cells
+from layerbench.session import budget_for, running
+from layerbench.spec import load
+from layerbench.spec.matrix import expand
+from layerbench.stack.capabilities import DEFAULT_CACHE, probe
+from layerbench.stack.environment import describe_host
+from layerbench.store.db import Store
+from layerbench.workloads.servers import SERVERS, postgres
+from tests import support
+from tests.integration.leftovers import bridges, leftovers
+
+pytestmark = [
+    pytest.mark.requires_root,
+    pytest.mark.requires_docker,
+    pytest.mark.requires_db,
+    pytest.mark.slow,
+]
+
+PG = {"kind": "postgres", "records": 2000}
+REDIS = {"kind": "redis", "records": 2000}
+SPEC = {
+    "name": "db-it",
+    "device": {"kind": "zram", "size": "1GiB"},
+    "resources": {"memory": "1GiB"},
+    "stacks": [
+        {"filesystem": "ext4", "engine": "native", "placement": "host-dir", "server": [PG, REDIS]},
+        {"filesystem": "ext4", "engine": "docker:overlay2", "placement": ["volume", "writable-layer"],
+         "server": [PG, REDIS]},
+        {"filesystem": "ext4", "engine": "docker:overlay2", "placement": "bind", "server": PG, "instances": 2,
+         "profile": "MEM", "tuning": "host-network"},
+    ],
+    "workloads": [
+        {"kind": "ycsb", "name": "A", "mix": "a", "threads": 2, "runtime_s": 2, "warmup_s": 1},
+        {"kind": "pgbench", "name": "S", "mode": "select-only", "clients": 2, "runtime_s": 2, "warmup_s": 1},
+    ],
+    "baseline": {"filesystem": "ext4", "engine": "native", "placement": "host-dir", "same": ["server"]},
+}  # fmt: skip
+
+
+@pytest.fixture
+def dirs() -> Iterator[dict[str, Path]]:
+    """Below /var/tmp, as the default work dir is: a native server's user must pass (pytest's tmp is 0700)."""
+    base = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="lb-db-test-"))
+    base.chmod(0o711)
+    yield {"db": base / "r.db", "work": base / "work", "state": base / "state", "spec": base / "db-it.yaml"}
+    shutil.rmtree(base)
+
+
+def test_databases_natively_and_in_containers_then_nothing_left(dirs: dict[str, Path]) -> None:
+    before = bridges()
+    dirs["spec"].write_text(yaml.safe_dump(SPEC))
+    done = support.run(["run", str(dirs["spec"])], dirs)
+    assert done.returncode == 0, done.stdout + done.stderr
+    shown = json.loads(support.run(["show", "latest", "--json"], dirs).stdout)
+    cells = {c["stack_label"] + " · " + c["workload"]: c for c in shown["cells"]}
+    assert len(cells) == 4 * 2 + 3  # postgres: 4 stacks x (YCSB, pgbench); redis: 3 stacks x YCSB
+    assert all(c["summary"]["n"] == 1 and c["summary"]["mean"] > 0 for c in cells.values())
+    volume = cells["zram/ext4/docker:overlay2/volume/redis(2000rec) · A"]
+    assert volume["ratio"]["ratio"] > 0  # to native Redis on the same filesystem
+    with sqlite3.connect(dirs["db"]) as db:
+        jobs = db.execute(
+            "SELECT c.label, s.job FROM samples s JOIN trials t ON t.id = s.trial_id JOIN cells c"
+            " ON c.cell_id = t.cell_id WHERE s.metric = 'ops'"
+        ).fetchall()
+        merged = db.execute("SELECT count(*) FROM samples WHERE job = 'all' AND metric = 'lat_p99_us'").fetchone()[0]
+        limits = db.execute("SELECT detail FROM checks WHERE name = 'limit-applied'").fetchall()
+    two = {job for label, job in jobs if "x2[MEM]<host-network>" in label}
+    assert two == {"i0", "i1"}  # one client per instance, each measured
+    assert merged >= 11  # every trial's clients merged into one latency distribution
+    assert len(limits) == 2 * 2 and all("every limit" in d for (d,) in limits)  # 512 MiB each, read back
+    _assert_nothing_left(dirs, before)
+
+
+def test_a_server_that_does_not_start_fails_its_trials_with_its_log(
+    dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = dataclasses.replace(SERVERS["postgres"], argv=lambda c: [*postgres.argv(c), "-c", "no_such_setting=1"])
+    monkeypatch.setitem(SERVERS, "postgres", broken)
+    spec = {**SPEC, "stacks": [SPEC["stacks"][0]], "workloads": SPEC["workloads"][:1]}
+    exp = load.validate(spec)
+    matrix = expand(exp, probe(proc.run))
+    store = Store.open(dirs["db"])
+    host = describe_host(proc.run)
+    run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), host)
+    register_cells(store, run_id, matrix)
+    with running(store, run_id, dirs["work"], dirs["state"], budget_for(exp, matrix, host), DEFAULT_CACHE) as (
+        ctx,
+        _,
+    ):
+        tally = execute(exp, matrix, store, run_id, ctx)
+    assert (tally.ok, tally.failed) == (1, 1)  # Redis ran; PostgreSQL did not start, and the run went on
+    (failed,) = [t for t in store.trials(run_id) if t.status == "failed"]
+    assert failed.category == "server-error"
+    assert 'unrecognized configuration parameter "no_such_setting"' in failed.stderr  # the server's own log
+    _assert_nothing_left(dirs, set())
+
+
+def _assert_nothing_left(dirs: dict[str, Path], bridges_before: set[str]) -> None:
+    assert leftovers(dirs["work"]) == []
+    assert bridges() <= bridges_before
+    with sqlite3.connect(dirs["state"] / "ledger.db") as db:
+        assert db.execute("SELECT kind, ident FROM resources WHERE removed_at IS NULL").fetchall() == []
+    assert not dirs["work"].exists() or list(dirs["work"].iterdir()) == []

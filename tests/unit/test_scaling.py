@@ -1,0 +1,89 @@
+"""Scaling over database instances: the curve, the peak, and the resource that saturated first."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from layerbench.analysis.resources import trial_usage
+from layerbench.analysis.scaling import scaling
+from layerbench.spec.models import StackSpec
+from layerbench.store.db import CellRow
+
+STACK = {"device": {"kind": "loop"}, "filesystem": "xfs", "engine": "docker:overlay2", "placement": "volume"}
+WORKLOAD = {"kind": "ycsb", "name": "A"}
+MIB = 2**20
+
+
+def cell(instances: int, profile: str = "none") -> CellRow:
+    stack = StackSpec.model_validate({**STACK, "server": "postgres", "instances": instances, "profile": profile})
+    config = json.dumps({"stack": stack.model_dump(mode="json"), "workload": WORKLOAD})
+    cid = f"c{instances}{profile}"
+    return CellRow(cid, f"{stack.label()} · A", stack.label(), "A", config, False, None)
+
+
+def run(levels: dict[int, tuple[float, float, float, float]], profile: str = "none") -> tuple:
+    """levels: instances → (ops per instance, CPU busy %, device util %, memory share); two trials each."""
+    cells, samples, monitor, infos = [], [], [], {}
+    trial = 0
+    for n, (ops, cpu, util, mem) in levels.items():
+        c = cell(n, profile)
+        cells.append(c)
+        for rep in range(2):
+            trial += 1
+            for i in range(n):  # one "ops" sample per instance: their sum is the aggregate
+                samples.append((c.cell_id, trial, "ops", ops + rep, "", f"i{i}"))
+            samples.append((c.cell_id, trial, "lat_p99_us", 100.0 * n, "read", "all"))
+            samples.append((c.cell_id, trial, "lat_p99_us", 999.0, "update", "all"))
+            for t in (1.0, 2.0):
+                monitor += [
+                    (c.cell_id, trial, t, "cpu.user", cpu * 0.75, "%"),
+                    (c.cell_id, trial, t, "cpu.system", cpu * 0.25, "%"),
+                    (c.cell_id, trial, t, "cpu.iowait", 5.0, "%"),
+                    (c.cell_id, trial, t, "disk.vda.util", util, "%"),
+                    (c.cell_id, trial, t, "container.i0.memory", mem * 256 * MIB, "B"),
+                ]
+            limits = {"memory": 256 * MIB} if profile == "MEM" else {}
+            infos[trial] = {"devices": ["loop3", "vda"], "endpoints": [{"name": "i0", "limits": limits}]}
+    cols = ["cell_id", "trial_id", "metric", "value", "direction", "job"]
+    mcols = ["cell_id", "trial_id", "t", "series", "value", "unit"]
+    return cells, pd.DataFrame(samples, columns=cols), pd.DataFrame(monitor, columns=mcols), infos
+
+
+def test_peak_and_first_saturated_resource() -> None:
+    # Aggregate: 1x9000, 2x4800 = 9600 (the peak), 4x2000 = 8000; CPU crosses 90% at 4, the device never.
+    (sc,) = scaling(*run({1: (9000, 70, 20, 0.5), 2: (4800, 88, 25, 0.5), 4: (2000, 97, 30, 0.5)}))
+    assert [p.instances for p in sc.points] == [1, 2, 4]
+    assert round(sc.points[1].throughput.mean) == 9601  # 2 instances x (4800, then 4801)
+    assert sc.peak == 2
+    assert sc.saturated == {"CPU": 4} and sc.bottleneck == "CPU"
+    assert sc.verdict() == "aggregate throughput peaks at 2 instances; CPU saturated first, at 4 instances"
+    assert sc.points[2].p99_us == 400.0  # the reads' merged p99, not the updates'
+
+
+def test_memory_counts_only_against_a_limit() -> None:
+    levels = {1: (5000, 60, 40, 1.0), 2: (2600, 80, 45, 1.0)}
+    (uncontrolled,) = scaling(*run(levels))
+    assert "memory" not in uncontrolled.saturated  # no limit: page cache filling the host is no saturation
+    (limited,) = scaling(*run(levels, profile="MEM"))
+    assert limited.saturated == {"memory": 1} and limited.bottleneck == "memory"
+
+
+def test_nothing_saturated_says_where_it_stood() -> None:
+    (sc,) = scaling(*run({1: (1000, 30, 10, 0.2), 2: (900, 40, 12, 0.2)}))
+    assert sc.bottleneck is None and sc.peak == 2
+    assert "no resource saturated (at 2: CPU 40%, device 12% busy)" in sc.verdict()
+
+
+def test_a_single_instance_count_is_no_curve() -> None:
+    assert scaling(*run({1: (1000, 30, 10, 0.2)})) == []
+
+
+def test_usage_reads_the_lowest_device_of_the_trial() -> None:
+    points = pd.DataFrame(
+        [("disk.loop3.util", 99.0), ("disk.vda.util", 40.0), ("disk.vda.read_bps", 3.0), ("disk.vda.write_bps", 4.0)],
+        columns=["series", "value"],
+    )
+    usage = trial_usage(points, {"devices": ["loop3", "vda"]})
+    assert usage.disk_util == 40.0 and usage.disk_bps == 7.0
