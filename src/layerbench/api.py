@@ -7,6 +7,8 @@ from pathlib import Path
 import pandas as pd
 
 from layerbench.analysis.overhead import CellResult, results
+from layerbench.analysis.scaling import Scaling
+from layerbench.analysis.scaling import of_run as scaling_of_run
 from layerbench.analysis.stats import ratios, summary_frame
 from layerbench.report.export import samples_with_config
 from layerbench.store.db import RunRow, Store
@@ -36,6 +38,11 @@ class Results:
         run_id = self.store.resolve_run(run)
         s = self.store
         return results(s.samples_frame(run_id), s.cells(run_id), s.trials(run_id), s.checks(run_id))
+
+    def scaling(self, run: str = "latest") -> list[Scaling]:
+        """Per group of database cells that differ only in instance count: the curve, its peak, and the
+        resource that saturated first (``.verdict()`` says it in a sentence)."""
+        return scaling_of_run(self.store, self.store.resolve_run(run))
 
     def close(self) -> None:
         self.store.close()

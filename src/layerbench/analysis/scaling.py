@@ -20,6 +20,7 @@ import pandas as pd
 from layerbench.analysis.resources import Usage, mean_usage, usage_by_trial
 from layerbench.analysis.stats import Summary, cell_values, summarize
 from layerbench.spec.models import StackSpec
+from layerbench.store.db import Store
 
 # Use at or above these counts as saturation: CPU and device busy %, memory as a share of the limit.
 SATURATION = {"CPU": 90.0, "device": 90.0, "memory": 0.95}
@@ -80,6 +81,12 @@ def scaling(cells: list[Any], samples: pd.DataFrame, monitor: pd.DataFrame, info
         points = [_point(n, c, ops, samples, usage) for n, c in sorted(members, key=lambda m: m[0])]
         out.append(_curve(group, members[0][1].workload, points))
     return out
+
+
+def of_run(store: Store, run_id: str) -> list[Scaling]:
+    """``scaling`` over what a run stored."""
+    samples = store.samples_frame(run_id)
+    return scaling(store.cells(run_id), samples, store.monitor_frame(run_id), store.trial_infos(run_id))
 
 
 def _without_instances(stack: dict[str, Any]) -> str:

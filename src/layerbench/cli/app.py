@@ -17,7 +17,7 @@ from layerbench.analysis.compare import environment_differences
 from layerbench.analysis.latency import merged_percentiles
 from layerbench.analysis.overhead import results
 from layerbench.analysis.ratio_table import ratio_table
-from layerbench.analysis.scaling import Scaling, scaling
+from layerbench.analysis.scaling import of_run as scaling_of_run
 from layerbench.cli.boundary import EXIT_TRIALS_FAILED, UsageError, boundary, err_console
 from layerbench.cli.progress import TrialProgress
 from layerbench.errors import PrerequisiteError, SpecError
@@ -263,7 +263,7 @@ def _show(store: Store, run_id: str, as_json: bool, latency: bool = False, state
     run = store.run(run_id)
     rows = results(store.samples_frame(run_id), store.cells(run_id), store.trials(run_id), store.checks(run_id))
     refused = store.refused(run_id)
-    scalings = _scalings(store, run_id)
+    scalings = scaling_of_run(store, run_id)
     if as_json:
         doc = show_json(run, rows, refused)
         doc["latency_ns"] = merged_percentiles(store.raw_outputs(run_id)).to_dict("records")
@@ -308,7 +308,7 @@ def report(
         if html is not None:
             pct = merged_percentiles(store.raw_outputs(run_id))
             cells = store.cells(run_id)
-            path = html_report.render(run, rows, frame, pct, cells, refused, html, _scalings(store, run_id))
+            path = html_report.render(run, rows, frame, pct, cells, refused, html, scaling_of_run(store, run_id))
             err_console.print(f"wrote {path} and its figures in {path.parent / 'figures'}")
 
 
@@ -409,11 +409,6 @@ def doctor(as_json: bool = JSON_OPTION, cache_dir: Path = CACHE_OPTION) -> None:
             status = "[green]yes[/]" if r.ok else "[red]no[/]"
             table.add_row(r.axis, r.value, status, r.note)
         console.print(table)
-
-
-def _scalings(store: Store, run_id: str) -> list[Scaling]:
-    frame = store.samples_frame(run_id)
-    return scaling(store.cells(run_id), frame, store.monitor_frame(run_id), store.trial_infos(run_id))
 
 
 def _nan_free(obj: object) -> object:

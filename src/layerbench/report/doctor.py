@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from typing import NamedTuple, get_args
 
+from layerbench.spec.databases import PgbenchWorkload, ServerKind, YcsbWorkload
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.models import DeviceKind, DeviceSpec, Driver, FsType, StackSpec
-from layerbench.spec.rules import host_has_device, host_has_engine, host_has_filesystem, needs_root
+from layerbench.spec.rules import (
+    client_ready,
+    host_has_device,
+    host_has_engine,
+    host_has_filesystem,
+    host_has_server,
+    needs_root,
+)
 
 TOOLS = ("fio", "dockerd", "containerd", "runc", "fuse-overlayfs", "losetup", "mount")
 
@@ -45,6 +53,12 @@ def doctor_rows(caps: HostCaps) -> list[DoctorRow]:
         )
         reason = host_has_engine(stack, caps)
         rows.append(DoctorRow("docker driver", driver, reason is None, reason or ""))
+    for server in get_args(ServerKind):
+        reason = host_has_server(_stack(filesystem="xfs", placement="host-dir", server=server), caps)
+        rows.append(DoctorRow("database", server, reason is None, reason or ""))
+    for workload in (YcsbWorkload(name="y"), PgbenchWorkload(name="p")):
+        reason = client_ready(workload, caps)
+        rows.append(DoctorRow("client", workload.kind, reason is None, reason or ""))
     for tool in TOOLS:
         ok = tool in caps.binaries
         rows.append(DoctorRow("tool", tool, ok, "" if ok else "not on PATH (`make setup` installs it)"))
