@@ -6,7 +6,8 @@ trial is a warm-up of the same workload, whose numbers are discarded, then the
 measured run: every instance's client started together, under the monitor.
 Each client's report is kept, its throughput and latency stored per instance
 ("i0", "i1", ...), and the latency of all instances merged (YCSB's
-HdrHistogram logs, pgbench's per-transaction logs) stored as job "all".
+HdrHistogram logs, pgbench's per-transaction logs) stored as job "all", its
+histogram kept with the trial so a cell's percentiles merge over trials too.
 
 YCSB exits 0 even when its binding failed; its report, not its exit code,
 says how the trial went: a client that could not talk to its server fails the
@@ -37,7 +38,7 @@ from layerbench.stack.fleet import Endpoint, Fleet
 from layerbench.stack.target import BuildContext
 from layerbench.store.db import MonitorPoint, TrialRecord
 from layerbench.trial import Outcome, bottleneck_check, category, record
-from layerbench.workloads import pgbench, ycsb
+from layerbench.workloads import hdr, pgbench, ycsb
 
 CLIENT_SLACK_S = 180.0  # JVM start, connections, the report: beyond the phase's own time
 LOAD_TIMEOUT_S = 3 * 3600.0
@@ -128,6 +129,7 @@ def _ycsb(fleet: Fleet, w: YcsbWorkload, out: Outcome, ctx: BuildContext, device
     records[:] = [ycsb.records_after(r, n) for r, n in zip(results, records, strict=True)]
     out.samples = [s for e, r in zip(fleet.endpoints, results, strict=True) for s in ycsb.samples(r, f"i{e.index}")]
     out.samples += ycsb.merged_samples(merged, MERGED)
+    out.info["latency_hdr"] = {name.lower(): hdr.encode(m.histogram) for name, m in merged.items()}
     errors = {f"i{e.index}": _refused(r) for e, r in zip(fleet.endpoints, results, strict=True)}
     _finish(out, mon, fleet, devices, errors)
 
@@ -189,6 +191,8 @@ def _pgbench(fleet: Fleet, w: PgbenchWorkload, out: Outcome, ctx: BuildContext, 
     for e, r, lat in zip(fleet.endpoints, results, per_instance, strict=True):
         out.samples += pgbench.samples(r, lat, f"i{e.index}")
     out.samples += pgbench.latency_samples(pooled, MERGED)
+    if pooled.size:
+        out.info["latency_hdr"] = {"": hdr.encode(hdr.of_values(pooled))}
     _finish(out, mon, fleet, devices, {f"i{e.index}": r.failed for e, r in zip(fleet.endpoints, results, strict=True)})
 
 

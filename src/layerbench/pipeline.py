@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from docker.errors import DockerException
 
 from layerbench import database_trial
+from layerbench.analysis.overhead import headline_metric
 from layerbench.analysis.precision import precise_enough
 from layerbench.analysis.stats import cell_values
 from layerbench.errors import LayerbenchError, ToolError
@@ -91,8 +92,15 @@ def still_imprecise(exp: Experiment, cells: list[Cell], store: Store, run_id: st
     if target is None:
         return cells
     frame = store.samples_frame(run_id)
-    values = cell_values(frame, exp.trials.metric) if not frame.empty else {}
-    return [c for c in cells if not precise_enough(list(values.get(c.id, [])), target, exp.trials.min_repetitions)]
+    values: dict[str, dict] = {}  # metric → cell id → its per-trial values
+    imprecise = []
+    for c in cells:
+        metric = exp.trials.metric if exp.trials.metric != "headline" else headline_metric(c.model_dump_json())
+        if metric not in values:
+            values[metric] = cell_values(frame, metric) if not frame.empty else {}
+        if not precise_enough(list(values[metric].get(c.id, [])), target, exp.trials.min_repetitions):
+            imprecise.append(c)
+    return imprecise
 
 
 def _run_stack(builder: StackBuilder, sp: StackPlan) -> Iterator[tuple[Trial, TrialRecord]]:

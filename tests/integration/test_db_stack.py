@@ -45,6 +45,8 @@ SPEC = {
          "server": [PG, REDIS]},
         {"filesystem": "ext4", "engine": "docker:overlay2", "placement": "bind", "server": PG, "instances": 2,
          "profile": "MEM", "tuning": "host-network"},
+        {"filesystem": "ext4", "engine": "docker:overlay2", "placement": "volume", "server": REDIS,
+         "tuning": ["cpuset", "seccomp-unconfined"]},
     ],
     "workloads": [
         {"kind": "ycsb", "name": "A", "mix": "a", "threads": 2, "runtime_s": 2, "warmup_s": 1},
@@ -70,7 +72,7 @@ def test_databases_natively_and_in_containers_then_nothing_left(dirs: dict[str, 
     assert done.returncode == 0, done.stdout + done.stderr
     shown = json.loads(support.run(["show", "latest", "--json"], dirs).stdout)
     cells = {c["stack_label"] + " · " + c["workload"]: c for c in shown["cells"]}
-    assert len(cells) == 4 * 2 + 3  # postgres: 4 stacks x (YCSB, pgbench); redis: 3 stacks x YCSB
+    assert len(cells) == 4 * 2 + 5  # postgres: 4 stacks x (YCSB, pgbench); redis: 5 stacks x YCSB
     assert all(c["summary"]["n"] == 1 and c["summary"]["mean"] > 0 for c in cells.values())
     volume = cells["zram/ext4/docker:overlay2/volume/redis(2000rec) · A"]
     assert volume["ratio"]["ratio"] > 0  # to native Redis on the same filesystem
@@ -83,8 +85,9 @@ def test_databases_natively_and_in_containers_then_nothing_left(dirs: dict[str, 
         limits = db.execute("SELECT detail FROM checks WHERE name = 'limit-applied'").fetchall()
     two = {job for label, job in jobs if "x2[MEM]<host-network>" in label}
     assert two == {"i0", "i1"}  # one client per instance, each measured
-    assert merged >= 11  # every trial's clients merged into one latency distribution
-    assert len(limits) == 2 * 2 and all("every limit" in d for (d,) in limits)  # 512 MiB each, read back
+    assert merged >= 13  # every trial's clients merged into one latency distribution
+    # 512 MiB each for the two MEM instances (2 workloads), and the cpuset pin: read back from the cgroup
+    assert len(limits) == 2 * 2 + 1 and all("every limit" in d for (d,) in limits)
     _assert_nothing_left(dirs, before)
 
 

@@ -41,3 +41,25 @@ def test_steady_cells_stop_and_noisy_ones_go_on(tmp_path: Path) -> None:
                 run_id, TrialRecord(cell_id, rep, "ok", None, time.time(), time.time(), [], "", "", {}, samples)
             )
     assert still_imprecise(exp, [steady, noisy], store, run_id) == [noisy]
+
+
+def test_each_cell_is_judged_on_its_own_headline(tmp_path: Path) -> None:
+    """A database cell has ops/s, not IOPS: it must be able to stop too."""
+    exp = load.parse(
+        "name: p\nstacks: [{filesystem: none}, {filesystem: xfs, server: redis}]\n"
+        "workloads: [{name: RR, rw: randread}, {kind: ycsb, name: A}]\n"
+        "trials: {repetitions: 10, precision: 0.03, min_repetitions: 3}\n"
+    )
+    (fio_stack, db_stack), (fio_w, db_w) = expand_stacks(exp), exp.workloads
+    fio_cell, db_cell = Cell(stack=fio_stack, workload=fio_w), Cell(stack=db_stack, workload=db_w)
+    store = Store.open(tmp_path / "r.db")
+    run_id = store.new_run("p", exp.model_dump_json(), exp.digest(), {})
+    rows = [CellRow(c.id, c.label(), c.stack.label(), c.workload.name, c.model_dump_json(), False, None)
+            for c in (fio_cell, db_cell)]  # fmt: skip
+    store.add_cells(run_id, rows)
+    for rep in range(3):
+        for cell, sample in ((fio_cell, Sample("iops", 1000.0, "IO/s", "read", "RR")),
+                             (db_cell, Sample("ops", 5000.0 + rep, "ops/s", "", "i0"))):  # fmt: skip
+            record = TrialRecord(cell.id, rep, "ok", None, time.time(), time.time(), [], "", "", {}, [sample])
+            store.record_trial(run_id, record)
+    assert still_imprecise(exp, [fio_cell, db_cell], store, run_id) == []

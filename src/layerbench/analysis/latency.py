@@ -1,7 +1,8 @@
-"""Latency percentiles per cell from fio's histograms, merged across jobs and trials.
+"""Latency percentiles per cell from histograms merged across jobs (or clients) and trials.
 
-Parsing happens here, at read time, from the raw output the store keeps, so
-the percentiles of every old run benefit from whatever this code does better.
+fio's are parsed here, at read time, from the raw output the store keeps, so
+the percentiles of every old run benefit from whatever this code does better;
+database clients' are the HdrHistograms each trial kept (workloads/hdr.py).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from collections import defaultdict
 import pandas as pd
 
 from layerbench.analysis.percentiles import STANDARD, merge, percentiles
-from layerbench.workloads import fio
+from layerbench.store.db import Store
+from layerbench.workloads import fio, hdr
 
 
 def merged_percentiles(raw_outputs: list[tuple[str, int, str]]) -> pd.DataFrame:
@@ -40,3 +42,31 @@ def merged_percentiles(raw_outputs: list[tuple[str, int, str]]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+DB_PERCENTILES = (50.0, 95.0, 99.0, 99.9)
+
+
+def client_percentiles(infos: dict[int, dict], trial_cells: dict[int, str]) -> pd.DataFrame:
+    """One row per (cell_id, operation) of database clients: trials, operations, p50…p99.9 in µs.
+
+    ``infos`` are the trials' recorded info (``latency_hdr``: operation → encoded histogram of all
+    instances), ``trial_cells`` trial id → cell id for the successful trials.
+    """
+    hists: dict[tuple[str, str], list] = defaultdict(list)
+    for trial_id, cell_id in trial_cells.items():
+        for op, encoded in (infos.get(trial_id, {}).get("latency_hdr") or {}).items():
+            hists[(cell_id, op)].append(hdr.decode(encoded))
+    rows = []
+    for (cell_id, op), parts in hists.items():
+        total = hdr.merged(parts)
+        row = {"cell_id": cell_id, "operation": op or "transaction", "trials": len(parts)}
+        row["operations"] = int(total.get_total_count())
+        row |= {f"p{p:g}": float(hdr.value_at_percentile(total, p)) for p in DB_PERCENTILES}
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def client_percentiles_of_run(store: Store, run_id: str) -> pd.DataFrame:
+    ok = {t.id: t.cell_id for t in store.trials(run_id) if t.status == "ok"}
+    return client_percentiles(store.trial_infos(run_id), ok)

@@ -14,7 +14,7 @@ from rich.table import Table
 from layerbench import proc
 from layerbench.analysis.compare import compare as compare_runs
 from layerbench.analysis.compare import environment_differences
-from layerbench.analysis.latency import merged_percentiles
+from layerbench.analysis.latency import client_percentiles_of_run, merged_percentiles
 from layerbench.analysis.overhead import results
 from layerbench.analysis.ratio_table import ratio_table
 from layerbench.analysis.scaling import of_run as scaling_of_run
@@ -28,6 +28,7 @@ from layerbench.report.doctor import doctor_rows
 from layerbench.report.export import FORMATS, samples_with_config
 from layerbench.report.export import write as write_export
 from layerbench.report.terminal import (
+    client_latency_table,
     comparison_table,
     flags_table,
     latency_table,
@@ -239,13 +240,14 @@ def show(
     run_ref: str = typer.Argument("latest", metavar="RUN", help="A run id, a unique prefix of one, or 'latest'."),
     db: Path = DB_OPTION,
     as_json: bool = JSON_OPTION,
-    latency: bool = typer.Option(False, "--latency", help="Also print completion-latency percentiles per cell."),
+    latency: bool = typer.Option(False, "--latency", help="Also print latency percentiles per cell."),
     state_dir: Path = STATE_OPTION,
 ) -> None:
     """Print a run's results: one row per stack, one column per workload, with the ratio to the baseline.
 
-    With --latency, the p50/p99/p99.9 completion latencies too, computed from fio's
-    histograms merged over all jobs and trials of a cell (never averaged percentiles).
+    With --latency, the latency percentiles too, from histograms merged over all jobs (fio's
+    completion latency) or all instances' clients (YCSB, pgbench) and all trials of a cell:
+    never averaged percentiles.
     """
     with boundary():
         store = Store.open(db, create=False)
@@ -267,6 +269,7 @@ def _show(store: Store, run_id: str, as_json: bool, latency: bool = False, state
     if as_json:
         doc = show_json(run, rows, refused)
         doc["latency_ns"] = merged_percentiles(store.raw_outputs(run_id)).to_dict("records")
+        doc["client_latency_us"] = client_percentiles_of_run(store, run_id).to_dict("records")
         doc["scaling"] = scaling_json(scalings)
         typer.echo(json.dumps(doc, indent=2))
         return
@@ -278,7 +281,11 @@ def _show(store: Store, run_id: str, as_json: bool, latency: bool = False, state
         if table.rows:  # seed 004's table: layers against native on each filesystem
             console.print(ratio_table_render(table, "ratio to the baseline on the same filesystem, per operation"))
     if latency:
-        console.print(latency_table(merged_percentiles(store.raw_outputs(run_id)), store.cells(run_id)))
+        fio_pct, client_pct = merged_percentiles(store.raw_outputs(run_id)), client_percentiles_of_run(store, run_id)
+        if not fio_pct.empty or client_pct.empty:
+            console.print(latency_table(fio_pct, store.cells(run_id)))
+        if not client_pct.empty:
+            console.print(client_latency_table(client_pct, store.cells(run_id)))
     flags = flags_table(rows)
     if flags:
         console.print(flags)
@@ -306,9 +313,17 @@ def report(
         if markdown:
             typer.echo(markdown_report.render(run, rows, refused))
         if html is not None:
-            pct = merged_percentiles(store.raw_outputs(run_id))
-            cells = store.cells(run_id)
-            path = html_report.render(run, rows, frame, pct, cells, refused, html, scaling_of_run(store, run_id))
+            data = html_report.RunReport(
+                run,
+                rows,
+                frame,
+                merged_percentiles(store.raw_outputs(run_id)),
+                client_percentiles_of_run(store, run_id),
+                store.cells(run_id),
+                refused,
+                scaling_of_run(store, run_id),
+            )
+            path = html_report.render(data, html)
             err_console.print(f"wrote {path} and its figures in {path.parent / 'figures'}")
 
 

@@ -64,29 +64,30 @@ FIGURES = (
 )
 
 
-def render(
-    run: Any,
-    results: list[CellResult],
-    frame: pd.DataFrame,
-    pct: pd.DataFrame,
-    cells: list,
-    refused: list,
-    out_dir: Path,
-    scalings: list[Scaling] | None = None,
-) -> Path:
-    """Write report.html and every figure as PNG and SVG into ``out_dir``; return the HTML path.
+@dataclass(frozen=True)
+class RunReport:
+    """What the report shows of one run, read from the store once."""
 
-    ``pct`` is analysis.latency.merged_percentiles of the run; ``cells`` the store's CellRows;
-    ``scalings`` analysis.scaling.scaling of the run (database instance counts).
-    """
+    run: Any  # RunRow
+    results: list[CellResult]
+    frame: pd.DataFrame  # the samples
+    pct: pd.DataFrame  # analysis.latency.merged_percentiles: fio's histograms merged
+    client_pct: pd.DataFrame  # analysis.latency.client_percentiles: database clients' histograms merged
+    cells: list  # the store's CellRows
+    refused: list
+    scalings: list[Scaling]
+
+
+def render(data: RunReport, out_dir: Path) -> Path:
+    """Write report.html and every figure as PNG and SVG into ``out_dir``; return the HTML path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     figs = []
     inputs = {
-        "results": (results,),
-        "frame": (frame,),
-        "percentiles": (pct, cells),
-        "surfaces": (results, cells),
-        "scaling": (scalings or [],),
+        "results": (data.results,),
+        "frame": (data.frame,),
+        "percentiles": (data.pct, data.cells),
+        "surfaces": (data.results, data.cells),
+        "scaling": (data.scalings,),
     }
     for name, draw, source, caption in FIGURES:
         fig = draw(*inputs[source])
@@ -97,13 +98,15 @@ def render(
         figures.save(fig, out_dir / "figures", name)
         plt.close(fig)
         figs.append(Figure(name, caption, _strip_xml_header(svg.getvalue())))
-    html = _template().render(**_context(run, results, cells, refused, figs), scalings=scalings or [])
+    html = _template().render(**_context(data, figs))
     path = out_dir / "report.html"
     path.write_text(html)
     return path
 
 
-def _context(run: Any, results: list[CellResult], cells: list, refused: list, figs: list[Figure]) -> dict[str, Any]:
+def _context(data: RunReport, figs: list[Figure]) -> dict[str, Any]:
+    run, results, cells = data.run, data.results, data.cells
+    label = {c.cell_id: c.label for c in cells}
     return {
         "run": run,
         "started": dt.datetime.fromtimestamp(run.started_at).strftime("%Y-%m-%d %H:%M"),
@@ -117,7 +120,11 @@ def _context(run: Any, results: list[CellResult], cells: list, refused: list, fi
         "figures": figs,
         "flags": [(f"{r.stack_label} · {r.workload}", f) for r in results for f in r.flags],
         "ratios": _ratios(run, results, cells),
-        "refused": refused,
+        "refused": data.refused,
+        "scalings": data.scalings,
+        "client_latency": [
+            {**row, "label": label.get(row["cell_id"], row["cell_id"])} for row in data.client_pct.to_dict("records")
+        ],
         "host": _host(run.host),
         "spec_yaml": yaml.safe_dump(json.loads(run.spec_json), sort_keys=False),
         "version": __version__,

@@ -214,6 +214,23 @@ def latency_table(pct: Any, cells: list) -> Table:
     return table
 
 
+def client_latency_table(pct: Any, cells: list) -> Table:
+    """Database clients' latency (ms) per cell and operation, from their histograms merged over
+    instances and trials."""
+    label = {c.cell_id: c.label for c in cells}
+    table = Table(
+        "cell", "operation", "trials", "operations", "p50 ms", "p95 ms", "p99 ms", "p99.9 ms",
+        title="client latency (histograms of every instance's client, merged over trials)",
+        title_justify="left",
+    )  # fmt: skip
+    for row in pct.to_dict("records"):
+        table.add_row(
+            label.get(row["cell_id"], row["cell_id"]), row["operation"], str(row["trials"]), _si(row["operations"]),
+            *(f"{row[p] / 1000:,.2f}" for p in ("p50", "p95", "p99", "p99.9")),
+        )  # fmt: skip
+    return table
+
+
 def ratio_table_render(table: RatioTable, title: str) -> Table:
     """Rows: operations and personalities; columns: layers; cells: ratio to the baseline (geometric mean)."""
     out = Table("operation", *table.columns, title=title, title_justify="left")

@@ -269,7 +269,11 @@ class Trials(Frozen):
     repetitions: int = Field(default=1, ge=1, le=1000)
     precision: float | None = Field(default=None, gt=0, lt=1)
     min_repetitions: int = Field(default=3, ge=2, le=1000)
-    metric: Literal["iops", "bw"] = "iops"
+    metric: Literal["headline", "iops", "bw", "ops"] = Field(
+        default="headline",
+        description="what the precision target judges: each cell's headline (IOPS for random I/O, MiB/s for "
+        "sequential, ops/s for databases and personalities), or one metric for all",
+    )
 
     @model_validator(mode="after")
     def _cap_above_min(self) -> Trials:

@@ -37,7 +37,7 @@ import re
 import shutil
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -48,6 +48,7 @@ from hdrh.log import HistogramLogReader
 from layerbench.errors import LayerbenchError
 from layerbench.sample import Sample
 from layerbench.spec.databases import ServerSpec, YcsbWorkload
+from layerbench.workloads import hdr
 
 Phase = Literal["load", "run", "warmup"]
 
@@ -62,8 +63,6 @@ OK_STATUSES = frozenset({"OK", "BATCHED_OK"})  # YCSB's Status.isOk()
 INT_MAX = 2**31 - 1  # operationcount, recordcount and target are Java ints
 # A zipfian chooser may span up to (1 + this) x records keys: at most ~9 draws per chosen key.
 KEY_RANGE_SLACK = 8
-# Merged histograms hold latencies up to ~11.6 days (µs), with 3 significant digits as YCSB records them.
-_HIGHEST_US = 10**12
 # What hdrh raises on a log it cannot decode (binascii.Error is a ValueError; IndexError: a value out of range).
 _HDR_ERRORS = (
     OSError,
@@ -390,11 +389,12 @@ class MergedLatency:
     mean_us: float
     percentiles: dict[str, float]  # "p50", "p95", "p99", "p99.9" of the merged histogram
     clients: int  # how many logs went into it
+    histogram: HdrHistogram = field(repr=False, compare=False)  # kept with the trial, merged over trials
 
 
 def read_hdr_log(path: str | Path) -> HdrHistogram:
     """Every interval of one HdrHistogram log (one client, one operation) added into one histogram."""
-    total = HdrHistogram(1, _HIGHEST_US, 3)
+    total = hdr.new()
     intervals = 0
     try:
         reader = HistogramLogReader(str(path), total)
@@ -426,7 +426,7 @@ def merge_hdr_logs(directories: Sequence[str | Path]) -> dict[str, MergedLatency
             logs.setdefault(path.stem, []).append(path)
     merged = {}
     for name, paths in sorted(logs.items()):
-        total = HdrHistogram(1, _HIGHEST_US, 3)
+        total = hdr.new()
         for path in paths:
             total.add(read_hdr_log(path))
         if total.get_total_count() > 0:
@@ -440,26 +440,10 @@ def _summary(h: HdrHistogram, clients: int) -> MergedLatency:
         min_us=float(h.get_min_value()),
         max_us=float(h.get_max_value()),
         mean_us=float(h.get_mean_value()),
-        percentiles={f"p{p}": float(_value_at_percentile(h, float(p))) for p in PERCENTILES},
+        percentiles={f"p{p}": float(hdr.value_at_percentile(h, float(p))) for p in PERCENTILES},
         clients=clients,
+        histogram=h,
     )
-
-
-def _value_at_percentile(h: HdrHistogram, percentile: float) -> int:
-    """The Java HdrHistogram's rule, so one client's log gives exactly the percentiles YCSB printed.
-
-    Java takes the first bucket whose cumulative count reaches ceil(p% of the
-    total) (p one ulp lower, against round-off); hdrh rounds that count to the
-    nearest instead and can answer one bucket lower.
-    """
-    requested = min(max(math.nextafter(percentile, -math.inf), 0.0), 100.0)
-    rank = max(1, math.ceil(requested / 100.0 * h.get_total_count()))
-    seen = 0
-    for index in range(h.counts_len):
-        seen += h.get_count_at_index(index)
-        if seen >= rank:
-            return int(h.get_highest_equivalent_value(h.get_value_from_index(index)))
-    return 0
 
 
 def merged_samples(merged: Mapping[str, MergedLatency], job: str) -> list[Sample]:
