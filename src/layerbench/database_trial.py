@@ -87,8 +87,10 @@ def run_trial(fleet: Fleet, trial: Trial, prepared: dict[str, Any], ctx: BuildCo
     except ToolError as exc:
         out.category, out.stderr = category(exc.rc, exc.stderr), exc.stderr
         out.argv = out.argv or exc.argv
-    except (OSError, ycsb.YcsbParseError, pgbench.PgbenchParseError) as exc:
-        out.category, out.stderr = "parse-error" if "Parse" in type(exc).__name__ else "setup-error", str(exc)
+    except (ycsb.YcsbParseError, pgbench.PgbenchParseError) as exc:
+        out.category, out.stderr = "parse-error", str(exc)
+    except OSError as exc:
+        out.category, out.stderr = "setup-error", f"{type(exc).__name__}: {exc}"
     return record(trial, started, out)
 
 
@@ -129,7 +131,9 @@ def _ycsb(fleet: Fleet, w: YcsbWorkload, out: Outcome, ctx: BuildContext, device
     records[:] = [ycsb.records_after(r, n) for r, n in zip(results, records, strict=True)]
     out.samples = [s for e, r in zip(fleet.endpoints, results, strict=True) for s in ycsb.samples(r, f"i{e.index}")]
     out.samples += ycsb.merged_samples(merged, MERGED)
-    out.info["latency_hdr"] = {name.lower(): hdr.encode(m.histogram) for name, m in merged.items()}
+    out.info["latency_hdr"] = {
+        name.lower(): hdr.encode(m.histogram) for name, m in merged.items() if not name.upper().endswith("CLEANUP")
+    }
     errors = {f"i{e.index}": _refused(r) for e, r in zip(fleet.endpoints, results, strict=True)}
     _finish(out, mon, fleet, devices, errors)
 

@@ -23,8 +23,9 @@ def cell(instances: int, profile: str = "none") -> CellRow:
     return CellRow(cid, f"{stack.label()} · A", stack.label(), "A", config, False, None)
 
 
-def run(levels: dict[int, tuple[float, float, float, float]], profile: str = "none") -> tuple:
-    """levels: instances → (ops per instance, CPU busy %, device util %, memory share); two trials each."""
+def run(levels: dict[int, tuple[float, float, float, float]], profile: str = "none", spread: float = 1) -> tuple:
+    """levels: instances → (ops per instance, CPU busy %, device util %, memory share); two trials each,
+    the second ``spread`` ops/s faster per instance."""
     cells, samples, monitor, infos = [], [], [], {}
     trial = 0
     for n, (ops, cpu, util, mem) in levels.items():
@@ -33,7 +34,7 @@ def run(levels: dict[int, tuple[float, float, float, float]], profile: str = "no
         for rep in range(2):
             trial += 1
             for i in range(n):  # one "ops" sample per instance: their sum is the aggregate
-                samples.append((c.cell_id, trial, "ops", ops + rep, "", f"i{i}"))
+                samples.append((c.cell_id, trial, "ops", ops + rep * spread, "", f"i{i}"))
             samples.append((c.cell_id, trial, "lat_p99_us", 100.0 * n, "read", "all"))
             samples.append((c.cell_id, trial, "lat_p99_us", 999.0, "update", "all"))
             for t in (1.0, 2.0):
@@ -60,6 +61,7 @@ def test_peak_and_first_saturated_resource() -> None:
     assert sc.saturated == {"CPU": 4} and sc.bottleneck == "CPU"
     assert sc.verdict() == "aggregate throughput peaks at 2 instances; CPU saturated first, at 4 instances"
     assert sc.points[2].p99_us == 400.0  # the reads' merged p99, not the updates'
+    assert sc.ties == ()  # steady trials: the peak is clear
 
 
 def test_memory_counts_only_against_a_limit() -> None:
@@ -87,3 +89,10 @@ def test_usage_reads_the_lowest_device_of_the_trial() -> None:
     )
     usage = trial_usage(points, {"devices": ["loop3", "vda"]})
     assert usage.disk_util == 40.0 and usage.disk_bps == 7.0
+
+
+def test_a_peak_the_trials_cannot_tell_apart_says_so() -> None:
+    # 1 x 9000|12000 vs 2 x 4800|6300: means 10500 and 11100, two noisy trials each.
+    (sc,) = scaling(*run({1: (9000, 70, 20, 0.5), 2: (4800, 88, 25, 0.5)}, spread=1500))
+    assert sc.peak == 2 and sc.ties == (1,)
+    assert sc.verdict().startswith("aggregate throughput peaks at 2 instances (1 within noise of it)")

@@ -18,13 +18,14 @@ from typing import Any
 import pandas as pd
 
 from layerbench.analysis.resources import Usage, mean_usage, usage_by_trial
-from layerbench.analysis.stats import Summary, cell_values, summarize
+from layerbench.analysis.stats import Summary, cell_values, ratio, summarize
 from layerbench.spec.models import StackSpec
 from layerbench.store.db import Store
 
 # Use at or above these counts as saturation: CPU and device busy %, memory as a share of the limit.
 SATURATION = {"CPU": 90.0, "device": 90.0, "memory": 0.95}
 LATENCY_METRIC = "lat_p99_us"
+SIGNIFICANCE = 0.05
 MERGED_JOB = "all"  # the percentiles of every client's operations merged, as the trial stored them
 
 
@@ -33,6 +34,7 @@ class ScalePoint:
     instances: int
     cell_id: str
     throughput: Summary  # aggregate ops/s over all instances
+    values: tuple[float, ...]  # the aggregate of each trial
     p99_us: float  # mean over trials of each trial's merged p99 (reads where the mix has them)
     usage: Usage
 
@@ -44,6 +46,7 @@ class Scaling:
     points: list[ScalePoint]
     peak: int  # instances with the highest mean aggregate throughput
     saturated: dict[str, int] = field(default_factory=dict)  # resource → first instance count saturating it
+    ties: tuple[int, ...] = ()  # other counts not significantly below the peak (Welch, 5%), or with too few trials
 
     @property
     def bottleneck(self) -> str | None:
@@ -55,6 +58,8 @@ class Scaling:
 
     def verdict(self) -> str:
         peak = f"aggregate throughput peaks at {self.peak} instance{'s' if self.peak > 1 else ''}"
+        if self.ties:
+            peak += f" ({', '.join(map(str, self.ties))} within noise of it)"
         if self.bottleneck is None:
             top = self.points[-1].usage
             return f"{peak}; no resource saturated (at {self.points[-1].instances}: {_levels(top)})"
@@ -96,10 +101,12 @@ def _without_instances(stack: dict[str, Any]) -> str:
 def _point(n: int, cell: Any, ops: dict, samples: pd.DataFrame, usage: dict[int, Usage]) -> ScalePoint:
     mine = samples[samples["cell_id"] == cell.cell_id] if not samples.empty else samples
     trial_ids = sorted(set(mine["trial_id"])) if not mine.empty else []
+    values = [float(v) for v in ops.get(cell.cell_id, [])]
     return ScalePoint(
         n,
         cell.cell_id,
-        summarize(list(ops.get(cell.cell_id, []))),
+        summarize(values),
+        tuple(values),
         _p99(mine),
         mean_usage([usage[t] for t in trial_ids if t in usage]),
     )
@@ -125,7 +132,20 @@ def _curve(group: str, workload: str, points: list[ScalePoint]) -> Scaling:
         for resource, level in _levels_of(p.usage).items():
             if not math.isnan(level) and level >= SATURATION[resource]:
                 saturated.setdefault(resource, p.instances)
-    return Scaling(group, workload, points, peak, saturated)
+    return Scaling(group, workload, points, peak, saturated, _ties(points, peak))
+
+
+def _ties(points: list[ScalePoint], peak: int) -> tuple[int, ...]:
+    """Counts whose throughput the trials cannot tell from the peak's: a peak is only as sharp as the noise."""
+    top = next(p for p in points if p.instances == peak)
+    out = []
+    for p in points:
+        if p.instances == peak:
+            continue
+        p_value = ratio(list(p.values), list(top.values)).p_value
+        if math.isnan(p_value) or p_value >= SIGNIFICANCE:
+            out.append(p.instances)
+    return tuple(out)
 
 
 def _levels_of(u: Usage) -> dict[str, float]:

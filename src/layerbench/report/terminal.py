@@ -141,6 +141,7 @@ def scaling_json(scalings: list[Scaling]) -> list[dict[str, Any]]:
                 "group": sc.group,
                 "workload": sc.workload,
                 "peak_instances": sc.peak,
+                "within_noise_of_peak": list(sc.ties),
                 "saturated_first_at": sc.saturated,
                 "bottleneck": sc.bottleneck,
                 "verdict": sc.verdict(),

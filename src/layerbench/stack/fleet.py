@@ -112,15 +112,9 @@ def _natively(
             os.chown(path, SERVER_UID, SERVER_UID)
         let_through(home.parent, ctx.work_dir)
         config = _config(stack, str(data), "127.0.0.1", free_port(), limits)
-        with _log(ctx.work_dir / f"{definition.kind}-{index}.log") as log:
-            for step in definition.prepare(config):
-                _finish(handles.start_native(step, log, SERVER_UID), step, definition, index)
-            for name, text in definition.config_files(config).items():
-                (data / name).write_text(text)
-                os.chown(data / name, SERVER_UID, SERVER_UID)
-            launch = partial(handles.start_native, definition.argv(config), log, SERVER_UID)
-            with _server(definition, config, launch, ctx, index, "127.0.0.1") as h:
-                yield Endpoint(index, "127.0.0.1", config.port, config.memory, limits, h, {"data_dir": str(data)})
+        where = _Where(partial(handles.start_native, user=SERVER_UID), _write_native)
+        with _bring_up(definition, config, where, ctx, index, "127.0.0.1") as h:
+            yield Endpoint(index, "127.0.0.1", config.port, config.memory, limits, h, {"data_dir": str(data)})
 
 
 Starter = Callable[[int, StackSpec, ServerDef, Limits, Mount, BuildContext], AbstractContextManager[Endpoint]]
@@ -145,26 +139,54 @@ def _in_docker(
             for step in (["mkdir", "-p", data], ["chown", f"{SERVER_UID}:{SERVER_UID}", target.path, data]):
                 target.run(step, 60).check()
             config = _config(stack, data, listen, port, limits)
-            api, cid = docker.client.api, target.info["container"]
-            with _log(ctx.work_dir / f"{definition.kind}-{index}-{cid}.log") as log:
-                for step in definition.prepare(config):
-                    _finish(handles.start_exec(api, cid, step, log, SERVER_UID), step, definition, index)
-                for name, text in definition.config_files(config).items():
-                    put_file(docker.client.containers.get(cid), data, name, text, SERVER_UID)
-                launch = partial(handles.start_exec, api, cid, definition.argv(config), log, SERVER_UID)
-                with _server(definition, config, launch, ctx, index, host) as h:
-                    yield Endpoint(index, host, port, config.memory, limits, h, dict(target.info))
+            container = docker.client.containers.get(target.info["container"])
+            where = _Where(partial(_start_exec, docker.client.api, container.id), partial(_write_in, container))
+            with _bring_up(definition, config, where, ctx, index, host) as h:
+                yield Endpoint(index, host, port, config.memory, limits, h, dict(target.info))
 
     return start
 
 
-def put_file(container: Any, directory: str, name: str, text: str, owner: int) -> None:
-    """A small file into a container's directory, owned by ``owner`` (no shell in the image to write it)."""
+@dataclass(frozen=True)
+class _Where:
+    """How to start a process (as the server's user) and write a file where the server lives."""
+
+    start: Callable[[list[str], Path], handles.Handle]  # (argv, log)
+    write: Callable[[str, str, str], None]  # (directory, name, text)
+
+
+@contextmanager
+def _bring_up(
+    definition: ServerDef, config: ServerConfig, where: _Where, ctx: BuildContext, index: int, host: str
+) -> Iterator[handles.Handle]:
+    """Prepare the data directory, write the config files, start the server; its log goes with it."""
+    with _log(ctx.work_dir / f"{definition.kind}-{index}-{uuid.uuid4().hex[:6]}.log") as log:
+        for step in definition.prepare(config):
+            _finish(where.start(step, log), step, definition, index)
+        for name, text in definition.config_files(config).items():
+            where.write(config.data_dir, name, text)
+        launch = partial(where.start, definition.argv(config), log)
+        with _server(definition, config, launch, ctx, index, host) as h:
+            yield h
+
+
+def _write_native(directory: str, name: str, text: str) -> None:
+    path = Path(directory) / name
+    path.write_text(text)
+    os.chown(path, SERVER_UID, SERVER_UID)
+
+
+def _start_exec(api: Any, container_id: str, argv: list[str], log: Path) -> handles.Handle:
+    return handles.start_exec(api, container_id, argv, log, SERVER_UID)
+
+
+def _write_in(container: Any, directory: str, name: str, text: str) -> None:
+    """A small file into the container, owned by the server's user (no shell in the image to write it)."""
     data = text.encode()
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         info = tarfile.TarInfo(name)
-        info.size, info.mode, info.uid, info.gid = len(data), 0o600, owner, owner
+        info.size, info.mode, info.uid, info.gid = len(data), 0o600, SERVER_UID, SERVER_UID
         tar.addfile(info, io.BytesIO(data))
     container.put_archive(directory, buf.getvalue())
 
