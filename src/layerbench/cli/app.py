@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -45,6 +46,7 @@ from layerbench.spec.matrix import Matrix, expand
 from layerbench.spec.models import Experiment
 from layerbench.stack.capabilities import DEFAULT_CACHE, probe
 from layerbench.stack.cleanup import reclaim
+from layerbench.stack.device import describe_block
 from layerbench.stack.environment import describe_host, host_changes
 from layerbench.stack.ledger import Ledger
 from layerbench.stack.runlock import is_live
@@ -85,6 +87,13 @@ CACHE_OPTION = typer.Option(
     help="Where `make setup` put the database clients' jars (YCSB and its bindings).",
 )
 JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables.")
+FORMAT_OPTION = typer.Option(
+    [],
+    "--format-device",
+    metavar="DEV",
+    help="Agree that the spec's block device DEV is formatted, losing its data (repeat for each). "
+    "Without it, layerbench asks on a terminal and refuses otherwise.",
+)
 
 
 @app.command()
@@ -98,6 +107,7 @@ def run(
     ),
     seed: int = typer.Option(0, help="Seed of the shuffled trial order; the same seed gives the same order."),
     cache_dir: Path = CACHE_OPTION,
+    format_device: list[str] = FORMAT_OPTION,
 ) -> None:
     """Run an experiment: build every stack, run every trial, save each as it ends.
 
@@ -114,9 +124,31 @@ def run(
         if not matrix.cells:
             _print_plan(matrix)
             raise SpecError(f"every cell of {exp.name!r} was refused on this host", hint="see the reasons above")
+        confirm_formatting(matrix, format_device)
         failed = _run(exp, matrix, db, Places(work_dir, state_dir, cache_dir), seed)
         if failed:
             raise typer.Exit(EXIT_TRIALS_FAILED)
+
+
+def confirm_formatting(matrix: Matrix, agreed: list[str]) -> None:
+    """A block device is formatted only once its owner agreed: on the command line, or at a prompt."""
+    named = sorted({str(c.stack.device.path) for c in matrix.cells if c.stack.device.kind == "block"})
+    agreed_real = {os.path.realpath(a) for a in agreed}
+    for dev in named:
+        if os.path.realpath(dev) in agreed_real:
+            continue
+        if sys.stdin.isatty():
+            answer = typer.prompt(
+                f"layerbench will FORMAT {describe_block(dev)}; everything on it is lost. Type {dev} to go on",
+                default="",
+                show_default=False,
+            )
+            if answer.strip() == dev:
+                continue
+        raise PrerequisiteError(
+            f"{dev} would be formatted, and that was not agreed to",
+            hint=f"add --format-device {dev} if its data may be lost",
+        )
 
 
 @dataclass(frozen=True)
@@ -157,6 +189,7 @@ def resume(
     work_dir: Path = WORK_OPTION,
     state_dir: Path = STATE_OPTION,
     cache_dir: Path = CACHE_OPTION,
+    format_device: list[str] = FORMAT_OPTION,
 ) -> None:
     """Continue a run that was interrupted (Ctrl-C, kill -9, a crash, a reboot).
 
@@ -186,6 +219,7 @@ def resume(
                 f"this host no longer builds the same cells as run {run_id} did",
                 hint="see `layerbench run SPEC --dry-run` for what it refuses now",
             )
+        confirm_formatting(matrix, format_device)
         store.mark(run_id, "running")
         places = Places(work_dir, state_dir, cache_dir)
         failed = _execute(exp, matrix, store, run_id, places, int(row.host.get("seed", 0)))

@@ -212,6 +212,15 @@ def block_device(spec: DeviceSpec, ctx: BuildContext) -> Iterator[Device]:
     yield Device(path, "block", int(sectors) * 512, {"named_by_user": True, "sysfs_name": name})
 
 
+def describe_block(dev_path: str) -> str:
+    """What a user should see before agreeing to lose a device's data: its size and model."""
+    name = os.path.basename(os.path.realpath(dev_path))
+    sectors = read_or_empty(str(SYS_BLOCK / name / "size")).strip()
+    size = f"{int(sectors) * 512 / 1e9:.1f} GB" if sectors.isdigit() else "size unknown"
+    model = read_or_empty(str(SYS_BLOCK / name / "device" / "model")).strip()
+    return f"{dev_path} ({size}{', ' + model if model else ''})"
+
+
 def unsafe_reason(dev_path: str) -> str | None:
     """Why formatting ``dev_path`` on this host now could destroy something in use, or None."""
     try:
