@@ -81,7 +81,12 @@ def _client(res: Resource):  # -> Iterator[DockerClient | None]
     if not socket.is_socket():
         yield None
         return
-    client = docker.DockerClient(base_url=f"unix://{socket}", timeout=30)
+    try:
+        # The SDK asks for the API version while constructing, so a stale socket fails here.
+        client = docker.DockerClient(base_url=f"unix://{socket}", timeout=30)
+    except docker.errors.DockerException:
+        yield None
+        return
     try:
         client.ping()
     except docker.errors.DockerException:
