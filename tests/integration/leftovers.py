@@ -6,23 +6,40 @@ import subprocess
 from pathlib import Path
 
 
-def leftovers(work_dir: Path) -> list[str]:
-    found: list[str] = []
-    work = str(work_dir.resolve())
-    for line in Path("/proc/mounts").read_text().splitlines():
-        target = line.split()[1]
-        if target.startswith(work) or target.startswith("/run/layerbench"):
-            found.append(f"mount {target}")
-    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True, check=False).stdout
-    found += [f"loop {line}" for line in loops.splitlines() if work in line]
+def _shared_mounts() -> set[str]:
+    """Mounts under /run/layerbench, where every run's daemons keep their exec roots."""
+    targets = (line.split()[1] for line in Path("/proc/mounts").read_text().splitlines())
+    return {t for t in targets if t.startswith("/run/layerbench")}
+
+
+def _processes() -> dict[str, str]:
+    found = {}
     for proc in Path("/proc").glob("[0-9]*"):
         try:
-            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            found[proc.name] = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
+    return found
+
+
+# What another, earlier process left there is not this session's to blame (nor to remove):
+# the tests judge only what appeared while they ran.
+_BEFORE_TESTS = _shared_mounts()
+_PIDS_BEFORE = set(_processes())
+
+
+def leftovers(work_dir: Path) -> list[str]:
+    work = str(work_dir.resolve())
+    mounts = (line.split()[1] for line in Path("/proc/mounts").read_text().splitlines())
+    found = [f"mount {t}" for t in mounts if t.startswith(work)]
+    found += [f"mount {t}" for t in sorted(_shared_mounts() - _BEFORE_TESTS)]
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True, check=False).stdout
+    found += [f"loop {line}" for line in loops.splitlines() if work in line]
+    for pid, cmd in _processes().items():
         # A daemon of ours, or a database server natively (its data directory is below the work dir).
-        if work in cmd or (("dockerd" in cmd or "containerd" in cmd) and "/run/layerbench" in cmd):
-            found.append(f"process {proc.name}: {cmd[:120]}")
+        ours = ("dockerd" in cmd or "containerd" in cmd) and "/run/layerbench" in cmd
+        if work in cmd or (ours and pid not in _PIDS_BEFORE):
+            found.append(f"process {pid}: {cmd[:120]}")
     return found
 
 
