@@ -15,7 +15,7 @@ DB_APT_PACKAGES := postgresql postgresql-client redis-server redis-tools default
 # Only the tests need a browser (the HTML report is opened in headless Chromium).
 TEST_APT_PACKAGES := chromium fonts-dejavu-core
 
-.PHONY: run test setup apt apt-db apt-test venv ycsb lint clean-env
+.PHONY: run test setup apt apt-db apt-test venv ycsb iozone lint clean-env
 
 run: setup
 	$(VENV)/bin/layerbench run $(PRESET) --db $(DB)
@@ -24,7 +24,7 @@ test: setup apt-test
 	$(PY) -m ruff check src tests bench
 	$(PY) -m pytest -q
 
-setup: apt apt-db venv ycsb
+setup: apt apt-db venv ycsb iozone
 
 # Debian's docker.io only where no dockerd is installed: a host with Docker's
 # own packages (docker-ce) keeps them.
@@ -54,6 +54,11 @@ apt-db:
 # The YCSB client (core 0.17.0 from Maven Central) and layerbench's own bindings; offline once built.
 ycsb: apt-db
 	java/build-ycsb.sh $(CACHE)
+
+# IOzone itself (iozone3: Debian's non-free, Ubuntu's multiverse), unpacked into the cache without
+# changing apt's configuration. Optional: without it layerbench refuses iozone workloads and says why.
+iozone:
+	@tools/fetch-iozone.sh $(CACHE) || echo "make: no IOzone (the reason is above); iozone workloads will be refused"
 
 apt-test:
 	@missing=""; for p in $(TEST_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

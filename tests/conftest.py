@@ -18,6 +18,10 @@ REQUIREMENTS = {
         lambda: all(shutil.which(b) for b in ("dockerd", "containerd", "runc")),
         "needs dockerd, containerd and runc (apt-get install docker.io)",
     ),
+    "requires_iozone": (
+        lambda: _iozone_missing() is None,
+        "needs IOzone in the cache (make setup fetches it from Debian's non-free or Ubuntu's multiverse)",
+    ),
     "requires_db": (
         lambda: _databases_missing() is None,
         "needs PostgreSQL, Redis, pgbench, java and the YCSB jars (make setup installs and builds them)",
@@ -25,14 +29,18 @@ REQUIREMENTS = {
 }
 
 
+def _iozone_missing() -> str | None:
+    from layerbench.stack.capabilities import DEFAULT_CACHE
+    from layerbench.workloads import iozone
+
+    return iozone.missing(DEFAULT_CACHE)
+
+
 def _databases_missing() -> str | None:
-    from layerbench.stack.capabilities import DEFAULT_CACHE, database_clients, database_servers
+    from layerbench.stack.capabilities import DEFAULT_CACHE, clients, database_servers
 
     notes: list[str] = []
-    if database_servers(notes) != {"postgres", "redis"} or database_clients(DEFAULT_CACHE, notes) != {
-        "ycsb",
-        "pgbench",
-    }:
+    if database_servers(notes) != {"postgres", "redis"} or not {"ycsb", "pgbench"} <= clients(DEFAULT_CACHE, notes):
         return "; ".join(notes) or "pgbench is not installed"
     return None
 

@@ -18,7 +18,7 @@ from layerbench.analysis.stats import cell_values
 from layerbench.errors import LayerbenchError, ToolError
 from layerbench.schedule import StackPlan, Trial, plan, plan_round
 from layerbench.spec.matrix import Matrix
-from layerbench.spec.models import Cell, Experiment, FioWorkload
+from layerbench.spec.models import Cell, Experiment, FioWorkload, IozoneWorkload
 from layerbench.stack.build import StackBuilder
 from layerbench.stack.fleet import Fleet, ServerError
 from layerbench.stack.target import BuildContext, Target
@@ -122,7 +122,7 @@ def _run_stack(builder: StackBuilder, sp: StackPlan) -> Iterator[tuple[Trial, Tr
             if isinstance(target, Fleet):
                 rec = database_trial.run_trial(target, trial, prepared, builder.ctx)
             else:
-                rec = run_trial(target, trial, prepared)
+                rec = run_trial(target, trial, prepared, builder.ctx.cache_dir)
             yield trial, rec
             if rec.category == "engine-error":
                 builder.discard(ENGINE_LEVEL)  # the next pass builds a new daemon and container
@@ -130,8 +130,10 @@ def _run_stack(builder: StackBuilder, sp: StackPlan) -> Iterator[tuple[Trial, Tr
 
 
 def _data_bytes(sp: StackPlan) -> int:
-    """Room the stack's fio files need (a tmpfs is sized by it); a database stack sizes its own."""
-    return max((t.cell.workload.size for t in sp.trials if isinstance(t.cell.workload, FioWorkload)), default=0)
+    """Room the stack's files need (a tmpfs is sized by it); a database stack sizes its own."""
+    sizes = [t.cell.workload.size for t in sp.trials if isinstance(t.cell.workload, FioWorkload)]
+    sizes += [t.cell.workload.sizes[1] for t in sp.trials if isinstance(t.cell.workload, IozoneWorkload)]
+    return max(sizes, default=0)
 
 
 def _prepare(target: Target | Fleet, workloads: list, ctx: BuildContext) -> dict:

@@ -16,11 +16,12 @@ from layerbench.errors import ToolError
 from layerbench.monitor import Monitor, devices_beneath
 from layerbench.sample import Sample
 from layerbench.schedule import Trial
-from layerbench.spec.models import FioWorkload
+from layerbench.spec.models import FileWorkload, FioWorkload, IozoneWorkload
+from layerbench.stack.capabilities import DEFAULT_CACHE
 from layerbench.stack.cgroups import mismatches
 from layerbench.stack.target import Target
 from layerbench.store.db import CheckRecord, MonitorPoint, TrialRecord
-from layerbench.workloads import fio, personalities
+from layerbench.workloads import fio, iozone, personalities
 
 # fio with 32 jobs needs a while to fork and lay out before its clock starts.
 TRIAL_SLACK_S = 120.0
@@ -41,7 +42,10 @@ class Outcome:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-def workload_argv(w: FioWorkload, target: Target) -> list[str]:
+def workload_argv(w: FileWorkload, target: Target, tools: Path | None = None) -> list[str]:
+    """The workload's command line at the target; ``tools`` is where set-up put IOzone (its cache)."""
+    if isinstance(w, IozoneWorkload):
+        return iozone.argv(w, target.path, str(iozone.binary(tools or DEFAULT_CACHE)))
     if w.job_file or w.personality:
         source = Path(w.job_file).read_text() if w.job_file else personalities.job_file(w.personality, w.scale)
         text = fio.rewrite_job_file(source, target.path, target.path_is_device)
@@ -49,16 +53,23 @@ def workload_argv(w: FioWorkload, target: Target) -> list[str]:
     return fio.argv(w, target.path, target.path_is_device)
 
 
-def needs_precondition(w: FioWorkload) -> bool:
-    """Job files and personalities lay out their own files, as fio does; 'none' wants a fresh one."""
+def needs_precondition(w: FileWorkload) -> bool:
+    """Job files and personalities lay out their own files, as fio does, and IOzone writes its own before
+    reading it; 'none' wants a fresh one."""
+    if isinstance(w, IozoneWorkload):
+        return False
     return not (w.job_file or w.personality) and w.precondition != "none"
 
 
-def precondition(target: Target, workloads: list[FioWorkload]) -> dict[str, Any]:
+def precondition(target: Target, workloads: list[FileWorkload]) -> dict[str, Any]:
     """Prepare each test file once per stack, as its workloads ask (a job file lays out its own)."""
     done: dict[str, Any] = {}
     # One preparation per file: the first workload that names a (size, mode) sets its window.
-    firsts = {(int(w.size), w.precondition): w for w in reversed(workloads) if needs_precondition(w)}
+    firsts = {
+        (int(w.size), w.precondition): w
+        for w in reversed(workloads)
+        if isinstance(w, FioWorkload) and needs_precondition(w)
+    }
     for (size, mode), w in sorted(firsts.items()):
         t0 = time.monotonic()
         for argv in _precondition_steps(w, target):
@@ -77,37 +88,56 @@ def _precondition_steps(w: FioWorkload, target: Target) -> list[list[str]]:
     return steps
 
 
-def run_trial(target: Target, trial: Trial, prepared: dict[str, Any]) -> TrialRecord:
+def run_trial(target: Target, trial: Trial, prepared: dict[str, Any], tools: Path | None = None) -> TrialRecord:
     started = time.time()
     out = Outcome(info={"precondition": prepared, "target": target.info, "engine": target.engine})
+    w = trial.cell.workload
+    assert isinstance(w, FioWorkload | IozoneWorkload)  # the pipeline sends database clients to a fleet
     try:
-        _execute(target, trial.cell.workload, out)
+        _execute(target, w, out, tools)
     except ToolError as exc:
         out.category, out.stderr = category(exc.rc, exc.stderr), exc.stderr
         out.argv = out.argv or exc.argv
-    except (OSError, fio.FioParseError) as exc:
+    except OSError as exc:
         out.category, out.stderr = "setup-error", f"{type(exc).__name__}: {exc}"
     return record(trial, started, out)
 
 
-def _execute(target: Target, w: FioWorkload, out: Outcome) -> None:
-    out.argv = workload_argv(w, target)
+def _execute(target: Target, w: FileWorkload, out: Outcome, tools: Path | None) -> None:
+    out.argv = workload_argv(w, target, tools)
     devices = devices_beneath(target.device.path)
     cgroup = {k: Path(v) for k, v in target.info.get("cgroup", {}).items()} or None
     with Monitor(devices, cgroup=cgroup) as mon:
-        done = target.run(out.argv, w.runtime_s + w.ramp_s + TRIAL_SLACK_S)
+        done = target.run(out.argv, _time_limit(w))
     out.stdout, out.stderr = done.stdout, done.stderr
     out.monitor = [MonitorPoint(p.t, p.series, p.value, p.unit) for p in mon.points]
     if done.rc != 0:
         out.category = category(done.rc, done.stderr)
         return
     try:
-        result = fio.parse(done.stdout)
-    except fio.FioParseError as exc:
+        samples, accounting = _measured(w, done.stdout, mon, target, devices[-1])
+    except (fio.FioParseError, iozone.IozoneParseError) as exc:
         out.category, out.stderr = "parse-error", f"{exc}\n{done.stderr}"
         return
-    out.status, out.samples = "ok", fio.samples(result)
-    out.checks = trial_checks(result, mon, target, devices[-1])
+    out.status, out.samples = "ok", samples
+    out.checks = trial_checks(accounting, mon, target, devices[-1])
+
+
+# IOzone's automatic mode has no runtime of its own: it ends when its last size and record are done.
+IOZONE_LIMIT_S = 3 * 3600.0
+
+
+def _time_limit(w: FileWorkload) -> float:
+    return IOZONE_LIMIT_S if isinstance(w, IozoneWorkload) else w.runtime_s + w.ramp_s + TRIAL_SLACK_S
+
+
+def _measured(w: FileWorkload, stdout: str, mon: Monitor, target: Target, lowest: str) -> tuple[list[Sample], Check]:
+    """The tool's samples, and whether the device saw the bytes the tool says it moved."""
+    if isinstance(w, IozoneWorkload):
+        skip = Check("device-accounting", "skip", "IOzone reports a rate per test, not the bytes each moved")
+        return iozone.samples(iozone.parse(stdout)), skip
+    result = fio.parse(stdout)
+    return fio.samples(result), _accounting(result, mon, target, lowest)
 
 
 # 128 + SIGKILL: the kernel's OOM killer, or a timeout's kill, ended the tool.
@@ -124,8 +154,8 @@ def category(rc: int | None, stderr: str) -> str:
     return "tool-error"
 
 
-def trial_checks(result: fio.FioResult, mon: Monitor, target: Target, lowest: str) -> list[Check]:
-    checks = [_accounting(result, mon, target, lowest), bottleneck_check(mon, lowest)]
+def trial_checks(accounting: Check, mon: Monitor, target: Target, lowest: str) -> list[Check]:
+    checks = [accounting, bottleneck_check(mon, lowest)]
     asked, enforced = target.info.get("limits"), target.info.get("limits_enforced")
     if asked:
         wrong = mismatches(asked, enforced or {})

@@ -47,6 +47,7 @@ SPEC = {
          "profile": "MEM", "tuning": "host-network"},
         {"filesystem": "ext4", "engine": "docker:overlay2", "placement": "volume", "server": REDIS,
          "tuning": ["cpuset", "seccomp-unconfined"]},
+        {"filesystem": "ext4", "engine": "docker:overlay2", "placement": "volume", "server": REDIS, "profile": "BW"},
     ],
     "workloads": [
         {"kind": "ycsb", "name": "A", "mix": "a", "threads": 2, "runtime_s": 2, "warmup_s": 1},
@@ -72,7 +73,7 @@ def test_databases_natively_and_in_containers_then_nothing_left(dirs: dict[str, 
     assert done.returncode == 0, done.stdout + done.stderr
     shown = json.loads(support.run(["show", "latest", "--json"], dirs).stdout)
     cells = {c["stack_label"] + " · " + c["workload"]: c for c in shown["cells"]}
-    assert len(cells) == 4 * 2 + 5  # postgres: 4 stacks x (YCSB, pgbench); redis: 5 stacks x YCSB
+    assert len(cells) == 4 * 2 + 6  # postgres: 4 stacks x (YCSB, pgbench); redis: 6 stacks x YCSB
     assert all(c["summary"]["n"] == 1 and c["summary"]["mean"] > 0 for c in cells.values())
     volume = cells["zram/ext4/docker:overlay2/volume/redis(2000rec) · A"]
     assert volume["ratio"]["ratio"] > 0  # to native Redis on the same filesystem
@@ -85,9 +86,17 @@ def test_databases_natively_and_in_containers_then_nothing_left(dirs: dict[str, 
         limits = db.execute("SELECT detail FROM checks WHERE name = 'limit-applied'").fetchall()
     two = {job for label, job in jobs if "x2[MEM]<host-network>" in label}
     assert two == {"i0", "i1"}  # one client per instance, each measured
-    assert merged >= 13  # every trial's clients merged into one latency distribution
-    # 512 MiB each for the two MEM instances (2 workloads), and the cpuset pin: read back from the cgroup
-    assert len(limits) == 2 * 2 + 1 and all("every limit" in d for (d,) in limits)
+    assert merged >= 14  # every trial's clients merged into one latency distribution
+    # 512 MiB each for the two MEM instances (2 workloads), the cpuset pin, and BW's share of the device's
+    # measured bandwidth (the budget divides by the most instances, 2): all read back from the cgroup
+    assert len(limits) == 2 * 2 + 2 and all("every limit" in d for (d,) in limits)
+    with sqlite3.connect(dirs["db"]) as db:
+        (info,) = db.execute(
+            "SELECT t.info_json FROM trials t JOIN cells c ON c.cell_id = t.cell_id WHERE c.label LIKE '%[BW]%'"
+        ).fetchone()
+    budget = json.loads(info)["server"]["budget"]
+    bw = json.loads(info)["endpoints"][0]["limits"]
+    assert budget["read_bps"] > 0 and bw["read_bps"] == budget["read_bps"] // 2
     _assert_nothing_left(dirs, before)
 
 

@@ -26,13 +26,16 @@ class CellResult:
 
 
 # How each headline metric is shown: bandwidth in MiB/s, the others as counted.
-UNITS = {"iops": "IOPS", "bw": "MiB/s", "ops": "ops/s"}
+UNITS = {"iops": "IOPS", "bw": "MiB/s", "ops": "ops/s", "iozone_geomean": "MiB/s"}
+BYTE_METRICS = frozenset({"bw", "iozone_geomean"})  # stored in bytes/s, shown in MiB/s
 
 
 def headline_metric(config_json: str) -> str:
     """ops/s for databases (all instances together), personalities and job files; IOPS for random I/O,
     bandwidth for sequential I/O."""
     workload = json.loads(config_json)["workload"]
+    if workload.get("kind") == "iozone":
+        return "iozone_geomean"  # a whole surface: its geometric mean over every point and operation
     if workload.get("kind", "fio") != "fio" or workload.get("personality") or workload.get("job_file"):
         return "ops"
     return "iops" if str(workload.get("rw", "")).startswith("rand") else "bw"
@@ -40,7 +43,7 @@ def headline_metric(config_json: str) -> str:
 
 def results(frame: pd.DataFrame, cells: list, trials: list, checks: pd.DataFrame | None = None) -> list[CellResult]:
     """``cells`` are store CellRows, ``trials`` store TrialRows, ``checks`` the store's per-trial checks."""
-    values = {m: cell_values(frame, m) if not frame.empty else {} for m in ("iops", "bw", "ops")}
+    values = {m: cell_values(frame, m) if not frame.empty else {} for m in UNITS}
     failures: dict[str, list[str]] = {}
     for t in trials:
         if t.status != "ok":

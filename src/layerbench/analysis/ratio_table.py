@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from layerbench.analysis.overhead import CellResult
 
@@ -29,18 +30,25 @@ def operation(workload: str) -> str:
     return SWEPT.sub("", workload)
 
 
-def ratio_table(results: list[CellResult], cells: list) -> RatioTable:
-    config = {c.cell_id: json.loads(c.config_json)["stack"] for c in cells}
+def ratio_table(results: list[CellResult], cells: list, points: pd.DataFrame | None = None) -> RatioTable:
+    """``points``: analysis.surface.iozone_points; an IOzone cell gives a row per operation, folded over its
+    surface, instead of one for its geometric-mean headline."""
+    config = {c.cell_id: json.loads(c.config_json) for c in cells}
     folded: dict[tuple[str, str], list[float]] = {}
     for r in results:
-        if r.is_baseline or r.ratio.ratio != r.ratio.ratio:
+        iozone = config[r.cell_id]["workload"].get("kind") == "iozone"
+        if r.is_baseline or r.ratio.ratio != r.ratio.ratio or iozone:
             continue
-        stack = config[r.cell_id]
-        column = f"{stack['filesystem']['type']} · {stack['engine']['kind']}"
-        column += f":{stack['engine']['driver']}" if stack["engine"].get("driver") else ""
-        column += f"/{stack['placement']['kind']}"
-        folded.setdefault((operation(r.workload), column), []).append(r.ratio.ratio)
+        folded.setdefault((operation(r.workload), _column(config[r.cell_id]["stack"])), []).append(r.ratio.ratio)
+    for row in (points if points is not None else pd.DataFrame()).itertuples(index=False):
+        folded.setdefault((row.op, _column(config[row.cell_id]["stack"])), []).append(row.ratio)
     rows = list(dict.fromkeys(k[0] for k in folded))
     columns = sorted(dict.fromkeys(k[1] for k in folded))
     values = {k: float(np.exp(np.mean(np.log(v)))) for k, v in folded.items()}
     return RatioTable(rows, columns, values, {k: len(v) for k, v in folded.items()})
+
+
+def _column(stack: dict) -> str:
+    column = f"{stack['filesystem']['type']} · {stack['engine']['kind']}"
+    column += f":{stack['engine']['driver']}" if stack["engine"].get("driver") else ""
+    return column + f"/{stack['placement']['kind']}"

@@ -19,6 +19,7 @@ from layerbench.analysis.latency import client_percentiles_of_run, merged_percen
 from layerbench.analysis.overhead import results
 from layerbench.analysis.ratio_table import ratio_table
 from layerbench.analysis.scaling import of_run as scaling_of_run
+from layerbench.analysis.surface import iozone_points
 from layerbench.cli.boundary import EXIT_TRIALS_FAILED, UsageError, boundary, err_console
 from layerbench.cli.progress import TrialProgress
 from layerbench.errors import PrerequisiteError, SpecError
@@ -311,7 +312,8 @@ def _show(store: Store, run_id: str, as_json: bool, latency: bool = False, state
     for table in scaling_tables(scalings):
         console.print(table)
     if "filesystem" in (json.loads(run.spec_json).get("baseline") or {}).get("same", []):
-        table = ratio_table(rows, store.cells(run_id))
+        cells = store.cells(run_id)
+        table = ratio_table(rows, cells, iozone_points(store.samples_frame(run_id), cells))
         if table.rows:  # seed 004's table: layers against native on each filesystem
             console.print(ratio_table_render(table, "ratio to the baseline on the same filesystem, per operation"))
     if latency:

@@ -133,19 +133,26 @@ def percentile_profile(pct: pd.DataFrame, cells: list) -> Figure | None:
     return fig
 
 
-def surfaces(results: list[CellResult], cells: list, x: str = "bs", y: str = "size") -> Figure | None:
+def surfaces(
+    results: list[CellResult], cells: list, points: pd.DataFrame | None = None, x: str = "bs", y: str = "size"
+) -> Figure | None:
     """Seed 004's surfaces: per operation (row) and layer (column), the ratio to the baseline over
-    file size (y) x record size (x). Only for workloads swept over both."""
+    file size (y) x record size (x). For fio workloads swept over both, and IOzone's own (``points``:
+    analysis.surface.iozone_points)."""
     config = {c.cell_id: json.loads(c.config_json) for c in cells}
-    rows = []
+    rows = [
+        {"op": p.op, "layer": _layer(config[p.cell_id]["stack"]), x: p.record, y: p.size, "ratio": p.ratio}
+        for p in (points if points is not None else pd.DataFrame()).itertuples(index=False)
+    ]
     for r in results:
         w = config[r.cell_id]["workload"]
         # Swept workloads carry their point in the name ("read-size4M-bs4k"), plain ones do not.
         if r.is_baseline or r.ratio.ratio != r.ratio.ratio or operation(r.workload) == r.workload:
             continue
-        st = config[r.cell_id]["stack"]
-        layer = f"{st['filesystem']['type']} {st['engine']['kind']}/{st['placement']['kind']}"
-        rows.append({"op": operation(r.workload), "layer": layer, x: w[x], y: w[y], "ratio": r.ratio.ratio})
+        rows.append(
+            {"op": operation(r.workload), "layer": _layer(config[r.cell_id]["stack"]), x: w[x], y: w[y],
+             "ratio": r.ratio.ratio}
+        )  # fmt: skip
     if not rows:
         return None
     data = pd.DataFrame(rows)
@@ -169,9 +176,9 @@ def surfaces(results: list[CellResult], cells: list, x: str = "bs", y: str = "si
                 ax.set_yticks(range(len(grid.index)), [_size(v) for v in grid.index], fontsize=7)
                 ax.set_title(f"{op} · {layer}" if i == 0 else op, fontsize=8)
                 if j == 0:
-                    ax.set_ylabel(f"file {y}")
+                    ax.set_ylabel("file size")
                 if i == len(ops) - 1:
-                    ax.set_xlabel(f"record {x}")
+                    ax.set_xlabel("record size")
         fig.suptitle("Ratio to the baseline over file size x record size (blue: faster, red: slower)")
         fig.tight_layout()
     return fig
@@ -231,6 +238,10 @@ def _usage_panel(ax: plt.Axes, sc: Scaling) -> None:
     ax.set_ylabel("%")
     ax.set_title(sc.verdict(), fontsize=8)
     ax.legend(fontsize=7, frameon=False, loc="lower right")
+
+
+def _layer(stack: dict) -> str:
+    return f"{stack['filesystem']['type']} {stack['engine']['kind']}/{stack['placement']['kind']}"
 
 
 def _size(v: float) -> str:

@@ -16,9 +16,10 @@ import yaml
 from markupsafe import Markup, escape
 
 from layerbench import __version__
-from layerbench.analysis.overhead import UNITS, CellResult
+from layerbench.analysis.overhead import BYTE_METRICS, UNITS, CellResult
 from layerbench.analysis.ratio_table import RatioTable, ratio_table
 from layerbench.analysis.scaling import Scaling
+from layerbench.analysis.surface import iozone_points
 from layerbench.report import figures
 
 
@@ -86,7 +87,7 @@ def render(data: RunReport, out_dir: Path) -> Path:
         "results": (data.results,),
         "frame": (data.frame,),
         "percentiles": (data.pct, data.cells),
-        "surfaces": (data.results, data.cells),
+        "surfaces": (data.results, data.cells, iozone_points(data.frame, data.cells)),
         "scaling": (data.scalings,),
     }
     for name, draw, source, caption in FIGURES:
@@ -119,7 +120,7 @@ def _context(data: RunReport, figs: list[Figure]) -> dict[str, Any]:
         "fmt": cell_html,
         "figures": figs,
         "flags": [(f"{r.stack_label} · {r.workload}", f) for r in results for f in r.flags],
-        "ratios": _ratios(run, results, cells),
+        "ratios": _ratios(run, results, cells, iozone_points(data.frame, cells)),
         "refused": data.refused,
         "scalings": data.scalings,
         "client_latency": [
@@ -131,17 +132,17 @@ def _context(data: RunReport, figs: list[Figure]) -> dict[str, Any]:
     }
 
 
-def _ratios(run: Any, results: list[CellResult], cells: list) -> RatioTable | None:
+def _ratios(run: Any, results: list[CellResult], cells: list, points: pd.DataFrame) -> RatioTable | None:
     """Seed 004's table, for runs whose baseline is native on each filesystem."""
     if "filesystem" not in (json.loads(run.spec_json).get("baseline") or {}).get("same", []):
         return None
-    table = ratio_table(results, cells)
+    table = ratio_table(results, cells, points)
     return table if table.rows else None
 
 
 def cell_html(r: CellResult) -> Markup:
     s, q = r.summary, r.ratio
-    value = s.mean / 2**20 if r.metric == "bw" else s.mean
+    value = s.mean / 2**20 if r.metric in BYTE_METRICS else s.mean
     parts = [f"{value:,.0f}"]
     if s.n >= 2:
         parts.append(f'<span class="ci">±{s.ci_halfwidth_pct:.1f}%</span>')

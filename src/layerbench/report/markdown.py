@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from layerbench.analysis.overhead import UNITS, CellResult
+from layerbench.analysis.overhead import BYTE_METRICS, UNITS, CellResult
 
 
 def cell_md(r: CellResult) -> str:
     s, q = r.summary, r.ratio
     if s.n == 0:
         return f"failed ({r.failure})" if r.failed else "—"
-    text = f"{(s.mean / 2**20 if r.metric == 'bw' else s.mean):,.0f}"
+    text = f"{(s.mean / 2**20 if r.metric in BYTE_METRICS else s.mean):,.0f}"
     if s.n >= 2:
         text += f" ±{s.ci_halfwidth_pct:.1f}%"
     if r.is_baseline:

@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.table import Table
 
-from layerbench.analysis.overhead import UNITS, CellResult
+from layerbench.analysis.overhead import BYTE_METRICS, UNITS, CellResult
 from layerbench.analysis.ratio_table import RatioTable
 from layerbench.analysis.scaling import Scaling
 from layerbench.store.db import RefusedRow, RunRow
@@ -24,7 +24,7 @@ def fmt_value(r: CellResult, mark_single: bool = False) -> str:
     s = r.summary
     if s.n == 0:
         return f"[red]failed ({r.failure})[/]" if r.failed else "[dim]—[/]"
-    text = _si(s.mean / 2**20 if r.metric == "bw" else s.mean)
+    text = _si(s.mean / 2**20 if r.metric in BYTE_METRICS else s.mean)
     if s.n >= 2 and math.isfinite(s.ci_halfwidth_pct):
         text += f" [dim]±{s.ci_halfwidth_pct:.0f}%[/]"
     elif s.n == 1 and mark_single:

@@ -29,4 +29,4 @@ class HostCaps:
     docker_drivers: frozenset[str]  # storage drivers this host could run (see capabilities.docker_drivers)
     notes: tuple[str, ...] = ()  # human-readable remarks from probing
     servers: frozenset[str] = frozenset()  # database servers installed (postgres, redis)
-    clients: frozenset[str] = frozenset()  # database clients ready (ycsb: java and its jars; pgbench)
+    clients: frozenset[str] = frozenset()  # tools beyond fio that are ready: ycsb (java, jars), pgbench, iozone

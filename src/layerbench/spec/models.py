@@ -170,18 +170,52 @@ class FioWorkload(Frozen):
         return self.name
 
 
+IozoneTest = Literal["write", "read", "random"]
+
+
+class IozoneWorkload(Frozen):
+    """IOzone itself in automatic mode (seed 004): every file size by every record size, a surface per operation.
+
+    ``sizes`` and ``records`` are the ranges IOzone doubles through (-n/-g, -y/-q); ``tests`` pick its
+    tests: write (write and rewrite), read (read and reread), random (random read and random write).
+    """
+
+    kind: Literal["iozone"]
+    name: str = Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_.-]+$")
+    sizes: tuple[ByteSize, ByteSize] = Field(default=(64 * 2**10, 16 * 2**20), description="smallest, largest file")
+    records: tuple[ByteSize, ByteSize] = Field(default=(4 * 2**10, 16 * 2**20), description="smallest, largest record")
+    tests: tuple[IozoneTest, ...] = Field(default=("write", "read", "random"), min_length=1)
+    direct: bool = Field(default=False, description="O_DIRECT (-I); 004 ran IOzone with its defaults, buffered")
+    fsync: bool = Field(default=True, description="include fsync in write timings (-e), so writes reach the device")
+
+    @model_validator(mode="after")
+    def _ranges(self) -> IozoneWorkload:
+        for field_name in ("sizes", "records"):
+            low, high = getattr(self, field_name)
+            if low > high or low < 4096:
+                raise ValueError(f"{field_name}: give [smallest, largest], at least 4k each, smallest first")
+        if self.records[0] > self.sizes[1]:
+            raise ValueError("records: the smallest record is larger than the largest file")
+        return self
+
+    def label(self) -> str:
+        return self.name
+
+
 def _workload_kind(value: Any) -> Any:
     # An unknown kind goes back to pydantic as it is, which reports it with the kinds allowed.
     return value.get("kind", "fio") if isinstance(value, dict) else getattr(value, "kind", "fio")
 
 
-WORKLOAD_KINDS = ("fio", "ycsb", "pgbench")
+WORKLOAD_KINDS = ("fio", "iozone", "ycsb", "pgbench")
 Workload = Annotated[
     Annotated[FioWorkload, Tag("fio")]
+    | Annotated[IozoneWorkload, Tag("iozone")]
     | Annotated[YcsbWorkload, Tag("ycsb")]
     | Annotated[PgbenchWorkload, Tag("pgbench")],
     Discriminator(_workload_kind),
 ]
+FileWorkload = FioWorkload | IozoneWorkload  # what runs on a stack without a server
 DbWorkload = YcsbWorkload | PgbenchWorkload
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from layerbench.spec.databases import CLIENTS_OF, YcsbWorkload
 from layerbench.spec.feasibility import HostCaps
-from layerbench.spec.models import CONTAINER_PLACEMENTS, DbWorkload, FioWorkload, StackSpec, Workload
+from layerbench.spec.models import CONTAINER_PLACEMENTS, DbWorkload, FioWorkload, IozoneWorkload, StackSpec, Workload
 
 # Servers start with room for this many client connections (PostgreSQL's max_connections is 256).
 CLIENT_LIMIT = 250
@@ -152,7 +152,7 @@ def pairs(stack: StackSpec, w: Workload) -> bool:
 
     Not a refusal: a spec with both kinds of stacks and workloads pairs each with its own.
     """
-    return (stack.server is None) == isinstance(w, FioWorkload)
+    return (stack.server is None) == isinstance(w, FioWorkload | IozoneWorkload)
 
 
 def workload_fits(stack: StackSpec, w: Workload) -> str | None:
@@ -160,6 +160,10 @@ def workload_fits(stack: StackSpec, w: Workload) -> str | None:
     if isinstance(w, FioWorkload):
         if w.precondition == "sparse" and stack.placement.kind == "raw":
             return "a sparse (never written) file needs a filesystem; a raw device has no holes"
+        return None
+    if isinstance(w, IozoneWorkload):
+        if stack.placement.kind == "raw":
+            return "IOzone writes and reads a file of its own: give the stack a filesystem"
         return None
     return client_fits(stack, w)
 
@@ -179,6 +183,8 @@ def client_ready(w: Workload, caps: HostCaps) -> str | None:
         return None
     if w.kind == "ycsb":
         return "the YCSB client is not set up (java, and its jars in the cache: make setup builds them)"
+    if w.kind == "iozone":
+        return "IOzone is not in the cache (make setup fetches it from Debian's non-free or Ubuntu's multiverse)"
     return f"{w.kind} is not installed (apt-get install postgresql-client; make setup does)"
 
 

@@ -17,13 +17,15 @@ from typing import Any
 
 from layerbench.errors import LayerbenchError
 from layerbench.spec.models import StackSpec
+from layerbench.stack.capabilities import DEFAULT_CACHE
 from layerbench.stack.device import device
 from layerbench.stack.dockerd import private_dockerd
 from layerbench.stack.filesystem import filesystem
 from layerbench.stack.fleet import Fleet, fleet
-from layerbench.stack.image import ensure_image
+from layerbench.stack.image import ensure_image, resolve
 from layerbench.stack.placement import container_placement, native_placement
 from layerbench.stack.target import BuildContext, Target
+from layerbench.workloads import iozone
 
 IMAGE_BINARIES = ["fio", "sleep", "truncate"]
 
@@ -117,11 +119,19 @@ class StackBuilder(AbstractContextManager["StackBuilder"]):
         if engine.docker is None:
             return exits.enter_context(native_placement(mount, stack.placement, self.ctx))
         if engine.image is None:
-            engine.image = ensure_image(engine.docker, IMAGE_BINARIES, self.ctx)
+            engine.image = ensure_image(engine.docker, self._tools(), self.ctx)
         cm = container_placement(
             engine.docker, engine.image, mount, stack.placement, stack.limits, data_bytes, self.ctx
         )
         return exits.enter_context(cm)
+
+    def _tools(self) -> dict[str, str]:
+        """fio and its helpers; IOzone too when set-up fetched it (an image with one more small binary)."""
+        found = resolve(IMAGE_BINARIES)
+        cache = self.ctx.cache_dir or DEFAULT_CACHE
+        if iozone.missing(cache) is None:
+            found["iozone"] = str(iozone.binary(cache))
+        return found
 
 
 def _keys(stack: StackSpec) -> tuple[Any, ...]:

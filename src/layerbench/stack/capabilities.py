@@ -17,7 +17,7 @@ from pathlib import Path
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Runner
 from layerbench.spec.feasibility import HostCaps
-from layerbench.workloads import ycsb
+from layerbench.workloads import iozone, ycsb
 from layerbench.workloads.servers import SERVERS
 
 TOOLS = ("fio", "dockerd", "containerd", "runc", "fuse-overlayfs", "losetup", "mount")
@@ -59,7 +59,7 @@ def probe(runner: Runner, cache_dir: Path | None = None) -> HostCaps:
         docker_drivers=_drop_removed(drivers, _dockerd_major(runner, binaries), notes),
         notes=tuple(notes),
         servers=database_servers(notes),
-        clients=database_clients(cache_dir or DEFAULT_CACHE, notes),
+        clients=clients(cache_dir or DEFAULT_CACHE, notes),
     )
 
 
@@ -76,15 +76,14 @@ def database_servers(notes: list[str]) -> frozenset[str]:
     return frozenset(found)
 
 
-def database_clients(cache_dir: Path, notes: list[str]) -> frozenset[str]:
-    found = set()
-    if shutil.which("pgbench"):
-        found.add("pgbench")
-    missing = ycsb.missing(cache_dir)
-    if missing:
-        notes.append(f"ycsb: {missing}")
-    else:
-        found.add("ycsb")
+def clients(cache_dir: Path, notes: list[str]) -> frozenset[str]:
+    """The workload tools beyond fio that are ready: pgbench on PATH, YCSB and IOzone in the cache."""
+    found = {"pgbench"} if shutil.which("pgbench") else set()
+    for name, missing in (("ycsb", ycsb.missing(cache_dir)), ("iozone", iozone.missing(cache_dir))):
+        if missing:
+            notes.append(f"{name}: {missing}")
+        else:
+            found.add(name)
     return frozenset(found)
 
 

@@ -1,0 +1,40 @@
+"""IOzone's surfaces against the baseline: per operation, file size and record size, the ratio of means.
+
+One IOzone trial measures a whole surface (seed 004's automatic mode), stored
+as one "bw" sample per operation and point (job "s<size>k-r<record>k"). A
+point's ratio is the cell's mean over its trials at that point over the
+baseline's mean at the same point; the ratio table folds a surface by the
+geometric mean, the figure draws it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pandas as pd
+
+POINT = re.compile(r"s(?P<size>\d+)k-r(?P<record>\d+)k")
+COLUMNS = ["cell_id", "op", "size", "record", "ratio"]
+
+
+def iozone_points(frame: pd.DataFrame, cells: list) -> pd.DataFrame:
+    """Rows of (cell_id, op, size, record, ratio) for every IOzone cell with a baseline; sizes in bytes."""
+    kinds = {c.cell_id: json.loads(c.config_json)["workload"].get("kind") for c in cells}
+    pairs = {c.cell_id: c.baseline_cell_id for c in cells if kinds[c.cell_id] == "iozone" and not c.is_baseline}
+    pairs = {cell: base for cell, base in pairs.items() if base}
+    if frame.empty or not pairs:
+        return pd.DataFrame(columns=COLUMNS)
+    rows = frame[(frame["metric"] == "bw") & frame["cell_id"].isin({*pairs, *pairs.values()})]
+    means = rows.groupby(["cell_id", "direction", "job"])["value"].mean()
+    out = []
+    for cell, base in pairs.items():
+        if cell not in means.index.get_level_values(0) or base not in means.index.get_level_values(0):
+            continue
+        ratio = (means.loc[cell] / means.loc[base]).dropna()
+        for (direction, job), value in ratio.items():
+            point = POINT.fullmatch(job)
+            if point:
+                size, record = int(point["size"]) * 1024, int(point["record"]) * 1024
+                out.append((cell, f"iozone {direction}", size, record, float(value)))
+    return pd.DataFrame(out, columns=COLUMNS)
