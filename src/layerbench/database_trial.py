@@ -32,7 +32,6 @@ from layerbench.proc import Completed
 from layerbench.schedule import Trial
 from layerbench.spec.databases import PgbenchWorkload, YcsbWorkload
 from layerbench.spec.models import DbWorkload
-from layerbench.stack.capabilities import DEFAULT_CACHE
 from layerbench.stack.cgroups import mismatches
 from layerbench.stack.fleet import Endpoint, Fleet
 from layerbench.stack.target import BuildContext
@@ -172,7 +171,7 @@ def _ycsb_report(done: Completed) -> ycsb.YcsbResult:
 
 def _ycsb_argv(fleet: Fleet, e: Endpoint, props: dict[str, str], phase: str, ctx: BuildContext) -> list[str]:
     java = shutil.which("java") or "java"
-    return ycsb.argv(java, str(ctx.cache_dir or DEFAULT_CACHE), fleet.definition.kind, phase, props)  # type: ignore[arg-type]
+    return ycsb.argv(java, str(ctx.cache_dir), fleet.definition.kind, phase, props)  # type: ignore[arg-type]
 
 
 def _endpoint(e: Endpoint) -> dict[str, str]:

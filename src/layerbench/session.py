@@ -19,6 +19,7 @@ from layerbench.errors import PrerequisiteError
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Experiment
 from layerbench.spec.profiles import Budget
+from layerbench.stack.capabilities import DEFAULT_CACHE
 from layerbench.stack.cleanup import Action, reclaim
 from layerbench.stack.fleet import check_passable
 from layerbench.stack.ledger import Ledger
@@ -70,7 +71,7 @@ def running(
     work_dir: Path,
     state_dir: Path,
     budget: Budget | None = None,
-    cache_dir: Path | None = None,
+    cache_dir: Path = DEFAULT_CACHE,
 ) -> Iterator[tuple[BuildContext, list[Action]]]:
     """Lock the run, reclaim what dead runs left, yield the build context; record how the run ended."""
     with hold(state_dir, run_id):

@@ -42,10 +42,10 @@ class Outcome:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-def workload_argv(w: FileWorkload, target: Target, tools: Path | None = None) -> list[str]:
+def workload_argv(w: FileWorkload, target: Target, tools: Path = DEFAULT_CACHE) -> list[str]:
     """The workload's command line at the target; ``tools`` is where set-up put IOzone (its cache)."""
     if isinstance(w, IozoneWorkload):
-        return iozone.argv(w, target.path, str(iozone.binary(tools or DEFAULT_CACHE)))
+        return iozone.argv(w, target.path, str(iozone.binary(tools)))
     if w.job_file or w.personality:
         source = Path(w.job_file).read_text() if w.job_file else personalities.job_file(w.personality, w.scale)
         text = fio.rewrite_job_file(source, target.path, target.path_is_device)
@@ -88,11 +88,11 @@ def _precondition_steps(w: FioWorkload, target: Target) -> list[list[str]]:
     return steps
 
 
-def run_trial(target: Target, trial: Trial, prepared: dict[str, Any], tools: Path | None = None) -> TrialRecord:
+def run_trial(target: Target, trial: Trial, prepared: dict[str, Any], tools: Path = DEFAULT_CACHE) -> TrialRecord:
     started = time.time()
     out = Outcome(info={"precondition": prepared, "target": target.info, "engine": target.engine})
     w = trial.cell.workload
-    assert isinstance(w, FioWorkload | IozoneWorkload)  # the pipeline sends database clients to a fleet
+    assert isinstance(w, FileWorkload)  # the pipeline sends database clients to a fleet
     try:
         _execute(target, w, out, tools)
     except ToolError as exc:
@@ -103,7 +103,7 @@ def run_trial(target: Target, trial: Trial, prepared: dict[str, Any], tools: Pat
     return record(trial, started, out)
 
 
-def _execute(target: Target, w: FileWorkload, out: Outcome, tools: Path | None) -> None:
+def _execute(target: Target, w: FileWorkload, out: Outcome, tools: Path) -> None:
     out.argv = workload_argv(w, target, tools)
     devices = devices_beneath(target.device.path)
     cgroup = {k: Path(v) for k, v in target.info.get("cgroup", {}).items()} or None

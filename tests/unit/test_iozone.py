@@ -15,6 +15,7 @@ import pytest
 from layerbench.errors import SpecError
 from layerbench.proc import FakeRunner
 from layerbench.spec.models import IozoneWorkload
+from layerbench.stack.environment import describe_host
 from layerbench.workloads import iozone
 from layerbench.workloads.iozone import IozoneParseError, IozonePoint, IozoneResult
 
@@ -146,6 +147,20 @@ def test_version_asks_iozone() -> None:
     runner = FakeRunner({"iozone": (0, raw("version.txt"), "")})
     assert iozone.version(runner, "/c/iozone/iozone") == "3.489"
     assert runner.calls == [["/c/iozone/iozone", "-v"]]
+
+
+def test_the_run_records_the_iozone_it_would_use(tmp_path: Path) -> None:
+    # A run's host record names every tool's version, so resume refuses a host whose IOzone changed.
+    runner = FakeRunner({"iozone": (0, raw("version.txt"), "")})
+    assert describe_host(runner, tmp_path)["tools"]["iozone"] is None  # not fetched: nothing to run
+    path = iozone.binary(tmp_path)
+    path.parent.mkdir()
+    path.write_text("#!/bin/sh\n")
+    os.chmod(path, 0o755)
+    assert describe_host(runner, tmp_path)["tools"]["iozone"] == "3.489"
+    assert [str(path), "-v"] in runner.calls
+    garbled = FakeRunner({"iozone": (0, "something else\n", "")})
+    assert describe_host(garbled, tmp_path)["tools"]["iozone"] is None
 
 
 def test_a_version_text_without_a_revision_is_a_parse_error() -> None:

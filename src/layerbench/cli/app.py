@@ -165,7 +165,8 @@ def _run(exp: Experiment, matrix: Matrix, db: Path, places: Places, seed: int) -
     check_space(places.work_dir, needed_bytes(matrix))
     check_server_access(places.work_dir, matrix)
     store = Store.open(db)
-    run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), {**describe_host(proc.run), "seed": seed})
+    host = {**describe_host(proc.run, places.cache_dir), "seed": seed}
+    run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), host)
     register_cells(store, run_id, matrix)
     _print_plan(matrix, header=f"run {run_id}: {exp.name}")
     return _execute(exp, matrix, store, run_id, places, seed)
@@ -204,7 +205,7 @@ def resume(
         run_id = store.resolve_run(run_ref)
         row = store.run(run_id)
         exp = spec_load.validate(json.loads(row.spec_json), f"run {run_id}")
-        changed = host_changes(row.host, describe_host(proc.run))
+        changed = host_changes(row.host, describe_host(proc.run, cache_dir))
         if changed:
             raise PrerequisiteError(
                 f"run {run_id} cannot be resumed here: {'; '.join(changed)}",

@@ -83,11 +83,12 @@ def render(data: RunReport, out_dir: Path) -> Path:
     """Write report.html and every figure as PNG and SVG into ``out_dir``; return the HTML path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     figs = []
+    points = iozone_points(data.frame, data.cells)
     inputs = {
         "results": (data.results,),
         "frame": (data.frame,),
         "percentiles": (data.pct, data.cells),
-        "surfaces": (data.results, data.cells, iozone_points(data.frame, data.cells)),
+        "surfaces": (data.results, data.cells, points),
         "scaling": (data.scalings,),
     }
     for name, draw, source, caption in FIGURES:
@@ -99,13 +100,13 @@ def render(data: RunReport, out_dir: Path) -> Path:
         figures.save(fig, out_dir / "figures", name)
         plt.close(fig)
         figs.append(Figure(name, caption, _strip_xml_header(svg.getvalue())))
-    html = _template().render(**_context(data, figs))
+    html = _template().render(**_context(data, figs, points))
     path = out_dir / "report.html"
     path.write_text(html)
     return path
 
 
-def _context(data: RunReport, figs: list[Figure]) -> dict[str, Any]:
+def _context(data: RunReport, figs: list[Figure], points: pd.DataFrame) -> dict[str, Any]:
     run, results, cells = data.run, data.results, data.cells
     label = {c.cell_id: c.label for c in cells}
     return {
@@ -120,7 +121,7 @@ def _context(data: RunReport, figs: list[Figure]) -> dict[str, Any]:
         "fmt": cell_html,
         "figures": figs,
         "flags": [(f"{r.stack_label} · {r.workload}", f) for r in results for f in r.flags],
-        "ratios": _ratios(run, results, cells, iozone_points(data.frame, cells)),
+        "ratios": _ratios(run, results, cells, points),
         "refused": data.refused,
         "scalings": data.scalings,
         "client_latency": [

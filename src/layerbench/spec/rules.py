@@ -11,7 +11,15 @@ from collections.abc import Callable
 
 from layerbench.spec.databases import CLIENTS_OF, YcsbWorkload
 from layerbench.spec.feasibility import HostCaps
-from layerbench.spec.models import CONTAINER_PLACEMENTS, DbWorkload, FioWorkload, IozoneWorkload, StackSpec, Workload
+from layerbench.spec.models import (
+    CONTAINER_PLACEMENTS,
+    DbWorkload,
+    FileWorkload,
+    FioWorkload,
+    IozoneWorkload,
+    StackSpec,
+    Workload,
+)
 
 # Servers start with room for this many client connections (PostgreSQL's max_connections is 256).
 CLIENT_LIMIT = 250
@@ -152,7 +160,7 @@ def pairs(stack: StackSpec, w: Workload) -> bool:
 
     Not a refusal: a spec with both kinds of stacks and workloads pairs each with its own.
     """
-    return (stack.server is None) == isinstance(w, FioWorkload | IozoneWorkload)
+    return (stack.server is None) == isinstance(w, FileWorkload)
 
 
 def workload_fits(stack: StackSpec, w: Workload) -> str | None:

@@ -17,7 +17,6 @@ from typing import Any
 
 from layerbench.errors import LayerbenchError
 from layerbench.spec.models import StackSpec
-from layerbench.stack.capabilities import DEFAULT_CACHE
 from layerbench.stack.device import device
 from layerbench.stack.dockerd import private_dockerd
 from layerbench.stack.filesystem import filesystem
@@ -128,9 +127,8 @@ class StackBuilder(AbstractContextManager["StackBuilder"]):
     def _tools(self) -> dict[str, str]:
         """fio and its helpers; IOzone too when set-up fetched it (an image with one more small binary)."""
         found = resolve(IMAGE_BINARIES)
-        cache = self.ctx.cache_dir or DEFAULT_CACHE
-        if iozone.missing(cache) is None:
-            found["iozone"] = str(iozone.binary(cache))
+        if iozone.missing(self.ctx.cache_dir) is None:
+            found["iozone"] = str(iozone.binary(self.ctx.cache_dir))
         return found
 
 

@@ -34,7 +34,7 @@ Loadable = Callable[[str], bool]
 DEFAULT_CACHE = Path("/var/cache/layerbench")
 
 
-def probe(runner: Runner, cache_dir: Path | None = None) -> HostCaps:
+def probe(runner: Runner, cache_dir: Path = DEFAULT_CACHE) -> HostCaps:
     """What this host offers, read from /proc, /sys, /dev and PATH; nothing is changed."""
     kernel = platform.release()
     notes: list[str] = []
@@ -59,7 +59,7 @@ def probe(runner: Runner, cache_dir: Path | None = None) -> HostCaps:
         docker_drivers=_drop_removed(drivers, _dockerd_major(runner, binaries), notes),
         notes=tuple(notes),
         servers=database_servers(notes),
-        clients=clients(cache_dir or DEFAULT_CACHE, notes),
+        clients=clients(cache_dir, notes),
     )
 
 

@@ -82,15 +82,9 @@ def _client(res: Resource):  # -> Iterator[DockerClient | None]
         yield None
         return
     try:
-        # The SDK asks for the API version while constructing, so a stale socket fails here.
+        # Constructing asks the daemon for its API version: a stale socket fails here, a live daemon answered.
         client = docker.DockerClient(base_url=f"unix://{socket}", timeout=30)
     except docker.errors.DockerException:
-        yield None
-        return
-    try:
-        client.ping()
-    except docker.errors.DockerException:
-        client.close()
         yield None
         return
     try:

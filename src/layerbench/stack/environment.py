@@ -12,6 +12,8 @@ from typing import Any
 from layerbench import __version__
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Runner
+from layerbench.stack.capabilities import DEFAULT_CACHE
+from layerbench.workloads import iozone
 from layerbench.workloads.servers import postgres
 
 VERSION_COMMANDS = {
@@ -26,7 +28,7 @@ VERSION_COMMANDS = {
 }
 
 
-def describe_host(runner: Runner) -> dict[str, Any]:
+def describe_host(runner: Runner, cache_dir: Path = DEFAULT_CACHE) -> dict[str, Any]:
     return {
         "hostname": platform.node(),
         "kernel": platform.release(),
@@ -39,6 +41,7 @@ def describe_host(runner: Runner) -> dict[str, Any]:
         "tools": {
             **{name: _version(runner, argv) for name, argv in VERSION_COMMANDS.items()},
             "postgres": _postgres_version(runner),
+            "iozone": _iozone_version(runner, cache_dir),
         },
         "fio_sha256": _sha256_of("fio"),
     }
@@ -61,6 +64,15 @@ def _postgres_version(runner: Runner) -> str | None:
     except PrerequisiteError:
         return None
     return _version(runner, [server, "--version"])
+
+
+def _iozone_version(runner: Runner, cache_dir: Path) -> str | None:
+    if iozone.missing(cache_dir):
+        return None
+    try:
+        return iozone.version(runner, str(iozone.binary(cache_dir)))
+    except (ToolError, iozone.IozoneParseError):
+        return None
 
 
 def _sha256_of(binary: str) -> str | None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from layerbench.proc import Completed, Runner
 from layerbench.spec.profiles import Budget
+from layerbench.stack.capabilities import DEFAULT_CACHE
 from layerbench.stack.ledger import Ledger
 
 Exec = Callable[[Sequence[str], float], Completed]
@@ -24,7 +25,7 @@ class BuildContext:
     run_id: str
     runner: Runner
     budget: Budget | None = None  # what resource profiles divide (stacks with database servers)
-    cache_dir: Path | None = None  # where set-up put the database clients' jars (YCSB)
+    cache_dir: Path = DEFAULT_CACHE  # where set-up put the YCSB jars and IOzone
 
 
 @dataclass(frozen=True)
