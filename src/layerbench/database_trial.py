@@ -32,7 +32,7 @@ from layerbench.proc import Completed
 from layerbench.schedule import Trial
 from layerbench.spec.databases import PgbenchWorkload, YcsbWorkload
 from layerbench.spec.models import DbWorkload
-from layerbench.stack.cgroups import mismatches
+from layerbench.stack.cgroups import verdict
 from layerbench.stack.fleet import Endpoint, Fleet
 from layerbench.stack.target import BuildContext
 from layerbench.store.db import MonitorPoint, TrialRecord
@@ -253,9 +253,8 @@ def _limit_checks(fleet: Fleet) -> list[Check]:
         asked = e.limits.model_dump(mode="json", exclude_none=True)
         if not asked or "limits_enforced" not in e.info:
             continue
-        wrong = mismatches(asked, e.info["limits_enforced"])
-        detail = f"i{e.index}: " + ("; ".join(wrong) or "every limit is in the container's cgroup")
-        checks.append(Check("limit-applied", "flag" if wrong else "pass", detail))
+        status, detail = verdict(asked, e.info["limits_enforced"])
+        checks.append(Check("limit-applied", status, f"i{e.index}: {detail}"))
     return checks
 
 

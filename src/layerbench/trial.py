@@ -18,7 +18,7 @@ from layerbench.sample import Sample
 from layerbench.schedule import Trial
 from layerbench.spec.models import FileWorkload, FioWorkload, IozoneWorkload
 from layerbench.stack.capabilities import DEFAULT_CACHE
-from layerbench.stack.cgroups import mismatches
+from layerbench.stack.cgroups import verdict
 from layerbench.stack.target import Target
 from layerbench.store.db import CheckRecord, MonitorPoint, TrialRecord
 from layerbench.workloads import fio, iozone, personalities
@@ -158,9 +158,7 @@ def trial_checks(accounting: Check, mon: Monitor, target: Target, lowest: str) -
     checks = [accounting, bottleneck_check(mon, lowest)]
     asked, enforced = target.info.get("limits"), target.info.get("limits_enforced")
     if asked:
-        wrong = mismatches(asked, enforced or {})
-        detail = "; ".join(wrong) or "every limit the spec set is in the container's cgroup"
-        checks.append(Check("limit-applied", "flag" if wrong else "pass", detail))
+        checks.append(Check("limit-applied", *verdict(asked, enforced or {})))
     return checks
 
 

@@ -34,6 +34,8 @@ from layerbench.report.terminal import (
     comparison_table,
     flags_table,
     latency_table,
+    limits_read_back,
+    limits_table,
     ratio_table_render,
     refused_table,
     results_table,
@@ -302,8 +304,10 @@ def _show(store: Store, run_id: str, as_json: bool, latency: bool = False, state
     rows = results(store.samples_frame(run_id), store.cells(run_id), store.trials(run_id), store.checks(run_id))
     refused = store.refused(run_id)
     scalings = scaling_of_run(store, run_id)
+    limits = limits_read_back(store.checks(run_id), {c.cell_id: c.stack_label for c in store.cells(run_id)})
     if as_json:
         doc = show_json(run, rows, refused)
+        doc["limits"] = limits
         doc["latency_ns"] = merged_percentiles(store.raw_outputs(run_id)).to_dict("records")
         doc["client_latency_us"] = client_percentiles_of_run(store, run_id).to_dict("records")
         doc["scaling"] = scaling_json(scalings)
@@ -323,6 +327,8 @@ def _show(store: Store, run_id: str, as_json: bool, latency: bool = False, state
             console.print(latency_table(fio_pct, store.cells(run_id)))
         if not client_pct.empty:
             console.print(client_latency_table(client_pct, store.cells(run_id)))
+    if limits:
+        console.print(limits_table(limits))
     flags = flags_table(rows)
     if flags:
         console.print(flags)

@@ -7,6 +7,7 @@ import math
 from dataclasses import asdict
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from layerbench.analysis.overhead import BYTE_METRICS, UNITS, CellResult
@@ -66,7 +67,7 @@ def _by_workload(results: list[CellResult], title: str) -> Table:
     one_device = len({s.split("/", 1)[0] for s in stacks}) == 1
     for s in stacks:
         label = s.split("/", 1)[1] if one_device else s
-        table.add_column(label.replace("/", "/\n"), justify="right")
+        table.add_column(escape(label.replace("/", "/\n")), justify="right")
     grid = {(r.workload, r.stack_label): r for r in results}
     for w in dict.fromkeys(r.workload for r in results):
         unit = next(UNITS[r.metric] for r in results if r.workload == w)
@@ -90,18 +91,37 @@ def _by_stack(results: list[CellResult], title: str) -> Table:
     for stack in dict.fromkeys(r.stack_label for r in results):
         row = {r.workload: fmt_value(r, mark_single=most >= 2) for r in results if r.stack_label == stack}
         label = stack.split("/", 1)[1] if one_device else stack
-        table.add_row(label, *[row.get(w, "") for w in workloads])
+        table.add_row(escape(label), *[row.get(w, "") for w in workloads])
     return table
 
 
 def flags_table(results: list[CellResult]) -> Table | None:
     """Every flag with its plain-language explanation: why not to trust a number."""
-    rows = [(f"{r.stack_label} · {r.workload}", f.name, f.detail) for r in results for f in r.flags]
+    # Labels carry limits in brackets ([cpus=1.5]): text, not Rich markup.
+    rows = [(escape(f"{r.stack_label} · {r.workload}"), f.name, escape(f.detail)) for r in results for f in r.flags]
     if not rows:
         return None
     table = Table("cell", "check", "what it means", title="⚑ flags", title_justify="left", show_lines=True)
     for row in rows:
         table.add_row(*row)
+    return table
+
+
+def limits_read_back(checks: Any, labels: dict[str, str]) -> list[dict[str, str]]:
+    """Per cell with limits, what its container's cgroup said (the limit-applied check of its last trial)."""
+    if checks.empty:
+        return []
+    rows = checks[checks["name"] == "limit-applied"].sort_values("repetition")
+    last = rows.groupby("cell_id").last().reset_index()
+    return [
+        {"cell": labels.get(r.cell_id, r.cell_id), "status": r.status, "detail": r.detail} for r in last.itertuples()
+    ]
+
+
+def limits_table(rows: list[dict[str, str]]) -> Table:
+    table = Table("stack", "limit-applied", "read back from the cgroup", title="limits", title_justify="left")
+    for r in rows:
+        table.add_row(escape(r["cell"]), r["status"], escape(r["detail"]))
     return table
 
 

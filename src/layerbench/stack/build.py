@@ -116,7 +116,7 @@ class StackBuilder(AbstractContextManager["StackBuilder"]):
         if stack.server is not None:
             return exits.enter_context(fleet(stack, mount, engine.docker, self.ctx))
         if engine.docker is None:
-            return exits.enter_context(native_placement(mount, stack.placement, self.ctx))
+            return exits.enter_context(native_placement(mount, stack.placement, self.ctx, stack.limits))
         if engine.image is None:
             engine.image = ensure_image(engine.docker, self._tools(), self.ctx)
         cm = container_placement(

@@ -20,6 +20,7 @@ import docker
 from layerbench.errors import LayerbenchError
 from layerbench.proc import Runner
 from layerbench.stack import dockerd, handle, network
+from layerbench.stack.cell_cgroup import remove_dirs
 from layerbench.stack.cgroups import remove_parent
 from layerbench.stack.device import read_or_empty, why_unsafe
 from layerbench.stack.ledger import Ledger, Resource
@@ -155,6 +156,11 @@ def _dir(res: Resource, runner: Runner) -> None:
     shutil.rmtree(res.ident, ignore_errors=True)
 
 
+def _cgroup(res: Resource, runner: Runner) -> None:
+    """A native cell's own cgroup: whatever still runs in it is killed, then it is removed."""
+    remove_dirs([Path(d) for d in res.detail.get("dirs", {}).values()])
+
+
 REMOVERS: dict[str, Remover] = {
     "container": _container,
     "volume": _volume,
@@ -166,4 +172,5 @@ REMOVERS: dict[str, Remover] = {
     "zram": _zram,
     "file": _file,
     "dir": _dir,
+    "cgroup": _cgroup,
 }

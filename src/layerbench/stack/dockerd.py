@@ -44,7 +44,7 @@ SYSTEM_CONTAINERD = Path("/run/containerd/containerd.sock")
 # Directories every dockerd/containerd creates outside its roots; removed when
 # we created them and they are empty again.
 HOST_DIRS = (Path("/run/docker/plugins"), Path("/run/docker"), Path("/run/containerd/s"), Path("/run/containerd"))
-READY_TIMEOUT_S = 30.0
+READY_TIMEOUT_S = 120.0  # an emulated (TCG) guest or a busy host starts dockerd slowly
 STOP_TIMEOUT_S = 20.0
 STRAY_TIMEOUT_S = 5.0
 API_TIMEOUT_S = 300
@@ -114,6 +114,10 @@ def dockerd_argv(data_root: Path, exec_root: Path, driver: str) -> list[str]:
         # our own namespaces keep our containers apart from the user's ("moby").
         f"--containerd-namespace={namespace}",
         f"--containerd-plugins-namespace={namespace}-plugins",
+        # cgroupfs on every host: with systemd as PID 1 on cgroup v2, Docker defaults to the systemd
+        # driver, which takes only a "<name>.slice" parent (and needs systemd's D-Bus). The container's
+        # cgroup is then /layerbench/<daemon>/<container> on v1 and v2 alike.
+        "--exec-opt=native.cgroupdriver=cgroupfs",
         f"--cgroup-parent={cgroup_parent(exec_root)}",
         "--log-level=info",
     ]

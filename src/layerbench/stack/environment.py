@@ -12,6 +12,7 @@ from typing import Any
 from layerbench import __version__
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Runner
+from layerbench.stack import cgroups
 from layerbench.stack.capabilities import DEFAULT_CACHE
 from layerbench.workloads import iozone
 from layerbench.workloads.servers import postgres
@@ -36,6 +37,8 @@ def describe_host(runner: Runner, cache_dir: Path = DEFAULT_CACHE) -> dict[str, 
         "cpu_model": _cpu_model(),
         "cpus": os.cpu_count(),
         "memory_bytes": _mem_total(),
+        "cgroup": cgroups.version(),
+        "init": _init_system(),
         "python": platform.python_version(),
         "layerbench": __version__,
         "tools": {
@@ -45,6 +48,11 @@ def describe_host(runner: Runner, cache_dir: Path = DEFAULT_CACHE) -> dict[str, 
         },
         "fio_sha256": _sha256_of("fio"),
     }
+
+
+def _init_system() -> str:
+    """PID 1's name (systemd, or a container's or VM's own init): limits and daemons behave by it."""
+    return _read("/proc/1/comm").strip() or "unknown"
 
 
 def _version(runner: Runner, argv: list[str]) -> str | None:

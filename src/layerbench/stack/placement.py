@@ -35,7 +35,8 @@ from docker.models.containers import Container
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Completed
 from layerbench.spec.models import Limits, PlacementSpec
-from layerbench.stack.cgroups import container_dirs, read_limits
+from layerbench.stack.cell_cgroup import cell_cgroup
+from layerbench.stack.cgroups import majmin, process_dirs, read_limits
 from layerbench.stack.dockerd import API_ERRORS, DockerEngine
 from layerbench.stack.image import LABEL_PREFIX, binary_digests, image_labels
 from layerbench.stack.ledger import tracked
@@ -47,9 +48,10 @@ EXIT_CODE_WAIT_S = 5.0
 
 
 @contextmanager
-def native_placement(mount: Mount, spec: PlacementSpec, ctx: BuildContext) -> Iterator[Target]:
-    def run(argv: Sequence[str], timeout: float) -> Completed:
-        return ctx.runner(argv, timeout=timeout)
+def native_placement(
+    mount: Mount, spec: PlacementSpec, ctx: BuildContext, limits: Limits = Limits()
+) -> Iterator[Target]:
+    """The host itself; with limits, every command runs in a cgroup of the cell's own (cell_cgroup)."""
 
     def put(name: str, text: str) -> str:
         # Beside the run's files, not in the placement: it must not count as test data.
@@ -58,13 +60,29 @@ def native_placement(mount: Mount, spec: PlacementSpec, ctx: BuildContext) -> It
         return str(path)
 
     info: dict[str, Any] = {"placement": spec.kind, "fio_sha256": binary_digests(["fio"])["fio"]}
-    if spec.kind == "raw":
-        yield Target(run, put, mount.device.path, True, mount.device, "native", info)
-        return
-    if spec.kind != "host-dir" or mount.mountpoint is None:
+    if spec.kind not in ("raw", "host-dir") or (spec.kind == "host-dir" and mount.mountpoint is None):
         raise PrerequisiteError(f"placement {spec.kind!r} on {mount.fs_type!r} is not a native placement")
-    with host_dir(mount.mountpoint / "lb-data", ctx) as path:
+    with contextlib.ExitStack() as stack:
+        run = _native_run(limits, mount, ctx, info, stack)
+        if spec.kind == "raw":
+            yield Target(run, put, mount.device.path, True, mount.device, "native", info)
+            return
+        assert mount.mountpoint is not None  # checked above
+        path = stack.enter_context(host_dir(mount.mountpoint / "lb-data", ctx))
         yield Target(run, put, str(path), False, mount.device, "native", info)
+
+
+def _native_run(
+    limits: Limits, mount: Mount, ctx: BuildContext, info: dict[str, Any], stack: contextlib.ExitStack
+) -> Exec:
+    if not limits.model_dump(exclude_none=True):
+        return lambda argv, timeout: ctx.runner(argv, timeout=timeout)
+    device = majmin(mount.device.path)
+    group = stack.enter_context(cell_cgroup(limits, device, ctx))
+    info["limits"] = limits.model_dump(mode="json", exclude_none=True)
+    info["cgroup"] = {controller: str(path) for controller, path in group.dirs.items()}  # for the monitor
+    info["limits_enforced"] = read_limits(group.dirs, device)
+    return lambda argv, timeout: ctx.runner(group.wrap(argv), timeout=timeout)
 
 
 @contextmanager
@@ -108,12 +126,18 @@ def container_placement(
             "limits": limits.model_dump(mode="json", exclude_none=True),
             "fio_sha256": image_labels(engine, image).get(f"{LABEL_PREFIX}fio"),
         }
-        dirs = container_dirs(engine.cgroup_parent, container.id)
+        dirs = process_dirs(_init_pid(container))
         info["cgroup"] = {controller: str(path) for controller, path in dirs.items()}  # for the monitor
         if info["limits"]:
             # What the kernel enforces, not what Docker accepted: the limit-applied check compares.
-            info["limits_enforced"] = read_limits(dirs, mount.device.path)
+            info["limits_enforced"] = read_limits(dirs, majmin(mount.device.path))
         yield Target(exec_in(engine, container), _put_in(container), DATA, False, mount.device, "docker", info)
+
+
+def _init_pid(container: Container) -> int:
+    """The container's first process on the host: its cgroup is the container's."""
+    container.reload()
+    return int(container.attrs["State"]["Pid"])
 
 
 def limit_kwargs(limits: Limits, device: str) -> dict[str, Any]:
