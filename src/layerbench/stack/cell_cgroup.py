@@ -14,7 +14,7 @@ import signal
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,8 +52,7 @@ def cell_cgroup(
     asked = limits.model_dump(exclude_none=True)
 
     def create(rid: int) -> CellCgroup:
-        dirs = _make(name, asked, root)
-        ctx.ledger.update(rid, dirs={k: str(v) for k, v in dirs.items()})
+        dirs = _make(name, asked, root, lambda d: ctx.ledger.update(rid, dirs={k: str(v) for k, v in d.items()}))
         _write(dirs, limits, majmin)
         return CellCgroup(dirs)
 
@@ -64,28 +63,34 @@ def cell_cgroup(
         yield group
 
 
-def _make(name: str, asked: dict[str, object], root: Path) -> dict[str, Path]:
+def _make(
+    name: str, asked: dict[str, object], root: Path, record: Callable[[dict[str, Path]], None]
+) -> dict[str, Path]:
+    """Make the cell's directories; ``record`` hears of them first, so cleanup finds even a half-made set."""
     if cgroups.is_v2(root):
         wanted = sorted({V2_CONTROLLERS[k] for k in asked} | set(V2_ACCOUNTING))
+        record({"unified": root / PARENT / name})
         for level in (root, root / PARENT):
             level.mkdir(exist_ok=True)
             _enable(level, wanted)
-        cell = root / PARENT / name
-        cell.mkdir()
-        return {"unified": cell}
-    dirs: dict[str, Path] = {}
+        (root / PARENT / name).mkdir()
+        return {"unified": root / PARENT / name}
     accounting = {c for c in V1_ACCOUNTING if (root / c).is_dir()}
-    for controller in sorted({V1_FOR[k] for k in asked} | accounting):
-        base = root / controller
-        if not base.is_dir():
-            raise PrerequisiteError(f"no cgroup v1 {controller} hierarchy at {base}: the limit cannot be applied")
-        (base / PARENT).mkdir(exist_ok=True)
-        dirs[controller] = base / PARENT / name
-        dirs[controller].mkdir()
+    controllers = sorted({V1_FOR[k] for k in asked} | accounting)
+    missing = [c for c in controllers if not (root / c).is_dir()]
+    if missing:
+        raise PrerequisiteError(
+            f"no cgroup v1 {', '.join(missing)} hierarchy under {root}: the limits cannot be applied"
+        )
+    dirs = {c: root / c / PARENT / name for c in controllers}
+    record(dirs)
+    for controller, cell in dirs.items():
+        cell.parent.mkdir(exist_ok=True)
+        cell.mkdir(exist_ok=True)  # cpu and cpuacct are one directory where co-mounted
         if controller == "cpuset":  # a v1 cpuset takes no process until it has CPUs and memory nodes
-            for d in (base / PARENT, dirs[controller]):
+            for d in (cell.parent, cell):
                 for key in ("cpuset.cpus", "cpuset.mems"):
-                    if not (d / key).read_text().strip():
+                    if not _read(d / key):
                         (d / key).write_text((d.parent / key).read_text())
     return dirs
 
@@ -150,3 +155,10 @@ def _rmdir_when_empty(d: Path) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:  # made by the kernel with the directory; a stand-in tree has none
+        return ""
