@@ -12,7 +12,7 @@ from layerbench.stack import cgroups
 DATA = Path(__file__).parents[1] / "data" / "cgroup"
 MiB = 2**20
 # What tools/capture-cgroup.py asked for.
-VERSIONS = ["v1"]
+VERSIONS = ["v1", "v2"]
 ASKED = {"cpuset": "0", "cpus": 1.5, "memory": 256 * MiB, "read_bps": 64 * MiB, "write_bps": 32 * MiB}
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from layerbench import proc
@@ -487,9 +488,9 @@ def _print_plan(matrix: Matrix, header: str | None = None) -> None:
     if shared and per_stack:
         console.print(f"  workloads: {', '.join(next(iter(per_stack.values())))}")
     for stack, names in per_stack.items():
-        console.print(f"  [cyan]{stack.label()}[/]" + ("" if shared else f"  {', '.join(names)}"))
+        console.print(f"  [cyan]{escape(stack.label())}[/]" + ("" if shared else f"  {', '.join(names)}"))
     for refusal in {r.cell.stack.label(): r for r in matrix.refused}.values():
-        console.print(f"  [red]refused[/] {refusal.cell.stack.label()}: {refusal.reason}")
+        console.print(f"  [red]refused[/] {escape(refusal.cell.stack.label())}: {escape(refusal.reason)}")
 
 
 def main() -> None:
