@@ -14,15 +14,25 @@ DB_APT_PACKAGES := postgresql postgresql-client redis-server redis-tools default
 
 # Only the tests need a browser (the HTML report is opened in headless Chromium).
 TEST_APT_PACKAGES := chromium fonts-dejavu-core
+# The test VM (a modern host: systemd, cgroup v2, every kernel module), built once into the cache.
+VM_APT_PACKAGES := qemu-system-x86 qemu-utils debootstrap
 
-.PHONY: run test setup apt apt-db apt-test venv ycsb iozone lint clean-env
+.PHONY: run test test-vm vm-image setup apt apt-db apt-test apt-vm venv ycsb iozone lint clean-env
 
 run: setup
 	$(VENV)/bin/layerbench run $(PRESET) --db $(DB)
 
 test: setup apt-test
 	$(PY) -m ruff check src tests bench
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --ignore=tests/vm
+
+# The modern-host tier: tests/vm boots the test VM (cgroup v2, systemd) and runs the same tests in it.
+# About 10 minutes to build the image the first time (cached after), then one boot of some minutes.
+test-vm: setup apt-test vm-image
+	$(PY) -m pytest -q tests/vm
+
+vm-image: apt-vm venv
+	HOST_PYTHON=$(PY) tools/vm/build-image.sh $(CACHE)
 
 setup: apt apt-db venv ycsb iozone
 
@@ -59,6 +69,13 @@ ycsb: apt-db
 # changing apt's configuration. Optional: without it layerbench refuses iozone workloads and says why.
 iozone:
 	@tools/fetch-iozone.sh $(CACHE) || echo "make: no IOzone (the reason is above); iozone workloads will be refused"
+
+apt-vm:
+	@missing=""; for p in $(VM_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
 
 apt-test:
 	@missing=""; for p in $(TEST_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

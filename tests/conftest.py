@@ -26,7 +26,18 @@ REQUIREMENTS = {
         lambda: _databases_missing() is None,
         "needs PostgreSQL, Redis, pgbench, java and the YCSB jars (make setup installs and builds them)",
     ),
+    "requires_vm": (
+        lambda: _vm_missing() is None,
+        "needs qemu and the test VM image (make vm-image builds it; make test-vm runs this tier)",
+    ),
 }
+
+
+def _vm_missing() -> str | None:
+    from layerbench.stack import vm
+    from layerbench.stack.capabilities import DEFAULT_CACHE
+
+    return vm.missing(DEFAULT_CACHE)
 
 
 def _iozone_missing() -> str | None:

@@ -1,0 +1,215 @@
+"""A Debian guest under qemu: a modern host (systemd as PID 1, cgroup v2, every kernel module) on any
+host that has qemu, for proving what this host cannot show.
+
+The image is built once by tools/vm/build-image.sh into the cache. A guest boots it with
+``snapshot=on`` (the cached image never changes), gets folders of the host over 9p at the same paths
+(so the host's checkout and venv run unchanged inside), runs one script, writes its output and exit
+code back to the share and powers off. KVM where it really runs a guest, TCG otherwise: an emulated
+CPU is 10-50x slower, so a TCG guest proves function, never speed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from layerbench.errors import PrerequisiteError, ToolError
+from layerbench.proc import spawn
+
+QEMU = "qemu-system-x86_64"
+SUITE = "bookworm"
+SHARE_TAG = "lbshare"
+KVM_PROBE_TIMEOUT_S = 60.0
+# What a booting kernel prints first on the serial console: the probe's proof that the CPU ran it.
+KERNEL_BANNER = "Linux version"
+# The share's own files (tools/vm/guest/run-host-script): the rest is what the script left for the host.
+CHANNEL_FILES = frozenset({"script", "mounts", "output", "rc"})
+
+
+@dataclass(frozen=True)
+class GuestImage:
+    directory: Path
+
+    @property
+    def kernel(self) -> Path:
+        return self.directory / "vmlinuz"
+
+    @property
+    def initrd(self) -> Path:
+        return self.directory / "initrd.img"
+
+    @property
+    def rootfs(self) -> Path:
+        return self.directory / "rootfs.img"
+
+
+@dataclass(frozen=True)
+class Share:
+    """A host folder the guest mounts read-only at the same path (``tag`` names it on the 9p bus)."""
+
+    tag: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class GuestRun:
+    rc: int | None  # None: the script never reported (the guest did not boot, or timed out)
+    output: str  # the script's stdout and stderr
+    console: str  # the serial console: kernel and systemd messages, for a guest that failed
+    accel: str
+    seconds: float
+    files: dict[str, str]  # what else the script wrote into the share, by path relative to it
+
+
+def find_image(cache_dir: Path) -> GuestImage | None:
+    """The newest complete image in the cache, or None (build it with tools/vm/build-image.sh)."""
+    complete = sorted((cache_dir / "vm").glob(f"{SUITE}-*/complete"), key=lambda p: p.stat().st_mtime)
+    return GuestImage(complete[-1].parent) if complete else None
+
+
+def missing(cache_dir: Path) -> str | None:
+    """Why no guest can boot here, or None."""
+    if not _on_path(QEMU):
+        return f"{QEMU} is not installed (apt-get install qemu-system-x86)"
+    if find_image(cache_dir) is None:
+        return f"no test VM image in {cache_dir}/vm (make vm-image builds it, about 10 minutes)"
+    return None
+
+
+def qemu_argv(
+    image: GuestImage,
+    accel: str,
+    share: Path,
+    shares: Sequence[Share],
+    console: Path,
+    memory_mib: int = 4096,
+    cpus: int = 2,
+) -> list[str]:
+    # apparmor=0: the image has no AppArmor userspace, and dockerd warns that docker-default cannot load.
+    append = "root=/dev/vda rw console=ttyS0 apparmor=0 panic=-1 systemd.show_status=0"
+    argv = [
+        QEMU,
+        "-name", "layerbench-vm",
+        "-machine", "q35",
+        "-accel", "kvm" if accel == "kvm" else "tcg,thread=multi",
+        "-cpu", "host" if accel == "kvm" else "max",
+        "-smp", str(cpus),
+        "-m", str(memory_mib),
+        "-nodefaults", "-display", "none", "-no-reboot",
+        "-kernel", str(image.kernel),
+        "-initrd", str(image.initrd),
+        "-append", append,
+        "-drive", f"file={image.rootfs},if=virtio,format=raw,snapshot=on",
+        "-device", "virtio-rng-pci",
+        "-serial", f"file:{console}",
+        "-virtfs", f"local,path={share},mount_tag={SHARE_TAG},security_model=none,id={SHARE_TAG}",
+    ]  # fmt: skip
+    for s in shares:
+        argv += ["-virtfs", f"local,path={s.path},mount_tag={s.tag},security_model=none,readonly=on,id={s.tag}"]
+    return argv
+
+
+def kvm_usable(image: GuestImage, work_dir: Path) -> bool:
+    """Does KVM really run a guest here? A device node is not proof: on some hosts /dev/kvm opens
+    but every guest fails. The probe boots the image's kernel with no disk and waits for its banner."""
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return False
+    console = work_dir / "kvm-probe.console"
+    argv = [
+        QEMU, "-accel", "kvm", "-cpu", "host", "-m", "256", "-nodefaults", "-display", "none", "-no-reboot",
+        "-kernel", str(image.kernel), "-append", "console=ttyS0 panic=-1", "-serial", f"file:{console}",
+    ]  # fmt: skip
+    process = spawn(argv, work_dir / "kvm-probe.log")
+    try:
+        deadline = time.monotonic() + KVM_PROBE_TIMEOUT_S
+        while time.monotonic() < deadline and process.poll() is None:
+            if KERNEL_BANNER in _read(console):
+                return True
+            time.sleep(0.2)
+        return KERNEL_BANNER in _read(console)
+    finally:
+        _kill(process)
+
+
+def run_script(
+    image: GuestImage,
+    script: str,
+    shares: Sequence[Share],
+    timeout: float,
+    work_dir: Path,
+    accel: str | None = None,
+) -> GuestRun:
+    """Boot a guest, run ``script`` (POSIX sh) in it as root, and return its output once it powered off.
+
+    The script finds the share at /mnt/lbshare: files it writes there come back in ``GuestRun.files``.
+
+    The guest is killed (by PID) when ``timeout`` passes or the caller is interrupted.
+    """
+    work_dir.mkdir(parents=True, exist_ok=True)
+    accel = accel or ("kvm" if kvm_usable(image, work_dir) else "tcg")
+    with tempfile.TemporaryDirectory(dir=work_dir, prefix="share-") as tmp:
+        share = Path(tmp)
+        (share / "script").write_text(script)
+        (share / "mounts").write_text("".join(f"{s.tag} {s.path}\n" for s in shares))
+        console = work_dir / "console.log"
+        console.unlink(missing_ok=True)
+        started = time.monotonic()
+        argv = qemu_argv(image, accel, share, shares, console)
+        process = spawn(argv, work_dir / "qemu.log")
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        finally:
+            _kill(process)
+        seconds = time.monotonic() - started
+        if process.returncode not in (0, -signal.SIGKILL) and not (share / "rc").exists():
+            raise ToolError(argv, process.returncode, _read(work_dir / "qemu.log"))
+        rc_text = _read(share / "rc").strip()
+        files = {str(p.relative_to(share)): _read(p) for p in sorted(share.rglob("*")) if _returned(p, share)}
+        return GuestRun(
+            int(rc_text) if rc_text.lstrip("-").isdigit() else None,
+            _read(share / "output"),
+            _read(console),
+            accel,
+            seconds,
+            files,
+        )
+
+
+def _returned(path: Path, share: Path) -> bool:
+    return path.is_file() and str(path.relative_to(share)) not in CHANNEL_FILES
+
+
+def require(cache_dir: Path) -> GuestImage:
+    reason = missing(cache_dir)
+    if reason is not None:
+        raise PrerequisiteError(reason, hint="make vm-image")
+    image = find_image(cache_dir)
+    assert image is not None  # missing() said so
+    return image
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _on_path(name: str) -> bool:
+    return any(Path(d, name).is_file() for d in os.environ.get("PATH", "").split(os.pathsep) if d)
