@@ -46,11 +46,18 @@ def workload_argv(w: FileWorkload, target: Target, tools: Path = DEFAULT_CACHE) 
     """The workload's command line at the target; ``tools`` is where set-up put IOzone (its cache)."""
     if isinstance(w, IozoneWorkload):
         return iozone.argv(w, target.path, str(iozone.binary(tools)))
-    if w.job_file or w.personality:
-        source = Path(w.job_file).read_text() if w.job_file else personalities.job_file(w.personality, w.scale)
+    source = job_source(w)
+    if source is not None:
         text = fio.rewrite_job_file(source, target.path, target.path_is_device)
         return fio.job_file_argv(target.put(f"lb-{w.name}.fio", text))
     return fio.argv(w, target.path, target.path_is_device)
+
+
+def job_source(w: FioWorkload) -> str | None:
+    """The job file a workload runs (a user's own or a personality's), or None for one built from fields."""
+    if w.job_file:
+        return Path(w.job_file).read_text()
+    return personalities.job_file(w.personality, w.scale) if w.personality else None
 
 
 def needs_precondition(w: FileWorkload) -> bool:
@@ -137,7 +144,9 @@ def _measured(w: FileWorkload, stdout: str, mon: Monitor, target: Target, lowest
         skip = Check("device-accounting", "skip", "IOzone reports a rate per test, not the bytes each moved")
         return iozone.samples(iozone.parse(stdout)), skip
     result = fio.parse(stdout)
-    return fio.samples(result), _accounting(result, mon, target, lowest)
+    source = job_source(w)
+    phases = fio.group_phases(source) if source is not None else None  # which groups ran in turn
+    return fio.samples(result, phases), _accounting(result, mon, target, lowest)
 
 
 # 128 + SIGKILL: the kernel's OOM killer, or a timeout's kill, ended the tool.
