@@ -1,6 +1,17 @@
 from __future__ import annotations
 
-from layerbench.analysis.checks import bottleneck, device_accounting, faster_than_baseline, noisy
+from layerbench.analysis.checks import (
+    SUSPECT_SINGLE_RATIO,
+    bottleneck,
+    device_accounting,
+    faster_than_baseline,
+    noisy,
+    not_beneath,
+)
+from layerbench.analysis.overhead import physics
+from layerbench.analysis.stats import ratio
+from layerbench.spec.models import Cell, FioWorkload, StackSpec
+from layerbench.store.db import CellRow
 
 MiB = 2**20
 
@@ -23,14 +34,69 @@ def test_noisy_says_what_to_do() -> None:
     assert noisy(cv=0.0, n=1).status == "skip"
 
 
+def stack(**fields: object) -> StackSpec:
+    return StackSpec.model_validate({"device": {"kind": "loop"}, "filesystem": "ext4", "engine": "native", **fields})
+
+
+NATIVE = stack(placement="host-dir")
+RAW = stack(filesystem="none", placement="raw")
+DOCKER = stack(engine="docker:overlay2", placement="volume")
+
+
 def test_faster_than_physics() -> None:
-    assert faster_than_baseline(1.4, "raw device", touches_device=True).status == "flag"
-    assert faster_than_baseline(1.4, "raw device", touches_device=False).status == "pass"
-    assert faster_than_baseline(0.9, "raw device", touches_device=True).status == "pass"
-    assert faster_than_baseline(float("nan"), "raw device", touches_device=True).status == "skip"
+    assert faster_than_baseline(1.5, 1.4, (3, 3), "raw device", touches_device=True).status == "flag"
+    assert faster_than_baseline(1.5, 1.4, (3, 3), "raw device", touches_device=False).status == "pass"
+    assert faster_than_baseline(1.0, 0.9, (3, 3), "raw device", touches_device=True).status == "pass"
+    assert faster_than_baseline(1.2, float("nan"), (1, 1), "raw device", touches_device=True).status == "skip"
+
+
+def test_a_bound_is_the_same_storage_through_fewer_layers() -> None:
+    assert not_beneath(DOCKER, NATIVE) is None  # a container placement against native on the same filesystem
+    assert not_beneath(NATIVE, RAW) is None and not_beneath(DOCKER, RAW) is None  # anything over its raw device
+    assert not_beneath(stack(device={"kind": "loop", "direct_io": False}, placement="host-dir"), NATIVE) is None
+    assert not_beneath(stack(engine="docker:overlay2", placement="writable-layer"), DOCKER) is None
+
+
+def test_no_bound_where_the_cell_may_honestly_be_faster() -> None:
+    xfs = stack(filesystem="xfs", placement="host-dir")
+    assert "another filesystem" in (not_beneath(xfs, NATIVE) or "")
+    db = {"server": "postgres", "placement": "host-dir"}
+    assert "instance" in (not_beneath(stack(**db, instances=4), stack(**db)) or "")  # 4 servers beat 1 honestly
+    assert "another device" in (not_beneath(stack(device={"kind": "zram"}, placement="host-dir"), NATIVE) or "")
+    limited = stack(engine="docker:overlay2", placement="volume", limits={"cpus": 1})
+    assert "limits" in (not_beneath(DOCKER, limited) or "")
+    assert not_beneath(limited, NATIVE) is None  # a limit only slows the cell down
+    assert "layers" in (not_beneath(NATIVE, NATIVE) or "")
+    skip = faster_than_baseline(2.0, 1.8, (3, 3), "ext4", True, not_beneath(xfs, NATIVE))
+    assert skip.status == "skip" and "another filesystem" in skip.detail
+
+
+def test_no_interval_says_why_with_the_trials_it_had() -> None:
+    single = faster_than_baseline(1.8, float("nan"), (1, 1), "raw", touches_device=True)
+    assert single.status == "flag" and "in a single trial" in single.detail
+    # n >= 2 each, but the baseline's own interval includes zero (Fieller's g >= 1): not "a single trial".
+    wide = faster_than_baseline(1.8, float("nan"), (3, 3), "raw", touches_device=True)
+    assert wide.status == "flag" and "single" not in wide.detail and "over 3 and 3 trials" in wide.detail
+    assert faster_than_baseline(1.2, float("nan"), (3, 3), "raw", touches_device=True).status == "skip"
 
 
 def test_bottleneck() -> None:
     assert bottleneck(97.0, 20.0).status == "flag"
     assert bottleneck(97.0, 99.0).status == "pass"
     assert bottleneck(40.0, 10.0).status == "pass"
+
+
+def row(s: StackSpec, cell_id: str) -> CellRow:
+    c = Cell(stack=s, workload=FioWorkload(name="RR"))
+    return CellRow(cell_id, c.label(), s.label(), "RR", c.model_dump_json(), False, "base")
+
+
+def test_the_caller_judges_against_the_cell_s_own_baseline_and_counts_its_trials() -> None:
+    # Three trials each, the baseline so spread that its interval includes zero: Fieller gives no interval.
+    r = ratio([300.0, 310.0, 305.0], [1.0, 400.0, 2.0])
+    assert r.ci_low != r.ci_low and r.ratio > SUSPECT_SINGLE_RATIO
+    fast = physics(row(DOCKER, "c"), row(NATIVE, "base"), r, (3, 3))
+    assert fast.status == "flag" and "single" not in fast.detail
+    assert physics(row(stack(filesystem="xfs", placement="host-dir"), "c"), row(NATIVE, "base"), r, (3, 3)).status == (
+        "skip"
+    )

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from layerbench.spec.models import StackSpec
+
 # Below this share of fio's bytes reaching the disk, something else answered.
 ACCOUNTING_MIN_SHARE = 0.5
 NOISY_CV = 0.10
@@ -57,34 +59,75 @@ def noisy(cv: float, n: int, threshold: float = NOISY_CV) -> Check:
     )
 
 
-def faster_than_baseline(ratio_ci_low: float, baseline_label: str, touches_device: bool, single: bool = False) -> Check:
-    """A cell faster than its baseline beyond the CI is suspect when both hit the same device.
+def layers(stack: StackSpec) -> int:
+    """How many layers sit between a workload and its device: each can only cost, never add, speed."""
+    count = (stack.filesystem.type != "none") + (stack.engine.kind != "native")
+    count += stack.placement.kind == "writable-layer"  # the storage driver (overlay) over the filesystem
+    count += stack.device.kind == "loop" and not stack.device.direct_io  # the host's page cache under the loop
+    return count
 
-    ``single``: one trial each, so ``ratio_ci_low`` is the bare ratio; said so in the detail.
+
+def not_beneath(cell: StackSpec, base: StackSpec) -> str | None:
+    """Why ``base`` is no physical bound for ``cell``, or None when it is.
+
+    A bound is the same storage (device and filesystem, or the raw device under the cell's
+    filesystem) reached through fewer layers, by as many servers, under no limit the cell lacks:
+    then the cell cannot beat it without a cache answering. Anything else may beat it honestly:
+    four database instances together beat one, xfs may beat ext4, an unlimited cell a limited one.
     """
-    if ratio_ci_low != ratio_ci_low:  # NaN: no interval, nothing to judge
-        return Check("faster-than-physics", "skip", "no confidence interval (one trial)")
-    if ratio_ci_low <= 1.0:
-        return Check("faster-than-physics", "pass", f"not faster than {baseline_label}")
+    device = ("kind", "size", "path")
+    if any(getattr(cell.device, f) != getattr(base.device, f) for f in device):
+        return f"another device ({base.device.label()} against {cell.device.label()})"
+    if base.filesystem.type != "none" and base.filesystem != cell.filesystem:
+        return f"another filesystem ({base.filesystem.label()} against {cell.filesystem.label()})"
+    if (base.server, base.instances) != (cell.server, cell.instances):
+        return f"{base.instances} instance(s) against {cell.instances}: more servers may add throughput"
+    if not set(base.limits.model_dump(exclude_none=True).items()) <= set(
+        cell.limits.model_dump(exclude_none=True).items()
+    ):
+        return "it runs under limits this cell does not have"
+    if layers(base) >= layers(cell):
+        return "it has as many layers as this cell or more, so nothing says it must be faster"
+    return None
+
+
+# With one trial there is no interval; this far above the baseline is suspect anyway.
+SUSPECT_SINGLE_RATIO = 1.5
+
+
+def faster_than_baseline(
+    ratio: float,
+    ci_low: float,
+    n: tuple[int, int],
+    baseline_label: str,
+    touches_device: bool,
+    not_a_bound: str | None = None,
+) -> Check:
+    """A cell faster than a baseline beneath it (``not_beneath``) is suspect when both hit the device.
+
+    ``n``: the cell's and the baseline's trials. Without an interval (one trial, or a baseline
+    whose own interval includes zero) the bare ratio is judged against ``SUSPECT_SINGLE_RATIO``.
+    """
+    name = "faster-than-physics"
+    if not_a_bound is not None:
+        return Check(name, "skip", f"{baseline_label} is no bound for this cell: {not_a_bound}")
+    if ratio != ratio:  # NaN: one side has no results
+        return Check(name, "skip", f"no ratio to {baseline_label}")
     if not touches_device:
-        return Check(
-            "faster-than-physics",
-            "pass",
-            f"faster than {baseline_label}, as expected: it never touches the device",
-        )
+        return Check(name, "pass", f"×{ratio:.2f} {baseline_label}: it never touches the device, so it may be faster")
     why = "a layer above the device cannot add speed, so a cache or an unwritten file probably answered"
-    if single:
-        return Check(
-            "faster-than-physics",
-            "flag",
-            f"×{ratio_ci_low:.2f} {baseline_label} in a single trial: {why}, or the host is noisy. "
-            "Run 3+ repetitions to tell which.",
-        )
-    return Check(
-        "faster-than-physics",
-        "flag",
-        f"faster than {baseline_label} beyond its 95% CI (ratio ≥ {ratio_ci_low:.2f}): {why}.",
-    )
+    if ci_low == ci_low:
+        if ci_low <= 1.0:
+            return Check(name, "pass", f"not faster than {baseline_label} beyond its 95% CI")
+        return Check(name, "flag", f"faster than {baseline_label} beyond its 95% CI (ratio ≥ {ci_low:.2f}): {why}.")
+    if min(n) == 1:
+        no_interval, remedy = "in a single trial", "Run 3+ repetitions to tell which."
+    else:
+        no_interval = f"over {n[0]} and {n[1]} trials, whose baseline varies too much for an interval"
+        remedy = "Steady the host or raise trials.repetitions to tell which."
+    if ratio < SUSPECT_SINGLE_RATIO:
+        return Check(name, "skip", f"×{ratio:.2f} {baseline_label} {no_interval}: no interval to judge")
+    return Check(name, "flag", f"×{ratio:.2f} {baseline_label} {no_interval}: {why}, or the host is noisy. {remedy}")
 
 
 FIO_REMEDY = "Fewer jobs, or more cores, or a lighter I/O engine."

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from layerbench.analysis.checks import Check, faster_than_baseline, noisy
+from layerbench.analysis.checks import Check, faster_than_baseline, noisy, not_beneath
 from layerbench.analysis.stats import Ratio, Summary, cell_values, ratio, summarize
+from layerbench.spec.models import StackSpec
 
 
 @dataclass(frozen=True)
@@ -85,10 +86,6 @@ def _trial_flags(checks: pd.DataFrame | None, cell_id: str) -> list[Check]:
     ]
 
 
-# With one trial there is no interval; this far above the baseline is suspect anyway.
-SUSPECT_SINGLE_RATIO = 1.5
-
-
 def _cross_flags(c, by_id: dict, summary: Summary, r: Ratio, n_base: int, failures: dict) -> list[Check]:
     flags = []
     n_check = noisy(summary.cv, summary.n)
@@ -104,14 +101,20 @@ def _cross_flags(c, by_id: dict, summary: Summary, r: Ratio, n_base: int, failur
                 "not-comparable", "flag", f"{base_label} has no results: it failed ({failures[c.baseline_cell_id][0]})"
             )
         )
-    touches_device = json.loads(c.config_json)["stack"]["placement"]["kind"] != "tmpfs"
-    low, single = r.ci_low, False
-    if low != low and r.ratio == r.ratio and r.ratio >= SUSPECT_SINGLE_RATIO:
-        low, single = r.ratio, True  # no interval: judge the point, and say so
-    fast = faster_than_baseline(low, base_label, touches_device, single)
+    fast = physics(c, base, r, (summary.n, n_base))
     if fast.status == "flag":
         flags.append(fast)
     return flags
+
+
+def physics(c, base, r: Ratio, n: tuple[int, int]) -> Check:
+    """``faster-than-physics`` of a store cell against its baseline cell (CellRows)."""
+    stack = StackSpec.model_validate(json.loads(c.config_json)["stack"])
+    if base is None:
+        return Check("faster-than-physics", "skip", "the baseline cell is not in this run")
+    bound = not_beneath(stack, StackSpec.model_validate(json.loads(base.config_json)["stack"]))
+    touches_device = stack.placement.kind != "tmpfs"
+    return faster_than_baseline(r.ratio, r.ci_low, n, base.stack_label, touches_device, bound)
 
 
 def _trials(n: int) -> str:
