@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from layerbench.analysis.latency import client_percentiles
 from layerbench.analysis.resources import Usage, mean_usage, usage_by_trial
 from layerbench.analysis.stats import Summary, cell_values, ratio, summarize
 from layerbench.spec.models import StackSpec
@@ -35,7 +36,7 @@ class ScalePoint:
     cell_id: str
     throughput: Summary  # aggregate ops/s over all instances
     values: tuple[float, ...]  # the aggregate of each trial
-    p99_us: float  # mean over trials of each trial's merged p99 (reads where the mix has them)
+    p99_us: float  # p99 of every trial's clients merged in one histogram (reads where the mix has them)
     usage: Usage
 
 
@@ -79,11 +80,12 @@ def scaling(cells: list[Any], samples: pd.DataFrame, monitor: pd.DataFrame, info
         groups.setdefault(key, []).append((int(stack.get("instances", 1)), c))
     ops = cell_values(samples, "ops") if not samples.empty else {}
     usage = usage_by_trial(monitor, infos)
+    tails = _merged_p99(samples, infos)
     out = []
     for (group, _), members in groups.items():
         if len({n for n, _ in members}) < 2:
             continue
-        points = [_point(n, c, ops, samples, usage) for n, c in sorted(members, key=lambda m: m[0])]
+        points = [_point(n, c, ops, samples, usage, tails) for n, c in sorted(members, key=lambda m: m[0])]
         out.append(_curve(group, members[0][1].workload, points))
     return out
 
@@ -98,7 +100,9 @@ def _without_instances(stack: dict[str, Any]) -> str:
     return StackSpec.model_validate({**stack, "instances": 1}).label()
 
 
-def _point(n: int, cell: Any, ops: dict, samples: pd.DataFrame, usage: dict[int, Usage]) -> ScalePoint:
+def _point(
+    n: int, cell: Any, ops: dict, samples: pd.DataFrame, usage: dict[int, Usage], tails: dict[str, float]
+) -> ScalePoint:
     mine = samples[samples["cell_id"] == cell.cell_id] if not samples.empty else samples
     trial_ids = sorted(set(mine["trial_id"])) if not mine.empty else []
     values = [float(v) for v in ops.get(cell.cell_id, [])]
@@ -107,12 +111,30 @@ def _point(n: int, cell: Any, ops: dict, samples: pd.DataFrame, usage: dict[int,
         cell.cell_id,
         summarize(values),
         tuple(values),
-        _p99(mine),
+        tails.get(cell.cell_id, _mean_p99(mine)),
         mean_usage([usage[t] for t in trial_ids if t in usage]),
     )
 
 
-def _p99(rows: pd.DataFrame) -> float:
+def _merged_p99(samples: pd.DataFrame, infos: dict[int, dict]) -> dict[str, float]:
+    """Per cell, the p99 (µs) of the histogram every trial kept, merged over its trials: the p99 of
+    all operations, not a mean of each trial's p99 (which a slow trial's tail would not move enough)."""
+    if samples.empty:
+        return {}
+    trial_cells = {int(t): c for t, c in samples[["trial_id", "cell_id"]].drop_duplicates().itertuples(index=False)}
+    table = client_percentiles(infos, trial_cells)
+    if table.empty:
+        return {}
+    out = {}
+    for cell_id, rows in table.groupby("cell_id"):
+        ops = sorted(rows["operation"])
+        chosen = "read" if "read" in ops else ops[0]
+        out[str(cell_id)] = float(rows[rows["operation"] == chosen]["p99"].iloc[0])
+    return out
+
+
+def _mean_p99(rows: pd.DataFrame) -> float:
+    """Runs from before trials kept their histograms: the mean of each trial's merged p99, the best left."""
     if rows.empty:
         return math.nan
     lat = rows[(rows["metric"] == LATENCY_METRIC) & (rows["job"] == MERGED_JOB)]
