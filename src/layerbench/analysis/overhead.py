@@ -7,9 +7,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from layerbench.analysis import precision
 from layerbench.analysis.checks import Check, faster_than_baseline, noisy, not_beneath
 from layerbench.analysis.stats import Ratio, Summary, cell_values, ratio, summarize
 from layerbench.spec.models import StackSpec
+from layerbench.store.db import Store
 
 
 @dataclass(frozen=True)
@@ -42,8 +44,18 @@ def headline_metric(config_json: str) -> str:
     return "iops" if str(workload.get("rw", "")).startswith("rand") else "bw"
 
 
-def results(frame: pd.DataFrame, cells: list, trials: list, checks: pd.DataFrame | None = None) -> list[CellResult]:
-    """``cells`` are store CellRows, ``trials`` store TrialRows, ``checks`` the store's per-trial checks."""
+def of_run(store: Store, run_id: str) -> list[CellResult]:
+    """``results`` of a stored run, its intervals at the confidence its trials rule needs."""
+    s = store
+    level = precision.of_spec(s.run(run_id).spec_json)
+    return results(s.samples_frame(run_id), s.cells(run_id), s.trials(run_id), s.checks(run_id), level)
+
+
+def results(
+    frame: pd.DataFrame, cells: list, trials: list, checks: pd.DataFrame | None = None, confidence: float = 0.95
+) -> list[CellResult]:
+    """``cells`` are store CellRows, ``trials`` store TrialRows, ``checks`` the store's per-trial checks;
+    ``confidence`` of the intervals (``precision.confidence``: wider where a precision target stopped cells)."""
     values = {m: cell_values(frame, m) if not frame.empty else {} for m in UNITS}
     failures: dict[str, list[str]] = {}
     for t in trials:
@@ -56,7 +68,7 @@ def results(frame: pd.DataFrame, cells: list, trials: list, checks: pd.DataFrame
         mine = values[metric].get(c.cell_id, [])
         base = values[metric].get(c.baseline_cell_id, []) if c.baseline_cell_id else []
         fails = failures.get(c.cell_id, [])
-        summary, r = summarize(mine), ratio(mine, base)
+        summary, r = summarize(mine, confidence), ratio(mine, base, confidence)
         flags = _trial_flags(checks, c.cell_id) + _cross_flags(c, by_id, summary, r, len(base), failures)
         out.append(
             CellResult(

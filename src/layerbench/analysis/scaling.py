@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from layerbench.analysis import precision
 from layerbench.analysis.latency import client_percentiles
 from layerbench.analysis.resources import Usage, mean_usage, usage_by_trial
 from layerbench.analysis.stats import Summary, cell_values, ratio, summarize
@@ -68,8 +69,11 @@ class Scaling:
         return f"{peak}; {self.bottleneck} saturated first, at {n} instance{'s' if n > 1 else ''}"
 
 
-def scaling(cells: list[Any], samples: pd.DataFrame, monitor: pd.DataFrame, infos: dict[int, dict]) -> list[Scaling]:
-    """``cells`` are store CellRows; one Scaling per group of cells that differ only in instance count."""
+def scaling(
+    cells: list[Any], samples: pd.DataFrame, monitor: pd.DataFrame, infos: dict[int, dict], confidence: float = 0.95
+) -> list[Scaling]:
+    """``cells`` are store CellRows; one Scaling per group of cells that differ only in instance count;
+    ``confidence`` of the throughput intervals (``precision.confidence``)."""
     groups: dict[tuple[str, str], list[tuple[int, Any]]] = {}
     for c in cells:
         config = json.loads(c.config_json)
@@ -85,7 +89,7 @@ def scaling(cells: list[Any], samples: pd.DataFrame, monitor: pd.DataFrame, info
     for (group, _), members in groups.items():
         if len({n for n, _ in members}) < 2:
             continue
-        points = [_point(n, c, ops, samples, usage, tails) for n, c in sorted(members, key=lambda m: m[0])]
+        points = [_point(n, c, ops, samples, usage, tails, confidence) for n, c in sorted(members, key=lambda m: m[0])]
         out.append(_curve(group, members[0][1].workload, points))
     return out
 
@@ -93,7 +97,8 @@ def scaling(cells: list[Any], samples: pd.DataFrame, monitor: pd.DataFrame, info
 def of_run(store: Store, run_id: str) -> list[Scaling]:
     """``scaling`` over what a run stored."""
     samples = store.samples_frame(run_id)
-    return scaling(store.cells(run_id), samples, store.monitor_frame(run_id), store.trial_infos(run_id))
+    level = precision.of_spec(store.run(run_id).spec_json)
+    return scaling(store.cells(run_id), samples, store.monitor_frame(run_id), store.trial_infos(run_id), level)
 
 
 def _without_instances(stack: dict[str, Any]) -> str:
@@ -101,7 +106,13 @@ def _without_instances(stack: dict[str, Any]) -> str:
 
 
 def _point(
-    n: int, cell: Any, ops: dict, samples: pd.DataFrame, usage: dict[int, Usage], tails: dict[str, float]
+    n: int,
+    cell: Any,
+    ops: dict,
+    samples: pd.DataFrame,
+    usage: dict[int, Usage],
+    tails: dict[str, float],
+    confidence: float,
 ) -> ScalePoint:
     mine = samples[samples["cell_id"] == cell.cell_id] if not samples.empty else samples
     trial_ids = sorted(set(mine["trial_id"])) if not mine.empty else []
@@ -109,7 +120,7 @@ def _point(
     return ScalePoint(
         n,
         cell.cell_id,
-        summarize(values),
+        summarize(values, confidence),
         tuple(values),
         tails.get(cell.cell_id, _mean_p99(mine)),
         mean_usage([usage[t] for t in trial_ids if t in usage]),
