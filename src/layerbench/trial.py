@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from layerbench.analysis.checks import FIO_REMEDY, Check, bottleneck, device_accounting
+from layerbench.analysis.checks import FIO_REMEDY, Check, accounting_blind, bottleneck, device_accounting
 from layerbench.errors import ToolError
 from layerbench.monitor import Monitor, devices_beneath
 from layerbench.sample import Sample
@@ -122,7 +122,7 @@ def _execute(target: Target, w: FileWorkload, out: Outcome, tools: Path) -> None
         out.category = category(done.rc, done.stderr)
         return
     try:
-        samples, accounting = _measured(w, done.stdout, mon, target, devices[-1])
+        samples, accounting = _measured(w, done.stdout, mon, target, devices)
     except (fio.FioParseError, iozone.IozoneParseError) as exc:
         out.category, out.stderr = "parse-error", f"{exc}\n{done.stderr}"
         return
@@ -138,7 +138,9 @@ def _time_limit(w: FileWorkload) -> float:
     return IOZONE_LIMIT_S if isinstance(w, IozoneWorkload) else w.runtime_s + w.ramp_s + TRIAL_SLACK_S
 
 
-def _measured(w: FileWorkload, stdout: str, mon: Monitor, target: Target, lowest: str) -> tuple[list[Sample], Check]:
+def _measured(
+    w: FileWorkload, stdout: str, mon: Monitor, target: Target, devices: list[str]
+) -> tuple[list[Sample], Check]:
     """The tool's samples, and whether the device saw the bytes the tool says it moved."""
     if isinstance(w, IozoneWorkload):
         skip = Check("device-accounting", "skip", "IOzone reports a rate per test, not the bytes each moved")
@@ -146,7 +148,7 @@ def _measured(w: FileWorkload, stdout: str, mon: Monitor, target: Target, lowest
     result = fio.parse(stdout)
     source = job_source(w)
     phases = fio.group_phases(source) if source is not None else None  # which groups ran in turn
-    return fio.samples(result, phases), _accounting(result, mon, target, lowest)
+    return fio.samples(result, phases), _accounting(result, mon, target, devices)
 
 
 # 128 + SIGKILL: the kernel's OOM killer, or a timeout's kill, ended the tool.
@@ -171,12 +173,14 @@ def trial_checks(accounting: Check, mon: Monitor, target: Target, lowest: str) -
     return checks
 
 
-def _accounting(result: fio.FioResult, mon: Monitor, target: Target, lowest: str) -> Check:
+def _accounting(result: fio.FioResult, mon: Monitor, target: Target, devices: list[str]) -> Check:
     if target.info.get("placement") == "tmpfs":
         return Check("device-accounting", "skip", "tmpfs: the data lives in memory, no device to account")
-    moved = mon.totals.get(lowest)
-    if moved is None:
-        return Check("device-accounting", "skip", f"no counters for {lowest}")
+    blind = accounting_blind(devices, target.device.kind == "loop", set(mon.totals))
+    if blind is not None:
+        return Check("device-accounting", "skip", blind)
+    lowest = devices[-1]
+    moved = mon.totals[lowest]
     read = sum(d.io_bytes for j in result.jobs for k, d in j.directions.items() if k == "read")
     written = sum(d.io_bytes for j in result.jobs for k, d in j.directions.items() if k == "write")
     return device_accounting(lowest, read, written, moved.read_bytes, moved.write_bytes)

@@ -1,7 +1,11 @@
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from layerbench.analysis.checks import (
     SUSPECT_SINGLE_RATIO,
+    accounting_blind,
     bottleneck,
     device_accounting,
     faster_than_baseline,
@@ -10,6 +14,7 @@ from layerbench.analysis.checks import (
 )
 from layerbench.analysis.overhead import physics
 from layerbench.analysis.stats import ratio
+from layerbench.monitor import devices_beneath
 from layerbench.spec.models import Cell, FioWorkload, StackSpec
 from layerbench.store.db import CellRow
 
@@ -100,3 +105,36 @@ def test_the_caller_judges_against_the_cell_s_own_baseline_and_counts_its_trials
     assert physics(row(stack(filesystem="xfs", placement="host-dir"), "c"), row(NATIVE, "base"), r, (3, 3)).status == (
         "skip"
     )
+
+
+def fake_sys(tmp_path: Path, disk_known: bool) -> Path:
+    """A /sys with loop9 over a real file; ``disk_known``: the file's device is a block device there."""
+    tmp_path.mkdir()
+    backing = tmp_path / "backing.img"
+    backing.write_bytes(b"\0" * 4096)
+    sys_root = tmp_path / "sys"
+    (sys_root / "block" / "loop9" / "loop").mkdir(parents=True)
+    (sys_root / "block" / "loop9" / "loop" / "backing_file").write_text(f"{backing}\n")
+    (sys_root / "dev" / "block").mkdir(parents=True)
+    if disk_known:
+        st = os.stat(backing)
+        (sys_root / "devices" / "vdz").mkdir(parents=True)
+        (sys_root / "dev" / "block" / f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}").symlink_to(
+            sys_root / "devices" / "vdz"
+        )
+    return sys_root
+
+
+def test_accounting_sees_through_a_loop_device_only_to_a_disk_under_its_file(tmp_path: Path) -> None:
+    seen = devices_beneath("/dev/loop9", fake_sys(tmp_path / "a", disk_known=True))
+    assert seen == ["loop9", "vdz"] and accounting_blind(seen, loop=True, counted={"loop9", "vdz"}) is None
+    blind = devices_beneath("/dev/loop9", fake_sys(tmp_path / "b", disk_known=False))
+    assert blind == ["loop9"]
+    why = accounting_blind(blind, loop=True, counted={"loop9"})
+    assert why is not None and "invisible" in why  # skipped, never a pass from the loop device's own counters
+    assert accounting_blind(["zram1"], loop=False, counted={"zram1"}) is None  # nothing beneath zram
+    assert accounting_blind(["loop9", "vdz"], loop=True, counted={"loop9"}) == "no counters for vdz"
+
+
+def test_too_few_bytes_to_account_is_a_skip_not_a_pass() -> None:
+    assert device_accounting("vda", fio_read=4 * MiB, fio_written=0, dev_read=0, dev_written=0).status == "skip"

@@ -24,15 +24,44 @@ class Check:
     detail: str
 
 
+ACCOUNTING_MIN_BYTES = 16 * 2**20  # below this, a shortfall is metadata and rounding, not a cache
+
+
+def accounting_blind(devices: list[str], loop: bool, counted: set[str]) -> str | None:
+    """Why the device-accounting check cannot see, or None when it can.
+
+    ``devices``: the device under test and what lies beneath it (``monitor.devices_beneath``),
+    ``loop``: whether the device under test is a loop device, ``counted``: devices the monitor
+    has counters for. A loop device's bytes go through its backing file, where the host's page
+    cache may answer (direct I/O off): only the disk under that file shows what really reached
+    storage. When no disk is found under the file (it lives on tmpfs, overlay, a btrfs subvolume
+    or NFS, whose device numbers have no block device), the lowest device is the loop device
+    itself and a cache under it is invisible. zram and real disks have nothing beneath them:
+    every cache is above the device, where its counters see it.
+    """
+    lowest = devices[-1]
+    if loop and len(devices) == 1:
+        return (
+            f"{lowest}'s backing file lives on no block device (tmpfs, overlay, btrfs or NFS): a cache under "
+            f"{lowest} would be invisible, so its counters prove nothing"
+        )
+    if lowest not in counted:
+        return f"no counters for {lowest}"
+    return None
+
+
 def device_accounting(device: str, fio_read: int, fio_written: int, dev_read: int, dev_written: int) -> Check:
     """Compare bytes fio moved with bytes the lowest block device moved.
 
     Writes may legitimately exceed fio's (journal, metadata, copy-on-write); a
     large *shortfall* means the page cache or a sparse file answered.
     """
+    if max(fio_read, fio_written) < ACCOUNTING_MIN_BYTES:
+        moved = max(fio_read, fio_written) / 2**20
+        return Check("device-accounting", "skip", f"fio moved {moved:.1f} MiB: too little to tell a cache from noise")
     problems = []
     for what, fio_b, dev_b in (("read", fio_read, dev_read), ("written", fio_written, dev_written)):
-        if fio_b >= 16 * 2**20 and dev_b < ACCOUNTING_MIN_SHARE * fio_b:
+        if fio_b >= ACCOUNTING_MIN_BYTES and dev_b < ACCOUNTING_MIN_SHARE * fio_b:
             share = dev_b / fio_b
             problems.append(
                 f"fio {what} {fio_b / 2**20:.0f} MiB but {device} {what} {dev_b / 2**20:.0f} MiB ({share:.0%})"
