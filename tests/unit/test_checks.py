@@ -4,9 +4,14 @@ import os
 from pathlib import Path
 
 from layerbench.analysis.checks import (
+    DATABASE_REMEDY,
     SUSPECT_SINGLE_RATIO,
+    CpuLoad,
     accounting_blind,
     bottleneck,
+    contended,
+    cpu_limit,
+    cpuset_size,
     device_accounting,
     faster_than_baseline,
     noisy,
@@ -86,9 +91,36 @@ def test_no_interval_says_why_with_the_trials_it_had() -> None:
 
 
 def test_bottleneck() -> None:
-    assert bottleneck(97.0, 20.0).status == "flag"
-    assert bottleneck(97.0, 99.0).status == "pass"
-    assert bottleneck(40.0, 10.0).status == "pass"
+    assert bottleneck(CpuLoad(97.0), 20.0).status == "flag"
+    assert bottleneck(CpuLoad(97.0), 99.0).status == "pass"
+    assert bottleneck(CpuLoad(40.0), 10.0).status == "pass"
+
+
+def test_one_saturated_core_among_sixteen_is_a_bottleneck() -> None:
+    # One fio job holding one core of sixteen: the host reads 6%, which alone passed.
+    one_core = CpuLoad(6.3, ("cpu11", 99.0))
+    flag = bottleneck(one_core, 12.0)
+    assert flag.status == "flag" and "cpu11 99% busy" in flag.detail
+    assert bottleneck(CpuLoad(6.3, ("cpu11", 40.0)), 12.0).status == "pass"
+
+
+def test_a_container_at_its_cpu_limit_is_a_bottleneck() -> None:
+    capped = CpuLoad(30.0, ("cpu0", 60.0), {"i0": (0.97, cpu_limit({"cpus": 1.0}))})
+    flag = bottleneck(capped, 20.0, DATABASE_REMEDY)
+    assert flag.status == "flag" and "container i0 used 0.97 of its 1 CPUs" in flag.detail
+    pinned = CpuLoad(30.0, None, {"": (1.9, cpu_limit({"cpuset": "0-1"}))})
+    assert bottleneck(pinned, 20.0).status == "flag"
+    free = CpuLoad(30.0, None, {"i0": (0.97, cpu_limit({}))})  # no limit: the host's share decides
+    assert bottleneck(free, 20.0).status == "pass"
+    assert cpuset_size("0-3,6") == 5 and cpu_limit({"cpus": 2.0, "cpuset": "0"}) == 1.0
+
+
+def test_contended_names_the_busy_processes_and_why_containers_suffer() -> None:
+    busy = contended(0.98, 2, {"sha256sum": 0.97, "java": 0.01})
+    assert busy.status == "flag" and "sha256sum 0.97" in busy.detail and "not to be trusted" in busy.detail
+    assert "one entity" in busy.detail  # CFS group scheduling: the reason containers lose more
+    assert contended(0.1, 2, {"sshd": 0.1}).status == "pass"
+    assert contended(1.0, 16, {"make": 1.0}).status == "pass"  # a tenth of sixteen cores is 1.6
 
 
 def row(s: StackSpec, cell_id: str) -> CellRow:
