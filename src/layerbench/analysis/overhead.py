@@ -26,6 +26,7 @@ class CellResult:
     failed: int  # failed trials of this cell
     failure: str | None  # the first failure's category
     flags: tuple[Check, ...] = ()  # checks that flagged this cell (per trial, or across trials)
+    physics: Check | None = None  # faster-than-physics whatever it said (a skip says why there is no bound)
 
 
 # How each headline metric is shown: bandwidth in MiB/s, the others as counted.
@@ -70,6 +71,10 @@ def results(
         fails = failures.get(c.cell_id, [])
         summary, r = summarize(mine, confidence), ratio(mine, base, confidence)
         flags = _trial_flags(checks, c.cell_id) + _cross_flags(c, by_id, summary, r, len(base), failures)
+        fast = None
+        if c.baseline_cell_id and not c.is_baseline:
+            fast = physics(c, by_id.get(c.baseline_cell_id), r, (summary.n, len(base)))
+            flags += [fast] if fast.status == "flag" else []
         out.append(
             CellResult(
                 c.cell_id,
@@ -82,6 +87,7 @@ def results(
                 len(fails),
                 fails[0] if fails else None,
                 tuple(flags),
+                fast,
             )
         )
     return out
@@ -113,9 +119,6 @@ def _cross_flags(c, by_id: dict, summary: Summary, r: Ratio, n_base: int, failur
                 "not-comparable", "flag", f"{base_label} has no results: it failed ({failures[c.baseline_cell_id][0]})"
             )
         )
-    fast = physics(c, base, r, (summary.n, n_base))
-    if fast.status == "flag":
-        flags.append(fast)
     return flags
 
 
