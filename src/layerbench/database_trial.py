@@ -28,6 +28,7 @@ from layerbench import proc
 from layerbench.analysis.checks import DATABASE_REMEDY, Check
 from layerbench.errors import ToolError
 from layerbench.monitor import Monitor, devices_beneath
+from layerbench.monitor_checks import bottleneck_check, contended_check
 from layerbench.proc import Completed
 from layerbench.schedule import Trial
 from layerbench.spec.databases import PgbenchWorkload, YcsbWorkload
@@ -36,7 +37,7 @@ from layerbench.stack.cgroups import verdict
 from layerbench.stack.fleet import Endpoint, Fleet
 from layerbench.stack.target import BuildContext
 from layerbench.store.db import MonitorPoint, TrialRecord
-from layerbench.trial import Outcome, bottleneck_check, category, contended_check, record
+from layerbench.trial import Outcome, category, record
 from layerbench.workloads import hdr, pgbench, ycsb
 
 CLIENT_SLACK_S = 180.0  # JVM start, connections, the report: beyond the phase's own time

@@ -6,24 +6,15 @@ category and the tool's stderr. Nothing here raises for a bad trial.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from layerbench.analysis.checks import (
-    FIO_REMEDY,
-    Check,
-    CpuLoad,
-    accounting_blind,
-    bottleneck,
-    contended,
-    cpu_limit,
-    device_accounting,
-)
+from layerbench.analysis.checks import FIO_REMEDY, Check, accounting_blind, device_accounting
 from layerbench.errors import ToolError
 from layerbench.monitor import Monitor, devices_beneath
+from layerbench.monitor_checks import bottleneck_check, contended_check
 from layerbench.sample import Sample
 from layerbench.schedule import Trial
 from layerbench.spec.models import FileWorkload, FioWorkload, IozoneWorkload
@@ -194,36 +185,6 @@ def _accounting(result: fio.FioResult, mon: Monitor, target: Target, devices: li
     read = sum(d.io_bytes for j in result.jobs for k, d in j.directions.items() if k == "read")
     written = sum(d.io_bytes for j in result.jobs for k, d in j.directions.items() if k == "write")
     return device_accounting(lowest, read, written, moved.read_bytes, moved.write_bytes)
-
-
-def bottleneck_check(
-    mon: Monitor, lowest: str, remedy: str = FIO_REMEDY, limits: dict[str, dict[str, Any]] | None = None
-) -> Check:
-    """``limits``: each monitored container's (by its monitor name, "" for a file workload's one)."""
-    means = _means(mon)
-    busy = 100.0 - means.get("cpu.idle", 100.0) - means.get("cpu.iowait", 0.0) if "cpu.idle" in means else 0.0
-    cores = {k.split(".")[1]: v for k, v in means.items() if k.startswith("cpu.cpu") and k.endswith(".busy")}
-    busiest = max(cores.items(), key=lambda kv: kv[1]) if cores else None
-    containers = {}
-    for name, asked in (limits or {}).items():
-        series = f"container.{name}.cpu_cores" if name else "container.cpu_cores"
-        if series in means:
-            containers[name] = (means[series], cpu_limit(asked))
-    util = means.get(f"disk.{lowest}.util")
-    return bottleneck(CpuLoad(busy, busiest, containers), util, remedy)
-
-
-def contended_check(mon: Monitor) -> Check:
-    seconds = sum(1 for p in mon.points if p.series == "cpu.outside") * mon.interval or 1.0
-    top = {comm: used / seconds for comm, used in mon.outside.items()}
-    return contended(_means(mon).get("cpu.outside", 0.0), os.cpu_count() or 1, top)
-
-
-def _means(mon: Monitor) -> dict[str, float]:
-    sums: dict[str, list[float]] = {}
-    for p in mon.points:
-        sums.setdefault(p.series, []).append(p.value)
-    return {k: sum(v) / len(v) for k, v in sums.items()}
 
 
 def record(trial: Trial, started: float, out: Outcome) -> TrialRecord:

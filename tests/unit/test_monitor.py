@@ -4,6 +4,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from layerbench.monitor import (
+    Monitor,
+    Point,
     cpu_shares,
     descendants,
     disk_rates,
@@ -14,6 +16,7 @@ from layerbench.monitor import (
     parse_pid_stat,
     parse_proc_stat,
 )
+from layerbench.monitor_checks import bottleneck_check, contended_check
 
 DATA = Path(__file__).parent.parent / "data" / "proc"
 
@@ -93,3 +96,17 @@ def test_the_cell_is_a_process_and_everything_below_it() -> None:
     procs = {p: parse_pid_stat(line.format(pid=p, ppid=pp, t=p)) for p, pp in [(10, 1), (11, 10), (12, 11), (13, 1)]}
     assert procs[11].comm == "x y" and procs[12].ticks == 12
     assert descendants(procs, 10) == {10, 11, 12}
+
+
+def test_monitor_series_judged_per_core_and_for_others() -> None:
+    """Sixteen cores, one held by a single fio job: the host's mean hides what its core shows."""
+    mon = Monitor(["vda"])
+    for t in (1.0, 2.0):
+        mon.points += [Point(t, "cpu.idle", 93.7, "%"), Point(t, "cpu.iowait", 0.0, "%")]
+        mon.points += [Point(t, f"cpu.cpu{i}.busy", 99.0 if i == 11 else 0.0, "%") for i in range(16)]
+        mon.points += [Point(t, "disk.vda.util", 12.0, "%"), Point(t, "cpu.outside", 2.0, "cores")]
+    mon.outside = {"sha256sum": 3.9, "make": 0.1}  # CPU seconds over the two 1 s samples
+    flag = bottleneck_check(mon, "vda")
+    assert flag.status == "flag" and "cpu11 99% busy (the host 6%)" in flag.detail
+    busy = contended_check(mon)
+    assert busy.status == "flag" and "2.00 of 16 cores" in busy.detail and "sha256sum 1.95" in busy.detail
