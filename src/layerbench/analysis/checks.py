@@ -224,9 +224,9 @@ CONTENDED_HOST_SHARE = 0.10
 # Why containers suffer more than native processes on a busy host (measured; README, "The checks").
 GROUP_SCHEDULING = (
     "Containers suffer more than native processes here: the CPU scheduler (CFS group scheduling) weighs a "
-    "container's cgroup as one entity against each busy host process, while a native workload's threads each "
-    "compete on their own (4 fio jobs on zram beside one CPU hog on this 2-core host: 71k IOPS in one cgroup, "
-    "168k as separate tasks)"
+    "container's cgroup (and a native cell's, when it has limits) as one entity against each busy host process, "
+    "while an unlimited native workload's threads each compete on their own (4 fio jobs on zram beside one CPU "
+    "hog on this 2-core host: 71k IOPS in one cgroup, 168k as separate tasks)"
 )
 
 
