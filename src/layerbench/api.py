@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from layerbench.analysis.overhead import CellResult, results
+from layerbench.analysis import precision
+from layerbench.analysis.overhead import CellResult
+from layerbench.analysis.overhead import of_run as results_of_run
 from layerbench.analysis.scaling import Scaling
 from layerbench.analysis.scaling import of_run as scaling_of_run
 from layerbench.analysis.stats import ratios, summary_frame
@@ -28,16 +30,20 @@ class Results:
 
     def summary(self, run: str = "latest", metrics: tuple[str, ...] = ("iops", "bw")) -> pd.DataFrame:
         """Per cell, metric and direction: n, mean, std, min, max, CV, median and the 95% CI."""
-        return summary_frame(self.store.samples_frame(self.store.resolve_run(run)), list(metrics))
+        run_id = self.store.resolve_run(run)
+        return summary_frame(self.store.samples_frame(run_id), list(metrics), self._confidence(run_id))
 
     def ratios(self, run: str = "latest", metric: str = "iops", direction: str = "read") -> pd.DataFrame:
         """Per cell: mean over its baseline's mean, Fieller's 95% CI and Welch's p-value."""
-        return ratios(self.store.samples_frame(self.store.resolve_run(run)), metric, direction)
+        run_id = self.store.resolve_run(run)
+        return ratios(self.store.samples_frame(run_id), metric, direction, self._confidence(run_id))
+
+    def _confidence(self, run_id: str) -> float:
+        """95%, or wider where a precision target stopped cells early (analysis/precision.py)."""
+        return precision.of_spec(self.store.run(run_id).spec_json)
 
     def results(self, run: str = "latest") -> list[CellResult]:
-        run_id = self.store.resolve_run(run)
-        s = self.store
-        return results(s.samples_frame(run_id), s.cells(run_id), s.trials(run_id), s.checks(run_id))
+        return results_of_run(self.store, self.store.resolve_run(run))
 
     def scaling(self, run: str = "latest") -> list[Scaling]:
         """Per group of database cells that differ only in instance count: the curve, its peak, and the

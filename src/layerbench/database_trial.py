@@ -28,6 +28,7 @@ from layerbench import proc
 from layerbench.analysis.checks import DATABASE_REMEDY, Check
 from layerbench.errors import ToolError
 from layerbench.monitor import Monitor, devices_beneath
+from layerbench.monitor_checks import bottleneck_check, contended_check
 from layerbench.proc import Completed
 from layerbench.schedule import Trial
 from layerbench.spec.databases import PgbenchWorkload, YcsbWorkload
@@ -36,7 +37,7 @@ from layerbench.stack.cgroups import verdict
 from layerbench.stack.fleet import Endpoint, Fleet
 from layerbench.stack.target import BuildContext
 from layerbench.store.db import MonitorPoint, TrialRecord
-from layerbench.trial import Outcome, bottleneck_check, category, record
+from layerbench.trial import Outcome, category, record
 from layerbench.workloads import hdr, pgbench, ycsb
 
 CLIENT_SLACK_S = 180.0  # JVM start, connections, the report: beyond the phase's own time
@@ -230,7 +231,9 @@ def _monitor(fleet: Fleet, devices: list[str]) -> Monitor:
 def _finish(out: Outcome, mon: Monitor, fleet: Fleet, devices: list[str], errors: dict[str, int]) -> None:
     out.status = "ok"
     out.monitor = [MonitorPoint(p.t, p.series, p.value, p.unit) for p in mon.points]
-    out.checks = [bottleneck_check(mon, devices[-1], DATABASE_REMEDY), _errors_check(errors), *_limit_checks(fleet)]
+    limits = {f"i{e.index}": e.limits.model_dump(mode="json", exclude_none=True) for e in fleet.endpoints}
+    out.checks = [bottleneck_check(mon, devices[-1], DATABASE_REMEDY, limits), contended_check(mon)]
+    out.checks += [_errors_check(errors), *_limit_checks(fleet)]
     out.checks.append(Check("device-accounting", "skip", "a database decides what reaches the device (its caches)"))
 
 

@@ -10,6 +10,7 @@ loop device read 10 MiB, the page cache or a sparse file answered, not the disk.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -49,6 +50,62 @@ def parse_proc_stat(text: str) -> CpuTimes:
     fields = [int(x) for x in text.splitlines()[0].split()[1:]]
     user, nice, system, idle, iowait, irq, softirq, _steal = (fields + [0] * 8)[:8]
     return CpuTimes(user + nice, system + irq + softirq, idle, iowait, sum(fields[:8]))
+
+
+def parse_per_cpu(text: str) -> dict[str, CpuTimes]:
+    """Each core's line of /proc/stat ("cpu0", "cpu1", ...): one saturated core hides in the host's mean."""
+    return {line.split()[0]: parse_proc_stat(line) for line in text.splitlines() if re.match(r"cpu\d+ ", line)}
+
+
+@dataclass(frozen=True)
+class ProcStat:
+    pid: int
+    comm: str
+    ppid: int
+    kthread: bool  # a kernel thread (loop workers, kworkers): the kernel's work, often the cell's own I/O
+    ticks: int  # user + system time, in clock ticks
+
+
+PF_KTHREAD = 0x00200000
+
+
+def parse_pid_stat(text: str) -> ProcStat:
+    """/proc/<pid>/stat; the command name may hold spaces and parentheses, so split at its last ')'."""
+    head, _, rest = text.rpartition(")")
+    pid, _, comm = head.partition(" (")
+    f = rest.split()  # f[0] is field 3 (state)
+    return ProcStat(int(pid), comm, int(f[1]), bool(int(f[6]) & PF_KTHREAD), int(f[11]) + int(f[12]))
+
+
+def descendants(procs: dict[int, ProcStat], root: int) -> set[int]:
+    """``root`` and every process below it."""
+    children: dict[int, list[int]] = {}
+    for p in procs.values():
+        children.setdefault(p.ppid, []).append(p.pid)
+    out, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        if pid not in out:
+            out.add(pid)
+            todo += children.get(pid, [])
+    return out
+
+
+def outside_ticks(prev: dict[int, ProcStat], cur: dict[int, ProcStat], cell: set[int]) -> dict[str, int]:
+    """CPU ticks user-space processes outside the cell used between two snapshots, per command name.
+
+    Kernel threads are left out: the loop device's workers and the block layer's kworkers do the
+    cell's own I/O. A process new since ``prev`` used all its time in between; one that ended is
+    missed (an undercount, never an overcount).
+    """
+    used: dict[str, int] = {}
+    for pid, p in cur.items():
+        if pid in cell or p.kthread:
+            continue
+        before = prev[pid].ticks if pid in prev and prev[pid].comm == p.comm else 0
+        if p.ticks > before:
+            used[p.comm] = used.get(p.comm, 0) + p.ticks - before
+    return used
 
 
 def parse_disk_stat(text: str) -> DiskCounters:
@@ -160,6 +217,27 @@ class Snapshot:
     cpu: CpuTimes
     mem: dict[str, int]
     cgroups: dict[str, CgroupCounters]
+    cores: dict[str, CpuTimes]
+    procs: dict[int, ProcStat]
+
+
+def read_procs(proc_root: Path) -> dict[int, ProcStat]:
+    procs = {}
+    for entry in proc_root.glob("[0-9]*/stat"):
+        text = _text(entry)  # a process may end between the listing and the read
+        if text:
+            p = parse_pid_stat(text)
+            procs[p.pid] = p
+    return procs
+
+
+def cgroup_pids(dirs: dict[str, Path]) -> set[int]:
+    """The processes in a container's cgroup (any controller's cgroup.procs lists them all)."""
+    for d in dirs.values():
+        text = _text(d / "cgroup.procs")
+        if text:
+            return {int(x) for x in text.split()}
+    return set()
 
 
 class Monitor:
@@ -168,6 +246,12 @@ class Monitor:
     ``cgroup`` (controller → directory) adds the container's own CPU (cores
     used), memory and block I/O to the host's series; ``cgroups`` does so for
     several containers, each under its name ("container.i1.cpu_cores").
+
+    Each core's busy share is a series of its own ("cpu.cpu3.busy"), and so is
+    the CPU that processes outside the cell used ("cpu.outside", cores): the
+    cell is this process and its descendants (the workload natively, the
+    ``docker exec`` clients) and the processes of the containers' cgroups;
+    ``outside`` totals the latter per command name over the whole trial.
     """
 
     def __init__(
@@ -186,6 +270,9 @@ class Monitor:
         self.cgroups = {**({"": cgroup} if cgroup else {}), **(cgroups or {})}
         self.points: list[Point] = []
         self.totals: dict[str, DiskCounters] = {}
+        self.outside: dict[str, float] = {}  # command name → CPU seconds it used outside the cell
+        self.cell_root = os.getpid()
+        self.tick_s = 1 / os.sysconf("SC_CLK_TCK")
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="layerbench-monitor", daemon=True)
 
@@ -217,12 +304,18 @@ class Monitor:
         cpu = parse_proc_stat((self.proc_root / "stat").read_text())
         mem = parse_meminfo((self.proc_root / "meminfo").read_text())
         groups = {name: read_cgroup(dirs) for name, dirs in self.cgroups.items()}
-        return Snapshot(time.monotonic(), disks, cpu, mem, groups)
+        text = (self.proc_root / "stat").read_text()
+        return Snapshot(time.monotonic(), disks, cpu, mem, groups, parse_per_cpu(text), read_procs(self.proc_root))
 
     def _emit(self, prev: Snapshot, cur: Snapshot) -> None:
         t, seconds = cur.at - self._t0, max(cur.at - prev.at, 1e-6)
         for series, value in cpu_shares(prev.cpu, cur.cpu).items():
             self.points.append(Point(t, series, value, "%"))
+        for core, b in cur.cores.items():
+            if core in prev.cores:
+                shares = cpu_shares(prev.cores[core], b)
+                self.points.append(Point(t, f"cpu.{core}.busy", shares["cpu.user"] + shares["cpu.system"], "%"))
+        self._emit_outside(t, seconds, prev, cur)
         used = cur.mem.get("MemTotal", 0) - cur.mem.get("MemAvailable", 0)
         self.points.append(Point(t, "mem.used", float(used), "B"))
         for name in cur.disks:
@@ -240,6 +333,15 @@ class Monitor:
                 Point(t, f"{prefix}read_bps", (b.io_read - a.io_read) / seconds, "B/s"),
                 Point(t, f"{prefix}write_bps", (b.io_write - a.io_write) / seconds, "B/s"),
             ]
+
+    def _emit_outside(self, t: float, seconds: float, prev: Snapshot, cur: Snapshot) -> None:
+        cell = descendants(cur.procs, self.cell_root)
+        for dirs in self.cgroups.values():
+            cell |= cgroup_pids(dirs)
+        used = outside_ticks(prev.procs, cur.procs, cell)
+        for comm, ticks in used.items():
+            self.outside[comm] = self.outside.get(comm, 0.0) + ticks * self.tick_s
+        self.points.append(Point(t, "cpu.outside", sum(used.values()) * self.tick_s / seconds, "cores"))
 
 
 def _delta(a: DiskCounters, b: DiskCounters) -> DiskCounters:

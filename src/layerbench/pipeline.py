@@ -13,7 +13,7 @@ from docker.errors import DockerException
 
 from layerbench import database_trial
 from layerbench.analysis.overhead import headline_metric
-from layerbench.analysis.precision import precise_enough
+from layerbench.analysis.precision import confidence, precise_enough
 from layerbench.analysis.stats import cell_values
 from layerbench.errors import LayerbenchError, ToolError
 from layerbench.schedule import StackPlan, Trial, plan, plan_round
@@ -98,7 +98,8 @@ def still_imprecise(exp: Experiment, cells: list[Cell], store: Store, run_id: st
         metric = exp.trials.metric if exp.trials.metric != "headline" else headline_metric(c.model_dump_json())
         if metric not in values:
             values[metric] = cell_values(frame, metric) if not frame.empty else {}
-        if not precise_enough(list(values[metric].get(c.id, [])), target, exp.trials.min_repetitions):
+        level = confidence(exp.trials)  # wider than 95%: looking after every round (analysis/precision.py)
+        if not precise_enough(list(values[metric].get(c.id, [])), target, exp.trials.min_repetitions, level):
             imprecise.append(c)
     return imprecise
 

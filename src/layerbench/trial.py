@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from layerbench.analysis.checks import FIO_REMEDY, Check, bottleneck, device_accounting
+from layerbench.analysis.checks import FIO_REMEDY, Check, accounting_blind, device_accounting
 from layerbench.errors import ToolError
 from layerbench.monitor import Monitor, devices_beneath
+from layerbench.monitor_checks import bottleneck_check, contended_check
 from layerbench.sample import Sample
 from layerbench.schedule import Trial
 from layerbench.spec.models import FileWorkload, FioWorkload, IozoneWorkload
@@ -46,11 +47,18 @@ def workload_argv(w: FileWorkload, target: Target, tools: Path = DEFAULT_CACHE) 
     """The workload's command line at the target; ``tools`` is where set-up put IOzone (its cache)."""
     if isinstance(w, IozoneWorkload):
         return iozone.argv(w, target.path, str(iozone.binary(tools)))
-    if w.job_file or w.personality:
-        source = Path(w.job_file).read_text() if w.job_file else personalities.job_file(w.personality, w.scale)
+    source = job_source(w)
+    if source is not None:
         text = fio.rewrite_job_file(source, target.path, target.path_is_device)
         return fio.job_file_argv(target.put(f"lb-{w.name}.fio", text))
     return fio.argv(w, target.path, target.path_is_device)
+
+
+def job_source(w: FioWorkload) -> str | None:
+    """The job file a workload runs (a user's own or a personality's), or None for one built from fields."""
+    if w.job_file:
+        return Path(w.job_file).read_text()
+    return personalities.job_file(w.personality, w.scale) if w.personality else None
 
 
 def needs_precondition(w: FileWorkload) -> bool:
@@ -115,7 +123,7 @@ def _execute(target: Target, w: FileWorkload, out: Outcome, tools: Path) -> None
         out.category = category(done.rc, done.stderr)
         return
     try:
-        samples, accounting = _measured(w, done.stdout, mon, target, devices[-1])
+        samples, accounting = _measured(w, done.stdout, mon, target, devices)
     except (fio.FioParseError, iozone.IozoneParseError) as exc:
         out.category, out.stderr = "parse-error", f"{exc}\n{done.stderr}"
         return
@@ -131,13 +139,17 @@ def _time_limit(w: FileWorkload) -> float:
     return IOZONE_LIMIT_S if isinstance(w, IozoneWorkload) else w.runtime_s + w.ramp_s + TRIAL_SLACK_S
 
 
-def _measured(w: FileWorkload, stdout: str, mon: Monitor, target: Target, lowest: str) -> tuple[list[Sample], Check]:
+def _measured(
+    w: FileWorkload, stdout: str, mon: Monitor, target: Target, devices: list[str]
+) -> tuple[list[Sample], Check]:
     """The tool's samples, and whether the device saw the bytes the tool says it moved."""
     if isinstance(w, IozoneWorkload):
         skip = Check("device-accounting", "skip", "IOzone reports a rate per test, not the bytes each moved")
         return iozone.samples(iozone.parse(stdout)), skip
     result = fio.parse(stdout)
-    return fio.samples(result), _accounting(result, mon, target, lowest)
+    source = job_source(w)
+    phases = fio.group_phases(source) if source is not None else None  # which groups ran in turn
+    return fio.samples(result, phases), _accounting(result, mon, target, devices)
 
 
 # 128 + SIGKILL: the kernel's OOM killer, or a timeout's kill, ended the tool.
@@ -155,30 +167,24 @@ def category(rc: int | None, stderr: str) -> str:
 
 
 def trial_checks(accounting: Check, mon: Monitor, target: Target, lowest: str) -> list[Check]:
-    checks = [accounting, bottleneck_check(mon, lowest)]
     asked, enforced = target.info.get("limits"), target.info.get("limits_enforced")
+    checks = [accounting, bottleneck_check(mon, lowest, FIO_REMEDY, {"": asked or {}}), contended_check(mon)]
     if asked:
         checks.append(Check("limit-applied", *verdict(asked, enforced or {})))
     return checks
 
 
-def _accounting(result: fio.FioResult, mon: Monitor, target: Target, lowest: str) -> Check:
+def _accounting(result: fio.FioResult, mon: Monitor, target: Target, devices: list[str]) -> Check:
     if target.info.get("placement") == "tmpfs":
         return Check("device-accounting", "skip", "tmpfs: the data lives in memory, no device to account")
-    moved = mon.totals.get(lowest)
-    if moved is None:
-        return Check("device-accounting", "skip", f"no counters for {lowest}")
+    blind = accounting_blind(devices, target.device.kind == "loop", set(mon.totals))
+    if blind is not None:
+        return Check("device-accounting", "skip", blind)
+    lowest = devices[-1]
+    moved = mon.totals[lowest]
     read = sum(d.io_bytes for j in result.jobs for k, d in j.directions.items() if k == "read")
     written = sum(d.io_bytes for j in result.jobs for k, d in j.directions.items() if k == "write")
     return device_accounting(lowest, read, written, moved.read_bytes, moved.write_bytes)
-
-
-def bottleneck_check(mon: Monitor, lowest: str, remedy: str = FIO_REMEDY) -> Check:
-    idle = [p.value for p in mon.points if p.series in ("cpu.idle", "cpu.iowait")]
-    samples = max(1, len(idle) // 2)
-    busy = 100.0 - sum(idle) / samples if idle else 0.0
-    util = [p.value for p in mon.points if p.series == f"disk.{lowest}.util"]
-    return bottleneck(busy, sum(util) / len(util) if util else None, remedy)
 
 
 def record(trial: Trial, started: float, out: Outcome) -> TrialRecord:

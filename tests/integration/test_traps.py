@@ -21,4 +21,5 @@ def test_traps_are_caught_and_honest_cells_pass(tmp_path: Path) -> None:
     assert "device-accounting" in flags[("loop(buffered)/ext4/native/host-dir", "RR")]  # page cache
     assert "device-accounting" in flags[("loop/ext4/native/host-dir", "RR-unwritten")]  # holes
     assert "device-accounting" in flags[("loop(buffered)/ext4/native/host-dir", "RR-unwritten")]
-    assert flags[("loop/ext4/native/host-dir", "RR")] == set()  # done right
+    # Done right: no trap flagged. Checks of the host (contended, bottleneck, noisy) depend on what else runs.
+    assert not flags[("loop/ext4/native/host-dir", "RR")] & {"device-accounting", "faster-than-physics"}

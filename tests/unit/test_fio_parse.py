@@ -10,7 +10,7 @@ import pytest
 
 from layerbench.analysis.percentiles import percentiles
 from layerbench.proc import FakeRunner
-from layerbench.workloads.fio import FioParseError, fio_version, parse, samples, total_ops
+from layerbench.workloads.fio import FioParseError, fio_version, group_phases, parse, samples, total_ops
 
 DATA = Path(__file__).parent.parent / "data" / "fio" / "3.33"
 FIXTURES = sorted(p.name for p in DATA.glob("*.json"))
@@ -192,3 +192,31 @@ def test_fio_version_asks_fio() -> None:
     runner = FakeRunner({"fio": (0, "fio-3.33\n", "")})
     assert fio_version(runner) == "fio-3.33"
     assert runner.calls == [["fio", "--version"]]
+
+
+# A job file's groups in turn (stonewall) ran for the sum of their wall times, not the longest one's.
+def test_stonewall_groups_divide_by_the_sum_of_their_wall_times() -> None:
+    name = "jobfile-two-sections-stonewall.json"
+    jobs = truth(name)["jobs"]
+    ios = sum(j[d]["total_ios"] for j in jobs for d in ("read", "write"))
+    walls = [jobs[0]["write"]["runtime"], max(j["read"]["runtime"] for j in jobs[1:])]
+    phases = group_phases((DATA / "jobfile-two-sections-stonewall.fio").read_text())
+    assert phases == {0: 0, 1: 1}
+    assert total_ops(parse(raw(name)), phases) == pytest.approx(ios / (sum(walls) / 1000))
+    assert total_ops(parse(raw(name))) == pytest.approx(ios / (sum(walls) / 1000))  # groups default to in turn
+
+
+def test_a_new_group_without_stonewall_runs_beside_the_group_before_it() -> None:
+    name = "jobfile-shared-file-duplicate-sections.json"
+    jobs = truth(name)["jobs"]
+    phases = group_phases((DATA / "jobfile-shared-file-duplicate-sections.fio").read_text())
+    assert phases == {0: 0, 1: 1, 2: 1}  # the third section says new_group, not stonewall
+    ios = sum(j[d]["total_ios"] for j in jobs for d in ("read", "write"))
+    wall = jobs[0]["write"]["runtime"] + max(j["read"]["runtime"] for j in jobs[1:])
+    assert total_ops(parse(raw(name)), phases) == pytest.approx(ios / (wall / 1000))
+
+
+def test_group_phases_follow_fio_numbering() -> None:
+    text = "[global]\nstonewall\n[a]\nnumjobs=4\n[b]\n[c]\nnew_group\n"
+    assert group_phases(text) == {0: 0, 1: 1, 2: 2}  # a global stonewall stonewalls every job
+    assert group_phases("[a]\nstonewall\n[b]\n") == {0: 0}  # the first job starts no new group

@@ -1,8 +1,22 @@
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from layerbench.monitor import cpu_shares, disk_rates, parse_disk_stat, parse_meminfo, parse_proc_stat
+from layerbench.monitor import (
+    Monitor,
+    Point,
+    cpu_shares,
+    descendants,
+    disk_rates,
+    outside_ticks,
+    parse_disk_stat,
+    parse_meminfo,
+    parse_per_cpu,
+    parse_pid_stat,
+    parse_proc_stat,
+)
+from layerbench.monitor_checks import bottleneck_check, contended_check
 
 DATA = Path(__file__).parent.parent / "data" / "proc"
 
@@ -52,3 +66,47 @@ def test_container_counters_from_cgroup_v2(tmp_path: Path) -> None:
     (tmp_path / "io.stat").write_text("7:1 rbytes=100 wbytes=200 rios=1 wios=2\n8:0 rbytes=1 wbytes=2\n")
     got = read_cgroup({"unified": tmp_path})
     assert (got.cpu_ns, got.memory, got.io_read, got.io_write) == (1_500_000, 4096, 101, 202)
+
+
+def test_each_core_from_a_real_proc_stat() -> None:
+    """Captured while a CPU hog pinned to cpu1 ran (tests/data/proc/README.md)."""
+    a = parse_per_cpu((DATA / "stat-percpu-hog-a.txt").read_text())
+    b = parse_per_cpu((DATA / "stat-percpu-hog-b.txt").read_text())
+    assert sorted(a) == ["cpu0", "cpu1"]
+    shares = cpu_shares(a["cpu1"], b["cpu1"])
+    assert shares["cpu.user"] + shares["cpu.system"] >= 90  # the hog's core, saturated
+    host = parse_proc_stat((DATA / "stat-percpu-hog-a.txt").read_text())
+    assert abs(host.total - a["cpu0"].total - a["cpu1"].total) < 1e-3 * host.total  # cores add up to the host
+
+
+def test_cpu_outside_the_cell_from_real_pid_stats() -> None:
+    hog_a = parse_pid_stat((DATA / "pid-stat-hog-a.txt").read_text())
+    hog_b = parse_pid_stat((DATA / "pid-stat-hog-b.txt").read_text())
+    kthread = parse_pid_stat((DATA / "pid-stat-kthread.txt").read_text())
+    assert (hog_a.comm, hog_a.kthread, kthread.comm, kthread.kthread) == ("sha256sum", False, "ksoftirqd/0", True)
+    assert hog_b.ticks - hog_a.ticks == 116  # utime 15 -> 130, stime 0 -> 1
+    prev = {hog_a.pid: hog_a, kthread.pid: kthread}
+    cur = {hog_b.pid: hog_b, kthread.pid: replace(kthread, ticks=kthread.ticks + 50)}
+    assert outside_ticks(prev, cur, cell=set()) == {"sha256sum": 116}  # kernel threads are not "others"
+    assert outside_ticks(prev, cur, cell={hog_a.pid}) == {}  # inside the cell, it is the workload
+
+
+def test_the_cell_is_a_process_and_everything_below_it() -> None:
+    line = "{pid} (x y) S {ppid} 0 0 0 -1 0 0 0 0 0 {t} 0 0 0 20 0 1 0 1 0 0"
+    procs = {p: parse_pid_stat(line.format(pid=p, ppid=pp, t=p)) for p, pp in [(10, 1), (11, 10), (12, 11), (13, 1)]}
+    assert procs[11].comm == "x y" and procs[12].ticks == 12
+    assert descendants(procs, 10) == {10, 11, 12}
+
+
+def test_monitor_series_judged_per_core_and_for_others() -> None:
+    """Sixteen cores, one held by a single fio job: the host's mean hides what its core shows."""
+    mon = Monitor(["vda"])
+    for t in (1.0, 2.0):
+        mon.points += [Point(t, "cpu.idle", 93.7, "%"), Point(t, "cpu.iowait", 0.0, "%")]
+        mon.points += [Point(t, f"cpu.cpu{i}.busy", 99.0 if i == 11 else 0.0, "%") for i in range(16)]
+        mon.points += [Point(t, "disk.vda.util", 12.0, "%"), Point(t, "cpu.outside", 2.0, "cores")]
+    mon.outside = {"sha256sum": 3.9, "make": 0.1}  # CPU seconds over the two 1 s samples
+    flag = bottleneck_check(mon, "vda")
+    assert flag.status == "flag" and "cpu11 99% busy (the host 6%)" in flag.detail
+    busy = contended_check(mon)
+    assert busy.status == "flag" and "2.00 of 16 cores" in busy.detail and "sha256sum 1.95" in busy.detail

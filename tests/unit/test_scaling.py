@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from layerbench.analysis.resources import trial_usage
 from layerbench.analysis.scaling import scaling
 from layerbench.spec.models import StackSpec
 from layerbench.store.db import CellRow
+from layerbench.workloads import hdr
+from layerbench.workloads.pgbench import latencies_from_logs, log_files
 
 STACK = {"device": {"kind": "loop"}, "filesystem": "xfs", "engine": "docker:overlay2", "placement": "volume"}
 WORKLOAD = {"kind": "ycsb", "name": "A"}
@@ -96,3 +100,23 @@ def test_a_peak_the_trials_cannot_tell_apart_says_so() -> None:
     (sc,) = scaling(*run({1: (9000, 70, 20, 0.5), 2: (4800, 88, 25, 0.5)}, spread=1500))
     assert sc.peak == 2 and sc.ties == (1,)
     assert sc.verdict().startswith("aggregate throughput peaks at 2 instances (1 within noise of it)")
+
+
+def test_p99_comes_from_the_trials_histograms_merged() -> None:
+    """Two trials of real pgbench latencies (one calm, one with a slow tail): the merge's p99, not a mean."""
+    data = Path(__file__).parent.parent / "data" / "pgbench" / "15"
+    trials = [latencies_from_logs(log_files(str(data / "tpcb-like-c2-rate200.logs" / "tx")))]
+    trials.append(latencies_from_logs(log_files(str(data / "tpcb-like-c4-rate500-repeatable-read.logs" / "tx"))))
+    cells, samples, monitor, infos = run({1: (1000, 30, 10, 0.2), 2: (900, 40, 12, 0.2)})
+    lat = samples[samples["metric"] == "lat_p99_us"]
+    samples = samples[samples["metric"] != "lat_p99_us"]
+    for trial_id, cell_id in lat[["trial_id", "cell_id"]].drop_duplicates().itertuples(index=False):
+        values = trials[trial_id % 2]
+        infos[trial_id]["latency_hdr"] = {"": hdr.encode(hdr.of_values(values))}
+        row = {"cell_id": cell_id, "trial_id": trial_id, "metric": "lat_p99_us", "direction": "", "job": "all"}
+        samples = pd.concat([samples, pd.DataFrame([{**row, "value": float(np.percentile(values, 99))}])])
+    (sc,) = scaling(cells, samples, monitor, infos)
+    merged = hdr.value_at_percentile(hdr.merged(hdr.of_values(v) for v in trials), 99)
+    mean_of_p99s = float(np.mean([np.percentile(v, 99) for v in trials]))
+    assert abs(merged - mean_of_p99s) > 0.03 * merged  # the data tell the two apart (1757 against 1833 µs)
+    assert [p.p99_us for p in sc.points] == [merged, merged]

@@ -91,3 +91,11 @@ def test_show_json_is_strict_json(tmp_path: Path) -> None:
     failed = [c for c in doc["cells"] if c["failed"]]
     assert failed[0]["failure"] == "tool-error" and failed[0]["summary"]["mean"] is None
     assert doc["refused"][0]["reason"] == "devicemapper needs thin-pool tools"
+
+
+def test_json_says_why_faster_than_physics_had_no_bound(tmp_path: Path) -> None:
+    run, out, refused = shown(tmp_path)
+    cells = {(c["stack_label"], c["workload"]): c for c in show_json(run, out, refused)["cells"]}
+    layer = cells[("loop/xfs/docker:overlay2/writable-layer", "RR")]["physics"]
+    assert layer["status"] == "pass"  # half native's IOPS: not faster than its bound
+    assert cells[("loop/xfs/native/host-dir", "RR")]["physics"] is None  # the baseline itself

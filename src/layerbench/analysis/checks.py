@@ -6,7 +6,9 @@ A flag never deletes a result; it tells the reader why not to trust it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from layerbench.spec.models import StackSpec
 
 # Below this share of fio's bytes reaching the disk, something else answered.
 ACCOUNTING_MIN_SHARE = 0.5
@@ -22,15 +24,44 @@ class Check:
     detail: str
 
 
+ACCOUNTING_MIN_BYTES = 16 * 2**20  # below this, a shortfall is metadata and rounding, not a cache
+
+
+def accounting_blind(devices: list[str], loop: bool, counted: set[str]) -> str | None:
+    """Why the device-accounting check cannot see, or None when it can.
+
+    ``devices``: the device under test and what lies beneath it (``monitor.devices_beneath``),
+    ``loop``: whether the device under test is a loop device, ``counted``: devices the monitor
+    has counters for. A loop device's bytes go through its backing file, where the host's page
+    cache may answer (direct I/O off): only the disk under that file shows what really reached
+    storage. When no disk is found under the file (it lives on tmpfs, overlay, a btrfs subvolume
+    or NFS, whose device numbers have no block device), the lowest device is the loop device
+    itself and a cache under it is invisible. zram and real disks have nothing beneath them:
+    every cache is above the device, where its counters see it.
+    """
+    lowest = devices[-1]
+    if loop and len(devices) == 1:
+        return (
+            f"{lowest}'s backing file lives on no block device (tmpfs, overlay, btrfs or NFS): a cache under "
+            f"{lowest} would be invisible, so its counters prove nothing"
+        )
+    if lowest not in counted:
+        return f"no counters for {lowest}"
+    return None
+
+
 def device_accounting(device: str, fio_read: int, fio_written: int, dev_read: int, dev_written: int) -> Check:
     """Compare bytes fio moved with bytes the lowest block device moved.
 
     Writes may legitimately exceed fio's (journal, metadata, copy-on-write); a
     large *shortfall* means the page cache or a sparse file answered.
     """
+    if max(fio_read, fio_written) < ACCOUNTING_MIN_BYTES:
+        moved = max(fio_read, fio_written) / 2**20
+        return Check("device-accounting", "skip", f"fio moved {moved:.1f} MiB: too little to tell a cache from noise")
     problems = []
     for what, fio_b, dev_b in (("read", fio_read, dev_read), ("written", fio_written, dev_written)):
-        if fio_b >= 16 * 2**20 and dev_b < ACCOUNTING_MIN_SHARE * fio_b:
+        if fio_b >= ACCOUNTING_MIN_BYTES and dev_b < ACCOUNTING_MIN_SHARE * fio_b:
             share = dev_b / fio_b
             problems.append(
                 f"fio {what} {fio_b / 2**20:.0f} MiB but {device} {what} {dev_b / 2**20:.0f} MiB ({share:.0%})"
@@ -57,34 +88,75 @@ def noisy(cv: float, n: int, threshold: float = NOISY_CV) -> Check:
     )
 
 
-def faster_than_baseline(ratio_ci_low: float, baseline_label: str, touches_device: bool, single: bool = False) -> Check:
-    """A cell faster than its baseline beyond the CI is suspect when both hit the same device.
+def layers(stack: StackSpec) -> int:
+    """How many layers sit between a workload and its device: each can only cost, never add, speed."""
+    count = (stack.filesystem.type != "none") + (stack.engine.kind != "native")
+    count += stack.placement.kind == "writable-layer"  # the storage driver (overlay) over the filesystem
+    count += stack.device.kind == "loop" and not stack.device.direct_io  # the host's page cache under the loop
+    return count
 
-    ``single``: one trial each, so ``ratio_ci_low`` is the bare ratio; said so in the detail.
+
+def not_beneath(cell: StackSpec, base: StackSpec) -> str | None:
+    """Why ``base`` is no physical bound for ``cell``, or None when it is.
+
+    A bound is the same storage (device and filesystem, or the raw device under the cell's
+    filesystem) reached through fewer layers, by as many servers, under no limit the cell lacks:
+    then the cell cannot beat it without a cache answering. Anything else may beat it honestly:
+    four database instances together beat one, xfs may beat ext4, an unlimited cell a limited one.
     """
-    if ratio_ci_low != ratio_ci_low:  # NaN: no interval, nothing to judge
-        return Check("faster-than-physics", "skip", "no confidence interval (one trial)")
-    if ratio_ci_low <= 1.0:
-        return Check("faster-than-physics", "pass", f"not faster than {baseline_label}")
+    device = ("kind", "size", "path")
+    if any(getattr(cell.device, f) != getattr(base.device, f) for f in device):
+        return f"another device ({base.device.label()} against {cell.device.label()})"
+    if base.filesystem.type != "none" and base.filesystem != cell.filesystem:
+        return f"another filesystem ({base.filesystem.label()} against {cell.filesystem.label()})"
+    if (base.server, base.instances) != (cell.server, cell.instances):
+        return f"{base.instances} instance(s) against {cell.instances}: more servers may add throughput"
+    if not set(base.limits.model_dump(exclude_none=True).items()) <= set(
+        cell.limits.model_dump(exclude_none=True).items()
+    ):
+        return "it runs under limits this cell does not have"
+    if layers(base) >= layers(cell):
+        return "it has as many layers as this cell or more, so nothing says it must be faster"
+    return None
+
+
+# With one trial there is no interval; this far above the baseline is suspect anyway.
+SUSPECT_SINGLE_RATIO = 1.5
+
+
+def faster_than_baseline(
+    ratio: float,
+    ci_low: float,
+    n: tuple[int, int],
+    baseline_label: str,
+    touches_device: bool,
+    not_a_bound: str | None = None,
+) -> Check:
+    """A cell faster than a baseline beneath it (``not_beneath``) is suspect when both hit the device.
+
+    ``n``: the cell's and the baseline's trials. Without an interval (one trial, or a baseline
+    whose own interval includes zero) the bare ratio is judged against ``SUSPECT_SINGLE_RATIO``.
+    """
+    name = "faster-than-physics"
+    if not_a_bound is not None:
+        return Check(name, "skip", f"{baseline_label} is no bound for this cell: {not_a_bound}")
+    if ratio != ratio:  # NaN: one side has no results
+        return Check(name, "skip", f"no ratio to {baseline_label}")
     if not touches_device:
-        return Check(
-            "faster-than-physics",
-            "pass",
-            f"faster than {baseline_label}, as expected: it never touches the device",
-        )
+        return Check(name, "pass", f"×{ratio:.2f} {baseline_label}: it never touches the device, so it may be faster")
     why = "a layer above the device cannot add speed, so a cache or an unwritten file probably answered"
-    if single:
-        return Check(
-            "faster-than-physics",
-            "flag",
-            f"×{ratio_ci_low:.2f} {baseline_label} in a single trial: {why}, or the host is noisy. "
-            "Run 3+ repetitions to tell which.",
-        )
-    return Check(
-        "faster-than-physics",
-        "flag",
-        f"faster than {baseline_label} beyond its 95% CI (ratio ≥ {ratio_ci_low:.2f}): {why}.",
-    )
+    if ci_low == ci_low:
+        if ci_low <= 1.0:
+            return Check(name, "pass", f"not faster than {baseline_label} beyond its 95% CI")
+        return Check(name, "flag", f"faster than {baseline_label} beyond its 95% CI (ratio ≥ {ci_low:.2f}): {why}.")
+    if min(n) == 1:
+        no_interval, remedy = "in a single trial", "Run 3+ repetitions to tell which."
+    else:
+        no_interval = f"over {n[0]} and {n[1]} trials, whose baseline varies too much for an interval"
+        remedy = "Steady the host or raise trials.repetitions to tell which."
+    if ratio < SUSPECT_SINGLE_RATIO:
+        return Check(name, "skip", f"×{ratio:.2f} {baseline_label} {no_interval}: no interval to judge")
+    return Check(name, "flag", f"×{ratio:.2f} {baseline_label} {no_interval}: {why}, or the host is noisy. {remedy}")
 
 
 FIO_REMEDY = "Fewer jobs, or more cores, or a lighter I/O engine."
@@ -94,13 +166,81 @@ DATABASE_REMEDY = (
 )
 
 
-def bottleneck(cpu_busy_pct: float, device_util_pct: float | None, remedy: str = FIO_REMEDY) -> Check:
-    if cpu_busy_pct >= CPU_SATURATED_PCT and (device_util_pct is None or device_util_pct < DEVICE_IDLE_UTIL_PCT):
-        util = "unknown" if device_util_pct is None else f"{device_util_pct:.0f}%"
+@dataclass(frozen=True)
+class CpuLoad:
+    """What a trial used of the CPUs, as the monitor saw it (means over the trial)."""
+
+    host_pct: float  # all cores together
+    busiest_core: tuple[str, float] | None = None  # the core busiest on average, and how busy (%)
+    containers: dict[str, tuple[float, float | None]] = field(default_factory=dict)  # name → (cores used, limit)
+
+
+def bottleneck(cpu: CpuLoad, device_util_pct: float | None, remedy: str = FIO_REMEDY) -> Check:
+    """The CPU ran out while the device idled: judged for the host, per core (one saturated fio job
+    on 16 cores reads 6% of the host) and per container against its own CPU limit."""
+    saturated = []
+    if cpu.host_pct >= CPU_SATURATED_PCT:
+        saturated.append(f"CPU {cpu.host_pct:.0f}% busy")
+    elif cpu.busiest_core and cpu.busiest_core[1] >= CPU_SATURATED_PCT:
+        core, pct = cpu.busiest_core
+        saturated.append(f"{core} {pct:.0f}% busy (the host {cpu.host_pct:.0f}%): a thread had a core to itself")
+    for name, (used, limit) in sorted(cpu.containers.items()):
+        if limit and used >= CPU_SATURATED_PCT / 100 * limit:
+            saturated.append(f"container {name or 'of the cell'} used {used:.2f} of its {limit:g} CPUs")
+    util = None if device_util_pct is None else f"{device_util_pct:.0f}%"
+    if saturated and (device_util_pct is None or device_util_pct < DEVICE_IDLE_UTIL_PCT):
         return Check(
             "bottleneck",
             "flag",
-            f"CPU {cpu_busy_pct:.0f}% busy while the device was {util} utilized: this trial measured the CPU, "
-            f"not storage. {remedy}",
+            f"{'; '.join(saturated)} while the device was {util or 'unknown'} utilized: this trial measured the "
+            f"CPU, not storage. {remedy}",
         )
-    return Check("bottleneck", "pass", f"CPU {cpu_busy_pct:.0f}% busy")
+    core = f", busiest core {cpu.busiest_core[1]:.0f}%" if cpu.busiest_core else ""
+    return Check("bottleneck", "pass", f"CPU {cpu.host_pct:.0f}% busy{core}")
+
+
+def cpu_limit(limits: dict[str, object]) -> float | None:
+    """The CPUs a container may use: ``cpus``, or the size of its ``cpuset``, the smaller if both."""
+    caps = []
+    if limits.get("cpus"):
+        caps.append(float(limits["cpus"]))  # type: ignore[arg-type]
+    if limits.get("cpuset"):
+        caps.append(float(cpuset_size(str(limits["cpuset"]))))
+    return min(caps) if caps else None
+
+
+def cpuset_size(text: str) -> int:
+    """How many CPUs a cpuset list names ("0-3,6" is five)."""
+    count = 0
+    for part in text.split(","):
+        low, _, high = part.strip().partition("-")
+        count += int(high or low) - int(low) + 1
+    return count
+
+
+# Other processes this busy (cores on average, or this share of the host) make a ratio untrustworthy.
+CONTENDED_MIN_CORES = 0.5
+CONTENDED_HOST_SHARE = 0.10
+# Why containers suffer more than native processes on a busy host (measured; README, "The checks").
+GROUP_SCHEDULING = (
+    "Containers suffer more than native processes here: the CPU scheduler (CFS group scheduling) weighs a "
+    "container's cgroup (and a native cell's, when it has limits) as one entity against each busy host process, "
+    "while an unlimited native workload's threads each compete on their own (4 fio jobs on zram beside one CPU "
+    "hog on this 2-core host: 71k IOPS in one cgroup, 168k as separate tasks)"
+)
+
+
+def contended(outside_cores: float, ncpu: int, top: dict[str, float]) -> Check:
+    """Processes outside the cell used the CPU during the trial: its ratio to a baseline measured on a
+    quieter host says more about the host than about the layers. ``top``: command → cores it used."""
+    limit = max(CONTENDED_MIN_CORES, CONTENDED_HOST_SHARE * ncpu)
+    if outside_cores < limit:
+        return Check("contended", "pass", f"other processes used {outside_cores:.2f} of {ncpu} cores")
+    names = ", ".join(f"{comm} {cores:.2f}" for comm, cores in sorted(top.items(), key=lambda kv: -kv[1])[:3])
+    return Check(
+        "contended",
+        "flag",
+        f"other processes used {outside_cores:.2f} of {ncpu} cores during the trial ({names}): the host was busy, "
+        f"so this trial's ratio to its baseline is not to be trusted. {GROUP_SCHEDULING}. "
+        "Rerun on a quiet host, or pin the cell and the rest apart (cpuset).",
+    )

@@ -7,8 +7,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from layerbench.analysis.checks import Check, faster_than_baseline, noisy
+from layerbench.analysis import precision
+from layerbench.analysis.checks import Check, faster_than_baseline, noisy, not_beneath
 from layerbench.analysis.stats import Ratio, Summary, cell_values, ratio, summarize
+from layerbench.spec.models import StackSpec
+from layerbench.store.db import Store
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,7 @@ class CellResult:
     failed: int  # failed trials of this cell
     failure: str | None  # the first failure's category
     flags: tuple[Check, ...] = ()  # checks that flagged this cell (per trial, or across trials)
+    physics: Check | None = None  # faster-than-physics whatever it said (a skip says why there is no bound)
 
 
 # How each headline metric is shown: bandwidth in MiB/s, the others as counted.
@@ -41,8 +45,18 @@ def headline_metric(config_json: str) -> str:
     return "iops" if str(workload.get("rw", "")).startswith("rand") else "bw"
 
 
-def results(frame: pd.DataFrame, cells: list, trials: list, checks: pd.DataFrame | None = None) -> list[CellResult]:
-    """``cells`` are store CellRows, ``trials`` store TrialRows, ``checks`` the store's per-trial checks."""
+def of_run(store: Store, run_id: str) -> list[CellResult]:
+    """``results`` of a stored run, its intervals at the confidence its trials rule needs."""
+    s = store
+    level = precision.of_spec(s.run(run_id).spec_json)
+    return results(s.samples_frame(run_id), s.cells(run_id), s.trials(run_id), s.checks(run_id), level)
+
+
+def results(
+    frame: pd.DataFrame, cells: list, trials: list, checks: pd.DataFrame | None = None, confidence: float = 0.95
+) -> list[CellResult]:
+    """``cells`` are store CellRows, ``trials`` store TrialRows, ``checks`` the store's per-trial checks;
+    ``confidence`` of the intervals (``precision.confidence``: wider where a precision target stopped cells)."""
     values = {m: cell_values(frame, m) if not frame.empty else {} for m in UNITS}
     failures: dict[str, list[str]] = {}
     for t in trials:
@@ -55,8 +69,12 @@ def results(frame: pd.DataFrame, cells: list, trials: list, checks: pd.DataFrame
         mine = values[metric].get(c.cell_id, [])
         base = values[metric].get(c.baseline_cell_id, []) if c.baseline_cell_id else []
         fails = failures.get(c.cell_id, [])
-        summary, r = summarize(mine), ratio(mine, base)
+        summary, r = summarize(mine, confidence), ratio(mine, base, confidence)
         flags = _trial_flags(checks, c.cell_id) + _cross_flags(c, by_id, summary, r, len(base), failures)
+        fast = None
+        if c.baseline_cell_id and not c.is_baseline:
+            fast = physics(c, by_id.get(c.baseline_cell_id), r, (summary.n, len(base)))
+            flags += [fast] if fast.status == "flag" else []
         out.append(
             CellResult(
                 c.cell_id,
@@ -69,6 +87,7 @@ def results(frame: pd.DataFrame, cells: list, trials: list, checks: pd.DataFrame
                 len(fails),
                 fails[0] if fails else None,
                 tuple(flags),
+                fast,
             )
         )
     return out
@@ -83,10 +102,6 @@ def _trial_flags(checks: pd.DataFrame | None, cell_id: str) -> list[Check]:
         Check(row.name, "flag", f"{row.detail} (flagged in {_trials((mine['name'] == row.name).sum())})")
         for row in first.itertuples(index=False)
     ]
-
-
-# With one trial there is no interval; this far above the baseline is suspect anyway.
-SUSPECT_SINGLE_RATIO = 1.5
 
 
 def _cross_flags(c, by_id: dict, summary: Summary, r: Ratio, n_base: int, failures: dict) -> list[Check]:
@@ -104,14 +119,17 @@ def _cross_flags(c, by_id: dict, summary: Summary, r: Ratio, n_base: int, failur
                 "not-comparable", "flag", f"{base_label} has no results: it failed ({failures[c.baseline_cell_id][0]})"
             )
         )
-    touches_device = json.loads(c.config_json)["stack"]["placement"]["kind"] != "tmpfs"
-    low, single = r.ci_low, False
-    if low != low and r.ratio == r.ratio and r.ratio >= SUSPECT_SINGLE_RATIO:
-        low, single = r.ratio, True  # no interval: judge the point, and say so
-    fast = faster_than_baseline(low, base_label, touches_device, single)
-    if fast.status == "flag":
-        flags.append(fast)
     return flags
+
+
+def physics(c, base, r: Ratio, n: tuple[int, int]) -> Check:
+    """``faster-than-physics`` of a store cell against its baseline cell (CellRows)."""
+    stack = StackSpec.model_validate(json.loads(c.config_json)["stack"])
+    if base is None:
+        return Check("faster-than-physics", "skip", "the baseline cell is not in this run")
+    bound = not_beneath(stack, StackSpec.model_validate(json.loads(base.config_json)["stack"]))
+    touches_device = stack.placement.kind != "tmpfs"
+    return faster_than_baseline(r.ratio, r.ci_low, n, base.stack_label, touches_device, bound)
 
 
 def _trials(n: int) -> str:

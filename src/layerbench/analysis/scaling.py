@@ -17,6 +17,8 @@ from typing import Any
 
 import pandas as pd
 
+from layerbench.analysis import precision
+from layerbench.analysis.latency import client_percentiles
 from layerbench.analysis.resources import Usage, mean_usage, usage_by_trial
 from layerbench.analysis.stats import Summary, cell_values, ratio, summarize
 from layerbench.spec.models import StackSpec
@@ -35,7 +37,7 @@ class ScalePoint:
     cell_id: str
     throughput: Summary  # aggregate ops/s over all instances
     values: tuple[float, ...]  # the aggregate of each trial
-    p99_us: float  # mean over trials of each trial's merged p99 (reads where the mix has them)
+    p99_us: float  # p99 of every trial's clients merged in one histogram (reads where the mix has them)
     usage: Usage
 
 
@@ -67,8 +69,11 @@ class Scaling:
         return f"{peak}; {self.bottleneck} saturated first, at {n} instance{'s' if n > 1 else ''}"
 
 
-def scaling(cells: list[Any], samples: pd.DataFrame, monitor: pd.DataFrame, infos: dict[int, dict]) -> list[Scaling]:
-    """``cells`` are store CellRows; one Scaling per group of cells that differ only in instance count."""
+def scaling(
+    cells: list[Any], samples: pd.DataFrame, monitor: pd.DataFrame, infos: dict[int, dict], confidence: float = 0.95
+) -> list[Scaling]:
+    """``cells`` are store CellRows; one Scaling per group of cells that differ only in instance count;
+    ``confidence`` of the throughput intervals (``precision.confidence``)."""
     groups: dict[tuple[str, str], list[tuple[int, Any]]] = {}
     for c in cells:
         config = json.loads(c.config_json)
@@ -79,11 +84,12 @@ def scaling(cells: list[Any], samples: pd.DataFrame, monitor: pd.DataFrame, info
         groups.setdefault(key, []).append((int(stack.get("instances", 1)), c))
     ops = cell_values(samples, "ops") if not samples.empty else {}
     usage = usage_by_trial(monitor, infos)
+    tails = _merged_p99(samples, infos)
     out = []
     for (group, _), members in groups.items():
         if len({n for n, _ in members}) < 2:
             continue
-        points = [_point(n, c, ops, samples, usage) for n, c in sorted(members, key=lambda m: m[0])]
+        points = [_point(n, c, ops, samples, usage, tails, confidence) for n, c in sorted(members, key=lambda m: m[0])]
         out.append(_curve(group, members[0][1].workload, points))
     return out
 
@@ -91,28 +97,55 @@ def scaling(cells: list[Any], samples: pd.DataFrame, monitor: pd.DataFrame, info
 def of_run(store: Store, run_id: str) -> list[Scaling]:
     """``scaling`` over what a run stored."""
     samples = store.samples_frame(run_id)
-    return scaling(store.cells(run_id), samples, store.monitor_frame(run_id), store.trial_infos(run_id))
+    level = precision.of_spec(store.run(run_id).spec_json)
+    return scaling(store.cells(run_id), samples, store.monitor_frame(run_id), store.trial_infos(run_id), level)
 
 
 def _without_instances(stack: dict[str, Any]) -> str:
     return StackSpec.model_validate({**stack, "instances": 1}).label()
 
 
-def _point(n: int, cell: Any, ops: dict, samples: pd.DataFrame, usage: dict[int, Usage]) -> ScalePoint:
+def _point(
+    n: int,
+    cell: Any,
+    ops: dict,
+    samples: pd.DataFrame,
+    usage: dict[int, Usage],
+    tails: dict[str, float],
+    confidence: float,
+) -> ScalePoint:
     mine = samples[samples["cell_id"] == cell.cell_id] if not samples.empty else samples
     trial_ids = sorted(set(mine["trial_id"])) if not mine.empty else []
     values = [float(v) for v in ops.get(cell.cell_id, [])]
     return ScalePoint(
         n,
         cell.cell_id,
-        summarize(values),
+        summarize(values, confidence),
         tuple(values),
-        _p99(mine),
+        tails.get(cell.cell_id, _mean_p99(mine)),
         mean_usage([usage[t] for t in trial_ids if t in usage]),
     )
 
 
-def _p99(rows: pd.DataFrame) -> float:
+def _merged_p99(samples: pd.DataFrame, infos: dict[int, dict]) -> dict[str, float]:
+    """Per cell, the p99 (µs) of the histogram every trial kept, merged over its trials: the p99 of
+    all operations, not a mean of each trial's p99 (which a slow trial's tail would not move enough)."""
+    if samples.empty:
+        return {}
+    trial_cells = {int(t): c for t, c in samples[["trial_id", "cell_id"]].drop_duplicates().itertuples(index=False)}
+    table = client_percentiles(infos, trial_cells)
+    if table.empty:
+        return {}
+    out = {}
+    for cell_id, rows in table.groupby("cell_id"):
+        ops = sorted(rows["operation"])
+        chosen = "read" if "read" in ops else ops[0]
+        out[str(cell_id)] = float(rows[rows["operation"] == chosen]["p99"].iloc[0])
+    return out
+
+
+def _mean_p99(rows: pd.DataFrame) -> float:
+    """Runs from before trials kept their histograms: the mean of each trial's merged p99, the best left."""
     if rows.empty:
         return math.nan
     lat = rows[(rows["metric"] == LATENCY_METRIC) & (rows["job"] == MERGED_JOB)]

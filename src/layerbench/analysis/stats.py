@@ -54,7 +54,8 @@ def per_trial(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     return rows.groupby(["cell_id", "trial_id"], as_index=False)["value"].sum()
 
 
-def summarize(values: np.ndarray | list[float]) -> Summary:
+def summarize(values: np.ndarray | list[float], confidence: float = 0.95) -> Summary:
+    """``confidence`` above 0.95 for cells a precision target stopped (``precision.confidence``)."""
     arr = np.asarray(values, dtype=float)
     n = len(arr)
     if n == 0:
@@ -63,28 +64,28 @@ def summarize(values: np.ndarray | list[float]) -> Summary:
     std = float(arr.std(ddof=1)) if n > 1 else NAN
     low, high = (NAN, NAN)
     if n > 1:
-        low, high = stats.t.interval(0.95, n - 1, loc=mean, scale=stats.sem(arr)) if std > 0 else (mean, mean)
+        low, high = stats.t.interval(confidence, n - 1, loc=mean, scale=stats.sem(arr)) if std > 0 else (mean, mean)
     cv = std / mean if n > 1 and mean else NAN
     return Summary(n, mean, std, float(arr.min()), float(arr.max()), cv, float(np.median(arr)), float(low), float(high))
 
 
-def ratio(cell: np.ndarray | list[float], base: np.ndarray | list[float]) -> Ratio:
-    """Ratio of means with Fieller's 95% interval and Welch's p-value; NaN where n < 2."""
+def ratio(cell: np.ndarray | list[float], base: np.ndarray | list[float], confidence: float = 0.95) -> Ratio:
+    """Ratio of means with Fieller's interval (95% unless told) and Welch's p-value; NaN where n < 2."""
     a, b = np.asarray(cell, dtype=float), np.asarray(base, dtype=float)
     if len(a) == 0 or len(b) == 0 or b.mean() == 0:
         return Ratio(NAN, NAN, NAN, NAN)
     q = float(a.mean() / b.mean())
     if len(a) < 2 or len(b) < 2:
         return Ratio(q, NAN, NAN, NAN)
-    low, high = _fieller(a, b)
+    low, high = _fieller(a, b, confidence)
     p = _welch_p(a, b) if a.std() + b.std() > 0 else _exact_p(a, b)
     return Ratio(q, low, high, p)
 
 
-def _fieller(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+def _fieller(a: np.ndarray, b: np.ndarray, confidence: float) -> tuple[float, float]:
     ma, mb = a.mean(), b.mean()
     va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-    t = stats.t.ppf(0.975, min(len(a), len(b)) - 1)
+    t = stats.t.ppf(0.5 + confidence / 2, min(len(a), len(b)) - 1)
     g = t * t * vb / (mb * mb)
     if g >= 1:  # the baseline's own interval includes zero: the ratio is unbounded
         return NAN, NAN
@@ -129,18 +130,18 @@ def per_trial_by_direction(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     return rows.groupby(["cell_id", "trial_id", "direction"], as_index=False)["value"].sum()
 
 
-def summary_frame(frame: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+def summary_frame(frame: pd.DataFrame, metrics: list[str], confidence: float = 0.95) -> pd.DataFrame:
     """``summarize`` per (cell_id, metric, direction) of a ``Store.samples_frame``."""
     rows = []
     for metric in metrics:
         trials = per_trial_by_direction(frame, metric)
         for (cell, direction), group in trials.groupby(["cell_id", "direction"]):
-            summary = summarize(group["value"].to_numpy())
+            summary = summarize(group["value"].to_numpy(), confidence)
             rows.append({"cell_id": cell, "metric": metric, "direction": direction, **asdict(summary)})
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
-def ratios(frame: pd.DataFrame, metric: str, direction: str) -> pd.DataFrame:
+def ratios(frame: pd.DataFrame, metric: str, direction: str, confidence: float = 0.95) -> pd.DataFrame:
     """Each cell's mean over its baseline cell's mean: ``ratio`` (Fieller CI, Welch p) per cell.
 
     A cell whose baseline has no successful trials gets NaN, not a number.
@@ -153,5 +154,5 @@ def ratios(frame: pd.DataFrame, metric: str, direction: str) -> pd.DataFrame:
         base_id = base if isinstance(base, str) else None  # NULL reads back as None or NaN
         mine, theirs = values.get(cell, np.array([])), values.get(base_id, np.array([]))
         head = {"cell_id": cell, "baseline_cell_id": base_id, "metric": metric, "direction": direction}
-        rows.append({**head, "n": len(mine), "n_baseline": len(theirs), **asdict(ratio(mine, theirs))})
+        rows.append({**head, "n": len(mine), "n_baseline": len(theirs), **asdict(ratio(mine, theirs, confidence))})
     return pd.DataFrame(rows, columns=RATIO_COLUMNS)

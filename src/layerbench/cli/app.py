@@ -17,7 +17,7 @@ from layerbench import proc
 from layerbench.analysis.compare import compare as compare_runs
 from layerbench.analysis.compare import environment_differences
 from layerbench.analysis.latency import client_percentiles_of_run, merged_percentiles
-from layerbench.analysis.overhead import results
+from layerbench.analysis.overhead import of_run as results_of_run
 from layerbench.analysis.ratio_table import ratio_table
 from layerbench.analysis.scaling import of_run as scaling_of_run
 from layerbench.analysis.surface import iozone_points
@@ -302,7 +302,7 @@ def _status(run: RunRow, state_dir: Path) -> str:
 
 def _show(store: Store, run_id: str, as_json: bool, latency: bool = False, state_dir: Path = STATE_DEFAULT) -> None:
     run = store.run(run_id)
-    rows = results(store.samples_frame(run_id), store.cells(run_id), store.trials(run_id), store.checks(run_id))
+    rows = results_of_run(store, run_id)
     refused = store.refused(run_id)
     scalings = scaling_of_run(store, run_id)
     limits = limits_read_back(store.checks(run_id), {c.cell_id: c.stack_label for c in store.cells(run_id)})
@@ -353,7 +353,7 @@ def report(
         store = Store.open(db, create=False)
         run_id = store.resolve_run(run_ref)
         run, frame, refused = store.run(run_id), store.samples_frame(run_id), store.refused(run_id)
-        rows = results(frame, store.cells(run_id), store.trials(run_id), store.checks(run_id))
+        rows = results_of_run(store, run_id)
         if markdown:
             typer.echo(markdown_report.render(run, rows, refused))
         if html is not None:

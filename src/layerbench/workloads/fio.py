@@ -327,21 +327,71 @@ def _pname(key: str) -> str:
     return f"p{float(key):g}"
 
 
-def total_ops(result: FioResult) -> float:
-    """Operations of every job over the longest job's runtime: a personality's ops/s (Filebench's figure).
+def group_phases(text: str) -> dict[int, int]:
+    """A job file's reporting groups (fio's groupid) → the phase each runs in, in order.
 
-    The runtime is the directions' (the group's wall time under group_reporting):
-    fio's job_runtime is summed over a reported group's jobs, numjobs times too long.
+    As fio numbers them: a job with ``stonewall`` or ``new_group`` after others starts a new
+    group, but only ``stonewall`` makes it wait for every job before it (a new phase); a
+    ``new_group`` runs beside the group before it. ``numjobs`` clones share their job's group.
+    Options in a ``[global]`` apply to the sections after it.
+    """
+    phases: dict[int, int] = {}
+    group = phase = jobs_before = 0
+    glob: set[str] = set()
+    section: str | None = None
+    flags: set[str] = set()
+
+    def close() -> None:
+        nonlocal group, phase, jobs_before
+        if section == "global":
+            glob.update(flags)
+        if section in (None, "global"):
+            return
+        own = flags | glob
+        if jobs_before and own & {"stonewall", "new_group"}:
+            group += 1
+            phase += "stonewall" in own
+        phases[group] = phase
+        jobs_before += 1
+
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("["):
+            close()
+            section, flags = stripped[1:-1].strip().lower(), set()
+        elif stripped and stripped[0] not in ";#":
+            key, _, value = (part.strip() for part in stripped.partition("="))
+            if key in ("stonewall", "wait_for_previous", "new_group") and value in ("", "1"):
+                flags.add("new_group" if key == "new_group" else "stonewall")
+    close()
+    return phases
+
+
+def total_ops(result: FioResult, phases: dict[int, int] | None = None) -> float:
+    """Operations of every job over the job file's wall time: a personality's ops/s (Filebench's figure).
+
+    A group's wall time is its longest direction's runtime (the group's wall time under
+    group_reporting; fio's job_runtime is summed over a reported group's jobs, numjobs times too
+    long). ``phases`` (``group_phases`` of the job file) says which groups run one after another
+    (``stonewall``): the wall time is the sum over phases of each phase's longest group, so two
+    60 s groups in turn ran for 120 s, not 60. Without it every group is taken as its own phase,
+    as fio runs groups made by ``stonewall``.
     """
     ios = sum(d.total_ios for j in result.jobs for d in j.directions.values())
-    longest = max((d.runtime_ms for j in result.jobs for d in j.directions.values()), default=0)
-    return ios / (longest / 1000) if longest else float("nan")
+    walls: dict[int, int] = {}
+    for j in result.jobs:
+        phase = j.groupid if phases is None else phases.get(j.groupid, j.groupid)
+        for d in j.directions.values():
+            walls[phase] = max(walls.get(phase, 0), d.runtime_ms)
+    wall = sum(walls.values())
+    return ios / (wall / 1000) if wall else float("nan")
 
 
-def samples(result: FioResult) -> list[Sample]:
-    """Per job and direction: iops, bw, io_bytes, and each latency kind's mean and standard percentiles."""
+def samples(result: FioResult, phases: dict[int, int] | None = None) -> list[Sample]:
+    """Per job and direction: iops, bw, io_bytes, and each latency kind's mean and standard percentiles;
+    ``phases``: the job file's ``group_phases``, for its ops/s."""
     out: list[Sample] = []
-    ops = total_ops(result)
+    ops = total_ops(result, phases)
     if not math.isnan(ops):
         out.append(Sample("ops", ops, "ops/s"))
     for job in result.jobs:
