@@ -89,7 +89,7 @@ def test_databases_natively_and_in_containers_then_nothing_left(dirs: dict[str, 
     assert merged >= 14  # every trial's clients merged into one latency distribution
     # 512 MiB each for the two MEM instances (2 workloads), the cpuset pin, and BW's share of the device's
     # measured bandwidth (the budget divides by the most instances, 2): all read back from the cgroup
-    assert len(limits) == 2 * 2 + 2 and all("every limit" in d for (d,) in limits)
+    assert len(limits) == 2 * 2 + 2 and all(": read back from the cgroup: " in d for (d,) in limits)
     with sqlite3.connect(dirs["db"]) as db:
         (info,) = db.execute(
             "SELECT t.info_json FROM trials t JOIN cells c ON c.cell_id = t.cell_id WHERE c.label LIKE '%[BW]%'"
