@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from layerbench import sqlitefile
+
 T = TypeVar("T")
 
 SCHEMA = """
@@ -45,11 +47,17 @@ class Resource:
     detail: dict[str, Any]
 
 
+def _init(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.executescript(SCHEMA)
+
+
 class Ledger:
     def __init__(self, path: Path, run_id: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.path = path
         self.run_id = run_id
+        sqlitefile.ensure(path, _init)
         self._db = sqlite3.connect(path, isolation_level=None, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.executescript(SCHEMA)

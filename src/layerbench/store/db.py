@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from layerbench import sqlitefile
 from layerbench.errors import StoreError
 from layerbench.sample import Sample
 from layerbench.store.schema import MIGRATIONS, VERSION, statements
@@ -109,7 +110,10 @@ class Store:
     def open(cls, path: Path, create: bool = True) -> Store:
         if not create and not path.exists():
             raise StoreError(f"no results database at {path}", hint="run an experiment first, or pass --db")
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            sqlitefile.ensure(path, lambda fresh: _init(fresh, path))
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot create results database {path}: {exc}", hint="use another --db") from exc
         conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
         try:
             _use_wal(conn)
@@ -288,6 +292,11 @@ class Store:
             " WHERE t.run_id=? AND t.status='ok'"
         )
         return pd.read_sql_query(sql, self.conn, params=(run_id,))
+
+
+def _init(conn: sqlite3.Connection, path: Path) -> None:
+    conn.execute("PRAGMA journal_mode=WAL")
+    migrate(conn, path)
 
 
 def _use_wal(conn: sqlite3.Connection) -> None:
