@@ -15,7 +15,6 @@ import re
 import signal
 import sqlite3
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -235,9 +234,9 @@ def test_overlay2_placement_runs_fio_where_it_says(overlay2: Stack, kind: str) -
 @pytest.mark.requires_docker
 @pytest.mark.requires_fio
 def test_image_is_content_addressed(overlay2: Stack) -> None:
-    started = time.monotonic()
-    assert ensure_image(overlay2.engine, BINARIES, overlay2.ctx) == overlay2.image  # no second import
-    assert time.monotonic() - started < 5
+    created = overlay2.engine.client.images.get(overlay2.image).attrs["Created"]
+    assert ensure_image(overlay2.engine, BINARIES, overlay2.ctx) == overlay2.image
+    assert overlay2.engine.client.images.get(overlay2.image).attrs["Created"] == created  # no second import
     labels = overlay2.engine.client.images.get(overlay2.image).labels
     assert labels[f"{LABEL_PREFIX}fio"] == binary_digests(["fio"])["fio"]
 
@@ -249,10 +248,9 @@ def test_exec_timeout_kills_the_process(overlay2: Stack) -> None:
     s = overlay2
     spec = PlacementSpec(kind="writable-layer")
     with container_placement(s.engine, s.image, s.mount, spec, Limits(), DATA_BYTES, s.ctx) as t:
-        started = time.monotonic()
         with pytest.raises(ToolError) as caught:
             t.run(["sleep", "30"], 1.0)
-        assert caught.value.rc is None and time.monotonic() - started < 10
+        assert caught.value.rc is None  # ended by the timeout; the sleep is gone, below
         top = s.engine.client.api.top(t.info["container"])
         assert [p for p in top["Processes"] if "sleep 30" in " ".join(p)] == []
         assert t.run(["sleep", "0"], 10).rc == 0  # the container still serves

@@ -44,8 +44,7 @@ def test_steady_precondition_and_steady_state_end_the_run_early(tmp_path: Path) 
         prepared = precondition(target, [w])
         rec = run_trial(target, Trial(Cell(stack=stack, workload=w), 0), prepared)
     assert rec.status == "ok", rec.stderr
-    assert prepared["67108864:steady"]["seconds"] < 120  # the steady writes stopped once flat, not at the cap
+    assert prepared["67108864:steady"]["steady_attained"]  # the steady writes stopped once flat, not at the cap
     job = json.loads(rec.raw_output[rec.raw_output.index("{") :])["jobs"][0]
     assert job["steadystate"]["attained"] == 1
-    assert job["job_runtime"] < 25_000  # ms: ended by steady state, well before the 30 s runtime
     assert ctx.ledger.live() == []

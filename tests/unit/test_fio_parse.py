@@ -10,7 +10,15 @@ import pytest
 
 from layerbench.analysis.percentiles import percentiles
 from layerbench.proc import FakeRunner
-from layerbench.workloads.fio import FioParseError, fio_version, group_phases, parse, samples, total_ops
+from layerbench.workloads.fio import (
+    FioParseError,
+    fio_version,
+    group_phases,
+    parse,
+    samples,
+    steady_attained,
+    total_ops,
+)
 
 DATA = Path(__file__).parent.parent / "data" / "fio" / "3.33"
 FIXTURES = sorted(p.name for p in DATA.glob("*.json"))
@@ -144,6 +152,13 @@ def test_steadystate_output_with_a_bare_nan_is_read() -> None:
         json.loads(text)  # fio printed "slope" : -nan: not JSON
     result = parse(text)
     assert result.jobs[0].name == "SS" and result.jobs[0].directions["read"].iops > 0
+
+
+def test_steady_state_attained_or_capped() -> None:
+    assert steady_attained(raw("steadystate-nan.json"))
+    assert not steady_attained(raw("steady-capped.json"))  # a 5 s window could not fill a 2 s cap
+    with pytest.raises(FioParseError):
+        steady_attained(raw("zram-ext4-read-128k-1x16.json"))  # no steady state asked for
 
 
 def test_nan_inside_a_string_is_left_alone() -> None:

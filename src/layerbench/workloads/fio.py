@@ -267,6 +267,14 @@ def parse(text: str) -> FioResult:
     return FioResult(version=version, jobs=jobs)
 
 
+def steady_attained(text: str) -> bool:
+    """Whether a steady_argv run ended on fio's detector rather than at its cap."""
+    try:
+        return all(int(j["steadystate"]["attained"]) == 1 for j in _json_object(text)["jobs"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FioParseError(f"fio JSON lacks its steadystate field: {exc!r}") from exc
+
+
 # A string (skipped whole), or a bare nan/inf that fio printed with "%f" where a number belongs.
 _NON_FINITE = re.compile(r'"(?:\\.|[^"\\])*"|(?<=[:\[,])(\s*)(-?)(nan|inf)\b')
 
