@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -74,3 +77,20 @@ def test_python_api_summary_and_ratios(tmp_path: Path) -> None:
     assert row["n"] == 2 and row["mean"] == pytest.approx(sum(expected) / 2)
     ratio_row = results.ratios(metric="iops", direction="read").iloc[0]
     assert ratio_row["ratio"] == pytest.approx(1.0)  # the only cell is its own baseline
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
+def test_export_without_a_file_writes_standard_output(tmp_path: Path, fmt: str) -> None:
+    store, run_id = store_with_real_samples(tmp_path / "r.db")
+    store.close()
+    done = subprocess.run(
+        [sys.executable, "-m", "layerbench.cli", "export", run_id, "--db", str(tmp_path / "r.db"), "--format", fmt],
+        capture_output=True,
+        cwd=tmp_path,
+        check=True,
+    )
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("r.db")) == []  # no file dropped here
+    read = {"csv": pd.read_csv, "json": pd.read_json, "parquet": pd.read_parquet}[fmt]
+    back = read(io.BytesIO(done.stdout))
+    assert len(back) > 20 and set(back["stack.filesystem.type"]) == {"xfs"}
+    assert b"to standard output" in done.stderr

@@ -416,17 +416,19 @@ def export(
     run_ref: str = typer.Argument("latest", metavar="RUN", help="A run id, a unique prefix of one, or 'latest'."),
     db: Path = DB_OPTION,
     fmt: str = typer.Option("csv", "--format", help="csv, json or parquet."),
-    output: Path = typer.Option(None, "--output", "-o", help="The file to write (default: <run id>.<format>)."),
+    output: Path = typer.Option(None, "--output", "-o", help="The file to write (default: standard output)."),
 ) -> None:
     """Every sample of a run, one row each, with the cell's configuration as columns."""
     with boundary():
         if fmt not in FORMATS:
             raise UsageError(f"--format {fmt!r} is not one of: {', '.join(FORMATS)}")
+        if fmt == "parquet" and output is None and sys.stdout.isatty():
+            raise UsageError("parquet is binary: name a file with -o FILE, or redirect standard output")
         store = Store.open(db, create=False)
         run_id = store.resolve_run(run_ref)
         table = samples_with_config(store.samples_frame(run_id), store.cells(run_id))
-        path = write_export(table, fmt, output or Path(f"{run_id}.{fmt}"))
-        err_console.print(f"wrote {len(table)} samples to {path}")
+        where = write_export(table, fmt, output)
+        err_console.print(f"wrote {len(table)} samples to {where}")
 
 
 @app.command()

@@ -28,7 +28,17 @@ def error_line(stderr: str) -> str:
     return lines[-1].strip() if lines else ""
 
 
+def _clock(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes // 60}:{minutes % 60:02d}:{secs:02d}"
+
+
 class TrialProgress:
+    """A live bar on a terminal; elsewhere (CI, `make run | tee`, a pipe) a line per finished trial,
+    because a bar that redraws in place prints nothing there until the run ends."""
+
     def __init__(self, console: Console, total: int) -> None:
         self._progress = Progress(
             TextColumn("[bold]{task.description}"),
@@ -40,6 +50,7 @@ class TrialProgress:
             TimeRemainingColumn(),
             console=console,
             transient=False,
+            disable=not console.is_terminal,
         )
         self._task = self._progress.add_task("trials", total=total)
         self._console = console
@@ -58,3 +69,13 @@ class TrialProgress:
                 f"{error_line(record.stderr)[:200]}"
             )
         self._progress.update(self._task, advance=1, description=trial.cell.label())
+        if not self._console.is_terminal:
+            self._console.print(self._line(trial, record), markup=False, highlight=False)
+
+    def _line(self, trial: Trial, record: TrialRecord) -> str:
+        task = self._progress.tasks[0]
+        return (
+            f"[{task.completed:.0f}/{task.total:.0f}] {trial.cell.label()} #{trial.repetition} {record.status}"
+            f" ({record.ended_at - record.started_at:.1f} s), elapsed {_clock(task.elapsed)}"
+            f", eta {_clock(task.time_remaining)}"
+        )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -25,13 +26,18 @@ def samples_with_config(frame: pd.DataFrame, cells: list) -> pd.DataFrame:
     return frame.merge(config, on="cell_id", how="left")
 
 
-def write(table: pd.DataFrame, fmt: str, path: Path) -> Path:
-    if fmt == "csv":
-        table.to_csv(path, index=False)
-    elif fmt == "json":
-        table.to_json(path, orient="records", indent=1)
-    elif fmt == "parquet":
-        table.to_parquet(path, index=False)
-    else:
+def write(table: pd.DataFrame, fmt: str, path: Path | None) -> str:
+    """Into ``path``, or standard output without one (as other tools do: ``| duckdb``, ``> file``).
+
+    Returns where it went, for the user's message."""
+    if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; formats: {', '.join(FORMATS)}")
-    return path
+    if fmt == "parquet":
+        table.to_parquet(path or sys.stdout.buffer, index=False)
+    elif fmt == "csv":
+        table.to_csv(path or sys.stdout, index=False)
+    else:
+        table.to_json(path or sys.stdout, orient="records", indent=1)
+    if path is None:
+        sys.stdout.flush()
+    return str(path) if path else "standard output"
