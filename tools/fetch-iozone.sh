@@ -6,7 +6,7 @@
 #
 # iozone3 is not in Debian's `main` but in `non-free` (Ubuntu: `multiverse`). The host's own apt is
 # tried first (it has the package where that component is enabled); otherwise a private source list
-# for this release's component is read. Either way the system's apt configuration, lists and cache
+# for this release's component, on the archive the host's apt already uses, is read. Either way the system's apt configuration, lists and cache
 # are left untouched: the private lists, cache and downloads live in CACHE_DIR/iozone/apt, removed
 # after, and no package is installed (the binary is taken out of the .deb with dpkg-deb -x).
 # Exits 0 at once when CACHE_DIR/iozone/iozone already runs; non-zero with one line on stderr when
@@ -68,18 +68,30 @@ from_host() {
   (cd "$work/deb" && apt-get -q "${no_cache[@]}" download iozone3) >"$work/host.log" 2>&1
 }
 
-# The release's component that holds iozone3, as "MIRROR SUITE COMPONENT KEYRING", from os-release.
+# The archive apt itself uses for this release's main component (a host behind a local mirror or a
+# proxy keeps using it), as apt resolves its sources (.list or deb822).
+host_archive() {
+  apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' 'Identifier: Packages' 2>/dev/null \
+    | awk -v s="$1" '$2 == s && $3 == "main" {print $1; exit}'
+}
+
+# The release's component that holds iozone3, as "ARCHIVE SUITE COMPONENT KEYRING": the release from
+# os-release, the archive from the host's apt sources.
 private_source() {
-  local ID="" ID_LIKE="" VERSION_CODENAME="" UBUNTU_CODENAME=""
+  local ID="" ID_LIKE="" VERSION_CODENAME="" UBUNTU_CODENAME="" suite component keyring archive
   # shellcheck disable=SC1091
   [[ -r /etc/os-release ]] && . /etc/os-release
   if [[ $ID == ubuntu || " $ID_LIKE " == *" ubuntu "* ]]; then
-    local mirror=http://archive.ubuntu.com/ubuntu
-    case $(dpkg --print-architecture) in amd64 | i386) ;; *) mirror=http://ports.ubuntu.com/ubuntu-ports ;; esac
-    echo "$mirror ${UBUNTU_CODENAME:-$VERSION_CODENAME} multiverse /usr/share/keyrings/ubuntu-archive-keyring.gpg"
+    suite=${UBUNTU_CODENAME:-$VERSION_CODENAME} component=multiverse
+    keyring=/usr/share/keyrings/ubuntu-archive-keyring.gpg
   elif [[ $ID == debian || " $ID_LIKE " == *" debian "* ]]; then
-    echo "http://deb.debian.org/debian $VERSION_CODENAME non-free /usr/share/keyrings/debian-archive-keyring.gpg"
+    suite=$VERSION_CODENAME component=non-free keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+  else
+    return 0
   fi
+  archive=$(host_archive "$suite")
+  [[ -n $archive ]] || fail "the host's apt sources name no $suite main archive to read $component from"
+  echo "${archive%/} $suite $component $keyring"
 }
 
 # A configuration file read after the system's (-c): our own sources, lists and cache, and none of
