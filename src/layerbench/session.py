@@ -16,19 +16,26 @@ from typing import Any
 
 from layerbench import proc
 from layerbench.errors import PrerequisiteError
-from layerbench.spec.matrix import Matrix
+from layerbench.spec.matrix import Matrix, expand
 from layerbench.spec.models import Experiment
 from layerbench.spec.profiles import Budget
-from layerbench.stack.capabilities import DEFAULT_CACHE
+from layerbench.stack.capabilities import DEFAULT_CACHE, probe
 from layerbench.stack.cleanup import Action, reclaim
 from layerbench.stack.fleet import check_passable
 from layerbench.stack.ledger import Ledger
 from layerbench.stack.runlock import hold
 from layerbench.stack.target import BuildContext
 from layerbench.store.db import Store
+from layerbench.workloads import footprint
 
 # Room beyond the loop files: mkfs metadata, the tools image, logs.
 HEADROOM = 1 * 2**30
+
+
+def cells_here(exp: Experiment, cache_dir: Path) -> Matrix:
+    """The experiment's cells on this host: refused where the host lacks a layer or a tool, or where a
+    cell's files would not fit on its device."""
+    return expand(exp, probe(proc.run, cache_dir), files=footprint.files, usable_share=footprint.USABLE_SHARE)
 
 
 def needed_bytes(matrix: Matrix) -> int:

@@ -44,9 +44,9 @@ from layerbench.report.terminal import (
     scaling_tables,
     show_json,
 )
-from layerbench.session import budget_for, check_server_access, check_space, needed_bytes, running
+from layerbench.session import budget_for, cells_here, check_server_access, check_space, needed_bytes, running
 from layerbench.spec import load as spec_load
-from layerbench.spec.matrix import Matrix, expand
+from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Experiment
 from layerbench.stack.capabilities import DEFAULT_CACHE, probe
 from layerbench.stack.cleanup import reclaim
@@ -121,7 +121,7 @@ def run(
     """
     with boundary():
         exp = spec_load.load(spec)
-        matrix = expand(exp, probe(proc.run, cache_dir))
+        matrix = cells_here(exp, cache_dir)
         if dry_run:
             _print_plan(matrix)
             return
@@ -214,7 +214,7 @@ def resume(
                 f"run {run_id} cannot be resumed here: {'; '.join(changed)}",
                 hint="start a new run: layerbench run SPEC",
             )
-        matrix = expand(exp, probe(proc.run, cache_dir))
+        matrix = cells_here(exp, cache_dir)
         stored = {c.cell_id for c in store.cells(run_id)}
         if not stored:  # it died between recording the run and its cells
             register_cells(store, run_id, matrix)

@@ -20,6 +20,7 @@ from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.load import spec_error
 from layerbench.spec.models import Cell, Experiment, FioWorkload, StackSpec, Workload
 from layerbench.spec.rules import client_ready, pairs, why_not, workload_fits
+from layerbench.spec.space import Files, overflowing
 
 STACK_FIELDS = ("device", "filesystem", "engine", "placement", "limits", "server", "instances", "profile", "tuning")
 
@@ -48,7 +49,15 @@ def expand_stacks(exp: Experiment) -> list[StackSpec]:
     return list(dict.fromkeys(stacks))
 
 
-def expand(exp: Experiment, caps: HostCaps, rule: Callable[[StackSpec, HostCaps], str | None] = why_not) -> Matrix:
+def expand(
+    exp: Experiment,
+    caps: HostCaps,
+    rule: Callable[[StackSpec, HostCaps], str | None] = why_not,
+    files: Files | None = None,
+    usable_share: float = 0.9,
+) -> Matrix:
+    """Cells and the refused, with why; with ``files`` (what each workload keeps on the filesystem),
+    also the cells whose files would not fit on their device."""
     check_baseline(exp)
     cells, refused = [], []
     for stack in expand_stacks(exp):
@@ -59,6 +68,9 @@ def expand(exp: Experiment, caps: HostCaps, rule: Callable[[StackSpec, HostCaps]
             cell = Cell(stack=stack, workload=w)
             reason = stack_reason or workload_fits(stack, w) or client_ready(w, caps)
             (refused.append(Refusal(cell, reason)) if reason else cells.append(cell))
+    full = overflowing(cells, files, usable_share) if files else {}
+    refused += [Refusal(c, full[c.id]) for c in cells if c.id in full]
+    cells = [c for c in cells if c.id not in full]
     return Matrix(cells, refused, _baselines(exp, cells))
 
 
