@@ -36,7 +36,8 @@ def files(w: Workload) -> dict[str, int]:
         text = personalities.job_file(w.personality, w.scale)
         return {f"{w.personality}: {k}": v for k, v in job_file_bytes(text).items()}
     mode = "fill" if w.precondition == "steady" else w.precondition
-    return {os.path.basename(fio.data_file("", int(w.size), mode)): int(w.size)}
+    used = 0 if mode == "sparse" else int(w.size)  # never written: holes take no blocks
+    return {os.path.basename(fio.data_file("", int(w.size), mode)): used}
 
 
 def job_file_bytes(text: str) -> dict[str, int]:
