@@ -255,13 +255,28 @@ def test_a_cell_blanked_in_the_middle_of_a_full_row_is_absent_and_the_rest_keep_
     assert "read" in result.operations  # other rows still have it
 
 
-def test_values_run_together_are_refused_not_misread() -> None:
-    # A value that fills its whole field touches the one before it: one word, two numbers.
-    text = raw("auto-tmpfs.txt")
-    line = next(ln for ln in text.splitlines() if ln.split()[:2] == ["64", "4"])
-    start = line.index(" 4988978") - 1
-    glued = line[:start] + "123456789" + line[start + 9 :]
-    assert "4274062123456789" in glued
+def test_values_run_together_are_cut_where_their_fields_end() -> None:
+    # IOzone fills 9-digit values into their 9-character fields with no separator: rewrite, read and
+    # reread of one row came out as one word on zram.
+    text = raw("run-together-zram-ext4.txt")
+    assert "4934216111715537128000000" in text
+    point = next(p for p in iozone.parse(text).points if (p.size_kb, p.record_kb) == (128, 64))
+    assert point.kbps == {
+        "write": 1231904,
+        "rewrite": 4934216,
+        "read": 111715537,
+        "reread": 128000000,
+        "randread": 60968594,
+        "randwrite": 5325799,
+    }
+
+
+def test_values_run_together_where_no_row_shows_the_fields_are_refused_not_misread() -> None:
+    # With the read column blank in every other row, nothing tells where rewrite ends and read begins.
+    text = raw("write-random-tmpfs.txt")
+    line = next(ln for ln in text.splitlines() if ln.split()[:2] == ["64", "32"])
+    glued = line.replace(" 10821524                   ", " 10821524123456789          ", 1)
+    assert glued != line
     with pytest.raises(IozoneParseError, match="under no column"):
         iozone.parse(text.replace(line, glued))
 

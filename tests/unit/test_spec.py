@@ -86,6 +86,14 @@ def test_not_yaml_and_not_mapping() -> None:
         load.parse("- just\n- a list\n")
 
 
+def test_unusable_names_are_refused_not_crashed_on() -> None:
+    too_long = "a" * 300  # longer than NAME_MAX: stat() itself fails
+    with pytest.raises(SpecError, match=r"workloads\[0\]\.job_file.*File name too long"):
+        load.parse(BASE.replace("rw: randread", f"job_file: {too_long}") + "stacks:\n  - {filesystem: none}\n")
+    with pytest.raises(SpecError, match="no preset named"):
+        load.load(too_long)
+
+
 def test_unknown_preset_lists_presets() -> None:
     with pytest.raises(SpecError) as err:
         load.load("no-such-preset")

@@ -37,13 +37,20 @@ def preset_text(name: str) -> str:
 def load(ref: str) -> Experiment:
     """``ref`` is a preset name or a path to a YAML file."""
     path = Path(ref)
-    if path.suffix in {".yaml", ".yml"} or path.exists():
+    if path.suffix in {".yaml", ".yml"} or _exists(path):
         try:
             text = path.read_text()
         except OSError as exc:
             raise SpecError(f"cannot read spec {ref}: {exc.strerror}") from exc
         return parse(text, source=str(path))
     return parse(preset_text(ref), source=f"preset {ref}")
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:  # a name too long to be a file is then a preset name, refused as such
+        return False
 
 
 def parse(text: str, source: str = "spec") -> Experiment:

@@ -162,7 +162,13 @@ class FioWorkload(Frozen):
     @field_validator("job_file")
     @classmethod
     def _job_file_readable(cls, value: str | None) -> str | None:
-        if value is not None and not Path(value).is_file():
+        if value is None:
+            return value
+        try:
+            found = Path(value).is_file()
+        except OSError as err:  # a name too long or otherwise unusable is as absent as a missing file
+            raise ValueError(f"no fio job file at {value!r}: {err.strerror}") from err
+        if not found:
             raise ValueError(f"no fio job file at {value!r}")
         return value
 

@@ -20,7 +20,12 @@ What IOzone 3.489 does that shapes this module (each seen on the development hos
 - The table is right-aligned under a two-line header ("random" above "read"),
   a column IOzone did not run is blank, and a value ends at its header word's
   last character or one after it (the header is printed with other widths than
-  the numbers): cells are matched to columns by where they end.
+  the numbers): cells are matched to columns by where they end. Fields have no
+  separator: a value as wide as its field (a 9-digit kB/s, seen on zram) runs
+  into the one before it, and is cut apart where other rows show the fields end.
+- A test faster than the clock's resolution (1 µs) reads as size/resolution:
+  64000000 kB/s for a 64 kB file. Such a cell says "faster than IOzone can
+  time", not a speed.
 - A failure (a directory that does not exist; O_DIRECT where the filesystem
   refuses it, e.g. ramfs; tmpfs accepts it since Linux 6.6) prints a row with
   only its size and record, then "Can not open temp file: PATH" on stdout and
@@ -197,31 +202,61 @@ def _columns(upper: str, lower: str) -> list[tuple[int, str]]:
 
 def _rows(lines: list[str], start: int, columns: list[tuple[int, str]]) -> tuple[list[IozonePoint], int]:
     """The table's rows (two numbers, then the cells) up to the first line that is not one."""
-    points = []
+    rows = []
     i = start
     while i < len(lines) and re.match(r"\s*\d+\s+\d+(\s|$)", lines[i]):
-        points.append(_point(lines[i], columns))
+        rows.append(lines[i])
         i += 1
-    return points, i
+    ends = _value_ends(rows, columns)
+    return [_point(line, columns, ends) for line in rows], i
 
 
-def _point(line: str, columns: list[tuple[int, str]]) -> IozonePoint:
+def _value_ends(rows: list[str], columns: list[tuple[int, str]]) -> list[int | None]:
+    """Where each column's values end, read off the cells that stand alone in their field."""
+    seen: list[set[int]] = [set() for _ in columns]
+    for line in rows:
+        for cell in list(re.finditer(r"\S+", line))[2:]:
+            for k, (end, _) in enumerate(columns):
+                before = columns[k - 1][0] if k else 0
+                if end <= cell.end() <= end + 1 and cell.start() >= before:
+                    seen[k].add(cell.end())
+    for k, ends in enumerate(seen):
+        if len(ends) > 1:
+            raise IozoneParseError(
+                f"IOzone's {columns[k][1]} values end at columns {sorted(ends)}: a layout we do not know"
+            )
+    return [min(ends) if ends else None for ends in seen]
+
+
+def _point(line: str, columns: list[tuple[int, str]], ends: list[int | None]) -> IozonePoint:
     size, record, *cells = list(re.finditer(r"\S+", line))
-    kbps = {}
+    kbps: dict[str, int] = {}
     for cell in cells:
-        direction = _column_of(cell, columns, line)
-        kbps[direction] = int(cell.group())
+        if not cell.group().isdigit():
+            raise IozoneParseError(f"IOzone's value {cell.group()!r} is not a number: {line.strip()!r}")
+        kbps.update(_split(cell, ends, columns, line))
     return IozonePoint(int(size.group()), int(record.group()), kbps)
 
 
-def _column_of(cell: re.Match[str], columns: list[tuple[int, str]], line: str) -> str:
-    # A number ends where its header word ends or one character after; it never reaches back past the
-    # previous header word (two numbers run together when one fills its whole field: unreadable).
-    for k, (end, direction) in enumerate(columns):
-        before = columns[k - 1][0] if k else 0
-        if end <= cell.end() <= end + 1 and cell.start() >= before and cell.group().isdigit():
-            return direction
-    raise IozoneParseError(f"IOzone's value {cell.group()!r} is under no column: {line.strip()!r}")
+def _split(cell: re.Match[str], ends: list[int | None], columns: list[tuple[int, str]], line: str) -> dict[str, int]:
+    # IOzone prints each value right-aligned in a fixed field with no separator, so a value that fills
+    # its whole field (9 digits: a 128 kB file read in the clock's one microsecond) runs into the one
+    # before it. The fields' ends, seen in other rows, cut such a word back into its values.
+    k = next((k for k, end in enumerate(ends) if end == cell.end()), None)
+    if k is None:
+        raise IozoneParseError(f"IOzone's value {cell.group()!r} is under no column: {line.strip()!r}")
+    values: dict[str, int] = {}
+    start, stop = cell.start(), cell.end()
+    while k > 0 and start < (ends[k - 1] or columns[k - 1][0]):
+        previous = ends[k - 1]
+        if previous is None:
+            raise IozoneParseError(
+                f"IOzone's values {cell.group()!r} run together where no row shows the fields: {line.strip()!r}"
+            )
+        values[columns[k][1]] = int(line[previous:stop])
+        stop, k = previous, k - 1
+    values[columns[k][1]] = int(line[start:stop])
+    return dict(reversed(values.items()))  # in the table's order
 
 
 def _command(text: str) -> str:
