@@ -71,7 +71,7 @@ class EngineType:
 ENGINES: dict[str, EngineType] = {
     "native": EngineType("native", native.start),
     "docker": EngineType("docker", docker.start, docker.failure, {"dockerd": docker.reclaim}),
-    "podman": EngineType("podman", podman.start, podman.failure, {"podman": docker.reclaim}),
+    "podman": EngineType("podman", podman.start, podman.failure, {"podman": podman.reclaim}),
 }
 
 

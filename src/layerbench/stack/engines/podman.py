@@ -18,6 +18,7 @@ ever happens.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -30,13 +31,14 @@ from pathlib import Path
 import docker
 
 from layerbench.errors import PrerequisiteError, ToolError
-from layerbench.proc import spawn
+from layerbench.proc import Runner, spawn
 from layerbench.spec.models import EngineSpec
 from layerbench.stack import dockerd
 from layerbench.stack.dockerd import RUN_ROOT, DockerEngine, cgroup_parent
 from layerbench.stack.engines.container import ApiEngine
 from layerbench.stack.engines.docker import EXEC_FAILED_RC
-from layerbench.stack.ledger import tracked
+from layerbench.stack.engines.docker import reclaim as docker_reclaim
+from layerbench.stack.ledger import Resource, tracked
 from layerbench.stack.target import BuildContext, Mount
 
 READY_TIMEOUT_S = 120.0
@@ -154,7 +156,13 @@ def private_podman(mount: Mount, driver: str, ctx: BuildContext) -> Iterator[Doc
         _stop(engine.process, exec_root, data_root, host_dirs, ctx)
         log.unlink(missing_ok=True)
 
-    detail = {"driver": driver, "log": str(log), "data_root": str(data_root), "cgroup_parent": cgroup_parent(exec_root)}
+    detail = {
+        "driver": driver,
+        "log": str(log),
+        "data_root": str(data_root),
+        "cgroup_parent": cgroup_parent(exec_root),
+        "host_dirs": [str(d) for d in host_dirs],  # cleanup removes them too, after a dead run
+    }
     with tracked(ctx.ledger, "podman", str(exec_root), create, remove, **detail) as engine:
         yield engine
 
@@ -165,6 +173,17 @@ def _stop(
     if BLOB_CACHE.parent in host_dirs:
         BLOB_CACHE.unlink(missing_ok=True)  # ours: the directory did not exist before this service
     dockerd.stop_and_sweep(process, exec_root, data_root, host_dirs, ctx.runner)
+
+
+def reclaim(res: Resource, runner: Runner) -> None:
+    """A dead run's service: swept as a dockerd is (roots and cgroup), then the host dirs it created."""
+    docker_reclaim(res, runner)
+    host_dirs = [Path(d) for d in res.detail.get("host_dirs", [])]
+    if BLOB_CACHE.parent in host_dirs:
+        BLOB_CACHE.unlink(missing_ok=True)
+    for d in host_dirs:
+        with contextlib.suppress(OSError):  # not empty: another service uses it now
+            d.rmdir()
 
 
 def _spawn(
