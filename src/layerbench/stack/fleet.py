@@ -79,23 +79,24 @@ def server_memory(spec: ServerSpec, limits: Limits) -> int:
 
 
 @contextmanager
-def fleet(stack: StackSpec, mount: Mount, engine: Engine, ctx: BuildContext) -> Iterator[Fleet]:
-    """``engine`` is a running engine of stack/engines: native, or one with images and containers."""
+def fleet(stack: StackSpec, mount: Mount, engine: Engine | None, ctx: BuildContext) -> Iterator[Fleet]:
+    """``engine`` is a running engine of stack/engines (native, or one with images and containers); None: native."""
     assert stack.server is not None  # a fleet is built only for stacks with a server
     definition = SERVERS[stack.server.kind]
     budget = ctx.budget or Budget(float(os.cpu_count() or 1), 0, stack.instances)
     if needs_bandwidth(stack, budget):
         budget = budget.with_bandwidth(*device_bandwidth(mount, ctx))
     with ExitStack() as exits:
+        kind = "native" if engine is None else engine.kind
         start: Starter = _natively
-        if engine.kind != "native":
+        if kind != "native":
             start = _in_container(cast(ContainerEngine, engine), stack, definition, mount, exits, ctx)
         endpoints = []
         for i in range(stack.instances):
             limits = instance_limits(stack, budget, i, os.cpu_count() or 1)
             endpoints.append(exits.enter_context(start(i, stack, definition, limits, mount, ctx)))
         info = {"server": definition.kind, "budget": dataclasses.asdict(budget)}
-        yield Fleet(stack.server, definition, endpoints, mount.device, engine.kind, info)
+        yield Fleet(stack.server, definition, endpoints, mount.device, kind, info)
 
 
 def _config(stack: StackSpec, data_dir: str, listen: str, port: int, limits: Limits) -> ServerConfig:

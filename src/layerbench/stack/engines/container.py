@@ -31,6 +31,11 @@ class ApiEngine:
     def kind(self) -> str:
         return self.daemon.kind
 
+    @property
+    def docker(self) -> DockerEngine:
+        """The daemon, under the name the stack builder's engine layer had before the seam."""
+        return self.daemon
+
     def place(
         self, mount: Mount, stack: StackSpec, data_bytes: int, ctx: BuildContext
     ) -> AbstractContextManager[Target]:

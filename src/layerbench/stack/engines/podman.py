@@ -48,8 +48,8 @@ READY_TIMEOUT_S = 120.0
 HOST_DIRS = (Path("/run/runc"), Path("/var/lib/containers/cache"), Path("/var/lib/containers"))
 BLOB_CACHE = Path("/var/lib/containers/cache/blob-info-cache-v1.boltdb")
 DRIVERS = ("overlay", "vfs", "btrfs")
-# Podman 4.3 hands containers RLIMIT_NOFILE 1048576 and the host's nproc; here that failed
-# (measured), so every container gets these, as `--ulimit` would say on the command line.
+# Podman 4.3's default ulimits fail on this kind of host (measured, issue 13): every container
+# gets these instead, as `--ulimit` would say on the command line.
 ULIMITS = ("nofile=20000:20000", "nproc=4096:4096")
 
 
@@ -104,7 +104,8 @@ def podman_argv(exec_root: Path, data_root: Path, driver: str) -> list[str]:
         f"--tmpdir={p['tmpdir']}",
         f"--storage-driver={driver}",
         "--cgroup-manager=cgroupfs",
-        f"--runtime-flag=root={p['runc']}",  # runc's state beside ours, not in /run/runc
+        # runc's state beside ours; only conmon's exit commands still use /run/runc (HOST_DIRS)
+        f"--runtime-flag=root={p['runc']}",
         "--events-backend=file",
         f"--network-config-dir={p['cni']}",
         f"--volumepath={p['volumes']}",
