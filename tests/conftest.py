@@ -18,6 +18,10 @@ REQUIREMENTS = {
         lambda: all(shutil.which(b) for b in ("dockerd", "containerd", "runc")),
         "needs dockerd, containerd and runc (apt-get install docker.io)",
     ),
+    "requires_podman": (
+        lambda: all(shutil.which(b) for b in ("podman", "conmon", "runc")),
+        "needs podman, conmon and runc (apt-get install podman)",
+    ),
     "requires_iozone": (
         lambda: _iozone_missing() is None,
         "needs IOzone in the cache (make setup fetches it from Debian's non-free or Ubuntu's multiverse)",

@@ -9,8 +9,6 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from docker.errors import DockerException
-
 from layerbench import database_trial
 from layerbench.analysis.overhead import headline_metric
 from layerbench.analysis.precision import confidence, precise_enough
@@ -20,13 +18,14 @@ from layerbench.schedule import StackPlan, Trial, plan, plan_round
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Cell, Experiment, FioWorkload, IozoneWorkload
 from layerbench.stack.build import StackBuilder
+from layerbench.stack.dockerd import API_ERRORS
 from layerbench.stack.fleet import Fleet, ServerError
 from layerbench.stack.target import BuildContext, Target
 from layerbench.store.db import CellRow, Store, TrialRecord
 from layerbench.trial import Outcome as TrialOutcome
 from layerbench.trial import precondition, record, run_trial
 
-SETUP_ERRORS = (LayerbenchError, DockerException, OSError)  # a ServerError (its log's tail) among them
+SETUP_ERRORS = (LayerbenchError, *API_ERRORS, OSError)  # a ServerError (its log's tail) among them
 ENGINE_LEVEL = 2  # device 0, filesystem 1, engine 2, placement 3
 
 OnTrial = Callable[[Trial, TrialRecord], None]

@@ -15,11 +15,13 @@ from layerbench.analysis.checks import FIO_REMEDY, Check, accounting_blind, devi
 from layerbench.errors import ToolError
 from layerbench.monitor import Monitor, devices_beneath
 from layerbench.monitor_checks import bottleneck_check, contended_check
+from layerbench.mount_check import volatile_check
 from layerbench.sample import Sample
 from layerbench.schedule import Trial
 from layerbench.spec.models import FileWorkload, FioWorkload, IozoneWorkload
 from layerbench.stack.capabilities import DEFAULT_CACHE
 from layerbench.stack.cgroups import verdict
+from layerbench.stack.engines import failure_category
 from layerbench.stack.target import Target
 from layerbench.store.db import CheckRecord, MonitorPoint, TrialRecord
 from layerbench.workloads import fio, iozone, personalities
@@ -161,8 +163,9 @@ KILLED_RC = 137
 def category(rc: int | None, stderr: str) -> str:
     if rc is None:
         return "timeout"
-    if rc == 125 and "docker exec" in stderr:
-        return "engine-error"  # the container or its daemon is gone: the stack must be rebuilt
+    engine = failure_category(rc, stderr)
+    if engine is not None:
+        return engine  # e.g. engine-error: the container or its daemon is gone, the stack must be rebuilt
     if rc == KILLED_RC:
         return "killed"
     return "tool-error"
@@ -171,6 +174,7 @@ def category(rc: int | None, stderr: str) -> str:
 def trial_checks(accounting: Check, mon: Monitor, target: Target, lowest: str) -> list[Check]:
     asked, enforced = target.info.get("limits"), target.info.get("limits_enforced")
     checks = [accounting, bottleneck_check(mon, lowest, FIO_REMEDY, {"": asked or {}}), contended_check(mon)]
+    checks.append(volatile_check(target.path, target.info.get("pid"), target.path_is_device))
     if asked:
         checks.append(Check("limit-applied", *verdict(asked, enforced or {})))
     return checks

@@ -37,7 +37,7 @@ def leftovers(work_dir: Path) -> list[str]:
     found += [f"loop {line}" for line in loops.splitlines() if work in line]
     for pid, cmd in _processes().items():
         # A daemon of ours, or a database server natively (its data directory is below the work dir).
-        ours = ("dockerd" in cmd or "containerd" in cmd) and "/run/layerbench" in cmd
+        ours = any(d in cmd for d in ("dockerd", "containerd", "podman", "conmon")) and "/run/layerbench" in cmd
         if work in cmd or (ours and pid not in _PIDS_BEFORE):
             found.append(f"process {pid}: {cmd[:120]}")
     return found

@@ -17,8 +17,11 @@ def full_caps() -> HostCaps:
         zram=True,
         device_mapper=False,
         fuse=True,
-        binaries=frozenset({"fio", "dockerd", "containerd", "runc", "fuse-overlayfs", "losetup", "mount"}),
+        binaries=frozenset(
+            {"fio", "dockerd", "containerd", "runc", "fuse-overlayfs", "losetup", "mount", "podman", "conmon"}
+        ),
         docker_drivers=frozenset({"overlay2", "btrfs", "vfs", "fuse-overlayfs"}),
+        podman_drivers=frozenset({"overlay", "vfs", "btrfs"}),
         servers=frozenset({"postgres", "redis"}),
         clients=frozenset({"ycsb", "pgbench"}),
     )

@@ -6,7 +6,7 @@ from typing import NamedTuple, get_args
 
 from layerbench.spec.databases import PgbenchWorkload, ServerKind, YcsbWorkload
 from layerbench.spec.feasibility import HostCaps
-from layerbench.spec.models import DeviceKind, DeviceSpec, Driver, FsType, StackSpec
+from layerbench.spec.models import DRIVERS, DeviceKind, DeviceSpec, FsType, StackSpec
 from layerbench.spec.rules import (
     client_ready,
     host_has_device,
@@ -45,14 +45,15 @@ def doctor_rows(caps: HostCaps) -> list[DoctorRow]:
         if fs != "none":
             reason = host_has_filesystem(_stack(filesystem=fs, placement="host-dir"), caps)
             rows.append(DoctorRow("filesystem", fs, reason is None, reason or ""))
-    for driver in get_args(Driver):
-        stack = _stack(
-            filesystem="btrfs" if driver == "btrfs" else "xfs",
-            engine=f"docker:{driver}",
-            placement="writable-layer",
-        )
-        reason = host_has_engine(stack, caps)
-        rows.append(DoctorRow("docker driver", driver, reason is None, reason or ""))
+    for engine, drivers in DRIVERS.items():
+        for driver in drivers:
+            stack = _stack(
+                filesystem="btrfs" if driver == "btrfs" else "xfs",
+                engine=f"{engine}:{driver}",
+                placement="writable-layer",
+            )
+            reason = host_has_engine(stack, caps)
+            rows.append(DoctorRow(f"{engine} driver", driver, reason is None, reason or ""))
     for server in get_args(ServerKind):
         reason = host_has_server(_stack(filesystem="xfs", placement="host-dir", server=server), caps)
         rows.append(DoctorRow("database", server, reason is None, reason or ""))

@@ -25,8 +25,9 @@ class HostCaps:
     zram: bool  # /sys/class/zram-control/hot_add exists (or modprobe zram works)
     device_mapper: bool  # device-mapper in /proc/misc or dm_mod loadable (a bare /dev/mapper/control is not enough)
     fuse: bool  # /dev/fuse exists and its driver is there or loadable
-    binaries: frozenset[str]  # which of fio, dockerd, containerd, runc, fuse-overlayfs, losetup, mount are on PATH
+    binaries: frozenset[str]  # which of capabilities.TOOLS are on PATH
     docker_drivers: frozenset[str]  # storage drivers this host could run (see capabilities.docker_drivers)
+    podman_drivers: frozenset[str] = frozenset()  # Podman's storage drivers this host could run (overlay, vfs, btrfs)
     notes: tuple[str, ...] = ()  # human-readable remarks from probing
     servers: frozenset[str] = frozenset()  # database servers installed (postgres, redis)
     clients: frozenset[str] = frozenset()  # tools beyond fio that are ready: ycsb (java, jars), pgbench, iozone

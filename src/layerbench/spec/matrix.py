@@ -3,7 +3,7 @@
 Each ``stacks:`` entry is a partial stack; a field given as a list is an axis,
 and the entry expands to the product of its axes. Fields left out take the
 experiment's defaults (device) or the natural choice for the engine
-(placement: raw for no filesystem, host-dir natively, writable-layer in Docker).
+(placement: raw for no filesystem, host-dir natively, writable-layer in a container).
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def _default_placement(data: dict[str, Any]) -> str:
     engine_kind = engine.partition(":")[0] if isinstance(engine, str) else engine.get("kind")
     if fs_type == "none":
         return "raw"
-    return "writable-layer" if engine_kind == "docker" else "host-dir"
+    return "host-dir" if engine_kind in (None, "native") else "writable-layer"
 
 
 def _baselines(exp: Experiment, cells: list[Cell]) -> dict[str, str | None]:

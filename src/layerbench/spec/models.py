@@ -19,8 +19,13 @@ from layerbench.spec.sizes import parse_size
 
 DeviceKind = Literal["loop", "zram", "block"]
 FsType = Literal["none", "ext4", "xfs", "btrfs", "reiserfs"]
-EngineKind = Literal["native", "docker"]
-Driver = Literal["overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "aufs"]
+EngineKind = Literal["native", "docker", "podman"]
+Driver = Literal["overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "aufs", "overlay"]
+# Each container engine's storage drivers, the first its default (Podman calls overlay "overlay").
+DRIVERS: dict[str, tuple[str, ...]] = {
+    "docker": ("overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "aufs"),
+    "podman": ("overlay", "vfs", "btrfs"),
+}
 PlacementKind = Literal["raw", "host-dir", "writable-layer", "volume", "bind", "tmpfs"]
 FioRw = Literal["read", "write", "randread", "randwrite", "rw", "randrw"]
 
@@ -86,8 +91,11 @@ class EngineSpec(Frozen):
     def _driver_matches_kind(self) -> EngineSpec:
         if self.kind == "native" and self.driver:
             raise ValueError("engine 'native' takes no storage driver")
-        if self.kind == "docker" and not self.driver:
-            object.__setattr__(self, "driver", "overlay2")
+        if self.kind in DRIVERS and not self.driver:
+            object.__setattr__(self, "driver", DRIVERS[self.kind][0])
+        if self.kind in DRIVERS and self.driver not in DRIVERS[self.kind]:
+            allowed = ", ".join(repr(d) for d in DRIVERS[self.kind])
+            raise ValueError(f"{self.kind} has no storage driver {self.driver!r}; allowed values: {allowed}")
         return self
 
     def label(self) -> str:

@@ -48,11 +48,11 @@ def placement_matches_layers(s: StackSpec, caps: HostCaps) -> str | None:
         return f"placement {pl!r} needs a filesystem; with filesystem 'none' only 'raw' applies"
     if pl == "raw" and fs != "none":
         return "placement 'raw' is the bare device; set filesystem: none"
-    if eng == "docker" and fs == "none":
-        return "Docker needs a host filesystem for its data-root; set filesystem"
+    if eng != "native" and fs == "none":
+        return f"{ENGINE_NAMES[eng]} needs a host filesystem for its data-root; set filesystem"
     if eng == "native" and pl in CONTAINER_PLACEMENTS:
-        return f"placement {pl!r} is a container placement; set engine: docker:<driver>"
-    if eng == "docker" and pl not in CONTAINER_PLACEMENTS:
+        return f"placement {pl!r} is a container placement; set engine: docker:<driver> or podman:<driver>"
+    if eng != "native" and pl not in CONTAINER_PLACEMENTS:
         allowed = ", ".join(sorted(CONTAINER_PLACEMENTS))
         return f"placement {pl!r} is native; in a container use one of: {allowed}"
     return None
@@ -63,8 +63,8 @@ def driver_fits_filesystem(s: StackSpec, caps: HostCaps) -> str | None:
     if driver == "btrfs" and fs != "btrfs":
         return f"the btrfs storage driver needs a btrfs host filesystem, not {fs}"
     ftype0 = any("ftype=0" in o for o in s.filesystem.mkfs_options)
-    if driver == "overlay2" and fs == "xfs" and ftype0:
-        return "overlay2 on xfs needs d_type: make the xfs with -n ftype=1"
+    if driver in ("overlay2", "overlay") and fs == "xfs" and ftype0:
+        return f"{driver} on xfs needs d_type: make the xfs with -n ftype=1"
     return None
 
 
@@ -97,8 +97,12 @@ def host_has_device(s: StackSpec, caps: HostCaps) -> str | None:
 
 
 def host_has_engine(s: StackSpec, caps: HostCaps) -> str | None:
-    if s.engine.kind != "docker":
-        return None
+    """Each engine's own needs (ENGINE_RULES; native has none)."""
+    rule = ENGINE_RULES.get(s.engine.kind)
+    return rule(s, caps) if rule else None
+
+
+def _docker_ready(s: StackSpec, caps: HostCaps) -> str | None:
     missing = [b for b in ("dockerd", "containerd", "runc") if b not in caps.binaries]
     if missing:
         return f"Docker engine binaries missing: {', '.join(missing)} (apt-get install docker.io)"
@@ -108,12 +112,32 @@ def host_has_engine(s: StackSpec, caps: HostCaps) -> str | None:
     return None
 
 
+def _podman_ready(s: StackSpec, caps: HostCaps) -> str | None:
+    missing = [b for b in ("podman", "conmon", "runc") if b not in caps.binaries]
+    if missing:
+        return f"Podman binaries missing: {', '.join(missing)} (apt-get install podman)"
+    driver = s.engine.driver or "overlay"
+    if driver not in caps.podman_drivers:
+        return _why_no_driver(driver, caps)
+    if s.server is not None:
+        # Servers are reached on a private bridge network: Podman's would need CNI bridge, IPAM and
+        # firewall state of its own, which layerbench does not build (yet).
+        return "database servers under Podman are not supported yet (no private network for them): use docker or native"
+    return None
+
+
+# Each container engine's own feasibility: binaries, storage drivers, what it cannot host.
+ENGINE_RULES: dict[str, Rule] = {"docker": _docker_ready, "podman": _podman_ready}
+ENGINE_NAMES = {"docker": "Docker", "podman": "Podman"}
+
+
 def _why_no_driver(driver: str, caps: HostCaps) -> str:
     reasons = {
         "devicemapper": "the devicemapper driver needs device-mapper, which this kernel lacks",
         "aufs": "the aufs driver needs aufs, which this kernel lacks (it was never in mainline)",
         "fuse-overlayfs": "fuse-overlayfs needs /dev/fuse and the fuse-overlayfs binary",
         "overlay2": "overlay2 needs overlayfs in the kernel",
+        "overlay": "Podman's overlay driver needs overlayfs in the kernel",
         "btrfs": "the btrfs driver needs btrfs in the kernel",
     }
     return reasons.get(driver, f"storage driver {driver} is not available on this host")
@@ -139,7 +163,7 @@ def host_has_server(s: StackSpec, caps: HostCaps) -> str | None:
 
 
 def needs_root(s: StackSpec, caps: HostCaps) -> str | None:
-    return None if caps.is_root else "building stacks needs root (losetup, mkfs, mount, dockerd)"
+    return None if caps.is_root else "building stacks needs root (losetup, mkfs, mount, dockerd, podman)"
 
 
 RULES: tuple[Rule, ...] = (

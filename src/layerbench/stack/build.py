@@ -1,6 +1,7 @@
 """Build stacks layer by layer, keeping what consecutive stacks share.
 
-A stack is four layers: device → filesystem → engine → placement. Stacks run
+A stack is four layers: device → filesystem → engine → placement (each engine
+behind the one interface of stack/engines). Stacks run
 one after another, and when the next stack shares its lower layers with the
 current one (same device and filesystem, say, but another placement) only the
 layers above the first difference are torn down and rebuilt. Each layer lives
@@ -18,15 +19,10 @@ from typing import Any
 from layerbench.errors import LayerbenchError
 from layerbench.spec.models import StackSpec
 from layerbench.stack.device import device
-from layerbench.stack.dockerd import private_dockerd
+from layerbench.stack.engines import Engine, engine_type
 from layerbench.stack.filesystem import filesystem
 from layerbench.stack.fleet import Fleet, fleet
-from layerbench.stack.image import ensure_image, resolve
-from layerbench.stack.placement import container_placement, native_placement
 from layerbench.stack.target import BuildContext, Target
-from layerbench.workloads import iozone
-
-IMAGE_BINARIES = ["fio", "sleep", "truncate"]
 
 
 @dataclass
@@ -34,12 +30,6 @@ class _Layer:
     key: Any
     exits: ExitStack
     value: Any
-
-
-@dataclass
-class _Engine:
-    docker: Any  # DockerEngine, or None for native
-    image: str | None = None  # the fio tools image, imported the first time a stack needs it
 
 
 class StackBuilder(AbstractContextManager["StackBuilder"]):
@@ -105,31 +95,14 @@ class StackBuilder(AbstractContextManager["StackBuilder"]):
     def _filesystem(self, stack: StackSpec, data_bytes: int, exits: ExitStack) -> Any:
         return exits.enter_context(filesystem(self._value(0), stack.filesystem, self.ctx))
 
-    def _engine(self, stack: StackSpec, data_bytes: int, exits: ExitStack) -> _Engine:
-        if stack.engine.kind == "native":
-            return _Engine(None)
-        driver = stack.engine.driver or "overlay2"
-        return _Engine(exits.enter_context(private_dockerd(self._value(1), driver, self.ctx)))
+    def _engine(self, stack: StackSpec, data_bytes: int, exits: ExitStack) -> Engine:
+        return exits.enter_context(engine_type(stack.engine.kind).start(self._value(1), stack.engine, self.ctx))
 
     def _placement(self, stack: StackSpec, data_bytes: int, exits: ExitStack) -> Target | Fleet:
         mount, engine = self._value(1), self._value(2)
         if stack.server is not None:
-            return exits.enter_context(fleet(stack, mount, engine.docker, self.ctx))
-        if engine.docker is None:
-            return exits.enter_context(native_placement(mount, stack.placement, self.ctx, stack.limits))
-        if engine.image is None:
-            engine.image = ensure_image(engine.docker, self._tools(), self.ctx)
-        cm = container_placement(
-            engine.docker, engine.image, mount, stack.placement, stack.limits, data_bytes, self.ctx
-        )
-        return exits.enter_context(cm)
-
-    def _tools(self) -> dict[str, str]:
-        """fio and its helpers; IOzone too when set-up fetched it (an image with one more small binary)."""
-        found = resolve(IMAGE_BINARIES)
-        if iozone.missing(self.ctx.cache_dir) is None:
-            found["iozone"] = str(iozone.binary(self.ctx.cache_dir))
-        return found
+            return exits.enter_context(fleet(stack, mount, engine, self.ctx))
+        return exits.enter_context(engine.place(mount, stack, data_bytes, self.ctx))
 
 
 def _keys(stack: StackSpec) -> tuple[Any, ...]:

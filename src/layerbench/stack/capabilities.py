@@ -20,7 +20,7 @@ from layerbench.spec.feasibility import HostCaps
 from layerbench.workloads import iozone, ycsb
 from layerbench.workloads.servers import SERVERS
 
-TOOLS = ("fio", "dockerd", "containerd", "runc", "fuse-overlayfs", "losetup", "mount")
+TOOLS = ("fio", "dockerd", "containerd", "runc", "fuse-overlayfs", "losetup", "mount", "podman", "conmon")
 MKFS_TYPES = ("ext4", "xfs", "btrfs", "reiserfs")
 # Filesystems a layer may need that a kernel often ships as modules (same names as the modules).
 MODULE_FILESYSTEMS = ("ext4", "xfs", "btrfs", "reiserfs", "overlay", "aufs", "fuse")
@@ -57,6 +57,7 @@ def probe(runner: Runner, cache_dir: Path = DEFAULT_CACHE) -> HostCaps:
         fuse=fuse,
         binaries=binaries,
         docker_drivers=_drop_removed(drivers, _dockerd_major(runner, binaries), notes),
+        podman_drivers=podman_drivers(filesystems, binaries),
         notes=tuple(notes),
         servers=database_servers(notes),
         clients=clients(cache_dir, notes),
@@ -97,6 +98,14 @@ def docker_drivers(filesystems: frozenset[str], binaries: frozenset[str], fuse: 
         "devicemapper": dm,
         "aufs": "aufs" in filesystems,
     }
+    return frozenset(driver for driver, met in needs.items() if met)
+
+
+def podman_drivers(filesystems: frozenset[str], binaries: frozenset[str]) -> frozenset[str]:
+    """Podman's storage drivers whose kernel needs this host meets (none without podman)."""
+    if "podman" not in binaries:
+        return frozenset()
+    needs = {"overlay": "overlay" in filesystems, "vfs": True, "btrfs": "btrfs" in filesystems}
     return frozenset(driver for driver, met in needs.items() if met)
 
 

@@ -21,8 +21,8 @@ from layerbench.errors import LayerbenchError
 from layerbench.proc import Runner
 from layerbench.stack import dockerd, handle, network
 from layerbench.stack.cell_cgroup import remove_dirs
-from layerbench.stack.cgroups import remove_parent
 from layerbench.stack.device import read_or_empty, why_unsafe
+from layerbench.stack.engines import removers
 from layerbench.stack.ledger import Ledger, Resource
 from layerbench.stack.runlock import is_live
 
@@ -106,19 +106,6 @@ def _server(res: Resource, runner: Runner) -> None:
     handle.kill_if_same(int(res.detail.get("pid", 0)), res.detail.get("start_time"))
 
 
-def _daemon(res: Resource, runner: Runner) -> None:
-    exec_root = Path(res.ident)
-    data_root = Path(res.detail.get("data_root", exec_root / "absent"))
-    left = dockerd.sweep(exec_root, data_root, runner)
-    if left:
-        raise LayerbenchError(f"dockerd {exec_root.name} left {', '.join(left)}")
-    shutil.rmtree(exec_root, ignore_errors=True)
-    shutil.rmtree(data_root, ignore_errors=True)
-    remove_parent(dockerd.cgroup_parent(exec_root))
-    if res.detail.get("log"):
-        Path(res.detail["log"]).unlink(missing_ok=True)
-
-
 def _mount(res: Resource, runner: Runner) -> None:
     target = Path(res.ident)
     if dockerd.mounts_below(target):
@@ -166,11 +153,11 @@ REMOVERS: dict[str, Remover] = {
     "volume": _volume,
     "network": _network,
     "server": _server,
-    "dockerd": _daemon,
     "mount": _mount,
     "loop": _loop,
     "zram": _zram,
     "file": _file,
     "dir": _dir,
     "cgroup": _cgroup,
+    **removers(),  # each engine's daemon ("dockerd", "podman"), from its module in stack/engines
 }

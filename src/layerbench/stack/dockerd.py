@@ -64,6 +64,8 @@ INFO_KEYS = (
 
 @dataclass
 class DockerEngine:
+    """A private daemon that speaks Docker's API (dockerd, or Podman's service), reached by the Docker SDK."""
+
     client: docker.DockerClient
     socket: Path
     data_root: Path
@@ -74,6 +76,7 @@ class DockerEngine:
     info: dict[str, Any] = field(default_factory=dict)
     log: Path | None = None
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False, compare=False)
+    kind: str = "docker"  # the engine behind the API: Podman's service speaks it too (stack/engines/podman.py)
 
     @property
     def cgroup_parent(self) -> str:
@@ -143,7 +146,7 @@ def private_dockerd(mount: Mount, driver: str, ctx: BuildContext) -> Iterator[Do
         try:
             engine = _ready(process, exec_root, data_root, driver, log)
         except BaseException:
-            _stop(process, exec_root, data_root, host_dirs, ctx.runner)
+            stop_and_sweep(process, exec_root, data_root, host_dirs, ctx.runner)
             log.unlink(missing_ok=True)  # its tail is in the error already
             ctx.ledger.removed(rid)  # nothing of it is left: cleanup has nothing to do
             raise
@@ -151,10 +154,10 @@ def private_dockerd(mount: Mount, driver: str, ctx: BuildContext) -> Iterator[Do
         return engine
 
     def stop(engine: DockerEngine) -> None:
-        _remove_containers_and_volumes(engine)
+        remove_containers_and_volumes(engine)
         engine.client.close()
         assert engine.process is not None  # set by _ready
-        _stop(engine.process, exec_root, data_root, host_dirs, ctx.runner)
+        stop_and_sweep(engine.process, exec_root, data_root, host_dirs, ctx.runner)
         log.unlink(missing_ok=True)  # a daemon that stopped cleanly leaves nothing, its log included
 
     detail = {"driver": driver, "log": str(log), "data_root": str(data_root), "cgroup_parent": cgroup_parent(exec_root)}
@@ -178,22 +181,22 @@ def _ready(process: subprocess.Popen[bytes], exec_root: Path, data_root: Path, d
     while time.monotonic() - started < READY_TIMEOUT_S:
         if process.poll() is not None:
             raise PrerequisiteError(
-                f"dockerd --storage-driver={driver} exited {process.returncode} on {data_root.parent}: {_tail(log)}",
+                f"dockerd --storage-driver={driver} exited {process.returncode} on {data_root.parent}: {tail(log)}",
                 hint=f"the full log is {log}",
             )
-        client = _connect(socket)
+        client = connect(socket)
         if client is not None:
             engine = _engine(client, process, socket, exec_root, data_root, driver, log)
             engine.info["start_s"] = round(time.monotonic() - started, 3)
             return engine
         time.sleep(0.05)
     raise PrerequisiteError(
-        f"dockerd ({driver}) did not answer on {socket} within {READY_TIMEOUT_S:.0f}s: {_tail(log)}",
+        f"dockerd ({driver}) did not answer on {socket} within {READY_TIMEOUT_S:.0f}s: {tail(log)}",
         hint=f"the full log is {log}",
     )
 
 
-def _connect(socket: Path) -> docker.DockerClient | None:
+def connect(socket: Path) -> docker.DockerClient | None:
     """A client once the API answers a ping, else None.
 
     The socket exists before the API serves, and a request sent then waits; the probe's
@@ -228,7 +231,7 @@ def _engine(
     if info.get("Driver") != driver:
         client.close()
         raise PrerequisiteError(
-            f"dockerd runs storage driver {info.get('Driver')!r}, not {driver!r}: {_tail(log)}",
+            f"dockerd runs storage driver {info.get('Driver')!r}, not {driver!r}: {tail(log)}",
             hint=f"the full log is {log}",
         )
     os.chmod(socket, 0o600)
@@ -246,7 +249,7 @@ def _containerd_pid(exec_root: Path) -> int | None:
         return None
 
 
-def _remove_containers_and_volumes(engine: DockerEngine) -> None:
+def remove_containers_and_volumes(engine: DockerEngine) -> None:
     # A daemon that died cannot answer; the process and mount sweep in _stop still
     # removes what its containers left, so an unreachable API is not fatal here.
     try:
@@ -264,7 +267,7 @@ def _remove_containers_and_volumes(engine: DockerEngine) -> None:
             net.remove()
 
 
-def _stop(
+def stop_and_sweep(
     process: subprocess.Popen[bytes], exec_root: Path, data_root: Path, host_dirs: list[Path], runner: Runner
 ) -> None:
     """Stop the daemon, then sweep: strays killed, mounts undone, directories removed."""
@@ -425,7 +428,7 @@ def _message(row: str) -> str:
     return match.group(1).replace('\\"', '"') if match else row.strip()
 
 
-def _tail(log: Path) -> str:
+def tail(log: Path) -> str:
     try:
         return log_tail(log.read_text(errors="replace"))
     except OSError:

@@ -20,6 +20,7 @@ from layerbench.workloads.servers import postgres
 VERSION_COMMANDS = {
     "fio": ["fio", "--version"],
     "dockerd": ["dockerd", "--version"],
+    "podman": ["podman", "--version"],
     "mkfs.xfs": ["mkfs.xfs", "-V"],
     "mkfs.btrfs": ["mkfs.btrfs", "--version"],
     "fuse-overlayfs": ["fuse-overlayfs", "--version"],

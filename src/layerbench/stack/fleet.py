@@ -25,7 +25,7 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from layerbench.errors import LayerbenchError, PrerequisiteError
 from layerbench.spec.databases import ServerSpec
@@ -34,10 +34,11 @@ from layerbench.spec.profiles import Budget, instance_limits, needs_bandwidth
 from layerbench.stack import handle as handles
 from layerbench.stack.calibrate import device_bandwidth
 from layerbench.stack.dockerd import DockerEngine
-from layerbench.stack.image import ensure_image, resolve
+from layerbench.stack.engines import ContainerEngine, Engine
+from layerbench.stack.image import resolve
 from layerbench.stack.ledger import tracked
 from layerbench.stack.network import Network, bridge_network
-from layerbench.stack.placement import container_placement, host_dir
+from layerbench.stack.placement import host_dir
 from layerbench.stack.target import BuildContext, Device, Mount, Target
 from layerbench.workloads.servers import SERVER_UID, SERVERS, ServerConfig, ServerDef
 
@@ -68,7 +69,7 @@ class Fleet:
     definition: ServerDef
     endpoints: list[Endpoint]
     device: Device
-    engine: str  # "native" | "docker"
+    engine: str  # the engine's kind: "native", "docker"
     info: dict[str, Any] = field(default_factory=dict)
 
 
@@ -78,21 +79,24 @@ def server_memory(spec: ServerSpec, limits: Limits) -> int:
 
 
 @contextmanager
-def fleet(stack: StackSpec, mount: Mount, docker: DockerEngine | None, ctx: BuildContext) -> Iterator[Fleet]:
+def fleet(stack: StackSpec, mount: Mount, engine: Engine | None, ctx: BuildContext) -> Iterator[Fleet]:
+    """``engine`` is a running engine of stack/engines (native, or one with images and containers); None: native."""
     assert stack.server is not None  # a fleet is built only for stacks with a server
     definition = SERVERS[stack.server.kind]
     budget = ctx.budget or Budget(float(os.cpu_count() or 1), 0, stack.instances)
     if needs_bandwidth(stack, budget):
         budget = budget.with_bandwidth(*device_bandwidth(mount, ctx))
     with ExitStack() as exits:
-        start: Starter = _natively if docker is None else _in_docker(docker, stack, definition, mount, exits, ctx)
+        kind = "native" if engine is None else engine.kind
+        start: Starter = _natively
+        if kind != "native":
+            start = _in_container(cast(ContainerEngine, engine), stack, definition, mount, exits, ctx)
         endpoints = []
         for i in range(stack.instances):
             limits = instance_limits(stack, budget, i, os.cpu_count() or 1)
             endpoints.append(exits.enter_context(start(i, stack, definition, limits, mount, ctx)))
-        engine = "native" if docker is None else "docker"
         info = {"server": definition.kind, "budget": dataclasses.asdict(budget)}
-        yield Fleet(stack.server, definition, endpoints, mount.device, engine, info)
+        yield Fleet(stack.server, definition, endpoints, mount.device, kind, info)
 
 
 def _config(stack: StackSpec, data_dir: str, listen: str, port: int, limits: Limits) -> ServerConfig:
@@ -120,11 +124,12 @@ def _natively(
 Starter = Callable[[int, StackSpec, ServerDef, Limits, Mount, BuildContext], AbstractContextManager[Endpoint]]
 
 
-def _in_docker(
-    docker: DockerEngine, stack: StackSpec, definition: ServerDef, mount: Mount, exits: ExitStack, ctx: BuildContext
+def _in_container(
+    engine: ContainerEngine, stack: StackSpec, definition: ServerDef, mount: Mount, exits: ExitStack, ctx: BuildContext
 ) -> Starter:
-    """The per-instance starter for this daemon: one image and one network for all instances."""
-    image = ensure_image(docker, {**resolve(IMAGE_TOOLS), **definition.binaries()}, ctx, definition.files())
+    """The per-instance starter for this engine: one image and one network for all instances."""
+    docker: DockerEngine = engine.daemon
+    image = engine.image({**resolve(IMAGE_TOOLS), **definition.binaries()}, ctx, definition.files())
     network = None if stack.tuning == "host-network" else exits.enter_context(bridge_network(docker, ctx))
 
     @contextmanager
@@ -133,7 +138,7 @@ def _in_docker(
     ) -> Iterator[Endpoint]:
         options = _container_options(stack, network)
         data_bytes = _data_bytes(stack.server)
-        with container_placement(docker, image, mount, stack.placement, limits, data_bytes, ctx, options) as target:
+        with engine.container(image, mount, stack.placement, limits, data_bytes, ctx, options) as target:
             host, listen, port = _address(docker, target, network, definition)
             data = f"{target.path}/{definition.kind}"
             for step in (["mkdir", "-p", data], ["chown", f"{SERVER_UID}:{SERVER_UID}", target.path, data]):

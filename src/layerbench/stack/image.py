@@ -11,6 +11,7 @@ can prove which fio produced it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
@@ -194,7 +195,19 @@ def _import(engine: DockerEngine, entries: list[Entry], tag: str, changes: list[
     finally:
         tar_path.unlink(missing_ok=True)
     if not _has_image(engine, ref):
+        _tag_imported(engine, answer, tag)
+    if not _has_image(engine, ref):
         raise ToolError(["docker", "import", ref], 1, f"the daemon answered {answer!r} but has no {ref}")
+
+
+def _tag_imported(engine: DockerEngine, answer: str, tag: str) -> None:
+    """Podman 4.3's Docker API imports as ``:latest`` whatever tag it is given; its answer names the image."""
+    found = re.search(r"sha256:[0-9a-f]{64}", answer or "")
+    if found is None:
+        return
+    with contextlib.suppress(*API_ERRORS):
+        engine.client.images.get(found.group(0)).tag(REPOSITORY, tag)
+        engine.client.images.remove(f"{REPOSITORY}:latest")
 
 
 def image_labels(engine: DockerEngine, ref: str) -> dict[str, str]:

@@ -123,15 +123,17 @@ def container_placement(
             "container": container.id[:12],
             "image": image,
             "driver": engine.driver,
+            "pid": _init_pid(container),  # whose /proc/<pid>/mountinfo shows the container's mounts
             "limits": limits.model_dump(mode="json", exclude_none=True),
             "fio_sha256": image_labels(engine, image).get(f"{LABEL_PREFIX}fio"),
         }
-        dirs = process_dirs(_init_pid(container))
+        dirs = process_dirs(info["pid"])
         info["cgroup"] = {controller: str(path) for controller, path in dirs.items()}  # for the monitor
         if info["limits"]:
             # What the kernel enforces, not what Docker accepted: the limit-applied check compares.
             info["limits_enforced"] = read_limits(dirs, majmin(mount.device.path))
-        yield Target(exec_in(engine, container), _put_in(container), DATA, False, mount.device, "docker", info)
+        run = exec_in(engine, container)
+        yield Target(run, _put_in(container), DATA, False, mount.device, engine.kind, info)
 
 
 def _init_pid(container: Container) -> int:
@@ -232,14 +234,14 @@ def exec_in(engine: DockerEngine, container: Container) -> Exec:
     def run(argv: Sequence[str], timeout: float) -> Completed:
         args = [str(a) for a in argv]
         try:
-            return _exec(api, container, args, timeout)
+            return _exec(api, container, args, timeout, engine.kind)
         except API_ERRORS as exc:  # the container or its daemon went away: the tool could not run
-            raise ToolError(args, 125, f"docker exec in {container.name} failed: {exc}") from exc
+            raise ToolError(args, 125, f"{engine.kind} exec in {container.name} failed: {exc}") from exc
 
     return run
 
 
-def _exec(api: Any, container: Container, args: list[str], timeout: float) -> Completed:
+def _exec(api: Any, container: Container, args: list[str], timeout: float, kind: str) -> Completed:
     exec_id = api.exec_create(container.id, args, stdout=True, stderr=True)["Id"]
     result: dict[str, Any] = {}
     worker = threading.Thread(target=_collect, args=(api, exec_id, result), daemon=True)
@@ -250,7 +252,7 @@ def _exec(api: Any, container: Container, args: list[str], timeout: float) -> Co
         worker.join(10)
         raise ToolError(args, None, f"timed out after {timeout:.0f}s in container {container.name}")
     if "error" in result:
-        raise ToolError(args, 125, f"docker exec failed: {result['error']}")
+        raise ToolError(args, 125, f"{kind} exec failed: {result['error']}")
     return Completed(args, _exit_code(api, exec_id), result["out"], result["err"])
 
 

@@ -52,7 +52,7 @@ class Target:
     container); ``put(name, text)`` places a small file (a job file) where that
     command can read it; ``path`` is the file, directory or device the workload
     should use, as seen from inside; ``device`` is the block device underneath,
-    for accounting; ``engine`` is "native" or "docker".
+    for accounting; ``engine`` is the engine's kind ("native", "docker", "podman").
     """
 
     run: Exec

@@ -1,0 +1,93 @@
+"""The engine seam: what runs a workload (natively, in Docker, in Podman) behind one interface.
+
+An engine type (``EngineType``) is registered here by its spec name
+(``engine: podman:overlay`` → ``ENGINES["podman"]``). Its ``start`` brings up
+the running engine on the stack's filesystem (a private daemon, or nothing
+natively) as a context manager whose exit tears it down; the running engine
+(``Engine``) provides the image, places a workload at a placement with its
+limits applied and read back, and hands a ``Target`` that runs commands there.
+``failure`` classifies a command's failure that is the engine's and not the
+tool's; ``removers`` clean up, from the ledger, what a dead run of this engine
+left. Adding an engine is one module here and one line in ``ENGINES`` (plus its
+name in spec/models.py and its feasibility rule in spec/rules.py, which stay
+pure). docs/architecture.md lists the files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from layerbench.proc import Runner
+from layerbench.spec.models import EngineSpec, Limits, PlacementSpec, StackSpec
+from layerbench.stack.engines import docker, native, podman
+from layerbench.stack.ledger import Resource
+from layerbench.stack.target import BuildContext, Mount, Target
+
+Remover = Callable[[Resource, Runner], None]
+
+
+class Engine(Protocol):
+    """A running engine, as the stack builder and the database fleet use it."""
+
+    kind: str  # "native", "docker", "podman": also Target.engine and Fleet.engine
+
+    def place(
+        self, mount: Mount, stack: StackSpec, data_bytes: int, ctx: BuildContext
+    ) -> AbstractContextManager[Target]:
+        """The workload's place (its limits applied and read back), with the tools image if it needs one."""
+        ...
+
+
+class ContainerEngine(Engine, Protocol):
+    """An engine with images and containers (what a database fleet needs beyond ``place``)."""
+
+    daemon: Any  # stack.dockerd.DockerEngine: the Docker API client of this engine
+
+    def image(self, binaries: dict[str, str], ctx: BuildContext, files: tuple[str, ...] = ()) -> str: ...
+
+    def container(
+        self,
+        image: str,
+        mount: Mount,
+        placement: PlacementSpec,
+        limits: Limits,
+        data_bytes: int,
+        ctx: BuildContext,
+        options: dict[str, Any] | None = None,
+    ) -> AbstractContextManager[Target]: ...
+
+
+@dataclass(frozen=True)
+class EngineType:
+    kind: str
+    start: Callable[[Mount, EngineSpec, BuildContext], AbstractContextManager[Engine]]
+    failure: Callable[[int | None, str], str | None] = lambda rc, stderr: None
+    removers: Mapping[str, Remover] = field(default_factory=dict)
+
+
+ENGINES: dict[str, EngineType] = {
+    "native": EngineType("native", native.start),
+    "docker": EngineType("docker", docker.start, docker.failure, {"dockerd": docker.reclaim}),
+    "podman": EngineType("podman", podman.start, podman.failure, {"podman": podman.reclaim}),
+}
+
+
+def engine_type(kind: str) -> EngineType:
+    return ENGINES[kind]
+
+
+def failure_category(rc: int | None, stderr: str) -> str | None:
+    """The engine's failure class for a command that failed (e.g. "engine-error"), or None: the tool's."""
+    for t in ENGINES.values():
+        found = t.failure(rc, stderr)
+        if found:
+            return found
+    return None
+
+
+def removers() -> dict[str, Remover]:
+    """Ledger kind → remover, for what each engine records (its daemon)."""
+    return {kind: remover for t in ENGINES.values() for kind, remover in t.removers.items()}

@@ -1,0 +1,68 @@
+"""What Docker and Podman share: an engine reached through Docker's API.
+
+Both hand the same ``DockerEngine`` (a client of a private daemon's socket) to
+the placement, image and network layers; an engine's own container options
+(Podman's cgroup parent) ride along with every container it creates.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+from layerbench.spec.models import Limits, PlacementSpec, StackSpec
+from layerbench.stack.dockerd import DockerEngine
+from layerbench.stack.image import ensure_image, resolve
+from layerbench.stack.placement import container_placement
+from layerbench.stack.target import BuildContext, Mount, Target
+from layerbench.workloads import iozone
+
+IMAGE_BINARIES = ["fio", "sleep", "truncate"]
+
+
+@dataclass
+class ApiEngine:
+    daemon: DockerEngine
+    options: dict[str, Any] = field(default_factory=dict)  # every container's, beside the placement's own
+    tools_image: str | None = None  # imported the first time a stack needs it
+
+    @property
+    def kind(self) -> str:
+        return self.daemon.kind
+
+    @property
+    def docker(self) -> DockerEngine:
+        """The daemon, under the name the stack builder's engine layer had before the seam."""
+        return self.daemon
+
+    def place(
+        self, mount: Mount, stack: StackSpec, data_bytes: int, ctx: BuildContext
+    ) -> AbstractContextManager[Target]:
+        if self.tools_image is None:
+            self.tools_image = self.image(tools(ctx), ctx)
+        return self.container(self.tools_image, mount, stack.placement, stack.limits, data_bytes, ctx)
+
+    def image(self, binaries: dict[str, str], ctx: BuildContext, files: tuple[str, ...] = ()) -> str:
+        return ensure_image(self.daemon, binaries, ctx, files)
+
+    def container(
+        self,
+        image: str,
+        mount: Mount,
+        placement: PlacementSpec,
+        limits: Limits,
+        data_bytes: int,
+        ctx: BuildContext,
+        options: dict[str, Any] | None = None,
+    ) -> AbstractContextManager[Target]:
+        merged = {**self.options, **(options or {})}
+        return container_placement(self.daemon, image, mount, placement, limits, data_bytes, ctx, merged)
+
+
+def tools(ctx: BuildContext) -> dict[str, str]:
+    """fio and its helpers; IOzone too when set-up fetched it (an image with one more small binary)."""
+    found = resolve(IMAGE_BINARIES)
+    if iozone.missing(ctx.cache_dir) is None:
+        found["iozone"] = str(iozone.binary(ctx.cache_dir))
+    return found

@@ -1,0 +1,70 @@
+"""The engine registry and the engines' spec rules, without root: every engine kind registered,
+Podman's drivers and refusals, failures classified by the engine that owns them."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import get_args
+
+import pytest
+
+from layerbench.spec import load
+from layerbench.spec.feasibility import HostCaps
+from layerbench.spec.matrix import expand
+from layerbench.spec.models import EngineKind, EngineSpec
+from layerbench.spec.rules import ENGINE_RULES
+from layerbench.stack.cleanup import REMOVERS
+from layerbench.stack.engines import ENGINES, failure_category
+from layerbench.trial import category
+
+BASE = "name: t\ndevice: {kind: loop, size: 1GiB}\nstacks:\n"
+FIO = "workloads:\n  - {name: RR}\n"
+
+
+def test_every_engine_kind_is_registered_and_container_engines_have_rules() -> None:
+    assert set(ENGINES) == set(get_args(EngineKind))
+    assert set(ENGINE_RULES) == set(ENGINES) - {"native"}
+    assert {"dockerd", "podman"} <= set(REMOVERS)
+
+
+def test_podman_drivers_default_and_validate() -> None:
+    assert EngineSpec.model_validate("podman").driver == "overlay"
+    assert EngineSpec.model_validate("docker").driver == "overlay2"
+    for wrong in ("podman:overlay2", "docker:overlay"):
+        with pytest.raises(ValueError, match="allowed values"):
+            EngineSpec.model_validate(wrong)
+
+
+@pytest.mark.parametrize(
+    ("entry", "reason"),
+    [
+        ("{filesystem: ext4, engine: 'podman:btrfs'}", "needs a btrfs host filesystem"),
+        ("{filesystem: none, engine: podman}", "Podman needs a host filesystem"),
+        ("{filesystem: ext4, engine: podman, placement: host-dir}", "in a container use one of"),
+        ("{filesystem: ext4, engine: podman, placement: volume, server: {kind: postgres}}", "not supported yet"),
+    ],
+)
+def test_impossible_podman_cells_are_refused_with_reason(full_caps: HostCaps, entry: str, reason: str) -> None:
+    workloads = "workloads:\n  - {name: p, kind: pgbench}\n" if "server" in entry else FIO
+    m = expand(load.parse(BASE + f"  - {entry}\n" + workloads), full_caps)
+    assert not m.cells and m.refused and reason in m.refused[0].reason, m.refused
+
+
+def test_a_host_without_podman_refuses_it(full_caps: HostCaps) -> None:
+    caps = dataclasses.replace(full_caps, binaries=full_caps.binaries - {"podman"}, podman_drivers=frozenset())
+    m = expand(load.parse(BASE + "  - {filesystem: ext4, engine: podman}\n" + FIO), caps)
+    assert "apt-get install podman" in m.refused[0].reason
+
+
+def test_the_engines_preset_builds_every_cell_on_a_full_host(full_caps: HostCaps) -> None:
+    m = expand(load.load("engines"), full_caps)
+    assert not m.refused
+    assert {c.stack.engine.kind for c in m.cells} == {"native", "docker", "podman"}
+
+
+def test_failures_are_classified_by_the_engine_that_owns_them() -> None:
+    assert failure_category(125, "podman exec in lb-1 failed: gone") == "engine-error"
+    assert failure_category(125, "docker exec in lb-1 failed: gone") == "engine-error"
+    assert failure_category(125, "fio: bad option") is None
+    assert category(125, "podman exec failed: connection refused") == "engine-error"
+    assert category(1, "fio: error") == "tool-error"
