@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from layerbench import hdr
 from layerbench.analysis.latency import client_percentiles
-from layerbench.workloads import hdr
 
 
 def test_percentiles_come_from_the_histograms_of_every_trial_merged() -> None:

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from layerbench import hdr
 from layerbench.analysis.resources import trial_usage
 from layerbench.analysis.scaling import scaling
 from layerbench.spec.models import StackSpec
 from layerbench.store.db import CellRow
-from layerbench.workloads import hdr
 from layerbench.workloads.pgbench import latencies_from_logs, log_files
 
 STACK = {"device": {"kind": "loop"}, "filesystem": "xfs", "engine": "docker:overlay2", "placement": "volume"}

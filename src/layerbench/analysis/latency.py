@@ -2,7 +2,7 @@
 
 fio's are parsed here, at read time, from the raw output the store keeps, so
 the percentiles of every old run benefit from whatever this code does better;
-database clients' are the HdrHistograms each trial kept (workloads/hdr.py).
+database clients' are the HdrHistograms each trial kept (hdr.py).
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from collections import defaultdict
 
 import pandas as pd
 
+from layerbench import hdr
 from layerbench.analysis.percentiles import STANDARD, merge, percentiles
 from layerbench.store.db import Store
-from layerbench.workloads import fio, hdr
+from layerbench.workloads import fio
 
 
 def merged_percentiles(raw_outputs: list[tuple[str, int, str]]) -> pd.DataFrame:
