@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from layerbench import proc
+from layerbench import host
 from layerbench.cli.boundary import EXIT_TRIALS_FAILED, UsageError, boundary, err_console
 from layerbench.cli.progress import TrialProgress
 from layerbench.errors import PrerequisiteError, SpecError
@@ -41,12 +41,6 @@ from layerbench.session import budget_for, cells_here, check_server_access, chec
 from layerbench.spec import load as spec_load
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Experiment
-from layerbench.stack.capabilities import DEFAULT_CACHE, probe
-from layerbench.stack.cleanup import reclaim
-from layerbench.stack.device import describe_block
-from layerbench.stack.environment import describe_host, host_changes
-from layerbench.stack.ledger import Ledger
-from layerbench.stack.runlock import is_live
 from layerbench.store.db import RunRow, Store
 from layerbench.store.read import load
 
@@ -79,7 +73,7 @@ STATE_OPTION = typer.Option(
     help="Where the ledger of created resources lives (shared by all runs on this host).",
 )
 CACHE_OPTION = typer.Option(
-    DEFAULT_CACHE,
+    host.DEFAULT_CACHE,
     "--cache-dir",
     envvar="LAYERBENCH_CACHE_DIR",
     help="Where `make setup` put the database clients' jars (YCSB and its bindings).",
@@ -137,7 +131,7 @@ def confirm_formatting(matrix: Matrix, agreed: list[str]) -> None:
             continue
         if sys.stdin.isatty():
             answer = typer.prompt(
-                f"layerbench will FORMAT {describe_block(dev)}; everything on it is lost. Type {dev} to go on",
+                f"layerbench will FORMAT {host.describe_block(dev)}; everything on it is lost. Type {dev} to go on",
                 default="",
                 show_default=False,
             )
@@ -162,8 +156,8 @@ def _run(exp: Experiment, matrix: Matrix, db: Path, places: Places, seed: int) -
     check_space(places.work_dir, needed_bytes(matrix))
     check_server_access(places.work_dir, matrix)
     store = Store.open(db)
-    host = {**describe_host(proc.run, places.cache_dir), "seed": seed}
-    run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), host)
+    described = {**host.describe(places.cache_dir), "seed": seed}
+    run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), described)
     register_cells(store, run_id, matrix)
     _print_plan(matrix, header=f"run {run_id}: {exp.name}")
     return _execute(exp, matrix, store, run_id, places, seed)
@@ -202,7 +196,7 @@ def resume(
         run_id = store.resolve_run(run_ref)
         row = store.run(run_id)
         exp = spec_load.validate(row.spec, f"run {run_id}")
-        changed = host_changes(row.host, describe_host(proc.run, cache_dir))
+        changed = host.changes_since(row.host, cache_dir)
         if changed:
             raise PrerequisiteError(
                 f"run {run_id} cannot be resumed here: {'; '.join(changed)}",
@@ -240,9 +234,7 @@ def cleanup(
     Running it twice is harmless.
     """
     with boundary():
-        ledger = Ledger(state_dir / "ledger.db", "cleanup")
-        actions = reclaim(ledger, state_dir, proc.run, dry_run=dry_run)
-        ledger.close()
+        actions = host.clean_up(state_dir, dry_run)
         if as_json:
             typer.echo(
                 json.dumps(
@@ -288,7 +280,7 @@ def show(
 
 def _status(run: RunRow, state_dir: Path) -> str:
     """A run recorded as running whose lock is free died without saying so."""
-    if run.status == "running" and not is_live(state_dir, run.id):
+    if run.status == "running" and not host.run_is_live(state_dir, run.id):
         return f"interrupted: continue with `layerbench resume {run.id}`"
     return run.status
 
@@ -413,7 +405,7 @@ def presets(
 def doctor(as_json: bool = JSON_OPTION, cache_dir: Path = CACHE_OPTION) -> None:
     """What this host supports: devices, filesystems, Docker storage drivers, databases, tools, and why not."""
     with boundary():
-        caps = probe(proc.run, cache_dir)
+        caps = host.caps(cache_dir)
         rows = doctor_rows(caps)
         if as_json:
             typer.echo(json.dumps([r._asdict() for r in rows], indent=2))
