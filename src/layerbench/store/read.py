@@ -85,10 +85,6 @@ class RunData:
         """The baseline is native on each cell's own filesystem: seed 004's ratio table applies."""
         return "filesystem" in (self.run.spec.get("baseline") or {}).get("same", [])
 
-    def ok_trials(self) -> dict[int, str]:
-        """Trial id → cell id of every successful trial."""
-        return {t.id: t.cell_id for t in self.trials if t.status == "ok"}
-
 
 def load(store: Store, run_ref: str, latency: bool = False) -> RunData:
     """A run (an id, a unique prefix or "latest"); ``latency`` also parses fio's histograms out of every
