@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from layerbench import proc
+from layerbench import hdr, proc
 from layerbench.analysis.checks import DATABASE_REMEDY, Check
 from layerbench.errors import ToolError
 from layerbench.monitor import Monitor, devices_beneath
@@ -38,7 +38,7 @@ from layerbench.stack.fleet import Endpoint, Fleet
 from layerbench.stack.target import BuildContext
 from layerbench.store.db import MonitorPoint, TrialRecord
 from layerbench.trial import Outcome, category, record
-from layerbench.workloads import hdr, pgbench, ycsb
+from layerbench.workloads import pgbench, ycsb
 
 CLIENT_SLACK_S = 180.0  # JVM start, connections, the report: beyond the phase's own time
 LOAD_TIMEOUT_S = 3 * 3600.0

@@ -94,7 +94,7 @@ def still_imprecise(exp: Experiment, cells: list[Cell], store: Store, run_id: st
     values: dict[str, dict] = {}  # metric → cell id → its per-trial values
     imprecise = []
     for c in cells:
-        metric = exp.trials.metric if exp.trials.metric != "headline" else headline_metric(c.model_dump_json())
+        metric = exp.trials.metric if exp.trials.metric != "headline" else headline_metric(c.workload)
         if metric not in values:
             values[metric] = cell_values(frame, metric) if not frame.empty else {}
         level = confidence(exp.trials)  # wider than 95%: looking after every round (analysis/precision.py)

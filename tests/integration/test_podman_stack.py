@@ -185,13 +185,16 @@ def _remove(container: Container) -> None:
 @pytest.mark.requires_podman
 @pytest.mark.requires_fio
 def test_other_drivers_writable_layer(tmp_path: Path, driver: str, fs: str, mkfs: list[str]) -> None:
-    with podman_stack(tmp_path, fs, mkfs, driver) as s, s.engine.container(
-        s.engine.image(resolve(["fio", "sleep"]), s.ctx),
-        s.mount,
-        PlacementSpec(kind="writable-layer"),
-        Limits(),
-        DATA_BYTES,
-        s.ctx,
-    ) as t:
+    with (
+        podman_stack(tmp_path, fs, mkfs, driver) as s,
+        s.engine.container(
+            s.engine.image(resolve(["fio", "sleep"]), s.ctx),
+            s.mount,
+            PlacementSpec(kind="writable-layer"),
+            Limits(),
+            DATA_BYTES,
+            s.ctx,
+        ) as t,
+    ):
         assert t.info["driver"] == driver
         run_fio(t)

@@ -21,7 +21,8 @@ from layerbench.analysis.overhead import physics
 from layerbench.analysis.stats import ratio
 from layerbench.monitor import devices_beneath
 from layerbench.spec.models import Cell, FioWorkload, StackSpec
-from layerbench.store.db import CellRow
+from layerbench.store.read import StoredCell
+from tests.unit.stored import stored_cell
 
 MiB = 2**20
 
@@ -123,9 +124,8 @@ def test_contended_names_the_busy_processes_and_why_containers_suffer() -> None:
     assert contended(1.0, 16, {"make": 1.0}).status == "pass"  # a tenth of sixteen cores is 1.6
 
 
-def row(s: StackSpec, cell_id: str) -> CellRow:
-    c = Cell(stack=s, workload=FioWorkload(name="RR"))
-    return CellRow(cell_id, c.label(), s.label(), "RR", c.model_dump_json(), False, "base")
+def row(s: StackSpec, cell_id: str) -> StoredCell:
+    return stored_cell(Cell(stack=s, workload=FioWorkload(name="RR")), cell_id, "base")
 
 
 def test_the_caller_judges_against_the_cell_s_own_baseline_and_counts_its_trials() -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from layerbench import hdr
 from layerbench.analysis.latency import client_percentiles
-from layerbench.workloads import hdr
+from tests.unit.stored import stored_trial
 
 
 def test_percentiles_come_from_the_histograms_of_every_trial_merged() -> None:
@@ -13,8 +14,8 @@ def test_percentiles_come_from_the_histograms_of_every_trial_merged() -> None:
     slow = np.full(500, 2000.0)  # trial 2: 500 reads at 2 ms
     first = hdr.of_values(np.concatenate([fast, np.full(10, 50_000.0)]))
     second = hdr.of_values(slow)
-    infos = {1: {"latency_hdr": {"read": hdr.encode(first)}}, 2: {"latency_hdr": {"read": hdr.encode(second)}}}
-    (row,) = client_percentiles(infos, {1: "cell", 2: "cell"}).to_dict("records")
+    trials = [stored_trial(1, "cell", latency={"read": first}), stored_trial(2, "cell", latency={"read": second})]
+    (row,) = client_percentiles(trials).to_dict("records")
     assert (row["trials"], row["operations"], row["operation"]) == (2, 1500, "read")
     # Pooled, 1% of 1500 is 15 operations: the 10 at 50 ms and 5 at 2 ms, so p99 is 2 ms.
     assert abs(row["p99"] - 2000) / 2000 < 0.001
@@ -25,8 +26,8 @@ def test_percentiles_come_from_the_histograms_of_every_trial_merged() -> None:
 
 
 def test_trials_without_histograms_and_pgbench_transactions() -> None:
-    one = hdr.encode(hdr.of_values(np.array([1000.0, 3000.0])))
-    infos = {1: {"latency_hdr": {"": one}}, 2: {}}  # pgbench: one kind of operation; trial 2 kept none
-    (row,) = client_percentiles(infos, {1: "c", 2: "c"}).to_dict("records")
+    one = hdr.of_values(np.array([1000.0, 3000.0]))
+    # pgbench: one kind of operation; trial 2 kept none
+    (row,) = client_percentiles([stored_trial(1, "c", latency={"": one}), stored_trial(2, "c")]).to_dict("records")
     assert (row["operation"], row["trials"], row["operations"]) == ("transaction", 1, 2)
-    assert client_percentiles({}, {}).empty
+    assert client_percentiles([]).empty

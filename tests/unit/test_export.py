@@ -15,6 +15,7 @@ import layerbench
 from layerbench.report.export import samples_with_config, write
 from layerbench.spec.models import Cell, FioWorkload, StackSpec
 from layerbench.store.db import CellRow, Store, TrialRecord
+from layerbench.store.read import load
 from layerbench.workloads import fio
 
 DATA = Path(__file__).parent.parent / "data" / "fio" / "3.33"
@@ -42,7 +43,8 @@ def store_with_real_samples(path: Path) -> tuple[Store, str]:
 @pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
 def test_export_round_trips(tmp_path: Path, fmt: str) -> None:
     store, run_id = store_with_real_samples(tmp_path / "r.db")
-    table = samples_with_config(store.samples_frame(run_id), store.cells(run_id))
+    data = load(store, run_id)
+    table = samples_with_config(data.samples, data.cells)
     path = write(table, fmt, tmp_path / f"out.{fmt}")
     back = {"csv": pd.read_csv, "json": pd.read_json, "parquet": pd.read_parquet}[fmt](path)
     assert len(back) == len(table) > 20

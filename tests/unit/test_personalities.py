@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pytest
 
-from layerbench.analysis.ratio_table import operation
 from layerbench.workloads.personalities import PERSONALITIES, expected_mix, job_file, markdown
 
 DOC = Path(__file__).parent.parent.parent / "docs" / "personalities.md"
@@ -27,9 +26,3 @@ def test_job_file_sections_and_counts(name: str) -> None:
         assert section["filename_format"].startswith(f"{name}.{o.name}.")  # no sharing across personalities
         if o.fsync:
             assert section["fsync"] == "1"
-
-
-def test_swept_names_fold_into_their_operation() -> None:
-    assert operation("read-size4M-bs4k") == "read"
-    assert operation("randwrite-size64M-bs1M") == "randwrite"
-    assert operation("varmail-like") == "varmail-like"

@@ -1,31 +1,34 @@
 from __future__ import annotations
 
-import json
 import math
 
 from layerbench.analysis.overhead import CellResult
 from layerbench.analysis.ratio_table import ratio_table
 from layerbench.analysis.stats import Ratio, summarize
-from layerbench.store.db import CellRow
+from layerbench.spec.matrix import sweep_point, sweep_points
+from layerbench.spec.models import Cell, FioWorkload, StackSpec
+from layerbench.store.read import StoredCell
+from tests.unit.stored import stored_cell
+
+READ = FioWorkload(name="read", rw="read", bs="4k", sweep={"size": ("4M", "64M")})
+VARMAIL = FioWorkload(name="varmail-like", personality="varmail-like")
 
 
-def cell(cell_id: str, fs: str, engine: str, placement: str, workload: str, ratio: float, base: bool) -> tuple:
-    kind, _, driver = engine.partition(":")
-    config = {
-        "stack": {
-            "filesystem": {"type": fs},
-            "engine": {"kind": kind, "driver": driver or None},
-            "placement": {"kind": placement},
-        },
-        "workload": {"name": workload},
-    }
-    row = CellRow(
-        cell_id, f"{fs} {workload}", f"loop/{fs}/{engine}/{placement}", workload, json.dumps(config), base, None
+def swept(size: str) -> FioWorkload:
+    return FioWorkload(name=f"read-size{size}", rw="read", bs="4k", size=size)
+
+
+def cell(cell_id: str, fs: str, engine: str, placement: str, w: FioWorkload, ratio: float, base: bool) -> tuple:
+    stack = StackSpec.model_validate(
+        {"device": {"kind": "loop"}, "filesystem": fs, "engine": engine, "placement": placement}
+    )
+    row = stored_cell(
+        Cell(stack=stack, workload=w), cell_id, cell_id if base else None, sweep_point(w, sweep_points([READ, VARMAIL]))
     )
     result = CellResult(
         cell_id,
         row.stack_label,
-        workload,
+        w.name,
         "bw",
         summarize([1.0]),
         Ratio(ratio, math.nan, math.nan, math.nan),
@@ -37,11 +40,11 @@ def cell(cell_id: str, fs: str, engine: str, placement: str, workload: str, rati
 
 
 def test_swept_cells_fold_by_geometric_mean_and_baselines_stay_out() -> None:
-    pairs = [
-        cell("n1", "ext4", "native", "host-dir", "read-size4M-bs4k", 1.0, True),
-        cell("d1", "ext4", "docker:overlay2", "volume", "read-size4M-bs4k", 2.0, False),
-        cell("d2", "ext4", "docker:overlay2", "volume", "read-size64M-bs4k", 0.5, False),
-        cell("d3", "xfs", "docker:overlay2", "volume", "varmail-like", 0.8, False),
+    pairs: list[tuple[StoredCell, CellResult]] = [
+        cell("n1", "ext4", "native", "host-dir", swept("4M"), 1.0, True),
+        cell("d1", "ext4", "docker:overlay2", "volume", swept("4M"), 2.0, False),
+        cell("d2", "ext4", "docker:overlay2", "volume", swept("64M"), 0.5, False),
+        cell("d3", "xfs", "docker:overlay2", "volume", VARMAIL, 0.8, False),
     ]
     table = ratio_table([r for _, r in pairs], [c for c, _ in pairs])
     assert table.rows == ["read", "varmail-like"]

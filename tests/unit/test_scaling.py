@@ -2,35 +2,35 @@
 
 from __future__ import annotations
 
-import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from layerbench import hdr
 from layerbench.analysis.resources import trial_usage
 from layerbench.analysis.scaling import scaling
-from layerbench.spec.models import StackSpec
-from layerbench.store.db import CellRow
-from layerbench.workloads import hdr
+from layerbench.spec.databases import YcsbWorkload
+from layerbench.spec.models import Cell, StackSpec
+from layerbench.store.read import StoredCell
 from layerbench.workloads.pgbench import latencies_from_logs, log_files
+from tests.unit.stored import stored_cell, stored_trial
 
 STACK = {"device": {"kind": "loop"}, "filesystem": "xfs", "engine": "docker:overlay2", "placement": "volume"}
-WORKLOAD = {"kind": "ycsb", "name": "A"}
+WORKLOAD = YcsbWorkload(name="A")
 MIB = 2**20
 
 
-def cell(instances: int, profile: str = "none") -> CellRow:
+def cell(instances: int, profile: str = "none") -> StoredCell:
     stack = StackSpec.model_validate({**STACK, "server": "postgres", "instances": instances, "profile": profile})
-    config = json.dumps({"stack": stack.model_dump(mode="json"), "workload": WORKLOAD})
-    cid = f"c{instances}{profile}"
-    return CellRow(cid, f"{stack.label()} · A", stack.label(), "A", config, False, None)
+    return stored_cell(Cell(stack=stack, workload=WORKLOAD), f"c{instances}{profile}")
 
 
 def run(levels: dict[int, tuple[float, float, float, float]], profile: str = "none", spread: float = 1) -> tuple:
     """levels: instances → (ops per instance, CPU busy %, device util %, memory share); two trials each,
     the second ``spread`` ops/s faster per instance."""
-    cells, samples, monitor, infos = [], [], [], {}
+    cells, samples, monitor, trials = [], [], [], []
     trial = 0
     for n, (ops, cpu, util, mem) in levels.items():
         c = cell(n, profile)
@@ -50,10 +50,11 @@ def run(levels: dict[int, tuple[float, float, float, float]], profile: str = "no
                     (c.cell_id, trial, t, "container.i0.memory", mem * 256 * MIB, "B"),
                 ]
             limits = {"memory": 256 * MIB} if profile == "MEM" else {}
-            infos[trial] = {"devices": ["loop3", "vda"], "endpoints": [{"name": "i0", "limits": limits}]}
+            info = {"devices": ["loop3", "vda"], "endpoints": [{"name": "i0", "limits": limits}]}
+            trials.append(stored_trial(trial, c.cell_id, info))
     cols = ["cell_id", "trial_id", "metric", "value", "direction", "job"]
     mcols = ["cell_id", "trial_id", "t", "series", "value", "unit"]
-    return cells, pd.DataFrame(samples, columns=cols), pd.DataFrame(monitor, columns=mcols), infos
+    return cells, pd.DataFrame(samples, columns=cols), pd.DataFrame(monitor, columns=mcols), trials
 
 
 def test_peak_and_first_saturated_resource() -> None:
@@ -107,15 +108,14 @@ def test_p99_comes_from_the_trials_histograms_merged() -> None:
     data = Path(__file__).parent.parent / "data" / "pgbench" / "15"
     trials = [latencies_from_logs(log_files(str(data / "tpcb-like-c2-rate200.logs" / "tx")))]
     trials.append(latencies_from_logs(log_files(str(data / "tpcb-like-c4-rate500-repeatable-read.logs" / "tx"))))
-    cells, samples, monitor, infos = run({1: (1000, 30, 10, 0.2), 2: (900, 40, 12, 0.2)})
-    lat = samples[samples["metric"] == "lat_p99_us"]
+    cells, samples, monitor, stored = run({1: (1000, 30, 10, 0.2), 2: (900, 40, 12, 0.2)})
     samples = samples[samples["metric"] != "lat_p99_us"]
-    for trial_id, cell_id in lat[["trial_id", "cell_id"]].drop_duplicates().itertuples(index=False):
-        values = trials[trial_id % 2]
-        infos[trial_id]["latency_hdr"] = {"": hdr.encode(hdr.of_values(values))}
-        row = {"cell_id": cell_id, "trial_id": trial_id, "metric": "lat_p99_us", "direction": "", "job": "all"}
+    for i, t in enumerate(stored):
+        values = trials[t.id % 2]
+        stored[i] = replace(t, client_latency={"": hdr.of_values(values)})
+        row = {"cell_id": t.cell_id, "trial_id": t.id, "metric": "lat_p99_us", "direction": "", "job": "all"}
         samples = pd.concat([samples, pd.DataFrame([{**row, "value": float(np.percentile(values, 99))}])])
-    (sc,) = scaling(cells, samples, monitor, infos)
+    (sc,) = scaling(cells, samples, monitor, stored)
     merged = hdr.value_at_percentile(hdr.merged(hdr.of_values(v) for v in trials), 99)
     mean_of_p99s = float(np.mean([np.percentile(v, 99) for v in trials]))
     assert abs(merged - mean_of_p99s) > 0.03 * merged  # the data tell the two apart (1757 against 1833 µs)

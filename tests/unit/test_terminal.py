@@ -8,11 +8,12 @@ from pathlib import Path
 
 from rich.console import Console
 
-from layerbench.analysis.overhead import CellResult, results
 from layerbench.report.terminal import refused_table, results_table, show_json
+from layerbench.report.view import RunView, view
 from layerbench.sample import Sample
 from layerbench.spec.models import Cell, FioWorkload, StackSpec
-from layerbench.store.db import CellRow, RefusedRow, RunRow, Store, TrialRecord
+from layerbench.store.db import CellRow, Store, TrialRecord
+from layerbench.store.read import load
 
 RR = FioWorkload(name="RR", rw="randread", bs=4096)
 SW = FioWorkload(name="SW", rw="write", bs=128 * 1024)
@@ -35,7 +36,7 @@ def record(store: Store, run_id: str, c: Cell, rep: int, value: float | None) ->
     store.record_trial(run_id, trial)
 
 
-def shown(tmp_path: Path) -> tuple[RunRow, list[CellResult], list[RefusedRow]]:
+def shown(tmp_path: Path) -> RunView:
     """Native xfs is the baseline; docker overlay2 halves RR; a volume fails every trial."""
     store = Store.open(tmp_path / "r.db")
     run_id = store.new_run("demo", '{"name": "demo"}', "d", {"kernel": "6.18"})
@@ -56,10 +57,9 @@ def shown(tmp_path: Path) -> tuple[RunRow, list[CellResult], list[RefusedRow]]:
     record(store, run_id, layer["SW"], 0, 880 * 2**20)
     store.add_refused(run_id, "loop/xfs/docker:devicemapper/volume · RR", "{}", "devicemapper needs thin-pool tools")
     store.finish_run(run_id, "finished")
-    out = results(store.samples_frame(run_id), store.cells(run_id), store.trials(run_id), store.checks(run_id))
-    run, refused = store.run(run_id), store.refused(run_id)
+    shown = view(load(store, run_id))
     store.close()
-    return run, out, refused
+    return shown
 
 
 def render(table: object) -> str:
@@ -69,8 +69,7 @@ def render(table: object) -> str:
 
 
 def test_results_table_shows_stacks_values_ratios_and_failures(tmp_path: Path) -> None:
-    _, out, _ = shown(tmp_path)
-    text = render(results_table(out, title="run demo"))
+    text = render(results_table(shown(tmp_path).results, title="run demo"))
     assert "xfs/native/host-dir" in text and "xfs/docker:overlay2/writable-layer" in text
     assert "RR IOPS" in text and "SW MiB/s" in text
     assert "48.2k" in text and "base" in text and "×0.50" in text
@@ -79,14 +78,12 @@ def test_results_table_shows_stacks_values_ratios_and_failures(tmp_path: Path) -
 
 
 def test_refused_table_names_the_stack_and_the_reason(tmp_path: Path) -> None:
-    _, _, refused = shown(tmp_path)
-    text = render(refused_table(refused))
+    text = render(refused_table(shown(tmp_path).data.refused))
     assert "loop/xfs/docker:devicemapper/volume" in text and "thin-pool" in text
 
 
 def test_show_json_is_strict_json(tmp_path: Path) -> None:
-    run, out, refused = shown(tmp_path)
-    doc = json.loads(json.dumps(show_json(run, out, refused), allow_nan=False))
+    doc = json.loads(json.dumps(show_json(shown(tmp_path)), allow_nan=False))
     assert doc["run"]["name"] == "demo" and doc["run"]["spec"] == {"name": "demo"}
     failed = [c for c in doc["cells"] if c["failed"]]
     assert failed[0]["failure"] == "tool-error" and failed[0]["summary"]["mean"] is None
@@ -94,8 +91,7 @@ def test_show_json_is_strict_json(tmp_path: Path) -> None:
 
 
 def test_json_says_why_faster_than_physics_had_no_bound(tmp_path: Path) -> None:
-    run, out, refused = shown(tmp_path)
-    cells = {(c["stack_label"], c["workload"]): c for c in show_json(run, out, refused)["cells"]}
+    cells = {(c["stack_label"], c["workload"]): c for c in show_json(shown(tmp_path))["cells"]}
     layer = cells[("loop/xfs/docker:overlay2/writable-layer", "RR")]["physics"]
     assert layer["status"] == "pass"  # half native's IOPS: not faster than its bound
     assert cells[("loop/xfs/native/host-dir", "RR")]["physics"] is None  # the baseline itself

@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
-
 from layerbench.analysis.overhead import headline_metric
 from layerbench.analysis.stats import Ratio, cell_values, ratio
+from layerbench.store.read import RunData
 
 # What must match for two runs' numbers to mean the same thing, and why it matters.
 ENVIRONMENT_KEYS = {
@@ -30,14 +29,15 @@ class Comparison:
     ratio: Ratio  # B / A
 
 
-def compare(frame_a: pd.DataFrame, frame_b: pd.DataFrame, cells_a: list, cells_b: list) -> list[Comparison]:
-    common = [c for c in cells_a if c.cell_id in {b.cell_id for b in cells_b}]
+def compare(a: RunData, b: RunData) -> list[Comparison]:
+    """B relative to A for every cell both runs have."""
+    in_b = {c.cell_id for c in b.cells}
     out = []
-    for c in common:
-        metric = headline_metric(c.config_json)
-        a = cell_values(frame_a, metric).get(c.cell_id, []) if not frame_a.empty else []
-        b = cell_values(frame_b, metric).get(c.cell_id, []) if not frame_b.empty else []
-        out.append(Comparison(c.cell_id, c.label, metric, len(a), len(b), ratio(b, a)))
+    for c in (c for c in a.cells if c.cell_id in in_b):
+        metric = headline_metric(c.cell.workload)
+        mine = cell_values(a.samples, metric).get(c.cell_id, []) if not a.samples.empty else []
+        theirs = cell_values(b.samples, metric).get(c.cell_id, []) if not b.samples.empty else []
+        out.append(Comparison(c.cell_id, c.label, metric, len(mine), len(theirs), ratio(theirs, mine)))
     return out
 
 

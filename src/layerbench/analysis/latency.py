@@ -1,34 +1,31 @@
 """Latency percentiles per cell from histograms merged across jobs (or clients) and trials.
 
-fio's are parsed here, at read time, from the raw output the store keeps, so
-the percentiles of every old run benefit from whatever this code does better;
-database clients' are the HdrHistograms each trial kept (workloads/hdr.py).
+fio's are read from the raw output the store keeps (the read model parses them
+when a run is loaded with its latency), so the percentiles of every old run
+benefit from whatever this code does better; database clients' are the
+HdrHistograms each trial kept (hdr.py).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
+from hdrh.histogram import HdrHistogram
 
+from layerbench import hdr
 from layerbench.analysis.percentiles import STANDARD, merge, percentiles
-from layerbench.store.db import Store
-from layerbench.workloads import fio, hdr
+from layerbench.store.read import Completion, StoredTrial
 
 
-def merged_percentiles(raw_outputs: list[tuple[str, int, str]]) -> pd.DataFrame:
+def merged_percentiles(completions: Sequence[Completion]) -> pd.DataFrame:
     """One row per (cell_id, direction): n trials, completions counted, and p50…p99.9 in ns."""
-    bins: dict[tuple[str, str], list[dict[int, int]]] = defaultdict(list)
+    bins: dict[tuple[str, str], list[Mapping[int, int]]] = defaultdict(list)
     trials: dict[tuple[str, str], set[int]] = defaultdict(set)
-    for cell_id, trial_id, raw in raw_outputs:
-        try:
-            result = fio.parse(raw)
-        except fio.FioParseError:
-            continue  # not fio's output (another tool's trial): no histogram to merge
-        for job in result.jobs:
-            for direction, d in job.directions.items():
-                bins[(cell_id, direction)].append(d.clat_bins)
-                trials[(cell_id, direction)].add(trial_id)
+    for c in completions:
+        bins[(c.cell_id, c.direction)].append(c.bins)
+        trials[(c.cell_id, c.direction)].add(c.trial_id)
     rows = []
     for (cell_id, direction), hists in bins.items():
         merged = merge(hists)
@@ -47,16 +44,13 @@ def merged_percentiles(raw_outputs: list[tuple[str, int, str]]) -> pd.DataFrame:
 DB_PERCENTILES = (50.0, 95.0, 99.0, 99.9)
 
 
-def client_percentiles(infos: dict[int, dict], trial_cells: dict[int, str]) -> pd.DataFrame:
-    """One row per (cell_id, operation) of database clients: trials, operations, p50…p99.9 in µs.
-
-    ``infos`` are the trials' recorded info (``latency_hdr``: operation → encoded histogram of all
-    instances), ``trial_cells`` trial id → cell id for the successful trials.
-    """
-    hists: dict[tuple[str, str], list] = defaultdict(list)
-    for trial_id, cell_id in trial_cells.items():
-        for op, encoded in (infos.get(trial_id, {}).get("latency_hdr") or {}).items():
-            hists[(cell_id, op)].append(hdr.decode(encoded))
+def client_percentiles(trials: Sequence[StoredTrial]) -> pd.DataFrame:
+    """One row per (cell_id, operation) of database clients: trials, operations, p50…p99.9 in µs,
+    from each successful trial's histogram of all its instances, merged over the trials."""
+    hists: dict[tuple[str, str], list[HdrHistogram]] = defaultdict(list)
+    for t in trials:
+        for op, histogram in t.client_latency.items():
+            hists[(t.cell_id, op)].append(histogram)
     rows = []
     for (cell_id, op), parts in hists.items():
         total = hdr.merged(parts)
@@ -65,8 +59,3 @@ def client_percentiles(infos: dict[int, dict], trial_cells: dict[int, str]) -> p
         row |= {f"p{p:g}": float(hdr.value_at_percentile(total, p)) for p in DB_PERCENTILES}
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-def client_percentiles_of_run(store: Store, run_id: str) -> pd.DataFrame:
-    ok = {t.id: t.cell_id for t in store.trials(run_id) if t.status == "ok"}
-    return client_percentiles(store.trial_infos(run_id), ok)

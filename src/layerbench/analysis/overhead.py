@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
-import pandas as pd
+import numpy as np
 
 from layerbench.analysis import precision
 from layerbench.analysis.checks import Check, faster_than_baseline, noisy, not_beneath
 from layerbench.analysis.stats import Ratio, Summary, cell_values, ratio, summarize
-from layerbench.spec.models import StackSpec
-from layerbench.store.db import Store
+from layerbench.spec.models import FioWorkload, IozoneWorkload, Workload
+from layerbench.store.db import CheckRow
+from layerbench.store.read import RunData, StoredCell
 
 
 @dataclass(frozen=True)
@@ -34,77 +34,69 @@ UNITS = {"iops": "IOPS", "bw": "MiB/s", "ops": "ops/s", "iozone_geomean": "MiB/s
 BYTE_METRICS = frozenset({"bw", "iozone_geomean"})  # stored in bytes/s, shown in MiB/s
 
 
-def headline_metric(config_json: str) -> str:
+def headline_metric(workload: Workload) -> str:
     """ops/s for databases (all instances together), personalities and job files; IOPS for random I/O,
     bandwidth for sequential I/O."""
-    workload = json.loads(config_json)["workload"]
-    if workload.get("kind") == "iozone":
+    if isinstance(workload, IozoneWorkload):
         return "iozone_geomean"  # a whole surface: its geometric mean over every point and operation
-    if workload.get("kind", "fio") != "fio" or workload.get("personality") or workload.get("job_file"):
+    if not isinstance(workload, FioWorkload) or workload.personality or workload.job_file:
         return "ops"
-    return "iops" if str(workload.get("rw", "")).startswith("rand") else "bw"
+    return "iops" if workload.rw.startswith("rand") else "bw"
 
 
-def of_run(store: Store, run_id: str) -> list[CellResult]:
-    """``results`` of a stored run, its intervals at the confidence its trials rule needs."""
-    s = store
-    level = precision.of_spec(s.run(run_id).spec_json)
-    return results(s.samples_frame(run_id), s.cells(run_id), s.trials(run_id), s.checks(run_id), level)
-
-
-def results(
-    frame: pd.DataFrame, cells: list, trials: list, checks: pd.DataFrame | None = None, confidence: float = 0.95
-) -> list[CellResult]:
-    """``cells`` are store CellRows, ``trials`` store TrialRows, ``checks`` the store's per-trial checks;
-    ``confidence`` of the intervals (``precision.confidence``: wider where a precision target stopped cells)."""
-    values = {m: cell_values(frame, m) if not frame.empty else {} for m in UNITS}
+def of_run(data: RunData) -> list[CellResult]:
+    """Every cell's result, its intervals at the confidence its trials rule needs (``precision.confidence``:
+    wider where a precision target stopped cells)."""
+    level = precision.confidence(data.trials_rule)
+    values = {m: cell_values(data.samples, m) if not data.samples.empty else {} for m in UNITS}
     failures: dict[str, list[str]] = {}
-    for t in trials:
+    for t in data.trials:
         if t.status != "ok":
             failures.setdefault(t.cell_id, []).append(t.category or "unknown")
-    by_id = {c.cell_id: c for c in cells}
-    out = []
-    for c in cells:
-        metric = headline_metric(c.config_json)
-        mine = values[metric].get(c.cell_id, [])
-        base = values[metric].get(c.baseline_cell_id, []) if c.baseline_cell_id else []
-        fails = failures.get(c.cell_id, [])
-        summary, r = summarize(mine, confidence), ratio(mine, base, confidence)
-        flags = _trial_flags(checks, c.cell_id) + _cross_flags(c, by_id, summary, r, len(base), failures)
-        fast = None
-        if c.baseline_cell_id and not c.is_baseline:
-            fast = physics(c, by_id.get(c.baseline_cell_id), r, (summary.n, len(base)))
-            flags += [fast] if fast.status == "flag" else []
-        out.append(
-            CellResult(
-                c.cell_id,
-                c.stack_label,
-                c.workload,
-                metric,
-                summary,
-                r,
-                c.is_baseline,
-                len(fails),
-                fails[0] if fails else None,
-                tuple(flags),
-                fast,
-            )
-        )
-    return out
+    by_id = {c.cell_id: c for c in data.cells}
+    flagged = [k for k in data.checks if k.status == "flag"]
+    return [_result(c, by_id, values, failures, flagged, level) for c in data.cells]
 
 
-def _trial_flags(checks: pd.DataFrame | None, cell_id: str) -> list[Check]:
-    if checks is None or checks.empty:
-        return []
-    mine = checks[(checks["cell_id"] == cell_id) & (checks["status"] == "flag")]
-    first = mine.drop_duplicates("name")
+def _result(
+    c: StoredCell,
+    by_id: dict[str, StoredCell],
+    values: dict[str, dict[str, np.ndarray]],
+    failures: dict[str, list[str]],
+    flagged: list[CheckRow],
+    confidence: float,
+) -> CellResult:
+    metric = headline_metric(c.cell.workload)
+    mine = values[metric].get(c.cell_id, [])
+    base = values[metric].get(c.baseline_cell_id, []) if c.baseline_cell_id else []
+    fails = failures.get(c.cell_id, [])
+    summary, r = summarize(mine, confidence), ratio(mine, base, confidence)
+    flags = _trial_flags(flagged, c.cell_id) + _cross_flags(c, by_id, summary, r, len(base), failures)
+    fast = None
+    if c.baseline_cell_id and not c.is_baseline:
+        fast = physics(c, by_id.get(c.baseline_cell_id), r, (summary.n, len(base)))
+        flags += [fast] if fast.status == "flag" else []
+    first = fails[0] if fails else None
+    return CellResult(
+        c.cell_id, c.stack_label, c.workload, metric, summary, r, c.is_baseline, len(fails), first, tuple(flags), fast
+    )
+
+
+def _trial_flags(flagged: list[CheckRow], cell_id: str) -> list[Check]:
+    """Each check that flagged a trial of this cell, once, with its first detail and how many trials it flagged."""
+    mine = [k for k in flagged if k.cell_id == cell_id]
+    first: dict[str, CheckRow] = {}
+    for k in mine:
+        first.setdefault(k.name, k)
     return [
-        Check(row.name, "flag", f"{row.detail} (flagged in {_trials((mine['name'] == row.name).sum())})")
-        for row in first.itertuples(index=False)
+        Check(k.name, "flag", f"{k.detail} (flagged in {_trials(sum(m.name == k.name for m in mine))})")
+        for k in first.values()
     ]
 
 
-def _cross_flags(c, by_id: dict, summary: Summary, r: Ratio, n_base: int, failures: dict) -> list[Check]:
+def _cross_flags(
+    c: StoredCell, by_id: dict[str, StoredCell], summary: Summary, r: Ratio, n_base: int, failures: dict[str, list[str]]
+) -> list[Check]:
     flags = []
     n_check = noisy(summary.cv, summary.n)
     if n_check.status == "flag":
@@ -122,13 +114,12 @@ def _cross_flags(c, by_id: dict, summary: Summary, r: Ratio, n_base: int, failur
     return flags
 
 
-def physics(c, base, r: Ratio, n: tuple[int, int]) -> Check:
-    """``faster-than-physics`` of a store cell against its baseline cell (CellRows)."""
-    stack = StackSpec.model_validate(json.loads(c.config_json)["stack"])
+def physics(c: StoredCell, base: StoredCell | None, r: Ratio, n: tuple[int, int]) -> Check:
+    """``faster-than-physics`` of a cell against its baseline cell."""
     if base is None:
         return Check("faster-than-physics", "skip", "the baseline cell is not in this run")
-    bound = not_beneath(stack, StackSpec.model_validate(json.loads(base.config_json)["stack"]))
-    touches_device = stack.placement.kind != "tmpfs"
+    bound = not_beneath(c.stack, base.stack)
+    touches_device = c.stack.placement.kind != "tmpfs"
     return faster_than_baseline(r.ratio, r.ci_low, n, base.stack_label, touches_device, bound)
 
 

@@ -19,7 +19,6 @@ than the nominal rule (about 4.5 instead of 3.2 trials on a steady cell).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 import numpy as np
@@ -50,11 +49,6 @@ def confidence(trials: Trials) -> float:
         return NOMINAL
     looks = trials.repetitions - trials.min_repetitions + 1
     return 1 - (1 - NOMINAL) / looks
-
-
-def of_spec(spec_json: str) -> float:
-    """``confidence`` of a stored run's spec (its ``trials`` only: the rest may no longer validate)."""
-    return confidence(Trials.model_validate(json.loads(spec_json).get("trials") or {}))
 
 
 def precise_enough(values: Sequence[float], target: float, min_n: int, level: float = NOMINAL) -> bool:

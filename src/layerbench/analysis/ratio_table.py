@@ -1,21 +1,21 @@
 """Seed 004's table: for each operation, each layer's ratio to its baseline, one column per layer.
 
-Swept workloads (``read-size4M-bs4k`` ...) fold into their operation (``read``)
-by the geometric mean of their ratios, the mean that treats ×2 and ×0.5 alike.
+Swept workloads (``read`` over ``size`` x ``bs``) fold into their operation
+(``read``) by the geometric mean of their ratios, the mean that treats ×2 and
+×0.5 alike.
 """
 
 from __future__ import annotations
 
-import json
-import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from layerbench.analysis.overhead import CellResult
-
-SWEPT = re.compile(r"-(bs|size|numjobs|iodepth|runtime_s|rwmixread|scale)[^-]*")
+from layerbench.spec.models import IozoneWorkload, StackSpec
+from layerbench.store.read import StoredCell
 
 
 @dataclass(frozen=True)
@@ -26,29 +26,26 @@ class RatioTable:
     points: dict[tuple[str, str], int]  # how many cells each value folds
 
 
-def operation(workload: str) -> str:
-    return SWEPT.sub("", workload)
-
-
-def ratio_table(results: list[CellResult], cells: list, points: pd.DataFrame | None = None) -> RatioTable:
+def ratio_table(
+    results: Sequence[CellResult], cells: Sequence[StoredCell], points: pd.DataFrame | None = None
+) -> RatioTable:
     """``points``: analysis.surface.iozone_points; an IOzone cell gives a row per operation, folded over its
     surface, instead of one for its geometric-mean headline."""
-    config = {c.cell_id: json.loads(c.config_json) for c in cells}
+    by_id = {c.cell_id: c for c in cells}
     folded: dict[tuple[str, str], list[float]] = {}
     for r in results:
-        iozone = config[r.cell_id]["workload"].get("kind") == "iozone"
-        if r.is_baseline or r.ratio.ratio != r.ratio.ratio or iozone:
+        c = by_id[r.cell_id]
+        if r.is_baseline or r.ratio.ratio != r.ratio.ratio or isinstance(c.cell.workload, IozoneWorkload):
             continue
-        folded.setdefault((operation(r.workload), _column(config[r.cell_id]["stack"])), []).append(r.ratio.ratio)
+        folded.setdefault((c.operation, column(c.stack)), []).append(r.ratio.ratio)
     for row in (points if points is not None else pd.DataFrame()).itertuples(index=False):
-        folded.setdefault((row.op, _column(config[row.cell_id]["stack"])), []).append(row.ratio)
+        folded.setdefault((row.op, column(by_id[row.cell_id].stack)), []).append(row.ratio)
     rows = list(dict.fromkeys(k[0] for k in folded))
     columns = sorted(dict.fromkeys(k[1] for k in folded))
     values = {k: float(np.exp(np.mean(np.log(v)))) for k, v in folded.items()}
     return RatioTable(rows, columns, values, {k: len(v) for k, v in folded.items()})
 
 
-def _column(stack: dict) -> str:
-    column = f"{stack['filesystem']['type']} · {stack['engine']['kind']}"
-    column += f":{stack['engine']['driver']}" if stack["engine"].get("driver") else ""
-    return column + f"/{stack['placement']['kind']}"
+def column(stack: StackSpec) -> str:
+    """A layer as the table heads it: the filesystem, the engine (and its driver), the placement."""
+    return f"{stack.filesystem.type} · {stack.engine.label()}/{stack.placement.kind}"

@@ -10,19 +10,18 @@ count where aggregate throughput peaks is the most instances worth packing.
 
 from __future__ import annotations
 
-import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from layerbench.analysis import precision
 from layerbench.analysis.latency import client_percentiles
 from layerbench.analysis.resources import Usage, mean_usage, usage_by_trial
 from layerbench.analysis.stats import Summary, cell_values, ratio, summarize
-from layerbench.spec.models import StackSpec
-from layerbench.store.db import Store
+from layerbench.store.read import RunData, StoredCell, StoredTrial
 
 # Use at or above these counts as saturation: CPU and device busy %, memory as a share of the limit.
 SATURATION = {"CPU": 90.0, "device": 90.0, "memory": 0.95}
@@ -69,46 +68,42 @@ class Scaling:
         return f"{peak}; {self.bottleneck} saturated first, at {n} instance{'s' if n > 1 else ''}"
 
 
+def of_run(data: RunData) -> list[Scaling]:
+    """``scaling`` of a loaded run, its intervals at the confidence its trials rule needs."""
+    return scaling(data.cells, data.samples, data.monitor, data.trials, precision.confidence(data.trials_rule))
+
+
 def scaling(
-    cells: list[Any], samples: pd.DataFrame, monitor: pd.DataFrame, infos: dict[int, dict], confidence: float = 0.95
+    cells: Sequence[StoredCell],
+    samples: pd.DataFrame,
+    monitor: pd.DataFrame,
+    trials: Sequence[StoredTrial],
+    confidence: float = 0.95,
 ) -> list[Scaling]:
-    """``cells`` are store CellRows; one Scaling per group of cells that differ only in instance count;
-    ``confidence`` of the throughput intervals (``precision.confidence``)."""
-    groups: dict[tuple[str, str], list[tuple[int, Any]]] = {}
+    """One Scaling per group of cells that differ only in instance count; ``confidence`` of the throughput
+    intervals (``precision.confidence``)."""
+    groups: dict[tuple[str, str], list[tuple[int, StoredCell]]] = {}
     for c in cells:
-        config = json.loads(c.config_json)
-        stack = config["stack"]
-        if stack.get("server") is None:
-            continue
-        key = (_without_instances(stack), json.dumps(config["workload"], sort_keys=True))
-        groups.setdefault(key, []).append((int(stack.get("instances", 1)), c))
+        if c.stack.server is not None:
+            # A workload's name is unique in its run: with the stack, it names the group.
+            key = (c.stack.model_copy(update={"instances": 1}).label(), c.workload)
+            groups.setdefault(key, []).append((c.stack.instances, c))
     ops = cell_values(samples, "ops") if not samples.empty else {}
-    usage = usage_by_trial(monitor, infos)
-    tails = _merged_p99(samples, infos)
+    usage = usage_by_trial(monitor, {t.id: t.info for t in trials})
+    tails = _merged_p99(samples, trials)
     out = []
-    for (group, _), members in groups.items():
+    for (group, workload), members in groups.items():
         if len({n for n, _ in members}) < 2:
             continue
         points = [_point(n, c, ops, samples, usage, tails, confidence) for n, c in sorted(members, key=lambda m: m[0])]
-        out.append(_curve(group, members[0][1].workload, points))
+        out.append(_curve(group, workload, points))
     return out
-
-
-def of_run(store: Store, run_id: str) -> list[Scaling]:
-    """``scaling`` over what a run stored."""
-    samples = store.samples_frame(run_id)
-    level = precision.of_spec(store.run(run_id).spec_json)
-    return scaling(store.cells(run_id), samples, store.monitor_frame(run_id), store.trial_infos(run_id), level)
-
-
-def _without_instances(stack: dict[str, Any]) -> str:
-    return StackSpec.model_validate({**stack, "instances": 1}).label()
 
 
 def _point(
     n: int,
-    cell: Any,
-    ops: dict,
+    cell: StoredCell,
+    ops: dict[str, np.ndarray],
     samples: pd.DataFrame,
     usage: dict[int, Usage],
     tails: dict[str, float],
@@ -127,13 +122,13 @@ def _point(
     )
 
 
-def _merged_p99(samples: pd.DataFrame, infos: dict[int, dict]) -> dict[str, float]:
+def _merged_p99(samples: pd.DataFrame, trials: Sequence[StoredTrial]) -> dict[str, float]:
     """Per cell, the p99 (µs) of the histogram every trial kept, merged over its trials: the p99 of
     all operations, not a mean of each trial's p99 (which a slow trial's tail would not move enough)."""
     if samples.empty:
         return {}
-    trial_cells = {int(t): c for t, c in samples[["trial_id", "cell_id"]].drop_duplicates().itertuples(index=False)}
-    table = client_percentiles(infos, trial_cells)
+    measured = set(samples["trial_id"])
+    table = client_percentiles([t for t in trials if t.id in measured])
     if table.empty:
         return {}
     out = {}

@@ -9,20 +9,25 @@ geometric mean, the figure draws it.
 
 from __future__ import annotations
 
-import json
 import re
+from collections.abc import Sequence
 
 import pandas as pd
+
+from layerbench.spec.models import IozoneWorkload
+from layerbench.store.read import StoredCell
 
 POINT = re.compile(r"s(?P<size>\d+)k-r(?P<record>\d+)k")
 COLUMNS = ["cell_id", "op", "size", "record", "ratio"]
 
 
-def iozone_points(frame: pd.DataFrame, cells: list) -> pd.DataFrame:
+def iozone_points(frame: pd.DataFrame, cells: Sequence[StoredCell]) -> pd.DataFrame:
     """Rows of (cell_id, op, size, record, ratio) for every IOzone cell with a baseline; sizes in bytes."""
-    kinds = {c.cell_id: json.loads(c.config_json)["workload"].get("kind") for c in cells}
-    pairs = {c.cell_id: c.baseline_cell_id for c in cells if kinds[c.cell_id] == "iozone" and not c.is_baseline}
-    pairs = {cell: base for cell, base in pairs.items() if base}
+    pairs = {
+        c.cell_id: c.baseline_cell_id
+        for c in cells
+        if isinstance(c.cell.workload, IozoneWorkload) and not c.is_baseline and c.baseline_cell_id
+    }
     if frame.empty or not pairs:
         return pd.DataFrame(columns=COLUMNS)
     rows = frame[(frame["metric"] == "bw") & frame["cell_id"].isin({*pairs, *pairs.values()})]

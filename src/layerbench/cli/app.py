@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
@@ -13,14 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from layerbench import proc
-from layerbench.analysis.compare import compare as compare_runs
-from layerbench.analysis.compare import environment_differences
-from layerbench.analysis.latency import client_percentiles_of_run, merged_percentiles
-from layerbench.analysis.overhead import of_run as results_of_run
-from layerbench.analysis.ratio_table import ratio_table
-from layerbench.analysis.scaling import of_run as scaling_of_run
-from layerbench.analysis.surface import iozone_points
+from layerbench import host
 from layerbench.cli.boundary import EXIT_TRIALS_FAILED, UsageError, boundary, err_console
 from layerbench.cli.progress import TrialProgress
 from layerbench.errors import PrerequisiteError, SpecError
@@ -32,29 +25,24 @@ from layerbench.report.export import FORMATS, samples_with_config
 from layerbench.report.export import write as write_export
 from layerbench.report.terminal import (
     client_latency_table,
+    comparison_json,
     comparison_table,
     flags_table,
     latency_table,
-    limits_read_back,
     limits_table,
     ratio_table_render,
     refused_table,
     results_table,
-    scaling_json,
     scaling_tables,
     show_json,
 )
+from layerbench.report.view import comparison, view
 from layerbench.session import budget_for, cells_here, check_server_access, check_space, needed_bytes, running
 from layerbench.spec import load as spec_load
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Experiment
-from layerbench.stack.capabilities import DEFAULT_CACHE, probe
-from layerbench.stack.cleanup import reclaim
-from layerbench.stack.device import describe_block
-from layerbench.stack.environment import describe_host, host_changes
-from layerbench.stack.ledger import Ledger
-from layerbench.stack.runlock import is_live
 from layerbench.store.db import RunRow, Store
+from layerbench.store.read import load
 
 app = typer.Typer(
     help=(
@@ -85,7 +73,7 @@ STATE_OPTION = typer.Option(
     help="Where the ledger of created resources lives (shared by all runs on this host).",
 )
 CACHE_OPTION = typer.Option(
-    DEFAULT_CACHE,
+    host.DEFAULT_CACHE,
     "--cache-dir",
     envvar="LAYERBENCH_CACHE_DIR",
     help="Where `make setup` put the database clients' jars (YCSB and its bindings).",
@@ -143,7 +131,7 @@ def confirm_formatting(matrix: Matrix, agreed: list[str]) -> None:
             continue
         if sys.stdin.isatty():
             answer = typer.prompt(
-                f"layerbench will FORMAT {describe_block(dev)}; everything on it is lost. Type {dev} to go on",
+                f"layerbench will FORMAT {host.describe_block(dev)}; everything on it is lost. Type {dev} to go on",
                 default="",
                 show_default=False,
             )
@@ -168,8 +156,8 @@ def _run(exp: Experiment, matrix: Matrix, db: Path, places: Places, seed: int) -
     check_space(places.work_dir, needed_bytes(matrix))
     check_server_access(places.work_dir, matrix)
     store = Store.open(db)
-    host = {**describe_host(proc.run, places.cache_dir), "seed": seed}
-    run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), host)
+    described = {**host.describe(places.cache_dir), "seed": seed}
+    run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), described)
     register_cells(store, run_id, matrix)
     _print_plan(matrix, header=f"run {run_id}: {exp.name}")
     return _execute(exp, matrix, store, run_id, places, seed)
@@ -207,8 +195,8 @@ def resume(
         store = Store.open(db, create=False)
         run_id = store.resolve_run(run_ref)
         row = store.run(run_id)
-        exp = spec_load.validate(json.loads(row.spec_json), f"run {run_id}")
-        changed = host_changes(row.host, describe_host(proc.run, cache_dir))
+        exp = spec_load.validate(row.spec, f"run {run_id}")
+        changed = host.changes_since(row.host, cache_dir)
         if changed:
             raise PrerequisiteError(
                 f"run {run_id} cannot be resumed here: {'; '.join(changed)}",
@@ -246,9 +234,7 @@ def cleanup(
     Running it twice is harmless.
     """
     with boundary():
-        ledger = Ledger(state_dir / "ledger.db", "cleanup")
-        actions = reclaim(ledger, state_dir, proc.run, dry_run=dry_run)
-        ledger.close()
+        actions = host.clean_up(state_dir, dry_run)
         if as_json:
             typer.echo(
                 json.dumps(
@@ -289,52 +275,39 @@ def show(
     never averaged percentiles.
     """
     with boundary():
-        store = Store.open(db, create=False)
-        _show(store, store.resolve_run(run_ref), as_json, latency, state_dir)
+        _show(Store.open(db, create=False), run_ref, as_json, latency, state_dir)
 
 
 def _status(run: RunRow, state_dir: Path) -> str:
     """A run recorded as running whose lock is free died without saying so."""
-    if run.status == "running" and not is_live(state_dir, run.id):
+    if run.status == "running" and not host.run_is_live(state_dir, run.id):
         return f"interrupted: continue with `layerbench resume {run.id}`"
     return run.status
 
 
-def _show(store: Store, run_id: str, as_json: bool, latency: bool = False, state_dir: Path = STATE_DEFAULT) -> None:
-    run = store.run(run_id)
-    rows = results_of_run(store, run_id)
-    refused = store.refused(run_id)
-    scalings = scaling_of_run(store, run_id)
-    limits = limits_read_back(store.checks(run_id), {c.cell_id: c.stack_label for c in store.cells(run_id)})
+def _show(store: Store, run_ref: str, as_json: bool, latency: bool = False, state_dir: Path = STATE_DEFAULT) -> None:
+    v = view(load(store, run_ref, latency=latency or as_json))
+    run = v.data.run
     if as_json:
-        doc = show_json(run, rows, refused)
-        doc["limits"] = limits
-        doc["latency_ns"] = merged_percentiles(store.raw_outputs(run_id)).to_dict("records")
-        doc["client_latency_us"] = client_percentiles_of_run(store, run_id).to_dict("records")
-        doc["scaling"] = scaling_json(scalings)
-        typer.echo(json.dumps(doc, indent=2))
+        typer.echo(json.dumps(show_json(v), indent=2))
         return
-    console.print(results_table(rows, title=f"run {run.id} · {run.name} · {_status(run, state_dir)}"))
-    for table in scaling_tables(scalings):
+    console.print(results_table(v.results, title=f"run {run.id} · {run.name} · {_status(run, state_dir)}"))
+    for table in scaling_tables(v.scalings):
         console.print(table)
-    if "filesystem" in (json.loads(run.spec_json).get("baseline") or {}).get("same", []):
-        cells = store.cells(run_id)
-        table = ratio_table(rows, cells, iozone_points(store.samples_frame(run_id), cells))
-        if table.rows:  # seed 004's table: layers against native on each filesystem
-            console.print(ratio_table_render(table, "ratio to the baseline on the same filesystem, per operation"))
-    if latency:
-        fio_pct, client_pct = merged_percentiles(store.raw_outputs(run_id)), client_percentiles_of_run(store, run_id)
-        if not fio_pct.empty or client_pct.empty:
-            console.print(latency_table(fio_pct, store.cells(run_id)))
-        if not client_pct.empty:
-            console.print(client_latency_table(client_pct, store.cells(run_id)))
-    if limits:
-        console.print(limits_table(limits))
-    flags = flags_table(rows)
+    if v.ratios is not None:  # seed 004's table: layers against native on each filesystem
+        console.print(ratio_table_render(v.ratios, "ratio to the baseline on the same filesystem, per operation"))
+    if latency and v.fio_latency is not None:
+        if not v.fio_latency.empty or v.client_latency.empty:
+            console.print(latency_table(v.fio_latency, v.data.cells))
+        if not v.client_latency.empty:
+            console.print(client_latency_table(v.client_latency, v.data.cells))
+    if v.limits:
+        console.print(limits_table(v.limits))
+    flags = flags_table(v.results)
     if flags:
         console.print(flags)
-    if refused:
-        console.print(refused_table(refused))
+    if v.data.refused:
+        console.print(refused_table(v.data.refused))
 
 
 @app.command()
@@ -350,24 +323,11 @@ def report(
     with boundary():
         if html is None and not markdown:
             raise UsageError("say what to write: --html DIR and/or --markdown")
-        store = Store.open(db, create=False)
-        run_id = store.resolve_run(run_ref)
-        run, frame, refused = store.run(run_id), store.samples_frame(run_id), store.refused(run_id)
-        rows = results_of_run(store, run_id)
+        v = view(load(Store.open(db, create=False), run_ref, latency=html is not None))
         if markdown:
-            typer.echo(markdown_report.render(run, rows, refused))
+            typer.echo(markdown_report.render(v.data.run, v.results, v.data.refused))
         if html is not None:
-            data = html_report.RunReport(
-                run,
-                rows,
-                frame,
-                merged_percentiles(store.raw_outputs(run_id)),
-                client_percentiles_of_run(store, run_id),
-                store.cells(run_id),
-                refused,
-                scaling_of_run(store, run_id),
-            )
-            path = html_report.render(data, html)
+            path = html_report.render(v, html)
             err_console.print(f"wrote {path} and its figures in {path.parent / 'figures'}")
 
 
@@ -388,27 +348,13 @@ def compare(
     with boundary():
         store_a = Store.open(db, create=False)
         store_b = Store.open(db_b, create=False) if db_b else store_a
-        id_a, id_b = store_a.resolve_run(run_a), store_b.resolve_run(run_b)
-        rows = compare_runs(
-            store_a.samples_frame(id_a), store_b.samples_frame(id_b), store_a.cells(id_a), store_b.cells(id_b)
-        )
-        diffs = environment_differences(store_a.run(id_a).host, store_b.run(id_b).host)
+        c = comparison(load(store_a, run_a), load(store_b, run_b))
         if as_json:
-            typer.echo(
-                json.dumps(
-                    {
-                        "a": id_a,
-                        "b": id_b,
-                        "environment_differences": diffs,
-                        "cells": [_nan_free(asdict(r)) for r in rows],
-                    },
-                    indent=2,
-                )
-            )
+            typer.echo(json.dumps(comparison_json(c), indent=2))
             return
-        for d in diffs:
+        for d in c.environment_differences:
             err_console.print(f"[yellow]warning:[/] environments differ: {d}")
-        console.print(comparison_table(rows, id_a, id_b))
+        console.print(comparison_table(c.cells, c.a, c.b))
 
 
 @app.command()
@@ -424,9 +370,8 @@ def export(
             raise UsageError(f"--format {fmt!r} is not one of: {', '.join(FORMATS)}")
         if fmt == "parquet" and output is None and sys.stdout.isatty():
             raise UsageError("parquet is binary: name a file with -o FILE, or redirect standard output")
-        store = Store.open(db, create=False)
-        run_id = store.resolve_run(run_ref)
-        table = samples_with_config(store.samples_frame(run_id), store.cells(run_id))
+        data = load(Store.open(db, create=False), run_ref)
+        table = samples_with_config(data.samples, data.cells)
         where = write_export(table, fmt, output)
         err_console.print(f"wrote {len(table)} samples to {where}")
 
@@ -460,7 +405,7 @@ def presets(
 def doctor(as_json: bool = JSON_OPTION, cache_dir: Path = CACHE_OPTION) -> None:
     """What this host supports: devices, filesystems, Docker storage drivers, databases, tools, and why not."""
     with boundary():
-        caps = probe(proc.run, cache_dir)
+        caps = host.caps(cache_dir)
         rows = doctor_rows(caps)
         if as_json:
             typer.echo(json.dumps([r._asdict() for r in rows], indent=2))
@@ -470,12 +415,6 @@ def doctor(as_json: bool = JSON_OPTION, cache_dir: Path = CACHE_OPTION) -> None:
             status = "[green]yes[/]" if r.ok else "[red]no[/]"
             table.add_row(r.axis, r.value, status, r.note)
         console.print(table)
-
-
-def _nan_free(obj: object) -> object:
-    if isinstance(obj, dict):
-        return {k: _nan_free(v) for k, v in obj.items()}
-    return None if isinstance(obj, float) and obj != obj else obj
 
 
 def _print_plan(matrix: Matrix, header: str | None = None) -> None:

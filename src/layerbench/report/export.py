@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
+from layerbench.store.read import StoredCell
+
 FORMATS = ("csv", "json", "parquet")
 
 
-def samples_with_config(frame: pd.DataFrame, cells: list) -> pd.DataFrame:
+def samples_with_config(frame: pd.DataFrame, cells: Sequence[StoredCell]) -> pd.DataFrame:
     """``frame`` from Store.samples_frame; config columns such as ``stack.filesystem.type``, ``workload.bs``."""
     config = pd.DataFrame(
         [
-            {"cell_id": c.cell_id, **pd.json_normalize(json.loads(c.config_json), sep=".").iloc[0].to_dict()}
+            {"cell_id": c.cell_id, **pd.json_normalize(c.cell.model_dump(mode="json"), sep=".").iloc[0].to_dict()}
             for c in cells
         ]
     )

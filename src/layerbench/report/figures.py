@@ -7,7 +7,7 @@ The caller saves it as PNG and SVG and embeds it in the HTML report.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
@@ -20,8 +20,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from layerbench.analysis.overhead import CellResult
-from layerbench.analysis.ratio_table import operation
 from layerbench.analysis.scaling import Scaling
+from layerbench.spec.models import StackSpec
+from layerbench.store.read import StoredCell
 
 STYLE = {
     "figure.dpi": 110,
@@ -107,7 +108,7 @@ def latency_breakdown(frame: pd.DataFrame) -> Figure | None:
     return fig
 
 
-def percentile_profile(pct: pd.DataFrame, cells: list) -> Figure | None:
+def percentile_profile(pct: pd.DataFrame, cells: Sequence[StoredCell]) -> Figure | None:
     """Completion-latency percentiles per cell (log scale), from histograms merged over jobs and trials."""
     if pct.empty:
         return None
@@ -134,25 +135,26 @@ def percentile_profile(pct: pd.DataFrame, cells: list) -> Figure | None:
 
 
 def surfaces(
-    results: list[CellResult], cells: list, points: pd.DataFrame | None = None, x: str = "bs", y: str = "size"
+    results: Sequence[CellResult],
+    cells: Sequence[StoredCell],
+    points: pd.DataFrame | None = None,
+    x: str = "bs",
+    y: str = "size",
 ) -> Figure | None:
     """Seed 004's surfaces: per operation (row) and layer (column), the ratio to the baseline over
     file size (y) x record size (x). For fio workloads swept over both, and IOzone's own (``points``:
     analysis.surface.iozone_points)."""
-    config = {c.cell_id: json.loads(c.config_json) for c in cells}
+    by_id = {c.cell_id: c for c in cells}
     rows = [
-        {"op": p.op, "layer": _layer(config[p.cell_id]["stack"]), x: p.record, y: p.size, "ratio": p.ratio}
+        {"op": p.op, "layer": _layer(by_id[p.cell_id].stack), x: p.record, y: p.size, "ratio": p.ratio}
         for p in (points if points is not None else pd.DataFrame()).itertuples(index=False)
     ]
     for r in results:
-        w = config[r.cell_id]["workload"]
-        # Swept workloads carry their point in the name ("read-size4M-bs4k"), plain ones do not.
-        if r.is_baseline or r.ratio.ratio != r.ratio.ratio or operation(r.workload) == r.workload:
+        c = by_id[r.cell_id]
+        if r.is_baseline or r.ratio.ratio != r.ratio.ratio or not c.point.values:
             continue
-        rows.append(
-            {"op": operation(r.workload), "layer": _layer(config[r.cell_id]["stack"]), x: w[x], y: w[y],
-             "ratio": r.ratio.ratio}
-        )  # fmt: skip
+        w, layer = c.cell.workload, _layer(c.stack)
+        rows.append({"op": c.operation, "layer": layer, x: getattr(w, x), y: getattr(w, y), "ratio": r.ratio.ratio})
     if not rows:
         return None
     data = pd.DataFrame(rows)
@@ -240,8 +242,8 @@ def _usage_panel(ax: plt.Axes, sc: Scaling) -> None:
     ax.legend(fontsize=7, frameon=False, loc="lower right")
 
 
-def _layer(stack: dict) -> str:
-    return f"{stack['filesystem']['type']} {stack['engine']['kind']}/{stack['placement']['kind']}"
+def _layer(stack: StackSpec) -> str:
+    return f"{stack.filesystem.type} {stack.engine.kind}/{stack.placement.kind}"
 
 
 def _size(v: float) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,10 +16,8 @@ from markupsafe import Markup, escape
 
 from layerbench import __version__
 from layerbench.analysis.overhead import BYTE_METRICS, UNITS, CellResult
-from layerbench.analysis.ratio_table import RatioTable, ratio_table
-from layerbench.analysis.scaling import Scaling
-from layerbench.analysis.surface import iozone_points
 from layerbench.report import figures
+from layerbench.report.view import RunView
 
 
 @dataclass(frozen=True)
@@ -65,31 +62,16 @@ FIGURES = (
 )
 
 
-@dataclass(frozen=True)
-class RunReport:
-    """What the report shows of one run, read from the store once."""
-
-    run: Any  # RunRow
-    results: list[CellResult]
-    frame: pd.DataFrame  # the samples
-    pct: pd.DataFrame  # analysis.latency.merged_percentiles: fio's histograms merged
-    client_pct: pd.DataFrame  # analysis.latency.client_percentiles: database clients' histograms merged
-    cells: list  # the store's CellRows
-    refused: list
-    scalings: list[Scaling]
-
-
-def render(data: RunReport, out_dir: Path) -> Path:
+def render(v: RunView, out_dir: Path) -> Path:
     """Write report.html and every figure as PNG and SVG into ``out_dir``; return the HTML path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     figs = []
-    points = iozone_points(data.frame, data.cells)
     inputs = {
-        "results": (data.results,),
-        "frame": (data.frame,),
-        "percentiles": (data.pct, data.cells),
-        "surfaces": (data.results, data.cells, points),
-        "scaling": (data.scalings,),
+        "results": (v.results,),
+        "frame": (v.data.samples,),
+        "percentiles": (v.fio_latency if v.fio_latency is not None else pd.DataFrame(), v.data.cells),
+        "surfaces": (v.results, v.data.cells, v.points),
+        "scaling": (v.scalings,),
     }
     for name, draw, source, caption in FIGURES:
         fig = draw(*inputs[source])
@@ -100,15 +82,15 @@ def render(data: RunReport, out_dir: Path) -> Path:
         figures.save(fig, out_dir / "figures", name)
         plt.close(fig)
         figs.append(Figure(name, caption, _strip_xml_header(svg.getvalue())))
-    html = _template().render(**_context(data, figs, points))
+    html = _template().render(**_context(v, figs))
     path = out_dir / "report.html"
     path.write_text(html)
     return path
 
 
-def _context(data: RunReport, figs: list[Figure], points: pd.DataFrame) -> dict[str, Any]:
-    run, results, cells = data.run, data.results, data.cells
-    label = {c.cell_id: c.label for c in cells}
+def _context(v: RunView, figs: list[Figure]) -> dict[str, Any]:
+    run, results = v.data.run, v.results
+    label = {c.cell_id: c.label for c in v.data.cells}
     return {
         "run": run,
         "started": dt.datetime.fromtimestamp(run.started_at).strftime("%Y-%m-%d %H:%M"),
@@ -121,24 +103,16 @@ def _context(data: RunReport, figs: list[Figure], points: pd.DataFrame) -> dict[
         "fmt": cell_html,
         "figures": figs,
         "flags": [(f"{r.stack_label} · {r.workload}", f) for r in results for f in r.flags],
-        "ratios": _ratios(run, results, cells, points),
-        "refused": data.refused,
-        "scalings": data.scalings,
+        "ratios": v.ratios,
+        "refused": v.data.refused,
+        "scalings": v.scalings,
         "client_latency": [
-            {**row, "label": label.get(row["cell_id"], row["cell_id"])} for row in data.client_pct.to_dict("records")
+            {**row, "label": label.get(row["cell_id"], row["cell_id"])} for row in v.client_latency.to_dict("records")
         ],
         "host": _host(run.host),
-        "spec_yaml": yaml.safe_dump(json.loads(run.spec_json), sort_keys=False),
+        "spec_yaml": yaml.safe_dump(run.spec, sort_keys=False),
         "version": __version__,
     }
-
-
-def _ratios(run: Any, results: list[CellResult], cells: list, points: pd.DataFrame) -> RatioTable | None:
-    """Seed 004's table, for runs whose baseline is native on each filesystem."""
-    if "filesystem" not in (json.loads(run.spec_json).get("baseline") or {}).get("same", []):
-        return None
-    table = ratio_table(results, cells, points)
-    return table if table.rows else None
 
 
 def cell_html(r: CellResult) -> Markup:

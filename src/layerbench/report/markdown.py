@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 from layerbench.analysis.overhead import BYTE_METRICS, UNITS, CellResult
+from layerbench.store.db import RefusedRow, RunRow
 
 
 def cell_md(r: CellResult) -> str:
@@ -25,7 +26,7 @@ def cell_md(r: CellResult) -> str:
     return text
 
 
-def render(run: Any, results: list[CellResult], refused: list) -> str:
+def render(run: RunRow, results: Sequence[CellResult], refused: Sequence[RefusedRow]) -> str:
     workloads = list(dict.fromkeys(r.workload for r in results))
     units = {r.workload: UNITS[r.metric] for r in results}
     grid = {(r.stack_label, r.workload): r for r in results}

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-import json
 import math
+from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 from rich.table import Table
 
+from layerbench.analysis.compare import Comparison
 from layerbench.analysis.overhead import BYTE_METRICS, UNITS, CellResult
 from layerbench.analysis.ratio_table import RatioTable
 from layerbench.analysis.scaling import Scaling
-from layerbench.store.db import RefusedRow, RunRow
+from layerbench.report.view import RunComparison, RunView
+from layerbench.store.db import RefusedRow
+from layerbench.store.read import StoredCell
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def fmt_value(r: CellResult, mark_single: bool = False) -> str:
@@ -107,17 +113,6 @@ def flags_table(results: list[CellResult]) -> Table | None:
     return table
 
 
-def limits_read_back(checks: Any, labels: dict[str, str]) -> list[dict[str, str]]:
-    """Per cell with limits, what its container's cgroup said (the limit-applied check of its last trial)."""
-    if checks.empty:
-        return []
-    rows = checks[checks["name"] == "limit-applied"].sort_values("repetition")
-    last = rows.groupby("cell_id").last().reset_index()
-    return [
-        {"cell": labels.get(r.cell_id, r.cell_id), "status": r.status, "detail": r.detail} for r in last.itertuples()
-    ]
-
-
 def limits_table(rows: list[dict[str, str]]) -> Table:
     table = Table("stack", "limit-applied", "read back from the cgroup", title="limits", title_justify="left")
     for r in rows:
@@ -125,7 +120,7 @@ def limits_table(rows: list[dict[str, str]]) -> Table:
     return table
 
 
-def refused_table(refused: list[RefusedRow]) -> Table:
+def refused_table(refused: Sequence[RefusedRow]) -> Table:
     table = Table("refused stack", "reason", title="refused before running", title_justify="left")
     for label in dict.fromkeys((r.label.split(" · ")[0], r.reason) for r in refused):
         table.add_row(*label)
@@ -172,8 +167,9 @@ def scaling_json(scalings: list[Scaling]) -> list[dict[str, Any]]:
     ]
 
 
-def show_json(run: RunRow, results: list[CellResult], refused: list[RefusedRow]) -> dict[str, Any]:
+def show_json(v: RunView) -> dict[str, Any]:
     """The same content as the tables, with NaN as null so strict JSON parsers accept it."""
+    run = v.data.run
     return {
         "run": {
             "id": run.id,
@@ -182,10 +178,27 @@ def show_json(run: RunRow, results: list[CellResult], refused: list[RefusedRow])
             "started_at": run.started_at,
             "finished_at": run.finished_at,
             "host": run.host,
-            "spec": json.loads(run.spec_json),
+            "spec": run.spec,
         },
-        "cells": [_nan_to_none(asdict(r)) for r in results],
-        "refused": [{"label": r.label, "reason": r.reason} for r in refused],
+        "cells": [_nan_to_none(asdict(r)) for r in v.results],
+        "refused": [{"label": r.label, "reason": r.reason} for r in v.data.refused],
+        "limits": v.limits,
+        "latency_ns": _records(v.fio_latency),
+        "client_latency_us": _records(v.client_latency),
+        "scaling": scaling_json(v.scalings),
+    }
+
+
+def _records(table: pd.DataFrame | None) -> list[dict[str, Any]]:
+    return table.to_dict("records") if table is not None else []
+
+
+def comparison_json(c: RunComparison) -> dict[str, Any]:
+    return {
+        "a": c.a,
+        "b": c.b,
+        "environment_differences": c.environment_differences,
+        "cells": [_nan_to_none(asdict(r)) for r in c.cells],
     }
 
 
@@ -199,7 +212,7 @@ def _nan_to_none(obj: Any) -> Any:
     return obj
 
 
-def comparison_table(rows: list, run_a: str, run_b: str) -> Table:
+def comparison_table(rows: Sequence[Comparison], run_a: str, run_b: str) -> Table:
     """Per common cell: B/A with its CI; red where B is significantly slower, green where faster."""
     table = Table("cell", "n (A, B)", f"{run_b} / {run_a}", "95% CI", "p", title="comparison", title_justify="left")
     for r in rows:
@@ -212,7 +225,7 @@ def comparison_table(rows: list, run_a: str, run_b: str) -> Table:
     return table
 
 
-def latency_table(pct: Any, cells: list) -> Table:
+def latency_table(pct: pd.DataFrame, cells: Sequence[StoredCell]) -> Table:
     """p50/p99/p99.9 completion latency (µs) per cell and direction, from merged histograms."""
     label = {c.cell_id: c.label for c in cells}
     table = Table(
@@ -235,7 +248,7 @@ def latency_table(pct: Any, cells: list) -> Table:
     return table
 
 
-def client_latency_table(pct: Any, cells: list) -> Table:
+def client_latency_table(pct: pd.DataFrame, cells: Sequence[StoredCell]) -> Table:
     """Database clients' latency (ms) per cell and operation, from their histograms merged over
     instances and trials."""
     label = {c.cell_id: c.label for c in cells}

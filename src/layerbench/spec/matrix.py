@@ -9,7 +9,7 @@ experiment's defaults (device) or the natural choice for the engine
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,21 +78,53 @@ def expand_workloads(exp: Experiment) -> list[Workload]:
     """Each workload, or one per combination of its ``sweep`` values (bs <= size, as IOzone)."""
     out: list[Workload] = []
     for w in exp.workloads:
-        if not isinstance(w, FioWorkload) or not w.sweep:
-            out.append(w)
-            continue
-        keys = list(w.sweep)
-        for values in itertools.product(*(w.sweep[k] for k in keys)):
-            fields = dict(zip(keys, values, strict=True))
-            name = w.name + "".join(f"-{k}{_compact(v)}" for k, v in fields.items())
-            data = {**w.model_dump(exclude={"sweep"}), **fields, "name": name[:40]}
-            try:
-                swept = FioWorkload.model_validate(data)
-            except ValidationError as exc:
-                raise spec_error(exc, f"spec {exp.name!r}", prefix=f"workloads[{w.name}].sweep.") from None
-            if swept.bs <= swept.size:
-                out.append(swept)
+        out += swept(w, f"spec {exp.name!r}") if isinstance(w, FioWorkload) and w.sweep else [w]
     return out
+
+
+def swept(w: FioWorkload, where: str, context: dict[str, Any] | None = None) -> list[FioWorkload]:
+    """One workload per combination of ``w.sweep``'s values, named after its point; bs > size is skipped."""
+    assert w.sweep is not None
+    keys = list(w.sweep)
+    out = []
+    for values in itertools.product(*(w.sweep[k] for k in keys)):
+        fields = dict(zip(keys, values, strict=True))
+        name = w.name + "".join(f"-{k}{_compact(v)}" for k, v in fields.items())
+        data = {**w.model_dump(exclude={"sweep"}), **fields, "name": name[:40]}
+        try:
+            point = FioWorkload.model_validate(data, context=context)
+        except ValidationError as exc:
+            raise spec_error(exc, where, prefix=f"workloads[{w.name}].sweep.") from None
+        if point.bs <= point.size:
+            out.append(point)
+    return out
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """Where a workload sits in its spec's sweep: the workload it came from and each swept field's value."""
+
+    origin: str  # the spec's workload name ("read" for "read-size4M-bs4k")
+    values: dict[str, Any]  # swept field → its value here (bytes for sizes); empty for a workload not swept
+
+
+SweepPoints = dict[str, tuple[FioWorkload, SweepPoint]]  # a swept workload's name → it and its point
+
+
+def sweep_points(spec_workloads: Sequence[Workload], context: dict[str, Any] | None = None) -> SweepPoints:
+    """Every point the spec's sweeps expand into, with the workload it came from and its swept values."""
+    out: SweepPoints = {}
+    for s in spec_workloads:
+        if isinstance(s, FioWorkload) and s.sweep:
+            for p in swept(s, f"workload {s.name!r}", context):
+                out[p.name] = (p, SweepPoint(s.name, {k: getattr(p, k) for k in s.sweep}))
+    return out
+
+
+def sweep_point(w: Workload, points: SweepPoints) -> SweepPoint:
+    """``w``'s place in its sweep, found by the expansion it is part of, never read back from its name."""
+    found = points.get(w.name)
+    return found[1] if found is not None and found[0] == w else SweepPoint(w.name, {})
 
 
 def _compact(value: Any) -> str:

@@ -12,7 +12,17 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from layerbench.spec.databases import PgbenchWorkload, Profile, Resources, ServerSpec, Tuning, YcsbWorkload
 from layerbench.spec.sizes import parse_size
@@ -32,6 +42,9 @@ FioRw = Literal["read", "write", "randread", "randwrite", "rw", "randrw"]
 ByteSize = Annotated[int, BeforeValidator(parse_size), Field(ge=0)]
 
 CONTAINER_PLACEMENTS: frozenset[str] = frozenset({"writable-layer", "volume", "bind", "tmpfs"})
+# Validation context of cells read back from a results database: ``Cell.model_validate(d, context=STORED_CONTEXT)``.
+STORED = "stored"
+STORED_CONTEXT = {STORED: True}
 
 
 class Frozen(BaseModel):
@@ -169,8 +182,9 @@ class FioWorkload(Frozen):
 
     @field_validator("job_file")
     @classmethod
-    def _job_file_readable(cls, value: str | None) -> str | None:
-        if value is None:
+    def _job_file_readable(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # A stored cell's job file was read when it ran; its results are read anywhere, without it.
+        if value is None or (info.context or {}).get(STORED):
             return value
         try:
             found = Path(value).is_file()

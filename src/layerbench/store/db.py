@@ -76,7 +76,7 @@ class RunRow:
     started_at: float
     finished_at: float | None
     status: str
-    spec_json: str
+    spec: dict[str, Any]  # the experiment as it ran (JSON: a later layerbench may no longer validate it)
     spec_digest: str
     host: dict[str, Any]
     pid: int
@@ -87,6 +87,18 @@ class RefusedRow:
     label: str
     config_json: str
     reason: str
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    """A check's verdict on one trial, with the trial's cell and repetition."""
+
+    trial_id: int
+    cell_id: str
+    repetition: int
+    name: str
+    status: str  # "pass" | "flag" | "skip"
+    detail: str
 
 
 @dataclass(frozen=True)
@@ -213,7 +225,7 @@ class Store:
 
     def runs(self) -> list[RunRow]:
         rows = self.conn.execute("SELECT * FROM runs ORDER BY started_at DESC, id DESC").fetchall()
-        return [RunRow(*r[:7], json.loads(r[7]), r[8]) for r in rows]
+        return [_run_row(r) for r in rows]
 
     def resolve_run(self, ref: str) -> str:
         ids = [r.id for r in self.runs()]
@@ -234,7 +246,7 @@ class Store:
         row = self.conn.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
         if row is None:
             raise StoreError(f"no run {run_id!r} in {self.path}")
-        return RunRow(*row[:7], json.loads(row[7]), row[8])
+        return _run_row(row)
 
     def cells(self, run_id: str) -> list[CellRow]:
         rows = self.conn.execute("SELECT * FROM cells WHERE run_id=? ORDER BY rowid", (run_id,)).fetchall()
@@ -256,12 +268,12 @@ class Store:
         rows = self.conn.execute("SELECT cell_id, repetition FROM trials WHERE run_id=?", (run_id,))
         return {(r[0], r[1]) for r in rows.fetchall()}
 
-    def checks(self, run_id: str) -> pd.DataFrame:
+    def checks(self, run_id: str) -> list[CheckRow]:
         sql = (
-            "SELECT t.cell_id, t.repetition, k.name, k.status, k.detail FROM checks k"
+            "SELECT t.id, t.cell_id, t.repetition, k.name, k.status, k.detail FROM checks k"
             " JOIN trials t ON t.id = k.trial_id WHERE t.run_id=?"
         )
-        return pd.read_sql_query(sql, self.conn, params=(run_id,))
+        return [CheckRow(*r) for r in self.conn.execute(sql, (run_id,)).fetchall()]
 
     def raw_outputs(self, run_id: str) -> list[tuple[str, int, str]]:
         """(cell_id, trial_id, the tool's raw output) of every successful trial."""
@@ -292,6 +304,10 @@ class Store:
             " WHERE t.run_id=? AND t.status='ok'"
         )
         return pd.read_sql_query(sql, self.conn, params=(run_id,))
+
+
+def _run_row(r: tuple[Any, ...]) -> RunRow:
+    return RunRow(*r[:5], json.loads(r[5]), r[6], json.loads(r[7]), r[8])
 
 
 def _init(conn: sqlite3.Connection, path: Path) -> None:

@@ -45,10 +45,10 @@ from hdrh.codec import HdrCookieException, HdrHistogramSettingsException, HdrLen
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 
+from layerbench import hdr
 from layerbench.errors import LayerbenchError
 from layerbench.sample import Sample
 from layerbench.spec.databases import ServerSpec, YcsbWorkload
-from layerbench.workloads import hdr
 
 Phase = Literal["load", "run", "warmup"]
 

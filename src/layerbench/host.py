@@ -1,0 +1,52 @@
+"""What the commands ask of this host: its capabilities, its description, cleanup, a block device, a run's lock.
+
+The CLI comes here instead of reaching into stack/ module by module, so a
+change inside the stack (a new engine, another probe) stops at this file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from layerbench import proc
+from layerbench.spec.feasibility import HostCaps
+from layerbench.stack import capabilities, cleanup, device, environment, runlock
+from layerbench.stack.cleanup import Action
+from layerbench.stack.ledger import Ledger
+
+DEFAULT_CACHE = capabilities.DEFAULT_CACHE
+
+
+def caps(cache_dir: Path) -> HostCaps:
+    """What this host supports (`doctor`, and every run's feasibility rules)."""
+    return capabilities.probe(proc.run, cache_dir)
+
+
+def describe(cache_dir: Path) -> dict[str, Any]:
+    """Kernel, CPU, memory and every tool's version, as a run records them."""
+    return environment.describe_host(proc.run, cache_dir)
+
+
+def changes_since(recorded: dict[str, Any], cache_dir: Path) -> list[str]:
+    """What differs between a run's recorded host and this one now (a resume refuses if anything does)."""
+    return environment.host_changes(recorded, describe(cache_dir))
+
+
+def clean_up(state_dir: Path, dry_run: bool) -> list[Action]:
+    """Remove (or with ``dry_run`` only list) what dead runs left, newest first."""
+    ledger = Ledger(state_dir / "ledger.db", "cleanup")
+    try:
+        return cleanup.reclaim(ledger, state_dir, proc.run, dry_run=dry_run)
+    finally:
+        ledger.close()
+
+
+def describe_block(dev_path: str) -> str:
+    """A block device as its owner would recognise it, before agreeing to lose its data."""
+    return device.describe_block(dev_path)
+
+
+def run_is_live(state_dir: Path, run_id: str) -> bool:
+    """A run's process still holds its lock (a run recorded as running without it died)."""
+    return runlock.is_live(state_dir, run_id)

@@ -1,0 +1,77 @@
+"""What `show`, `report` and `compare` present of a run, computed once from its read model.
+
+The CLI asks this module, not the analysis modules one by one: a run's
+results, scaling curves, seed 004's ratio table, the limits its cgroups read
+back, and its latency percentiles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from layerbench.analysis import overhead, scaling
+from layerbench.analysis.compare import Comparison, compare, environment_differences
+from layerbench.analysis.latency import client_percentiles, merged_percentiles
+from layerbench.analysis.overhead import CellResult
+from layerbench.analysis.ratio_table import RatioTable, ratio_table
+from layerbench.analysis.scaling import Scaling
+from layerbench.analysis.surface import iozone_points
+from layerbench.store.db import CheckRow
+from layerbench.store.read import RunData
+
+
+@dataclass(frozen=True)
+class RunView:
+    data: RunData
+    results: list[CellResult]
+    scalings: list[Scaling]
+    points: pd.DataFrame  # IOzone's surfaces against the baseline (analysis.surface)
+    ratios: RatioTable | None  # seed 004's table, for runs whose baseline is native on each filesystem
+    limits: list[dict[str, str]]  # per cell with limits, what its cgroup read back
+    client_latency: pd.DataFrame  # analysis.latency.client_percentiles: database clients' histograms merged
+    fio_latency: pd.DataFrame | None  # analysis.latency.merged_percentiles; None unless loaded with latency
+
+
+def view(data: RunData) -> RunView:
+    results = overhead.of_run(data)
+    points = iozone_points(data.samples, data.cells)
+    table = ratio_table(results, data.cells, points) if data.per_filesystem else None
+    labels = {c.cell_id: c.stack_label for c in data.cells}
+    fio = merged_percentiles(data.completions) if data.completions is not None else None
+    return RunView(
+        data,
+        results,
+        scaling.of_run(data),
+        points,
+        table if table is not None and table.rows else None,
+        limits_read_back(data.checks, labels),
+        client_percentiles(data.trials),
+        fio,
+    )
+
+
+def limits_read_back(checks: Sequence[CheckRow], labels: dict[str, str]) -> list[dict[str, str]]:
+    """Per cell with limits, what its container's cgroup said (the limit-applied check of its last trial)."""
+    last: dict[str, CheckRow] = {}
+    for k in checks:
+        if k.name == "limit-applied" and (k.cell_id not in last or k.repetition >= last[k.cell_id].repetition):
+            last[k.cell_id] = k
+    return [
+        {"cell": labels.get(k.cell_id, k.cell_id), "status": k.status, "detail": k.detail}
+        for _, k in sorted(last.items())
+    ]
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    a: str  # run ids
+    b: str
+    cells: list[Comparison]  # B / A per cell both have
+    environment_differences: list[str]  # what makes their numbers mean different things
+
+
+def comparison(a: RunData, b: RunData) -> RunComparison:
+    return RunComparison(a.run.id, b.run.id, compare(a, b), environment_differences(a.run.host, b.run.host))

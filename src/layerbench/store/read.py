@@ -1,0 +1,154 @@
+"""The read model: one run loaded once into typed objects, for analysis, reports, the CLI and the API.
+
+The store keeps cells, specs and trials' conditions as JSON; they are parsed
+and validated here, once, so nothing above reads a JSON string, and a swept
+workload's point is a field of its cell rather than a suffix of its name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from hdrh.histogram import HdrHistogram
+from pydantic import TypeAdapter, ValidationError
+
+from layerbench import hdr
+from layerbench.errors import SpecError, StoreError
+from layerbench.spec.matrix import SweepPoint, SweepPoints, sweep_point, sweep_points
+from layerbench.spec.models import STORED_CONTEXT, Cell, StackSpec, Trials, Workload
+from layerbench.store.db import CellRow, CheckRow, RefusedRow, RunRow, Store, TrialRow
+from layerbench.workloads import fio
+
+WORKLOAD = TypeAdapter(Workload)
+
+
+@dataclass(frozen=True)
+class StoredCell:
+    cell_id: str
+    label: str
+    stack_label: str
+    workload: str  # the workload's name as it ran (a swept one's names its point)
+    cell: Cell
+    is_baseline: bool
+    baseline_cell_id: str | None
+    point: SweepPoint  # the spec's workload it came from, and its swept fields' values
+
+    @property
+    def stack(self) -> StackSpec:
+        return self.cell.stack
+
+    @property
+    def operation(self) -> str:
+        """What the spec calls the workload: a swept one folds into its origin."""
+        return self.point.origin
+
+
+@dataclass(frozen=True)
+class StoredTrial:
+    id: int
+    cell_id: str
+    repetition: int
+    status: str  # "ok" | "failed"
+    category: str | None
+    stderr: str
+    info: dict[str, Any]  # what the trial recorded of its conditions (target, devices, endpoints, limits)
+    client_latency: dict[str, HdrHistogram]  # database clients: operation → all instances' histogram
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One fio job's completion-latency histogram (ns → count) in one successful trial."""
+
+    cell_id: str
+    trial_id: int
+    direction: str
+    bins: Mapping[int, int]
+
+
+@dataclass(frozen=True)
+class RunData:
+    run: RunRow
+    trials_rule: Trials  # the spec's repetitions and precision target: the confidence of every interval
+    cells: tuple[StoredCell, ...]
+    trials: tuple[StoredTrial, ...]
+    checks: tuple[CheckRow, ...]
+    refused: tuple[RefusedRow, ...]
+    samples: pd.DataFrame  # Store.samples_frame: one row per sample of the successful trials
+    monitor: pd.DataFrame  # Store.monitor_frame: the successful trials' monitor series
+    completions: tuple[Completion, ...] | None  # fio's histograms; None unless loaded with latency=True
+
+    @property
+    def per_filesystem(self) -> bool:
+        """The baseline is native on each cell's own filesystem: seed 004's ratio table applies."""
+        return "filesystem" in (self.run.spec.get("baseline") or {}).get("same", [])
+
+
+def load(store: Store, run_ref: str, latency: bool = False) -> RunData:
+    """A run (an id, a unique prefix or "latest"); ``latency`` also parses fio's histograms out of every
+    trial's raw output (what `show --latency` and the report need; seconds on a long run)."""
+    run = store.run(store.resolve_run(run_ref))
+    points = _sweep_points(run.spec)
+    infos = store.trial_infos(run.id)
+    return RunData(
+        run=run,
+        trials_rule=Trials.model_validate(run.spec.get("trials") or {}),
+        cells=tuple(_cell(row, points, run.id) for row in store.cells(run.id)),
+        trials=tuple(_trial(t, infos.get(t.id, {})) for t in store.trials(run.id)),
+        checks=tuple(store.checks(run.id)),
+        refused=tuple(store.refused(run.id)),
+        samples=store.samples_frame(run.id),
+        monitor=store.monitor_frame(run.id),
+        completions=_completions(store.raw_outputs(run.id)) if latency else None,
+    )
+
+
+def _sweep_points(spec: dict[str, Any]) -> SweepPoints:
+    """The points of the spec's sweeps; a workload a later layerbench no longer reads sweeps nothing."""
+    out: SweepPoints = {}
+    for data in spec.get("workloads") or []:
+        try:
+            out |= sweep_points([WORKLOAD.validate_python(data, context=STORED_CONTEXT)], STORED_CONTEXT)
+        except (ValidationError, SpecError):
+            continue
+    return out
+
+
+def _cell(row: CellRow, points: SweepPoints, run_id: str) -> StoredCell:
+    try:
+        cell = Cell.model_validate_json(row.config_json, context=STORED_CONTEXT)
+    except ValidationError as exc:
+        raise StoreError(
+            f"cell {row.label!r} of run {run_id} is not a cell this layerbench reads: {exc.errors()[0]['msg']}",
+            hint="read it with the layerbench version that ran it, or export it with sqlite3",
+        ) from exc
+    return StoredCell(
+        row.cell_id,
+        row.label,
+        row.stack_label,
+        row.workload,
+        cell,
+        row.is_baseline,
+        row.baseline_cell_id,
+        sweep_point(cell.workload, points),
+    )
+
+
+def _trial(t: TrialRow, info: dict[str, Any]) -> StoredTrial:
+    encoded = (info.get("latency_hdr") or {}) if t.status == "ok" else {}
+    latency = {op: hdr.decode(text) for op, text in encoded.items()}
+    return StoredTrial(t.id, t.cell_id, t.repetition, t.status, t.category, t.stderr, info, latency)
+
+
+def _completions(raw_outputs: list[tuple[str, int, str]]) -> tuple[Completion, ...]:
+    out = []
+    for cell_id, trial_id, raw in raw_outputs:
+        try:
+            result = fio.parse(raw)
+        except fio.FioParseError:
+            continue  # not fio's output (another tool's trial): no histogram
+        for job in result.jobs:
+            out += [Completion(cell_id, trial_id, d, data.clat_bins) for d, data in job.directions.items()]
+    return tuple(out)
