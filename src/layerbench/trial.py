@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from layerbench.analysis.checks import FIO_REMEDY, Check, accounting_blind, device_accounting
+from layerbench.analysis.checks import FIO_REMEDY, Check, accounting_blind, clock_bound, device_accounting
 from layerbench.errors import ToolError
 from layerbench.monitor import Monitor, devices_beneath
 from layerbench.monitor_checks import bottleneck_check, contended_check
@@ -127,12 +127,12 @@ def _execute(target: Target, w: FileWorkload, out: Outcome, tools: Path) -> None
         out.category = category(done.rc, done.stderr)
         return
     try:
-        samples, accounting = _measured(w, done.stdout, mon, target, devices)
+        samples, tool_checks = _measured(w, done.stdout, mon, target, devices)
     except (fio.FioParseError, iozone.IozoneParseError) as exc:
         out.category, out.stderr = "parse-error", f"{exc}\n{done.stderr}"
         return
     out.status, out.samples = "ok", samples
-    out.checks = trial_checks(accounting, mon, target, devices[-1])
+    out.checks = trial_checks(tool_checks, mon, target, devices[-1])
 
 
 # IOzone's automatic mode has no runtime of its own: it ends when its last size and record are done.
@@ -145,15 +145,22 @@ def _time_limit(w: FileWorkload) -> float:
 
 def _measured(
     w: FileWorkload, stdout: str, mon: Monitor, target: Target, devices: list[str]
-) -> tuple[list[Sample], Check]:
-    """The tool's samples, and whether the device saw the bytes the tool says it moved."""
+) -> tuple[list[Sample], list[Check]]:
+    """The tool's samples, and what the tool's own output lets us judge: whether the device saw the bytes
+    fio says it moved; whether IOzone's clock could time its tests."""
     if isinstance(w, IozoneWorkload):
-        skip = Check("device-accounting", "skip", "IOzone reports a rate per test, not the bytes each moved")
-        return iozone.samples(iozone.parse(stdout)), skip
+        return _iozone_measured(iozone.parse(stdout))
     result = fio.parse(stdout)
     source = job_source(w)
     phases = fio.group_phases(source) if source is not None else None  # which groups ran in turn
-    return fio.samples(result, phases), _accounting(result, mon, target, devices)
+    return fio.samples(result, phases), [_accounting(result, mon, target, devices)]
+
+
+def _iozone_measured(result: iozone.IozoneResult) -> tuple[list[Sample], list[Check]]:
+    skip = Check("device-accounting", "skip", "IOzone reports a rate per test, not the bytes each moved")
+    fast = [f"{p.size_kb}k/{p.record_kb}k {d}" for p, d in iozone.at_the_clock(result)]
+    total = sum(len(p.kbps) for p in result.points)
+    return iozone.samples(result), [skip, clock_bound(fast, total, result.resolution_s)]
 
 
 # 128 + SIGKILL: the kernel's OOM killer, or a timeout's kill, ended the tool.
@@ -171,9 +178,9 @@ def category(rc: int | None, stderr: str) -> str:
     return "tool-error"
 
 
-def trial_checks(accounting: Check, mon: Monitor, target: Target, lowest: str) -> list[Check]:
+def trial_checks(tool_checks: list[Check], mon: Monitor, target: Target, lowest: str) -> list[Check]:
     asked, enforced = target.info.get("limits"), target.info.get("limits_enforced")
-    checks = [accounting, bottleneck_check(mon, lowest, FIO_REMEDY, {"": asked or {}}), contended_check(mon)]
+    checks = [*tool_checks, bottleneck_check(mon, lowest, FIO_REMEDY, {"": asked or {}}), contended_check(mon)]
     checks.append(volatile_check(target.path, target.info.get("pid"), target.path_is_device))
     if asked:
         checks.append(Check("limit-applied", *verdict(asked, enforced or {})))

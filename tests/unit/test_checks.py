@@ -9,6 +9,7 @@ from layerbench.analysis.checks import (
     CpuLoad,
     accounting_blind,
     bottleneck,
+    clock_bound,
     contended,
     cpu_limit,
     cpuset_size,
@@ -170,3 +171,12 @@ def test_accounting_sees_through_a_loop_device_only_to_a_disk_under_its_file(tmp
 
 def test_too_few_bytes_to_account_is_a_skip_not_a_pass() -> None:
     assert device_accounting("vda", fio_read=4 * MiB, fio_written=0, dev_read=0, dev_written=0).status == "skip"
+
+
+def test_clock_bound_flags_cells_at_the_resolution_and_says_why() -> None:
+    flagged = clock_bound(["64k/32k read", "64k/32k reread", "64k/64k read", "128k/64k reread"], 75, 1e-6)
+    assert flagged.status == "flag"
+    assert "4 of 75 cells (64k/32k read, 64k/32k reread, 64k/64k read and 1 more)" in flagged.detail
+    assert "1 µs" in flagged.detail and "ceiling" in flagged.detail
+    assert clock_bound([], 75, 1e-6).status == "pass"
+    assert clock_bound([], 75, None).status == "skip"

@@ -357,3 +357,18 @@ def test_geomean_by_hand() -> None:
     zero = IozoneResult("3.489", "iozone", (), ("write",), (IozonePoint(64, 4, {"write": 0}),))
     assert iozone.geomean(zero) == 0.0
     assert math.isnan(iozone.geomean(IozoneResult("3.489", "iozone", (), (), ())))
+
+
+def test_cells_within_the_clocks_resolution_are_found() -> None:
+    # On zram the small files' reads took one microsecond: IOzone prints size / 1 µs.
+    result = iozone.parse(raw("run-together-zram-ext4.txt"))
+    assert result.resolution_s == 1e-6
+    fast = {(p.size_kb, p.record_kb, d) for p, d in iozone.at_the_clock(result)}
+    assert fast == {
+        (64, 32, "read"),
+        (64, 32, "reread"),
+        (64, 32, "randread"),
+        (64, 64, "read"),
+        (128, 64, "reread"),
+    }
+    assert iozone.at_the_clock(iozone.parse(raw("all-tests-fsync-ext4.txt"))) == []

@@ -244,3 +244,19 @@ def contended(outside_cores: float, ncpu: int, top: dict[str, float]) -> Check:
         f"so this trial's ratio to its baseline is not to be trusted. {GROUP_SCHEDULING}. "
         "Rerun on a quiet host, or pin the cell and the rest apart (cpuset).",
     )
+
+
+def clock_bound(cells: list[str], total: int, resolution_s: float | None) -> Check:
+    """``cells``: the IOzone cells ("64k/4k read") that took no longer than the clock's resolution."""
+    if resolution_s is None:
+        return Check("clock-bound", "skip", "IOzone did not print its clock's resolution")
+    if not cells:
+        return Check("clock-bound", "pass", f"every one of {total} cells took longer than {resolution_s * 1e6:g} µs")
+    shown = ", ".join(cells[:3]) + (f" and {len(cells) - 3} more" if len(cells) > 3 else "")
+    return Check(
+        "clock-bound",
+        "flag",
+        f"{len(cells)} of {total} cells ({shown}) ran within IOzone's {resolution_s * 1e6:g} µs clock: their kB/s is "
+        "the file size over the resolution, a ceiling, not a speed, and a ratio between two such cells is 1 by "
+        "construction. Use larger file sizes.",
+    )

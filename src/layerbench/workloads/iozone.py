@@ -90,6 +90,7 @@ class IozoneResult:
     settings: tuple[str, ...]  # the banner's mode lines: "Auto Mode", "O_DIRECT feature enabled", ...
     operations: tuple[str, ...]  # directions with at least one value, in the table's order
     points: tuple[IozonePoint, ...]
+    resolution_s: float | None = None  # "Time Resolution = 0.000001 seconds.": the shortest time it can tell
 
 
 # --- the binary ------------------------------------------------------------------------------------
@@ -177,7 +178,13 @@ def parse(text: str, stderr: str = "") -> IozoneResult:
     if not any(line.strip() == COMPLETE for line in lines[end:]) or not points or not all(p.kbps for p in points):
         raise IozoneParseError(f"IOzone stopped before finishing its table: {_failure(lines[header + 1 :], stderr)}")
     operations = tuple(d for _, d in columns if any(d in p.kbps for p in points))
-    return IozoneResult(_version(text), _command(text), _settings(lines), operations, tuple(points))
+    settings = _settings(lines)
+    return IozoneResult(_version(text), _command(text), settings, operations, tuple(points), _resolution(text))
+
+
+def _resolution(text: str) -> float | None:
+    match = re.search(r"Time Resolution = ([0-9.eE+-]+) seconds", text)
+    return float(match.group(1)) if match else None
 
 
 def _header_index(lines: list[str], stderr: str) -> int:
@@ -301,6 +308,15 @@ def samples(result: IozoneResult) -> list[Sample]:
         job = f"s{p.size_kb}k-r{p.record_kb}k"
         out += [Sample("bw", kbps * 1024.0, "B/s", direction, job) for direction, kbps in p.kbps.items()]
     return out
+
+
+def at_the_clock(result: IozoneResult) -> list[tuple[IozonePoint, str]]:
+    """The cells whose test took no more than the clock's resolution: IOzone then divides the file's size by
+    the resolution itself (64000000 kB/s for 64 kB at 1 µs), a ceiling rather than a speed."""
+    if not result.resolution_s:
+        return []
+    ceiling = 1 / result.resolution_s
+    return [(p, d) for p in result.points for d, kbps in p.kbps.items() if kbps >= p.size_kb * ceiling * 0.999]
 
 
 def geomean(result: IozoneResult) -> float:
