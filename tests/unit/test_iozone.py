@@ -372,3 +372,10 @@ def test_cells_within_the_clocks_resolution_are_found() -> None:
         (128, 64, "reread"),
     }
     assert iozone.at_the_clock(iozone.parse(raw("all-tests-fsync-ext4.txt"))) == []
+
+
+def test_a_points_job_reads_back_as_its_sizes() -> None:
+    from layerbench.sample import job_point, point_job
+
+    assert job_point(point_job(1024, 64)) == (1024, 64)
+    assert job_point("fileserver") is None and job_point("s1k-r2") is None

@@ -1,7 +1,7 @@
 """IOzone's surfaces against the baseline: per operation, file size and record size, the ratio of means.
 
 One IOzone trial measures a whole surface (seed 004's automatic mode), stored
-as one "bw" sample per operation and point (job "s<size>k-r<record>k"). A
+as one "bw" sample per operation and point (its job from ``sample.point_job``). A
 point's ratio is the cell's mean over its trials at that point over the
 baseline's mean at the same point; the ratio table folds a surface by the
 geometric mean, the figure draws it.
@@ -9,15 +9,14 @@ geometric mean, the figure draws it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import pandas as pd
 
+from layerbench.sample import job_point
 from layerbench.spec.models import IozoneWorkload
 from layerbench.store.read import StoredCell
 
-POINT = re.compile(r"s(?P<size>\d+)k-r(?P<record>\d+)k")
 COLUMNS = ["cell_id", "op", "size", "record", "ratio"]
 
 
@@ -38,8 +37,7 @@ def iozone_points(frame: pd.DataFrame, cells: Sequence[StoredCell]) -> pd.DataFr
             continue
         ratio = (means.loc[cell] / means.loc[base]).dropna()
         for (direction, job), value in ratio.items():
-            point = POINT.fullmatch(job)
+            point = job_point(job)
             if point:
-                size, record = int(point["size"]) * 1024, int(point["record"]) * 1024
-                out.append((cell, f"iozone {direction}", size, record, float(value)))
+                out.append((cell, f"iozone {direction}", point[0] * 1024, point[1] * 1024, float(value)))
     return pd.DataFrame(out, columns=COLUMNS)

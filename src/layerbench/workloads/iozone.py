@@ -48,7 +48,7 @@ from pathlib import Path
 
 from layerbench.errors import LayerbenchError, SpecError
 from layerbench.proc import Runner
-from layerbench.sample import Sample
+from layerbench.sample import Sample, point_job
 from layerbench.spec.models import IozoneWorkload
 
 TESTS = {"write": 0, "read": 1, "random": 2}  # IOzone's -i numbers
@@ -305,7 +305,7 @@ def samples(result: IozoneResult) -> list[Sample]:
     """The trial's headline (geometric mean of every cell), then each cell's bandwidth in B/s."""
     out = [Sample("iozone_geomean", geomean(result), "B/s", "", "")]
     for p in result.points:
-        job = f"s{p.size_kb}k-r{p.record_kb}k"
+        job = point_job(p.size_kb, p.record_kb)
         out += [Sample("bw", kbps * 1024.0, "B/s", direction, job) for direction, kbps in p.kbps.items()]
     return out
 
