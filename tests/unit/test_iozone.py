@@ -14,6 +14,7 @@ import pytest
 
 from layerbench.errors import SpecError
 from layerbench.proc import FakeRunner
+from layerbench.sample import job_point, point_job
 from layerbench.spec.models import IozoneWorkload
 from layerbench.stack.environment import describe_host
 from layerbench.workloads import iozone
@@ -375,7 +376,5 @@ def test_cells_within_the_clocks_resolution_are_found() -> None:
 
 
 def test_a_points_job_reads_back_as_its_sizes() -> None:
-    from layerbench.sample import job_point, point_job
-
     assert job_point(point_job(1024, 64)) == (1024, 64)
     assert job_point("fileserver") is None and job_point("s1k-r2") is None
