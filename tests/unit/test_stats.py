@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from layerbench.analysis.stats import ratio, ratios, summarize, summary_frame
+from layerbench.analysis.stats import ratio, ratios, summarize, summary_frame, t_quantile
 from layerbench.sample import Sample
 from layerbench.store.db import CellRow, Store, TrialRecord
 
@@ -120,3 +120,16 @@ def test_ratio_is_nan_when_the_baseline_has_no_results(tmp_path: Path) -> None:
     frame = store_frame(tmp_path, {"base": [], "other": [mixed_trial(1000.0, 300.0)] * 2})
     row = ratios(frame, "iops", "read").set_index("cell_id").loc["other"]
     assert row["n_baseline"] == 0 and math.isnan(row["ratio"]) and math.isnan(row["ci_low"])
+
+
+def test_the_t_distribution_from_scipy_special_gives_scipy_stats_numbers() -> None:
+    # summarize and ratio take t from scipy.special's ufuncs for speed; they must agree with scipy.stats.
+    rng = np.random.default_rng(11)
+    for n_a, n_b in [(2, 2), (3, 5), (10, 4), (30, 30)]:
+        a, b = rng.normal(100, 7, n_a), rng.normal(90, 15, n_b)
+        s = summarize(a)
+        low, high = stats.t.interval(0.95, n_a - 1, loc=a.mean(), scale=stats.sem(a))
+        assert math.isclose(s.ci_low, low, rel_tol=1e-9) and math.isclose(s.ci_high, high, rel_tol=1e-9)
+        welch = stats.ttest_ind(a, b, equal_var=False).pvalue
+        assert math.isclose(ratio(a, b).p_value, welch, rel_tol=1e-9)
+        assert math.isclose(t_quantile(0.99, n_a - 1), stats.t.ppf(0.995, n_a - 1), rel_tol=1e-9)

@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
 
+from layerbench.analysis.stats import t_quantile
 from layerbench.spec.models import Trials
 
 NOMINAL = 0.95
@@ -37,9 +37,8 @@ def relative_halfwidth(values: Sequence[float], level: float = NOMINAL) -> float
     mean = float(arr.mean())
     if mean == 0:
         return float("inf")
-    sem = float(stats.sem(arr))
-    t = float(stats.t.ppf(0.5 + level / 2, len(arr) - 1))
-    return t * sem / abs(mean)
+    sem = float(arr.std(ddof=1)) / len(arr) ** 0.5
+    return t_quantile(level, len(arr) - 1) * sem / abs(mean)
 
 
 def confidence(trials: Trials) -> float:

@@ -3,18 +3,20 @@
 Statistics come from scipy: Student-t intervals for means, Welch's t-test for
 whether a cell differs from its baseline, and Fieller's interval for the
 ratio of two independent means (it stays honest at the small n benchmarks
-have, where a bootstrap does not).
+have, where a bootstrap does not). The t distribution is taken from
+scipy.special's ufuncs, not scipy.stats' wrappers: the same numbers (a unit
+test holds them to scipy.stats), without ~0.5 ms of argument checking per
+call, which made `show` of a 10,000-cell run take 15 s.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special
 
 NAN = float("nan")
 
@@ -64,7 +66,8 @@ def summarize(values: np.ndarray | list[float], confidence: float = 0.95) -> Sum
     std = float(arr.std(ddof=1)) if n > 1 else NAN
     low, high = (NAN, NAN)
     if n > 1:
-        low, high = stats.t.interval(confidence, n - 1, loc=mean, scale=stats.sem(arr)) if std > 0 else (mean, mean)
+        half = t_quantile(confidence, n - 1) * std / math.sqrt(n)
+        low, high = (mean - half, mean + half) if std > 0 else (mean, mean)
     cv = std / mean if n > 1 and mean else NAN
     return Summary(n, mean, std, float(arr.min()), float(arr.max()), cv, float(np.median(arr)), float(low), float(high))
 
@@ -85,7 +88,7 @@ def ratio(cell: np.ndarray | list[float], base: np.ndarray | list[float], confid
 def _fieller(a: np.ndarray, b: np.ndarray, confidence: float) -> tuple[float, float]:
     ma, mb = a.mean(), b.mean()
     va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-    t = stats.t.ppf(0.5 + confidence / 2, min(len(a), len(b)) - 1)
+    t = t_quantile(confidence, min(len(a), len(b)) - 1)
     g = t * t * vb / (mb * mb)
     if g >= 1:  # the baseline's own interval includes zero: the ratio is unbounded
         return NAN, NAN
@@ -94,12 +97,17 @@ def _fieller(a: np.ndarray, b: np.ndarray, confidence: float) -> tuple[float, fl
     return float((q - half) / (1 - g)), float((q + half) / (1 - g))
 
 
+def t_quantile(confidence: float, df: float) -> float:
+    """The two-sided ``confidence`` quantile of Student's t with ``df`` degrees of freedom."""
+    return float(special.stdtrit(df, 0.5 + confidence / 2))
+
+
 def _welch_p(a: np.ndarray, b: np.ndarray) -> float:
-    # Near-identical samples (a timer's resolution, a throttle's exact rate) make scipy warn about
-    # precision; the test is still right, and the warning would land in the middle of a table.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
+    """Welch's two-sided p-value (scipy.stats.ttest_ind with equal_var=False)."""
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    t = (a.mean() - b.mean()) / math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va * va / (len(a) - 1) + vb * vb / (len(b) - 1))
+    return float(2 * special.stdtr(df, -abs(t)))
 
 
 def _exact_p(a: np.ndarray, b: np.ndarray) -> float:

@@ -40,7 +40,7 @@ from layerbench.report.view import comparison, view
 from layerbench.session import budget_for, cells_here, check_server_access, check_space, needed_bytes, running
 from layerbench.spec import load as spec_load
 from layerbench.spec.matrix import Matrix
-from layerbench.spec.models import Experiment
+from layerbench.spec.models import Experiment, StackSpec
 from layerbench.store.db import RunRow, Store
 from layerbench.store.read import load
 
@@ -417,19 +417,30 @@ def doctor(as_json: bool = JSON_OPTION, cache_dir: Path = CACHE_OPTION) -> None:
         console.print(table)
 
 
+PLAN_NAMES_SHOWN = 12
+
+
+def _names(names: list[str]) -> str:
+    """A few names and how many more: a 500-point sweep's names are a screenful nobody reads."""
+    if len(names) <= PLAN_NAMES_SHOWN:
+        return ", ".join(names)
+    return f"{', '.join(names[: PLAN_NAMES_SHOWN - 2])}, ... {names[-1]} ({len(names)} in all)"
+
+
 def _print_plan(matrix: Matrix, header: str | None = None) -> None:
     if header:
         console.print(f"[bold]{header}[/]")
-    stacks = matrix.stacks()
-    per_stack = {s: [c.workload.name for c in matrix.cells if c.stack == s] for s in stacks}
+    per_stack: dict[StackSpec, list[str]] = {}
+    for c in matrix.cells:  # one pass: a sweep makes thousands of cells
+        per_stack.setdefault(c.stack, []).append(c.workload.name)
     n_work = len({c.workload.name for c in matrix.cells})
-    shape = f"{len(stacks)} stacks x {n_work} workloads"
+    shape = f"{len(per_stack)} stacks x {n_work} workloads"
     console.print(f"{len(matrix.cells)} cells ({shape}), {len(matrix.refused)} refused")
     shared = len({tuple(v) for v in per_stack.values()}) == 1
     if shared and per_stack:
-        console.print(f"  workloads: {', '.join(next(iter(per_stack.values())))}")
+        console.print(f"  workloads: {_names(next(iter(per_stack.values())))}")
     for stack, names in per_stack.items():
-        console.print(f"  [cyan]{escape(stack.label())}[/]" + ("" if shared else f"  {', '.join(names)}"))
+        console.print(f"  [cyan]{escape(stack.label())}[/]" + ("" if shared else f"  {_names(names)}"))
     for refusal in {r.cell.stack.label(): r for r in matrix.refused}.values():
         console.print(f"  [red]refused[/] {escape(refusal.cell.stack.label())}: {escape(refusal.reason)}")
 

@@ -60,9 +60,10 @@ def expand(
     also the cells whose files would not fit on their device."""
     check_baseline(exp)
     cells, refused = [], []
+    workloads = expand_workloads(exp)
     for stack in expand_stacks(exp):
         stack_reason = rule(stack, caps)
-        for w in expand_workloads(exp):
+        for w in workloads:
             if not pairs(stack, w):
                 continue
             cell = Cell(stack=stack, workload=w)
@@ -168,9 +169,10 @@ def _baselines(exp: Experiment, cells: list[Cell]) -> dict[str, str | None]:
     """
     by_key = {(c.stack, c.workload.name): c.id for c in cells}
     stacks = set(by_key_stack for by_key_stack, _ in by_key)
+    base_of = {s: _baseline_stack(exp, s, stacks) for s in stacks}  # per stack, not per cell: sweeps repeat them
     out: dict[str, str | None] = {}
     for c in cells:
-        base = _baseline_stack(exp, c.stack, stacks)
+        base = base_of[c.stack]
         out[c.id] = by_key.get((base, c.workload.name)) if base else None
     return out
 

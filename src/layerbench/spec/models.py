@@ -7,6 +7,7 @@ into the full objects here, so the rest of the code sees one shape only.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -310,7 +311,7 @@ class Cell(Frozen):
     stack: StackSpec
     workload: Workload
 
-    @property
+    @functools.cached_property  # the matrix asks for it several times per cell; a cell never changes
     def id(self) -> str:
         blob = json.dumps(self.model_dump(mode="json"), sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
