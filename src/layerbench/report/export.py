@@ -15,12 +15,9 @@ FORMATS = ("csv", "json", "parquet")
 
 def samples_with_config(frame: pd.DataFrame, cells: Sequence[StoredCell]) -> pd.DataFrame:
     """``frame`` from Store.samples_frame; config columns such as ``stack.filesystem.type``, ``workload.bs``."""
-    config = pd.DataFrame(
-        [
-            {"cell_id": c.cell_id, **pd.json_normalize(c.cell.model_dump(mode="json"), sep=".").iloc[0].to_dict()}
-            for c in cells
-        ]
-    )
+    # One json_normalize over every cell: one per cell built 10,000 one-row frames (11 s of a 22 s export).
+    config = pd.json_normalize([c.cell.model_dump(mode="json") for c in cells], sep=".")
+    config.insert(0, "cell_id", [c.cell_id for c in cells])
     for column in config.columns:
         # Lists (mkfs options) become strings: CSV and Parquet want one type per column.
         if config[column].map(lambda v: isinstance(v, list)).any():
