@@ -104,6 +104,10 @@ def podman_argv(exec_root: Path, data_root: Path, driver: str) -> list[str]:
         f"--tmpdir={p['tmpdir']}",
         f"--storage-driver={driver}",
         "--cgroup-manager=cgroupfs",
+        # runc, always: with crun installed too (apt may pick it for podman's "crun | runc") Podman 4.3
+        # prefers crun, which refuses this kind of host ("cgroups in hybrid mode not supported"); runc
+        # is what the feasibility rule checks for and what every other engine here runs.
+        "--runtime=runc",
         # runc's state beside ours; only conmon's exit commands still use /run/runc (HOST_DIRS)
         f"--runtime-flag=root={p['runc']}",
         "--events-backend=file",
