@@ -18,9 +18,10 @@ from layerbench.stack.ledger import Ledger
 DEFAULT_CACHE = capabilities.DEFAULT_CACHE
 
 
-def caps(cache_dir: Path) -> HostCaps:
-    """What this host supports (`doctor`, and every run's feasibility rules)."""
-    return capabilities.probe(proc.run, cache_dir)
+def caps(cache_dir: Path, guests: bool = False) -> HostCaps:
+    """What this host supports (`doctor`, and every run's feasibility rules); with ``guests``, whether
+    and how a VM runs here too (a probe boot)."""
+    return capabilities.probe(proc.run, cache_dir, guests=guests)
 
 
 def describe(cache_dir: Path) -> dict[str, Any]:

@@ -10,7 +10,10 @@ or the host for a native cell).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from layerbench.analysis.checks import Check
+from layerbench.errors import LayerbenchError
 from layerbench.stack import mountinfo
 
 NAME = "volatile-mount"
@@ -20,13 +23,16 @@ REMEDY = (
 )
 
 
-def volatile_check(path: str, pid: int | None, is_device: bool = False) -> Check:
-    """``path`` as the process ``pid`` (None: this one, the host) sees it."""
+def volatile_check(
+    path: str, pid: int | None, is_device: bool = False, table: Callable[[], str] | None = None
+) -> Check:
+    """``path`` as the process ``pid`` (None: this one, the host) sees it, or as ``table`` (a guest's
+    mountinfo) says."""
     if is_device:
         return Check(NAME, "skip", "a raw device: no mount between the workload and the device")
     try:
-        entries = mountinfo.parse(mountinfo.read(pid))
-    except (OSError, mountinfo.MountinfoError) as exc:
+        entries = mountinfo.parse(table() if table else mountinfo.read(pid))
+    except (OSError, LayerbenchError, mountinfo.MountinfoError) as exc:
         return Check(NAME, "skip", f"cannot read the mounts the workload sees: {exc}")
     return judge(entries, path)
 

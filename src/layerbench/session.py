@@ -16,9 +16,10 @@ from typing import Any
 
 from layerbench import proc
 from layerbench.errors import PrerequisiteError
-from layerbench.spec.matrix import Matrix, expand
+from layerbench.spec.matrix import Matrix, expand, expand_stacks
 from layerbench.spec.models import Experiment
 from layerbench.spec.profiles import Budget
+from layerbench.spec.rules import VM_ENGINES
 from layerbench.stack.capabilities import DEFAULT_CACHE, probe
 from layerbench.stack.cleanup import Action, reclaim
 from layerbench.stack.fleet import check_passable
@@ -35,7 +36,9 @@ HEADROOM = 1 * 2**30
 def cells_here(exp: Experiment, cache_dir: Path) -> Matrix:
     """The experiment's cells on this host: refused where the host lacks a layer or a tool, or where a
     cell's files would not fit on its device."""
-    return expand(exp, probe(proc.run, cache_dir), files=footprint.files, usable_share=footprint.USABLE_SHARE)
+    guests = any(s.engine.kind in VM_ENGINES for s in expand_stacks(exp))
+    caps = probe(proc.run, cache_dir, guests=guests)
+    return expand(exp, caps, files=footprint.files, usable_share=footprint.USABLE_SHARE)
 
 
 def needed_bytes(matrix: Matrix) -> int:

@@ -163,6 +163,11 @@ def _iozone_measured(result: iozone.IozoneResult) -> tuple[list[Sample], list[Ch
     return iozone.samples(result), [skip, clock_bound(fast, total, result.resolution_s)]
 
 
+EMULATED = (
+    "the guest ran under emulation (TCG: no usable KVM here), on a CPU 10-50x slower than the host's: "
+    "a functional result, not comparable with native or container cells"
+)
+
 # 128 + SIGKILL: the kernel's OOM killer, or a timeout's kill, ended the tool.
 KILLED_RC = 137
 
@@ -181,7 +186,9 @@ def category(rc: int | None, stderr: str) -> str:
 def trial_checks(tool_checks: list[Check], mon: Monitor, target: Target, lowest: str) -> list[Check]:
     asked, enforced = target.info.get("limits"), target.info.get("limits_enforced")
     checks = [*tool_checks, bottleneck_check(mon, lowest, FIO_REMEDY, {"": asked or {}}), contended_check(mon)]
-    checks.append(volatile_check(target.path, target.info.get("pid"), target.path_is_device))
+    checks.append(volatile_check(target.path, target.info.get("pid"), target.path_is_device, target.mount_table))
+    if target.info.get("accel") == "tcg":
+        checks.append(Check("not-comparable", "flag", EMULATED))
     if asked:
         checks.append(Check("limit-applied", *verdict(asked, enforced or {})))
     return checks

@@ -24,4 +24,6 @@ def full_caps() -> HostCaps:
         podman_drivers=frozenset({"overlay", "vfs", "btrfs"}),
         servers=frozenset({"postgres", "redis"}),
         clients=frozenset({"ycsb", "pgbench"}),
+        vm_accel="kvm",
+        vm_missing=None,
     )

@@ -24,13 +24,14 @@ FIO = "workloads:\n  - {name: RR}\n"
 def test_every_engine_kind_is_registered_and_container_engines_have_rules() -> None:
     assert set(ENGINES) == set(get_args(EngineKind))
     assert set(ENGINE_RULES) == set(ENGINES) - {"native"}
-    assert {"dockerd", "podman"} <= set(REMOVERS)
+    assert {"dockerd", "podman", "vm"} <= set(REMOVERS)
 
 
 def test_podman_drivers_default_and_validate() -> None:
     assert EngineSpec.model_validate("podman").driver == "overlay"
     assert EngineSpec.model_validate("docker").driver == "overlay2"
-    for wrong in ("podman:overlay2", "docker:overlay"):
+    assert EngineSpec.model_validate("vm+docker").driver == "overlay2"
+    for wrong in ("podman:overlay2", "docker:overlay", "vm+docker:btrfs"):
         with pytest.raises(ValueError, match="allowed values"):
             EngineSpec.model_validate(wrong)
 
@@ -68,3 +69,51 @@ def test_failures_are_classified_by_the_engine_that_owns_them() -> None:
     assert failure_category(125, "fio: bad option") is None
     assert category(125, "podman exec failed: connection refused") == "engine-error"
     assert category(1, "fio: error") == "tool-error"
+
+
+VM = (
+    BASE
+    + "  - {filesystem: ext4, engine: vm, placement: host-dir}\n"
+    + "  - {filesystem: none, engine: vm, placement: raw}\n"
+    + "  - {filesystem: ext4, engine: 'vm+docker', placement: [writable-layer, bind]}\n"
+)
+
+
+def test_vm_cells_build_on_a_host_whose_kvm_runs_guests(full_caps: HostCaps) -> None:
+    m = expand(load.parse(VM + FIO), full_caps)
+    assert not m.refused and {c.stack.placement.kind for c in m.cells} == {"host-dir", "raw", "writable-layer", "bind"}
+
+
+def test_vm_cells_under_emulation_are_refused_unless_the_spec_allows_it(full_caps: HostCaps) -> None:
+    tcg = dataclasses.replace(full_caps, vm_accel="tcg")
+    refused = expand(load.parse(VM + FIO), tcg)
+    assert not refused.cells and all("emulation: allow" in r.reason for r in refused.refused)
+    allowed = expand(load.parse(VM + "emulation: allow\n" + FIO), tcg)
+    assert len(allowed.cells) == 4 and not allowed.refused
+
+
+def test_a_host_without_a_guest_image_refuses_vm_cells_with_why(full_caps: HostCaps) -> None:
+    caps = dataclasses.replace(full_caps, vm_missing="no test VM image in /c/vm (make vm-image builds it)")
+    m = expand(load.parse(VM + "emulation: allow\n" + FIO), caps)
+    assert not m.cells and all("make vm-image" in r.reason for r in m.refused)
+
+
+@pytest.mark.parametrize(
+    ("entry", "reason"),
+    [
+        ("{filesystem: ext4, engine: vm, placement: volume}", "a VM's disk is 'raw'"),
+        ("{filesystem: ext4, engine: vm, placement: host-dir, limits: {cpus: 1}}", "limits on a VM cell"),
+        ("{filesystem: ext4, engine: vm, placement: host-dir, server: {kind: postgres}}", "servers in a VM"),
+        ("{filesystem: none, engine: 'vm+docker', placement: raw}", "Docker in a VM needs a host filesystem"),
+        ("{filesystem: ext4, engine: 'vm+docker', placement: host-dir}", "in a container use one of"),
+    ],
+)
+def test_impossible_vm_cells_are_refused_with_reason(full_caps: HostCaps, entry: str, reason: str) -> None:
+    workloads = "workloads:\n  - {name: p, kind: pgbench}\n" if "server" in entry else FIO
+    m = expand(load.parse(BASE + f"  - {entry}\n" + workloads), full_caps)
+    assert not m.cells and m.refused and reason in m.refused[0].reason, m.refused
+
+
+def test_a_guest_gone_under_a_command_is_the_engines_failure() -> None:
+    assert category(255, "layerbench: the guest is gone (qemu exited with -9)") == "engine-error"
+    assert category(255, "fio: exited with 255") == "tool-error"

@@ -54,6 +54,7 @@ def doctor_rows(caps: HostCaps) -> list[DoctorRow]:
             )
             reason = host_has_engine(stack, caps)
             rows.append(DoctorRow(f"{engine} driver", driver, reason is None, reason or ""))
+    rows.append(_guest_row(caps))
     for server in get_args(ServerKind):
         reason = host_has_server(_stack(filesystem="xfs", placement="host-dir", server=server), caps)
         rows.append(DoctorRow("database", server, reason is None, reason or ""))
@@ -65,6 +66,15 @@ def doctor_rows(caps: HostCaps) -> list[DoctorRow]:
         rows.append(DoctorRow("tool", tool, ok, "" if ok else "not on PATH (`make setup` installs it)"))
     rows.extend(DoctorRow("note", "", True, note) for note in caps.notes)
     return rows
+
+
+def _guest_row(caps: HostCaps) -> DoctorRow:
+    reason = host_has_engine(_stack(filesystem="xfs", engine="vm", placement="host-dir"), caps)
+    if reason is not None:
+        return DoctorRow("engine", "vm", False, reason)
+    if caps.vm_accel == "kvm":
+        return DoctorRow("engine", "vm", True, "guests run under KVM")
+    return DoctorRow("engine", "vm", False, "emulation only (no usable KVM): VM cells need 'emulation: allow'")
 
 
 def _stack(**fields: object) -> StackSpec:

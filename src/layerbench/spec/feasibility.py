@@ -31,3 +31,6 @@ class HostCaps:
     notes: tuple[str, ...] = ()  # human-readable remarks from probing
     servers: frozenset[str] = frozenset()  # database servers installed (postgres, redis)
     clients: frozenset[str] = frozenset()  # tools beyond fio that are ready: ycsb (java, jars), pgbench, iozone
+    # Guests (the vm engine), probed only for experiments that have VM cells: a probe boots a kernel.
+    vm_accel: str | None = None  # "kvm" where a probe guest ran under KVM, "tcg" where only emulation can
+    vm_missing: str | None = "not probed: the experiment has no VM cells"  # why no guest can boot here

@@ -30,12 +30,13 @@ from layerbench.spec.sizes import parse_size
 
 DeviceKind = Literal["loop", "zram", "block"]
 FsType = Literal["none", "ext4", "xfs", "btrfs", "reiserfs"]
-EngineKind = Literal["native", "docker", "podman"]
+EngineKind = Literal["native", "docker", "podman", "vm", "vm+docker"]
 Driver = Literal["overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "aufs", "overlay"]
 # Each container engine's storage drivers, the first its default (Podman calls overlay "overlay").
 DRIVERS: dict[str, tuple[str, ...]] = {
     "docker": ("overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "aufs"),
     "podman": ("overlay", "vfs", "btrfs"),
+    "vm+docker": ("overlay2", "vfs"),  # the guest's Docker, on the filesystem the guest makes on its disk
 }
 PlacementKind = Literal["raw", "host-dir", "writable-layer", "volume", "bind", "tmpfs"]
 FioRw = Literal["read", "write", "randread", "randwrite", "rw", "randrw"]
@@ -375,6 +376,10 @@ class Experiment(Frozen):
     resources: Resources = Field(
         default=Resources(),
         description="what resource profiles divide among containers (default: this host; bandwidth measured)",
+    )
+    emulation: Literal["refuse", "allow"] = Field(
+        default="refuse",
+        description="VM cells where KVM cannot run a guest: refused, or run emulated (function only, flagged)",
     )
 
     @field_validator("stacks", mode="before")

@@ -21,6 +21,10 @@ from layerbench.spec.models import (
     Workload,
 )
 
+# Where a workload runs on a host of its own (the host itself, or a guest): the device, or a directory.
+HOST_PLACEMENTS = frozenset({"raw", "host-dir"})
+# Engines whose workload runs in a guest (stack/engines/vm.py, vm_docker.py).
+VM_ENGINES = frozenset({"vm", "vm+docker"})
 # Servers start with room for this many client connections (PostgreSQL's max_connections is 256).
 CLIENT_LIMIT = 250
 
@@ -48,6 +52,10 @@ def placement_matches_layers(s: StackSpec, caps: HostCaps) -> str | None:
         return f"placement {pl!r} needs a filesystem; with filesystem 'none' only 'raw' applies"
     if pl == "raw" and fs != "none":
         return "placement 'raw' is the bare device; set filesystem: none"
+    if eng == "vm":  # the guest is the host: the device, or a directory on the disk file's filesystem
+        if pl not in HOST_PLACEMENTS:
+            return f"placement {pl!r} is a container's; a VM's disk is 'raw' (the device) or 'host-dir' (a disk file)"
+        return None
     if eng != "native" and fs == "none":
         return f"{ENGINE_NAMES[eng]} needs a host filesystem for its data-root; set filesystem"
     if eng == "native" and pl in CONTAINER_PLACEMENTS:
@@ -126,9 +134,34 @@ def _podman_ready(s: StackSpec, caps: HostCaps) -> str | None:
     return None
 
 
-# Each container engine's own feasibility: binaries, storage drivers, what it cannot host.
-ENGINE_RULES: dict[str, Rule] = {"docker": _docker_ready, "podman": _podman_ready}
-ENGINE_NAMES = {"docker": "Docker", "podman": "Podman"}
+def _vm_ready(s: StackSpec, caps: HostCaps) -> str | None:
+    if caps.vm_missing:
+        return f"no guest can boot here: {caps.vm_missing}"
+    if s.limits.model_dump(exclude_none=True):
+        return "limits on a VM cell are not supported yet (a guest's size is not a cgroup limit): drop them"
+    if s.server is not None:
+        return "database servers in a VM are not supported yet: use native, docker or podman"
+    return None
+
+
+def emulation_refused(s: StackSpec, caps: HostCaps, emulation: str) -> str | None:
+    """A VM cell where only an emulated CPU can run it: refused unless the experiment allows emulation."""
+    if s.engine.kind not in VM_ENGINES or caps.vm_accel != "tcg" or emulation == "allow":
+        return None
+    return (
+        "KVM cannot run a guest on this host, and an emulated CPU is 10-50x slower: VM cells are refused "
+        "(set 'emulation: allow' in the spec for a functional test; its cells are flagged not comparable)"
+    )
+
+
+# Each engine's own feasibility: binaries, storage drivers, what it cannot host.
+ENGINE_RULES: dict[str, Rule] = {
+    "docker": _docker_ready,
+    "podman": _podman_ready,
+    "vm": _vm_ready,
+    "vm+docker": _vm_ready,
+}
+ENGINE_NAMES = {"docker": "Docker", "podman": "Podman", "vm": "a VM", "vm+docker": "Docker in a VM"}
 
 
 def _why_no_driver(driver: str, caps: HostCaps) -> str:

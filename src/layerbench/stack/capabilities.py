@@ -11,12 +11,14 @@ import os
 import platform
 import re
 import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Runner
 from layerbench.spec.feasibility import HostCaps
+from layerbench.stack import vm
 from layerbench.workloads import iozone, ycsb
 from layerbench.workloads.servers import SERVERS
 
@@ -34,8 +36,11 @@ Loadable = Callable[[str], bool]
 DEFAULT_CACHE = Path("/var/cache/layerbench")
 
 
-def probe(runner: Runner, cache_dir: Path = DEFAULT_CACHE) -> HostCaps:
-    """What this host offers, read from /proc, /sys, /dev and PATH; nothing is changed."""
+def probe(runner: Runner, cache_dir: Path = DEFAULT_CACHE, guests: bool = False) -> HostCaps:
+    """What this host offers, read from /proc, /sys, /dev and PATH; nothing is changed.
+
+    With ``guests`` (an experiment with VM cells) it also learns whether KVM runs a guest here, which
+    takes a probe boot of the guest's kernel (seconds with KVM, up to a minute without)."""
     kernel = platform.release()
     notes: list[str] = []
     loadable = _module_prober(runner, kernel, notes)
@@ -61,7 +66,17 @@ def probe(runner: Runner, cache_dir: Path = DEFAULT_CACHE) -> HostCaps:
         notes=tuple(notes),
         servers=database_servers(notes),
         clients=clients(cache_dir, notes),
+        **(guest_caps(cache_dir) if guests else {}),
     )
+
+
+def guest_caps(cache_dir: Path) -> dict[str, str | None]:
+    """Whether a guest can boot here (qemu, the image), and under which accelerator."""
+    reason = vm.missing(cache_dir)
+    if reason is not None:
+        return {"vm_missing": reason, "vm_accel": None}
+    with tempfile.TemporaryDirectory(prefix="layerbench-kvm-") as tmp:
+        return {"vm_missing": None, "vm_accel": vm.accel_for(vm.require(cache_dir), Path(tmp))}
 
 
 def database_servers(notes: list[str]) -> frozenset[str]:

@@ -12,7 +12,7 @@ from typing import Any
 from layerbench import __version__
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Runner
-from layerbench.stack import cgroups
+from layerbench.stack import cgroups, vm
 from layerbench.stack.capabilities import DEFAULT_CACHE
 from layerbench.workloads import iozone
 from layerbench.workloads.servers import postgres
@@ -27,6 +27,7 @@ VERSION_COMMANDS = {
     "redis-server": ["redis-server", "--version"],
     "pgbench": ["pgbench", "--version"],
     "java": ["java", "-version"],
+    "qemu": ["qemu-system-x86_64", "--version"],
 }
 
 
@@ -46,9 +47,16 @@ def describe_host(runner: Runner, cache_dir: Path = DEFAULT_CACHE) -> dict[str, 
             **{name: _version(runner, argv) for name, argv in VERSION_COMMANDS.items()},
             "postgres": _postgres_version(runner),
             "iozone": _iozone_version(runner, cache_dir),
+            "vm_image": _vm_image(cache_dir),
         },
         "fio_sha256": _sha256_of("fio"),
     }
+
+
+def _vm_image(cache_dir: Path) -> str | None:
+    """The guest image the vm engine boots (its directory names what went into it), if one is built."""
+    image = vm.find_image(cache_dir)
+    return image.directory.name if image else None
 
 
 def _init_system() -> str:

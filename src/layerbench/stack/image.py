@@ -169,16 +169,23 @@ def ensure_image(
     ``files`` are other host files the binaries read at run time (plugins, share files).
     """
     paths = binaries if isinstance(binaries, dict) else resolve(binaries)
-    entries = plan(closure(paths, ctx, files))
-    labels = {f"{LABEL_PREFIX}{name}": file_sha256(os.path.realpath(p)) for name, p in paths.items()}
-    tag = content_tag(entries, labels)
+    entries, labels, tag = recipe(paths, ctx, files)
     ref = f"{REPOSITORY}:{tag}"
     if not _has_image(engine, ref):
-        _import(engine, entries, tag, _changes(paths, labels), ctx)
+        _import(engine, entries, tag, changes(paths, labels), ctx)
     return ref
 
 
-def _changes(paths: dict[str, str], labels: dict[str, str]) -> list[str]:
+def recipe(
+    paths: dict[str, str], ctx: BuildContext, files: list[str] | tuple[str, ...] = ()
+) -> tuple[list[Entry], dict[str, str], str]:
+    """What an image of these binaries holds, its labels (each binary's sha256), and its content tag."""
+    entries = plan(closure(paths, ctx, files))
+    labels = {f"{LABEL_PREFIX}{name}": file_sha256(os.path.realpath(p)) for name, p in paths.items()}
+    return entries, labels, content_tag(entries, labels)
+
+
+def changes(paths: dict[str, str], labels: dict[str, str]) -> list[str]:
     """Dockerfile instructions applied on import: the binaries' directories on PATH, the digests as labels."""
     search = list(dict.fromkeys([*(os.path.dirname(p) for p in paths.values()), *DEFAULT_PATH]))
     return [f"ENV PATH={':'.join(search)}", *(f"LABEL {k}={v}" for k, v in sorted(labels.items()))]

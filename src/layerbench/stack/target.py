@@ -52,7 +52,7 @@ class Target:
     container); ``put(name, text)`` places a small file (a job file) where that
     command can read it; ``path`` is the file, directory or device the workload
     should use, as seen from inside; ``device`` is the block device underneath,
-    for accounting; ``engine`` is the engine's kind ("native", "docker", "podman").
+    for accounting; ``engine`` is the engine's kind ("native", "docker", "podman", "vm").
     """
 
     run: Exec
@@ -62,3 +62,6 @@ class Target:
     device: Device
     engine: str
     info: dict[str, Any] = field(default_factory=dict)
+    # The mount table the workload sees where it is no process of this host's (a guest's); else None,
+    # and the checks read /proc/<pid>/mountinfo of ``info["pid"]`` (a container's) or of this process.
+    mount_table: Callable[[], str] | None = None

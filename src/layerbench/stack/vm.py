@@ -91,6 +91,7 @@ def qemu_argv(
     console: Path,
     memory_mib: int = 4096,
     cpus: int = 2,
+    disks: Sequence[str] = (),
 ) -> list[str]:
     # apparmor=0: the image has no AppArmor userspace, and dockerd warns that docker-default cannot load.
     append = "root=/dev/vda rw console=ttyS0 apparmor=0 panic=-1 systemd.show_status=0"
@@ -113,6 +114,10 @@ def qemu_argv(
     ]  # fmt: skip
     for s in shares:
         argv += ["-virtfs", f"local,path={s.path},mount_tag={s.tag},security_model=none,readonly=on,id={s.tag}"]
+    # Data disks (the guest's /dev/vdb, ...) bypass the host's page cache (cache=none is O_DIRECT), as a
+    # VM host set up for I/O runs them: the device under the stack sees the guest's every read and write.
+    for path in disks:
+        argv += ["-drive", f"file={path},if=virtio,format=raw,cache=none,aio=native"]
     return argv
 
 
@@ -130,12 +135,12 @@ def kvm_usable(image: GuestImage, work_dir: Path) -> bool:
     try:
         deadline = time.monotonic() + KVM_PROBE_TIMEOUT_S
         while time.monotonic() < deadline and process.poll() is None:
-            if KERNEL_BANNER in _read(console):
+            if KERNEL_BANNER in read(console):
                 return True
             time.sleep(0.2)
-        return KERNEL_BANNER in _read(console)
+        return KERNEL_BANNER in read(console)
     finally:
-        _kill(process)
+        kill(process)
 
 
 def run_script(
@@ -153,11 +158,10 @@ def run_script(
     The guest is killed (by PID) when ``timeout`` passes or the caller is interrupted.
     """
     work_dir.mkdir(parents=True, exist_ok=True)
-    accel = accel or ("kvm" if kvm_usable(image, work_dir) else "tcg")
+    accel = accel or accel_for(image, work_dir)
     with tempfile.TemporaryDirectory(dir=work_dir, prefix="share-") as tmp:
         share = Path(tmp)
-        (share / "script").write_text(script)
-        (share / "mounts").write_text("".join(f"{s.tag} {s.path}\n" for s in shares))
+        prepare_share(share, script, shares)
         console = work_dir / "console.log"
         console.unlink(missing_ok=True)
         started = time.monotonic()
@@ -168,20 +172,38 @@ def run_script(
         except subprocess.TimeoutExpired:
             pass
         finally:
-            _kill(process)
+            kill(process)
         seconds = time.monotonic() - started
         if process.returncode not in (0, -signal.SIGKILL) and not (share / "rc").exists():
-            raise ToolError(argv, process.returncode, _read(work_dir / "qemu.log"))
-        rc_text = _read(share / "rc").strip()
-        files = {str(p.relative_to(share)): _read(p) for p in sorted(share.rglob("*")) if _returned(p, share)}
+            raise ToolError(argv, process.returncode, read(work_dir / "qemu.log"))
+        rc_text = read(share / "rc").strip()
+        files = {str(p.relative_to(share)): read(p) for p in sorted(share.rglob("*")) if _returned(p, share)}
         return GuestRun(
             int(rc_text) if rc_text.lstrip("-").isdigit() else None,
-            _read(share / "output"),
-            _read(console),
+            read(share / "output"),
+            read(console),
             accel,
             seconds,
             files,
         )
+
+
+def prepare_share(share: Path, script: str, shares: Sequence[Share]) -> None:
+    """The channel's files: the script the guest's boot unit runs, and the folders it mounts."""
+    (share / "script").write_text(script)
+    (share / "mounts").write_text("".join(f"{s.tag} {s.path}\n" for s in shares))
+
+
+def accel_for(image: GuestImage, work_dir: Path) -> str:
+    """ "kvm" where a probe guest ran under KVM, else "tcg"; probed once per image and process (a host's
+    KVM does not come and go within a run), in a folder of ``work_dir`` that is removed after."""
+    if image.directory not in _ACCEL:
+        with tempfile.TemporaryDirectory(dir=work_dir, prefix="kvm-probe-") as tmp:
+            _ACCEL[image.directory] = "kvm" if kvm_usable(image, Path(tmp)) else "tcg"
+    return _ACCEL[image.directory]
+
+
+_ACCEL: dict[Path, str] = {}
 
 
 def _returned(path: Path, share: Path) -> bool:
@@ -197,14 +219,14 @@ def require(cache_dir: Path) -> GuestImage:
     return image
 
 
-def _kill(process: subprocess.Popen[bytes]) -> None:
+def kill(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
     process.wait()
 
 
-def _read(path: Path) -> str:
+def read(path: Path) -> str:
     try:
         return path.read_text(errors="replace")
     except OSError:

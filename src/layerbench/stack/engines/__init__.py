@@ -1,4 +1,4 @@
-"""The engine seam: what runs a workload (natively, in Docker, in Podman) behind one interface.
+"""The engine seam: what runs a workload (natively, in Docker, in Podman, in a VM) behind one interface.
 
 An engine type (``EngineType``) is registered here by its spec name
 (``engine: podman:overlay`` → ``ENGINES["podman"]``). Its ``start`` brings up
@@ -22,7 +22,8 @@ from typing import Any, Protocol
 
 from layerbench.proc import Runner
 from layerbench.spec.models import EngineSpec, Limits, PlacementSpec, StackSpec
-from layerbench.stack.engines import docker, native, podman
+from layerbench.stack import guest
+from layerbench.stack.engines import docker, native, podman, vm, vm_docker
 from layerbench.stack.ledger import Resource
 from layerbench.stack.target import BuildContext, Mount, Target
 
@@ -32,7 +33,7 @@ Remover = Callable[[Resource, Runner], None]
 class Engine(Protocol):
     """A running engine, as the stack builder and the database fleet use it."""
 
-    kind: str  # "native", "docker", "podman": also Target.engine and Fleet.engine
+    kind: str  # "native", "docker", "podman", "vm": also Target.engine and Fleet.engine
 
     def place(
         self, mount: Mount, stack: StackSpec, data_bytes: int, ctx: BuildContext
@@ -72,6 +73,8 @@ ENGINES: dict[str, EngineType] = {
     "native": EngineType("native", native.start),
     "docker": EngineType("docker", docker.start, docker.failure, {"dockerd": docker.reclaim}),
     "podman": EngineType("podman", podman.start, podman.failure, {"podman": podman.reclaim}),
+    "vm": EngineType("vm", vm.start, vm.failure, {"vm": guest.reclaim}),
+    "vm+docker": EngineType("vm+docker", vm_docker.start, vm_docker.failure),  # its guest is the vm engine's
 }
 
 

@@ -1,0 +1,203 @@
+"""The vm+docker engine: a container in a qemu guest (seed 002's VM-C-L and VM-C-H).
+
+The guest is the vm engine's (engines/vm.py: its disk a file on the stack's filesystem, with a filesystem
+of the same type made in the guest). A dockerd runs there as a transient systemd unit, with the same
+arguments as a private dockerd on the host (stack/dockerd.py) and its data-root on the guest's disk; the
+tools image is the host's binaries and libraries (stack/image.py), imported in the guest, so fio is the
+same file as in every other container cell. The placements are the container's: writable-layer (VM-C-L),
+bind (a directory of the guest's filesystem: VM-C-H), volume, tmpfs. Everything is driven with the docker
+CLI in the guest, over the guest's command channel: argument lists, never a shell.
+
+The ledger records the guest (stack/guest.py), not what runs in it: the guest's root is a snapshot that
+its power-off discards and its disk file is removed with the stack, so nothing made in it can outlive
+the guest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from layerbench.errors import PrerequisiteError, ToolError
+from layerbench.proc import Completed
+from layerbench.spec.models import EngineSpec, PlacementSpec, StackSpec
+from layerbench.stack import dockerd, image
+from layerbench.stack.engines.container import tools
+from layerbench.stack.engines.vm import GUEST_MOUNT, SETUP_TIMEOUT_S, guest_on
+from layerbench.stack.guest import GUEST_SHARE, Guest
+from layerbench.stack.target import BuildContext, Exec, Mount, Put, Target
+
+EXEC_ROOT = Path("/run/layerbench/vm-docker")
+DATA_ROOT = Path(GUEST_MOUNT) / "docker"
+SOCKET = f"unix://{EXEC_ROOT}/docker.sock"
+UNIT = "layerbench-dockerd"
+DOCKER = ["docker", "--host", SOCKET]
+DATA = "/data"
+TMPFS_HEADROOM = 64 * 2**20
+# dockerd's start under emulation on a busy host: it is polled (its `docker version`) until it answers.
+READY_LIMIT_S = 600.0
+READY_POLL_S = 1.0
+# What the docker CLI says when the daemon or the container went away: the engine's failure, not the tool's.
+GONE_MARKERS = ("Cannot connect to the Docker daemon", "No such container", "is not running")
+
+
+@dataclass
+class VmDockerEngine:
+    guest: Guest
+    tools_image: str
+    kind: str = "vm+docker"
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    def place(
+        self, mount: Mount, stack: StackSpec, data_bytes: int, ctx: BuildContext
+    ) -> AbstractContextManager[Target]:
+        return _placed(self, mount, stack.placement, data_bytes, ctx)
+
+
+@contextmanager
+def start(mount: Mount, spec: EngineSpec, ctx: BuildContext) -> Iterator[VmDockerEngine]:
+    with guest_on(mount, ctx) as (guest, facts), _dockerd(guest, spec.driver or "overlay2"):
+        ref, digests = _tools_image(guest, ctx)
+        yield VmDockerEngine(guest, ref, facts={**facts, "fio_sha256": digests.get("fio"), "driver": spec.driver})
+
+
+def failure(rc: int | None, stderr: str) -> str | None:
+    """The guest's daemon or container went away under the command: rebuild the stack."""
+    return "engine-error" if rc in (1, 125, 126) and any(m in stderr for m in GONE_MARKERS) else None
+
+
+def _docker(guest: Guest, *args: str, timeout: float = SETUP_TIMEOUT_S) -> Completed:
+    return guest.run([*DOCKER, *args], timeout).check()
+
+
+@contextmanager
+def _dockerd(guest: Guest, driver: str) -> Iterator[None]:
+    config = guest.put("daemon.json", json.dumps(dockerd.daemon_config(EXEC_ROOT)))
+    guest.run(["mkdir", "-p", str(EXEC_ROOT)], SETUP_TIMEOUT_S).check()
+    guest.run(["cp", config, str(EXEC_ROOT / "daemon.json")], SETUP_TIMEOUT_S).check()
+    argv = dockerd.dockerd_argv(DATA_ROOT, EXEC_ROOT, driver)
+    guest.run(["systemd-run", f"--unit={UNIT}", "--collect", "--quiet", *argv], SETUP_TIMEOUT_S).check()
+    try:
+        _wait_ready(guest)
+        yield
+    finally:
+        if guest.alive():
+            guest.run(["systemctl", "stop", UNIT], SETUP_TIMEOUT_S)
+
+
+def _wait_ready(guest: Guest) -> None:
+    deadline = time.monotonic() + READY_LIMIT_S
+    while guest.run([*DOCKER, "version"], SETUP_TIMEOUT_S).rc != 0:
+        if time.monotonic() > deadline:
+            journal = guest.run(["journalctl", "-u", UNIT, "-n", "20", "--no-pager"], SETUP_TIMEOUT_S).stdout
+            raise PrerequisiteError(f"dockerd in the guest did not answer in {READY_LIMIT_S:.0f}s: {journal}")
+        time.sleep(READY_POLL_S)
+
+
+def _tools_image(guest: Guest, ctx: BuildContext) -> tuple[str, dict[str, str]]:
+    """The host's tools image (fio, its helpers, IOzone) built here and imported in the guest."""
+    paths = tools(ctx)
+    entries, labels, tag = image.recipe(paths, ctx)
+    ref = f"{image.REPOSITORY}:{tag}"
+    tar = guest.share / "files" / f"tools-{tag}.tar"
+    tar.parent.mkdir(exist_ok=True)
+    try:
+        image.write_rootfs(tar, entries)
+        changes = [x for c in image.changes(paths, labels) for x in ("--change", c)]
+        _docker(guest, "import", *changes, str(GUEST_SHARE / "files" / tar.name), ref)
+    finally:
+        tar.unlink(missing_ok=True)
+    digests = {k.removeprefix(image.LABEL_PREFIX): v for k, v in labels.items()}
+    return ref, digests
+
+
+@contextmanager
+def _placed(
+    engine: VmDockerEngine, mount: Mount, spec: PlacementSpec, data_bytes: int, ctx: BuildContext
+) -> Iterator[Target]:
+    guest = engine.guest
+    with contextlib.ExitStack() as stack:
+        data = stack.enter_context(_data_options(guest, spec, data_bytes))
+        name = stack.enter_context(_container(guest, engine.tools_image, data, spec, ctx))
+        info = {"placement": spec.kind, "container": name, **engine.facts}
+        yield Target(_exec(guest, name), _put(guest, name), DATA, False, mount.device, engine.kind, info,
+                     mount_table=_mount_table(guest, name))  # fmt: skip
+
+
+@contextmanager
+def _data_options(guest: Guest, spec: PlacementSpec, data_bytes: int) -> Iterator[list[str]]:
+    """The docker create options that put /data where the placement says, and what they need made."""
+    kind, suffix = spec.kind, uuid.uuid4().hex[:8]
+    if kind == "writable-layer":
+        yield []
+    elif kind == "tmpfs":
+        yield ["--tmpfs", f"{DATA}:size={data_bytes + TMPFS_HEADROOM}"]
+    elif kind == "volume":
+        _docker(guest, "volume", "create", f"lb-{suffix}")
+        try:
+            yield ["--mount", f"type=volume,src=lb-{suffix},dst={DATA}"]
+        finally:
+            _quietly(guest, [*DOCKER, "volume", "rm", "--force", f"lb-{suffix}"])
+    elif kind == "bind":
+        path = f"{GUEST_MOUNT}/lb-bind-{suffix}"
+        guest.run(["mkdir", path], SETUP_TIMEOUT_S).check()
+        try:
+            yield ["--mount", f"type=bind,src={path},dst={DATA}"]
+        finally:
+            _quietly(guest, ["rm", "-rf", path])
+    else:
+        raise PrerequisiteError(f"placement {kind!r} is not a container placement")
+
+
+@contextmanager
+def _container(guest: Guest, ref: str, data: list[str], spec: PlacementSpec, ctx: BuildContext) -> Iterator[str]:
+    name = f"lb-{uuid.uuid4().hex[:8]}"
+    labels = ["--label", f"layerbench.run={ctx.run_id}", "--label", f"layerbench.placement={spec.kind}"]
+    try:
+        _docker(guest, "create", "--name", name, "--network", "none", *labels, *data, ref, "sleep", "infinity")
+        _docker(guest, "start", name)
+        yield name
+    finally:
+        _quietly(guest, [*DOCKER, "rm", "--force", "--volumes", name])
+
+
+def _exec(guest: Guest, name: str) -> Exec:
+    def run(argv: Sequence[str], timeout: float) -> Completed:
+        done = guest.run([*DOCKER, "exec", name, *argv], timeout)
+        return Completed([str(a) for a in argv], done.rc, done.stdout, done.stderr)
+
+    return run
+
+
+def _put(guest: Guest, name: str) -> Put:
+    """A small file (a job file) copied into the container's /tmp, beside the data, not in it."""
+
+    def put(file_name: str, text: str) -> str:
+        _docker(guest, "cp", guest.put(file_name, text), f"{name}:/tmp/{file_name}")
+        return f"/tmp/{file_name}"
+
+    return put
+
+
+def _mount_table(guest: Guest, name: str) -> Callable[[], str]:
+    """The container's mounts, read from its first process in the guest."""
+
+    def read() -> str:
+        pid = _docker(guest, "inspect", "--format", "{{.State.Pid}}", name).stdout.strip()
+        return guest.run(["cat", f"/proc/{pid}/mountinfo"], SETUP_TIMEOUT_S).check().stdout
+
+    return read
+
+
+def _quietly(guest: Guest, argv: list[str]) -> None:
+    """Teardown inside a guest that may be gone: its power-off takes everything with it anyway."""
+    if guest.alive():
+        with contextlib.suppress(ToolError):
+            guest.run(argv, SETUP_TIMEOUT_S)

@@ -1,0 +1,86 @@
+"""The vm and vm+docker engines, run from this host as a user runs it: fio in a guest whose disk is the
+stack's loop device (raw) or a disk file on the stack's ext4 (host-dir), and in a container in such a
+guest (its writable layer, and a bind mount of the guest's filesystem: seed 002's VM-C-L and VM-C-H),
+beside the same cells natively. A personality's job file goes through each engine's ``put``.
+
+Under TCG (no usable KVM here) the spec must allow emulation, and every VM trial is flagged
+not comparable: this proves function, never speed.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from layerbench.stack import vm
+from layerbench.stack.capabilities import DEFAULT_CACHE
+from tests import support
+from tests.integration.leftovers import leftovers
+
+pytestmark = [pytest.mark.requires_vm, pytest.mark.requires_root, pytest.mark.requires_fio, pytest.mark.slow]
+
+SPEC = """\
+name: vm-engine
+emulation: {emulation}
+device: {{kind: loop, size: 768MiB}}
+stacks:
+  - {{filesystem: none, engine: [native, vm], placement: raw}}
+  - {{filesystem: ext4, engine: [native, vm], placement: host-dir}}
+  - {{filesystem: ext4, engine: "vm+docker", placement: [writable-layer, bind]}}
+workloads:
+  - {{name: RR, rw: randread, bs: 4k, numjobs: 1, iodepth: 8, size: 64MiB, runtime_s: 2, ramp_s: 0.5}}
+  - {{name: web, personality: webserver-like, scale: 0.05}}
+baseline: {{engine: native}}
+trials: {{repetitions: 1}}
+"""
+RUN_LIMIT_S = 3600.0  # two guest boots under emulation on a busy host; the run ends on its own well before
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> dict[str, Path]:
+    return {"db": tmp_path / "results.db", "work": tmp_path / "work", "state": tmp_path / "state"}
+
+
+def _spec(tmp_path: Path, emulation: str) -> str:
+    path = tmp_path / f"vm-{emulation}.yaml"
+    path.write_text(SPEC.format(emulation=emulation))
+    return str(path)
+
+
+def _show(dirs: dict[str, Path]) -> dict:
+    shown = support.run(["show", "latest", "--json"], dirs)
+    assert shown.returncode == 0, shown.stderr
+    return json.loads(shown.stdout)
+
+
+def test_fio_runs_in_a_guest_and_in_a_container_in_a_guest(dirs: dict[str, Path], tmp_path: Path) -> None:
+    done = support.run(["run", _spec(tmp_path, "allow")], dirs, timeout=RUN_LIMIT_S)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    with sqlite3.connect(dirs["db"]) as db:
+        rows = db.execute("SELECT status, category, stderr, info_json FROM trials").fetchall()
+    assert rows and all(r[0] == "ok" for r in rows), [r[:3] for r in rows]
+    infos = [json.loads(r[3]) for r in rows]
+    guests = [(i["engine"], i["target"]) for i in infos if i["engine"] in ("vm", "vm+docker")]
+    assert {(e, t["placement"]) for e, t in guests} == {
+        ("vm", "raw"), ("vm", "host-dir"), ("vm+docker", "writable-layer"), ("vm+docker", "bind")
+    }  # fmt: skip
+    assert all(t["fio_sha256"] and t["guest_kernel"] and t["accel"] in ("kvm", "tcg") for _, t in guests)
+    cells = _show(dirs)["cells"]
+    in_guests = [c for c in cells if "/vm" in c["stack_label"]]
+    assert len(in_guests) == 4 * 2 - 1  # the raw device has no file for a personality's job: refused
+    if guests[0][1]["accel"] == "tcg":
+        assert all(any(f["name"] == "not-comparable" for f in c["flags"]) for c in in_guests), in_guests
+    assert leftovers(dirs["work"]) == []
+    with sqlite3.connect(dirs["state"] / "ledger.db") as db:
+        assert db.execute("SELECT kind, ident FROM resources WHERE removed_at IS NULL").fetchall() == []
+
+
+def test_vm_cells_are_refused_where_only_emulation_could_run_them(dirs: dict[str, Path], tmp_path: Path) -> None:
+    done = support.run(["run", _spec(tmp_path, "refuse"), "--dry-run"], dirs)
+    assert done.returncode == 0, done.stderr
+    accel = vm.accel_for(vm.require(DEFAULT_CACHE), tmp_path)  # the same probe the run made
+    refused = "KVM cannot run a guest on this host" in " ".join(done.stdout.split())
+    assert refused == (accel == "tcg"), done.stdout
