@@ -117,3 +117,16 @@ def test_impossible_vm_cells_are_refused_with_reason(full_caps: HostCaps, entry:
 def test_a_guest_gone_under_a_command_is_the_engines_failure() -> None:
     assert category(255, "layerbench: the guest is gone (qemu exited with -9)") == "engine-error"
     assert category(255, "fio: exited with 255") == "tool-error"
+
+
+def test_the_operational_models_preset_is_seed_002s_six_models(full_caps: HostCaps) -> None:
+    m = expand(load.load("operational-models"), full_caps)
+    assert not m.refused
+    models = {(c.stack.engine.kind, c.stack.placement.kind) for c in m.cells}
+    assert models == {
+        ("native", "host-dir"), ("docker", "writable-layer"), ("docker", "bind"),
+        ("vm", "host-dir"), ("vm+docker", "writable-layer"), ("vm+docker", "bind"),
+    }  # fmt: skip
+    tcg = expand(load.load("operational-models"), dataclasses.replace(full_caps, vm_accel="tcg"))
+    assert {r.cell.stack.engine.kind for r in tcg.refused} == {"vm", "vm+docker"}
+    assert {c.stack.engine.kind for c in tcg.cells} == {"native", "docker"}

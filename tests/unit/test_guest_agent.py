@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from layerbench.errors import ToolError
+from layerbench.proc import FakeRunner
 from layerbench.stack import guest_agent
-from layerbench.stack.guest import GONE, GONE_RC, Guest
+from layerbench.stack.guest import GONE, GONE_RC, PIDFILE, Guest, reclaim
+from layerbench.stack.ledger import Resource
 from layerbench.trial import category
 
 
@@ -74,3 +76,25 @@ def test_a_guest_gone_answers_every_later_command_as_the_engines_failure(guest: 
 def test_stop_ends_the_agent(guest: Guest) -> None:
     guest.stop()
     assert guest.process.returncode == 0
+
+
+def test_cleanup_finds_a_guest_the_ledger_never_got_the_pid_of(tmp_path: Path) -> None:
+    """A run killed between starting qemu and recording its PID: the PID file qemu wrote finds it, and only
+    a process whose command line names that file is killed."""
+    pidfile = tmp_path / PIDFILE
+    stand_in = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(600)", "-pidfile", str(pidfile)], start_new_session=True
+    )
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+    try:
+        pidfile.write_text(f"{bystander.pid}\n")
+        reclaim(Resource(1, "run", 1, "vm", str(tmp_path), {}), FakeRunner())
+        assert bystander.poll() is None  # its command line does not name the file: not ours
+        pidfile.parent.mkdir()  # reclaim removed the guest's directory
+        pidfile.write_text(f"{stand_in.pid}\n")
+        reclaim(Resource(1, "run", 1, "vm", str(tmp_path), {}), FakeRunner())
+        assert stand_in.wait(60) == -9 and not tmp_path.exists()
+    finally:
+        for p in (stand_in, bystander):
+            p.kill()
+            p.wait()

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Completed, Runner, spawn
-from layerbench.stack import guest_agent, vm
+from layerbench.stack import dockerd, guest_agent, vm
 from layerbench.stack.handle import kill_if_same, start_time
 from layerbench.stack.ledger import Resource, tracked
 from layerbench.stack.target import BuildContext
@@ -41,6 +41,9 @@ ANSWER_GRACE_S = 60.0
 GONE_RC = 255
 GONE = "layerbench: the guest is gone"
 AGENT = "agent.py"
+# qemu writes its own PID here as it starts: cleanup finds a guest that a run killed before it could
+# record the PID in the ledger.
+PIDFILE = "qemu.pid"
 SCRIPT = f"exec python3 /mnt/{vm.SHARE_TAG}/{AGENT} /mnt/{vm.SHARE_TAG}\n"
 GUEST_SHARE = Path("/mnt") / vm.SHARE_TAG
 
@@ -127,7 +130,8 @@ def booted(
         vm.prepare_share(directory / "share", SCRIPT, shares)
         shutil.copyfile(guest_agent.__file__, directory / "share" / AGENT)
         console = directory / "console.log"
-        argv = vm.qemu_argv(image, accel, directory / "share", shares, console, memory_mib, cpus, disks)
+        pidfile = directory / PIDFILE
+        argv = vm.qemu_argv(image, accel, directory / "share", shares, console, memory_mib, cpus, disks, pidfile)
         process = spawn(argv, directory / "qemu.log")
         ctx.ledger.update(rid, pid=process.pid, start_time=start_time(process.pid))
         guest = Guest(process, directory, accel)
@@ -149,4 +153,13 @@ def booted(
 def reclaim(res: Resource, runner: Runner) -> None:
     """A dead run's guest: killed if its PID is still that qemu, its directory removed."""
     kill_if_same(int(res.detail.get("pid", 0)), res.detail.get("start_time"))
+    pidfile = Path(res.ident) / PIDFILE
+    with contextlib.suppress(OSError, ValueError):
+        pid = int(pidfile.read_text().strip())
+        if dockerd.mentions(_cmdline(pid), [pidfile]):  # still that qemu: its command line names the file
+            kill_if_same(pid, start_time(pid))
     shutil.rmtree(res.ident, ignore_errors=True)
+
+
+def _cmdline(pid: int) -> list[str]:
+    return [a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]

@@ -92,6 +92,7 @@ def qemu_argv(
     memory_mib: int = 4096,
     cpus: int = 2,
     disks: Sequence[str] = (),
+    pidfile: Path | None = None,
 ) -> list[str]:
     # apparmor=0: the image has no AppArmor userspace, and dockerd warns that docker-default cannot load.
     append = "root=/dev/vda rw console=ttyS0 apparmor=0 panic=-1 systemd.show_status=0"
@@ -118,6 +119,8 @@ def qemu_argv(
     # VM host set up for I/O runs them: the device under the stack sees the guest's every read and write.
     for path in disks:
         argv += ["-drive", f"file={path},if=virtio,format=raw,cache=none,aio=native"]
+    if pidfile is not None:
+        argv += ["-pidfile", str(pidfile)]
     return argv
 
 
