@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from layerbench import hdr, proc
-from layerbench.analysis.checks import DATABASE_REMEDY, Check
+from layerbench.analysis.checks import DATABASE_REMEDY, Check, emulated
 from layerbench.errors import ToolError
 from layerbench.monitor import Monitor, devices_beneath
 from layerbench.monitor_checks import bottleneck_check, contended_check
@@ -102,7 +102,7 @@ def _describe(fleet: Fleet) -> dict[str, Any]:
             "port": e.port,
             "memory": e.memory,
             "limits": e.limits.model_dump(mode="json", exclude_none=True),
-            **{k: e.info[k] for k in ("container", "limits_enforced") if k in e.info},
+            **{k: e.info[k] for k in ("container", "limits_enforced", "accel", "guest_kernel", "unit") if k in e.info},
         }
         for e in fleet.endpoints
     ]
@@ -234,6 +234,7 @@ def _finish(out: Outcome, mon: Monitor, fleet: Fleet, devices: list[str], errors
     limits = {f"i{e.index}": e.limits.model_dump(mode="json", exclude_none=True) for e in fleet.endpoints}
     out.checks = [bottleneck_check(mon, devices[-1], DATABASE_REMEDY, limits), contended_check(mon)]
     out.checks += [_errors_check(errors), *_limit_checks(fleet)]
+    out.checks += emulated(next((e.info["accel"] for e in fleet.endpoints if "accel" in e.info), None))
     out.checks.append(Check("device-accounting", "skip", "a database decides what reaches the device (its caches)"))
 
 

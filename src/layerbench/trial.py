@@ -11,7 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from layerbench.analysis.checks import FIO_REMEDY, Check, accounting_blind, clock_bound, device_accounting
+from layerbench.analysis.checks import (
+    FIO_REMEDY,
+    Check,
+    accounting_blind,
+    clock_bound,
+    device_accounting,
+    emulated,
+)
 from layerbench.errors import ToolError
 from layerbench.monitor import Monitor, devices_beneath
 from layerbench.monitor_checks import bottleneck_check, contended_check
@@ -163,11 +170,6 @@ def _iozone_measured(result: iozone.IozoneResult) -> tuple[list[Sample], list[Ch
     return iozone.samples(result), [skip, clock_bound(fast, total, result.resolution_s)]
 
 
-EMULATED = (
-    "the guest ran under emulation (TCG: no usable KVM here), on a CPU 10-50x slower than the host's: "
-    "a functional result, not comparable with native or container cells"
-)
-
 # 128 + SIGKILL: the kernel's OOM killer, or a timeout's kill, ended the tool.
 KILLED_RC = 137
 
@@ -187,8 +189,7 @@ def trial_checks(tool_checks: list[Check], mon: Monitor, target: Target, lowest:
     asked, enforced = target.info.get("limits"), target.info.get("limits_enforced")
     checks = [*tool_checks, bottleneck_check(mon, lowest, FIO_REMEDY, {"": asked or {}}), contended_check(mon)]
     checks.append(volatile_check(target.path, target.info.get("pid"), target.path_is_device, target.mount_table))
-    if target.info.get("accel") == "tcg":
-        checks.append(Check("not-comparable", "flag", EMULATED))
+    checks += emulated(target.info.get("accel"))
     if asked:
         checks.append(Check("limit-applied", *verdict(asked, enforced or {})))
     return checks

@@ -103,7 +103,9 @@ def test_a_host_without_a_guest_image_refuses_vm_cells_with_why(full_caps: HostC
     [
         ("{filesystem: ext4, engine: vm, placement: volume}", "a VM's disk is 'raw'"),
         ("{filesystem: ext4, engine: vm, placement: host-dir, limits: {cpus: 1}}", "limits on a VM cell"),
-        ("{filesystem: ext4, engine: vm, placement: host-dir, server: {kind: postgres}}", "servers in a VM"),
+        ("{filesystem: ext4, engine: 'vm+docker', placement: volume, server: {kind: postgres}}", "Docker in a VM"),
+        ("{filesystem: ext4, engine: vm, placement: host-dir, server: {kind: postgres}, instances: 9}", "at most 8"),
+        ("{filesystem: ext4, engine: vm, placement: host-dir, server: {kind: postgres}, profile: MEM}", "in a VM"),
         ("{filesystem: none, engine: 'vm+docker', placement: raw}", "Docker in a VM needs a host filesystem"),
         ("{filesystem: ext4, engine: 'vm+docker', placement: host-dir}", "in a container use one of"),
     ],

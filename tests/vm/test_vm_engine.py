@@ -84,3 +84,36 @@ def test_vm_cells_are_refused_where_only_emulation_could_run_them(dirs: dict[str
     accel = vm.accel_for(vm.require(DEFAULT_CACHE), tmp_path)  # the same probe the run made
     refused = "KVM cannot run a guest on this host" in " ".join(done.stdout.split())
     assert refused == (accel == "tcg"), done.stdout
+
+
+DB_SPEC = """\
+name: vm-database
+emulation: allow
+device: {kind: loop, size: 1GiB}
+stacks:
+  - {filesystem: ext4, engine: [native, vm], placement: host-dir, server: {kind: postgres, records: 2000}}
+workloads:
+  - {kind: ycsb, name: A, mix: a, threads: 2, runtime_s: 3, warmup_s: 1}
+baseline: {filesystem: ext4, engine: native, placement: host-dir, same: [server]}
+trials: {repetitions: 1}
+"""
+
+
+@pytest.mark.requires_db
+def test_a_database_server_runs_in_a_guest_with_the_hosts_binaries(dirs: dict[str, Path], tmp_path: Path) -> None:
+    spec = tmp_path / "vm-db.yaml"
+    spec.write_text(DB_SPEC)
+    done = support.run(["run", str(spec)], dirs, timeout=RUN_LIMIT_S)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    with sqlite3.connect(dirs["db"]) as db:
+        rows = db.execute("SELECT status, stderr, info_json FROM trials").fetchall()
+    assert len(rows) == 2 and all(r[0] == "ok" for r in rows), [r[:2] for r in rows]
+    endpoints = [e for r in rows for e in json.loads(r[2])["endpoints"]]
+    in_guest = [e for e in endpoints if "accel" in e]
+    assert len(in_guest) == 1 and in_guest[0]["host"] == "127.0.0.1" and in_guest[0]["guest_kernel"]
+    cells = _show(dirs)["cells"]
+    guest_cell = next(c for c in cells if "/vm/" in c["stack_label"])
+    assert guest_cell["summary"]["n"] == 1
+    if in_guest[0]["accel"] == "tcg":
+        assert any(f["name"] == "not-comparable" for f in guest_cell["flags"]), guest_cell
+    assert leftovers(dirs["work"]) == []

@@ -260,3 +260,14 @@ def clock_bound(cells: list[str], total: int, resolution_s: float | None) -> Che
         "the file size over the resolution, a ceiling, not a speed, and a ratio between two such cells is 1 by "
         "construction. Use larger file sizes.",
     )
+
+
+EMULATED = (
+    "the guest ran under emulation (TCG: no usable KVM here), on a CPU 10-50x slower than the host's: "
+    "a functional result, not comparable with native or container cells"
+)
+
+
+def emulated(accel: str | None) -> list[Check]:
+    """``not-comparable`` for a trial that ran in an emulated guest; nothing otherwise."""
+    return [Check("not-comparable", "flag", EMULATED)] if accel == "tcg" else []

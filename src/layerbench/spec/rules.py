@@ -25,6 +25,8 @@ from layerbench.spec.models import (
 HOST_PLACEMENTS = frozenset({"raw", "host-dir"})
 # Engines whose workload runs in a guest (stack/engines/vm.py, vm_docker.py).
 VM_ENGINES = frozenset({"vm", "vm+docker"})
+# Database servers one guest hosts: qemu forwards one port from the host per server, set at boot.
+VM_MAX_SERVERS = 8
 # Servers start with room for this many client connections (PostgreSQL's max_connections is 256).
 CLIENT_LIMIT = 250
 
@@ -139,8 +141,10 @@ def _vm_ready(s: StackSpec, caps: HostCaps) -> str | None:
         return f"no guest can boot here: {caps.vm_missing}"
     if s.limits.model_dump(exclude_none=True):
         return "limits on a VM cell are not supported yet (a guest's size is not a cgroup limit): drop them"
-    if s.server is not None:
-        return "database servers in a VM are not supported yet: use native, docker or podman"
+    if s.server is not None and s.engine.kind == "vm+docker":
+        return "database servers in Docker in a VM are not supported yet: use engine vm (the server in the guest)"
+    if s.server is not None and s.instances > VM_MAX_SERVERS:
+        return f"a VM hosts at most {VM_MAX_SERVERS} database servers (one forwarded port each)"
     return None
 
 
@@ -181,10 +185,11 @@ def server_fits_stack(s: StackSpec, caps: HostCaps) -> str | None:
         return None
     if s.filesystem.type == "none" or s.placement.kind == "raw":
         return "a database server keeps its data in files: give the stack a filesystem and a directory placement"
-    if s.engine.kind == "native" and s.profile != "none":
-        return f"profile {s.profile!r} is a container's cgroup limits: natively there is none (use engine docker)"
-    if s.engine.kind == "native" and s.tuning != "default":
-        return f"tuning {s.tuning!r} is a container option: natively there is nothing to tune (use engine docker)"
+    where = {"native": "natively", "vm": "in a VM"}.get(s.engine.kind)
+    if where and s.profile != "none":
+        return f"profile {s.profile!r} is a container's cgroup limits: {where} there is none (use engine docker)"
+    if where and s.tuning != "default":
+        return f"tuning {s.tuning!r} is a container option: {where} there is nothing to tune (use engine docker)"
     return None
 
 

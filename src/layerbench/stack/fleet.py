@@ -25,7 +25,7 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from layerbench.errors import LayerbenchError, PrerequisiteError
 from layerbench.spec.databases import ServerSpec
@@ -34,13 +34,15 @@ from layerbench.spec.profiles import Budget, instance_limits, needs_bandwidth
 from layerbench.stack import handle as handles
 from layerbench.stack.calibrate import device_bandwidth
 from layerbench.stack.dockerd import DockerEngine
-from layerbench.stack.engines import ContainerEngine, Engine
 from layerbench.stack.image import resolve
 from layerbench.stack.ledger import tracked
 from layerbench.stack.network import Network, bridge_network
 from layerbench.stack.placement import host_dir
 from layerbench.stack.target import BuildContext, Device, Mount, Target
 from layerbench.workloads.servers import SERVER_UID, SERVERS, ServerConfig, ServerDef
+
+if TYPE_CHECKING:  # the engines' own modules build fleets (a VM's servers): no import cycle at run time
+    from layerbench.stack.engines import ContainerEngine, Engine
 
 READY_TIMEOUT_S = 120.0
 PREPARE_TIMEOUT_S = 300.0
@@ -89,8 +91,11 @@ def fleet(stack: StackSpec, mount: Mount, engine: Engine | None, ctx: BuildConte
     with ExitStack() as exits:
         kind = "native" if engine is None else engine.kind
         start: Starter = _natively
-        if kind != "native":
-            start = _in_container(cast(ContainerEngine, engine), stack, definition, mount, exits, ctx)
+        own = getattr(engine, "server_starter", None)  # an engine that starts servers its own way (a VM)
+        if own is not None:
+            start = own(definition, exits, ctx)
+        elif kind != "native":
+            start = _in_container(cast("ContainerEngine", engine), stack, definition, mount, exits, ctx)
         endpoints = []
         for i in range(stack.instances):
             limits = instance_limits(stack, budget, i, os.cpu_count() or 1)
@@ -99,7 +104,7 @@ def fleet(stack: StackSpec, mount: Mount, engine: Engine | None, ctx: BuildConte
         yield Fleet(stack.server, definition, endpoints, mount.device, kind, info)
 
 
-def _config(stack: StackSpec, data_dir: str, listen: str, port: int, limits: Limits) -> ServerConfig:
+def server_config(stack: StackSpec, data_dir: str, listen: str, port: int, limits: Limits) -> ServerConfig:
     assert stack.server is not None
     return ServerConfig(data_dir, listen, port, server_memory(stack.server, limits), stack.server, MAX_CLIENTS)
 
@@ -115,7 +120,7 @@ def _natively(
             path.mkdir(mode=0o700, exist_ok=True)
             os.chown(path, SERVER_UID, SERVER_UID)
         let_through(home.parent, ctx.work_dir)
-        config = _config(stack, str(data), "127.0.0.1", free_port(), limits)
+        config = server_config(stack, str(data), "127.0.0.1", free_port(), limits)
         where = _Where(partial(handles.start_native, user=SERVER_UID), _write_native)
         with _bring_up(definition, config, where, ctx, index, "127.0.0.1") as h:
             yield Endpoint(index, "127.0.0.1", config.port, config.memory, limits, h, {"data_dir": str(data)})
@@ -143,7 +148,7 @@ def _in_container(
             data = f"{target.path}/{definition.kind}"
             for step in (["mkdir", "-p", data], ["chown", f"{SERVER_UID}:{SERVER_UID}", target.path, data]):
                 target.run(step, 60).check()
-            config = _config(stack, data, listen, port, limits)
+            config = server_config(stack, data, listen, port, limits)
             container = docker.client.containers.get(target.info["container"])
             where = _Where(partial(_start_exec, docker.client.api, container.id), partial(_write_in, container))
             with _bring_up(definition, config, where, ctx, index, host) as h:
@@ -250,11 +255,11 @@ def _server(
 
     ident = f"{definition.kind}:{config.port}:{index}"
     with tracked(ctx.ledger, "server", ident, create, remove, server=definition.kind, data_dir=config.data_dir) as h:
-        _wait_ready(h, definition, host, config.port, ctx, index)
+        wait_ready(h, definition, host, config.port, ctx, index)
         yield h
 
 
-def _wait_ready(h: handles.Handle, definition: ServerDef, host: str, port: int, ctx: BuildContext, index: int) -> None:
+def wait_ready(h: handles.Handle, definition: ServerDef, host: str, port: int, ctx: BuildContext, index: int) -> None:
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
         if not h.alive():

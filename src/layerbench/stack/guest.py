@@ -46,6 +46,9 @@ AGENT = "agent.py"
 PIDFILE = "qemu.pid"
 SCRIPT = f"exec python3 /mnt/{vm.SHARE_TAG}/{AGENT} /mnt/{vm.SHARE_TAG}\n"
 GUEST_SHARE = Path("/mnt") / vm.SHARE_TAG
+# qemu's user-mode network forwards the host's ports to this address (its default for the guest).
+GUEST_ADDRESS = "10.0.2.15/24"
+GUEST_MOUNT = "/mnt/lbdata"  # where an engine mounts the filesystem it makes on the guest's data disk
 
 
 @dataclass
@@ -121,8 +124,11 @@ def booted(
     shares: Sequence[vm.Share] = (),
     memory_mib: int = 2048,
     cpus: int = 2,
+    forwards: Sequence[tuple[int, int]] = (),
 ) -> Iterator[Guest]:
-    """A running guest with ``disks`` as its /dev/vdb, /dev/vdc, ...; stopped and removed on exit."""
+    """A running guest with ``disks`` as its /dev/vdb, /dev/vdc, ..., and, with ``forwards`` (host port,
+    guest port), a network card (eth0, at GUEST_ADDRESS) whose guest ports are reached on the host's
+    loopback; stopped and removed on exit."""
     directory = ctx.work_dir / f"vm-{ctx.run_id}-{time.monotonic_ns()}"
 
     def create(rid: int) -> Guest:
@@ -131,12 +137,17 @@ def booted(
         shutil.copyfile(guest_agent.__file__, directory / "share" / AGENT)
         console = directory / "console.log"
         pidfile = directory / PIDFILE
-        argv = vm.qemu_argv(image, accel, directory / "share", shares, console, memory_mib, cpus, disks, pidfile)
+        argv = vm.qemu_argv(
+            image, accel, directory / "share", shares, console, memory_mib, cpus, disks, pidfile, forwards
+        )
         process = spawn(argv, directory / "qemu.log")
         ctx.ledger.update(rid, pid=process.pid, start_time=start_time(process.pid))
         guest = Guest(process, directory, accel)
         try:
             guest.wait_ready(BOOT_LIMIT_S)
+            if forwards:
+                guest.run(["ip", "link", "set", "eth0", "up"], BOOT_LIMIT_S).check()
+                guest.run(["ip", "address", "add", GUEST_ADDRESS, "dev", "eth0"], BOOT_LIMIT_S).check()
         except BaseException:
             remove(guest)
             raise

@@ -93,9 +93,11 @@ def qemu_argv(
     cpus: int = 2,
     disks: Sequence[str] = (),
     pidfile: Path | None = None,
+    forwards: Sequence[tuple[int, int]] = (),
 ) -> list[str]:
     # apparmor=0: the image has no AppArmor userspace, and dockerd warns that docker-default cannot load.
-    append = "root=/dev/vda rw console=ttyS0 apparmor=0 panic=-1 systemd.show_status=0"
+    # net.ifnames=0: the guest's one network card is eth0, whatever bus it sits on.
+    append = "root=/dev/vda rw console=ttyS0 apparmor=0 panic=-1 systemd.show_status=0 net.ifnames=0"
     argv = [
         QEMU,
         "-name", "layerbench-vm",
@@ -121,6 +123,9 @@ def qemu_argv(
         argv += ["-drive", f"file={path},if=virtio,format=raw,cache=none,aio=native"]
     if pidfile is not None:
         argv += ["-pidfile", str(pidfile)]
+    if forwards:  # user-mode networking, restricted: the guest reaches nothing; the host reaches these ports
+        rules = "".join(f",hostfwd=tcp:127.0.0.1:{host}-:{guest}" for host, guest in forwards)
+        argv += ["-netdev", f"user,id=lbnet,restrict=on{rules}", "-device", "virtio-net-pci,netdev=lbnet"]
     return argv
 
 

@@ -26,16 +26,19 @@ from typing import Any
 
 from layerbench.errors import PrerequisiteError
 from layerbench.spec.models import EngineSpec, StackSpec
-from layerbench.stack import vm
-from layerbench.stack.guest import GONE, GONE_RC, Guest, booted
+from layerbench.spec.rules import VM_MAX_SERVERS
+from layerbench.stack import guest_servers, vm
+from layerbench.stack.fleet import Starter, free_port
+from layerbench.stack.guest import GONE, GONE_RC, GUEST_MOUNT, Guest, booted
 from layerbench.stack.ledger import tracked
 from layerbench.stack.target import BuildContext, Mount, Target
+from layerbench.workloads.servers import ServerDef
 
 DISK = "/dev/vdb"  # the guest's first data disk (its root is /dev/vda)
-GUEST_MOUNT = "/mnt/lbdata"
 # The disk file takes this share of the free space, leaving the host filesystem room for its metadata.
 DISK_SHARE = 0.85
 SETUP_TIMEOUT_S = 900.0  # mkfs and mount under emulation, on a busy host
+GUEST_PORT_BASE = 20000
 MKFS_QUIET = {"ext4": ["-F", "-q", "-E", "nodiscard"], "xfs": ["-f", "-q", "-K"], "btrfs": ["-f", "-q", "-K"]}
 
 
@@ -43,6 +46,7 @@ MKFS_QUIET = {"ext4": ["-F", "-q", "-E", "nodiscard"], "xfs": ["-f", "-q", "-K"]
 class VmEngine:
     guest: Guest
     mount: Mount
+    ports: list[tuple[int, int]]  # (host, guest): one forwarded port per database server
     kind: str = "vm"
     facts: dict[str, Any] = field(default_factory=dict)  # recorded with every trial: accel, kernel, fio's hash
 
@@ -51,15 +55,22 @@ class VmEngine:
     ) -> AbstractContextManager[Target]:
         return _placed(self, stack)
 
+    def server_starter(self, definition: ServerDef, exits: contextlib.ExitStack, ctx: BuildContext) -> Starter:
+        """How a database fleet starts its servers in this guest (stack/guest_servers.py)."""
+        return guest_servers.starter(self.guest, self.ports, definition, exits, ctx)
+
 
 @contextmanager
 def start(mount: Mount, spec: EngineSpec, ctx: BuildContext) -> Iterator[VmEngine]:
-    with guest_on(mount, ctx) as (guest, facts):
-        yield VmEngine(guest, mount, facts=facts)
+    ports = [(free_port(), GUEST_PORT_BASE + i) for i in range(VM_MAX_SERVERS)]
+    with guest_on(mount, ctx, ports) as (guest, facts):
+        yield VmEngine(guest, mount, ports, facts=facts)
 
 
 @contextmanager
-def guest_on(mount: Mount, ctx: BuildContext) -> Iterator[tuple[Guest, dict[str, Any]]]:
+def guest_on(
+    mount: Mount, ctx: BuildContext, forwards: list[tuple[int, int]] | None = None
+) -> Iterator[tuple[Guest, dict[str, Any]]]:
     """A guest whose /dev/vdb is the stack's device, or a disk file on its filesystem with a filesystem of
     the same type made and mounted in the guest at GUEST_MOUNT; with the facts every trial records."""
     image = vm.require(ctx.cache_dir)
@@ -67,7 +78,7 @@ def guest_on(mount: Mount, ctx: BuildContext) -> Iterator[tuple[Guest, dict[str,
     shares = [vm.Share("lbcache", ctx.cache_dir)] if ctx.cache_dir.is_dir() else []  # IOzone, at its host path
     with contextlib.ExitStack() as stack:
         disk = mount.device.path if mount.mountpoint is None else stack.enter_context(_disk_file(mount, ctx))
-        guest = stack.enter_context(booted(image, ctx, accel, [disk], shares))
+        guest = stack.enter_context(booted(image, ctx, accel, [disk], shares, forwards=forwards or ()))
         facts = _facts(guest, disk)
         if mount.mountpoint is not None:
             stack.enter_context(_guest_filesystem(guest, mount.fs_type))

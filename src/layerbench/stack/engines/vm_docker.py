@@ -30,8 +30,8 @@ from layerbench.proc import Completed
 from layerbench.spec.models import EngineSpec, PlacementSpec, StackSpec
 from layerbench.stack import dockerd, image
 from layerbench.stack.engines.container import tools
-from layerbench.stack.engines.vm import GUEST_MOUNT, SETUP_TIMEOUT_S, guest_on
-from layerbench.stack.guest import GUEST_SHARE, Guest
+from layerbench.stack.engines.vm import SETUP_TIMEOUT_S, guest_on
+from layerbench.stack.guest import GUEST_MOUNT, GUEST_SHARE, Guest
 from layerbench.stack.target import BuildContext, Exec, Mount, Put, Target
 
 EXEC_ROOT = Path("/run/layerbench/vm-docker")
