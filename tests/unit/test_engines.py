@@ -43,9 +43,16 @@ def test_podman_drivers_default_and_validate() -> None:
         ("{filesystem: none, engine: podman}", "Podman needs a host filesystem"),
         ("{filesystem: ext4, engine: podman, placement: host-dir}", "in a container use one of"),
         ("{filesystem: ext4, engine: podman, placement: volume, server: {kind: postgres}}", "not supported yet"),
+        ("{filesystem: ext4, engine: vm, placement: volume}", "a VM's disk is 'raw'"),
+        ("{filesystem: ext4, engine: vm, placement: host-dir, limits: {cpus: 1}}", "limits on a VM cell"),
+        ("{filesystem: ext4, engine: 'vm+docker', placement: volume, server: {kind: postgres}}", "Docker in a VM"),
+        ("{filesystem: ext4, engine: vm, placement: host-dir, server: {kind: postgres}, instances: 9}", "at most 8"),
+        ("{filesystem: ext4, engine: vm, placement: host-dir, server: {kind: postgres}, profile: MEM}", "in a VM"),
+        ("{filesystem: none, engine: 'vm+docker', placement: raw}", "Docker in a VM needs a host filesystem"),
+        ("{filesystem: ext4, engine: 'vm+docker', placement: host-dir}", "in a container use one of"),
     ],
 )
-def test_impossible_podman_cells_are_refused_with_reason(full_caps: HostCaps, entry: str, reason: str) -> None:
+def test_impossible_engine_cells_are_refused_with_reason(full_caps: HostCaps, entry: str, reason: str) -> None:
     workloads = "workloads:\n  - {name: p, kind: pgbench}\n" if "server" in entry else FIO
     m = expand(load.parse(BASE + f"  - {entry}\n" + workloads), full_caps)
     assert not m.cells and m.refused and reason in m.refused[0].reason, m.refused
@@ -98,24 +105,6 @@ def test_a_host_without_a_guest_image_refuses_vm_cells_with_why(full_caps: HostC
     assert not m.cells and all("make vm-image" in r.reason for r in m.refused)
 
 
-@pytest.mark.parametrize(
-    ("entry", "reason"),
-    [
-        ("{filesystem: ext4, engine: vm, placement: volume}", "a VM's disk is 'raw'"),
-        ("{filesystem: ext4, engine: vm, placement: host-dir, limits: {cpus: 1}}", "limits on a VM cell"),
-        ("{filesystem: ext4, engine: 'vm+docker', placement: volume, server: {kind: postgres}}", "Docker in a VM"),
-        ("{filesystem: ext4, engine: vm, placement: host-dir, server: {kind: postgres}, instances: 9}", "at most 8"),
-        ("{filesystem: ext4, engine: vm, placement: host-dir, server: {kind: postgres}, profile: MEM}", "in a VM"),
-        ("{filesystem: none, engine: 'vm+docker', placement: raw}", "Docker in a VM needs a host filesystem"),
-        ("{filesystem: ext4, engine: 'vm+docker', placement: host-dir}", "in a container use one of"),
-    ],
-)
-def test_impossible_vm_cells_are_refused_with_reason(full_caps: HostCaps, entry: str, reason: str) -> None:
-    workloads = "workloads:\n  - {name: p, kind: pgbench}\n" if "server" in entry else FIO
-    m = expand(load.parse(BASE + f"  - {entry}\n" + workloads), full_caps)
-    assert not m.cells and m.refused and reason in m.refused[0].reason, m.refused
-
-
 def test_a_guest_gone_under_a_command_is_the_engines_failure() -> None:
     assert category(255, "layerbench: the guest is gone (qemu exited with -9)") == "engine-error"
     assert category(255, "fio: exited with 255") == "tool-error"
@@ -132,3 +121,13 @@ def test_the_operational_models_preset_is_seed_002s_six_models(full_caps: HostCa
     tcg = expand(load.load("operational-models"), dataclasses.replace(full_caps, vm_accel="tcg"))
     assert {r.cell.stack.engine.kind for r in tcg.refused} == {"vm", "vm+docker"}
     assert {c.stack.engine.kind for c in tcg.cells} == {"native", "docker"}
+
+
+def test_the_seybold_models_preset_runs_what_each_host_can(full_caps: HostCaps) -> None:
+    m = expand(load.load("seybold-models"), full_caps)
+    models = {(c.stack.engine.kind, c.stack.placement.kind) for c in m.cells}
+    assert models == {("native", "host-dir"), ("docker", "writable-layer"), ("docker", "bind"), ("vm", "host-dir")}
+    assert {r.cell.stack.engine.kind for r in m.refused} == {"vm+docker"}  # servers in Docker in a VM: not yet
+    assert {c.stack.server.data for c in m.cells if c.stack.server} == {0.5, 4}
+    tcg = expand(load.load("seybold-models"), dataclasses.replace(full_caps, vm_accel="tcg"))
+    assert "emulation: allow" in next(r.reason for r in tcg.refused if r.cell.stack.engine.kind == "vm")

@@ -14,7 +14,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+import yaml
 
+from layerbench.spec.load import preset_text
 from layerbench.stack import vm
 from layerbench.stack.capabilities import DEFAULT_CACHE
 from tests import support
@@ -86,33 +88,35 @@ def test_vm_cells_are_refused_where_only_emulation_could_run_them(dirs: dict[str
     assert refused == (accel == "tcg"), done.stdout
 
 
-DB_SPEC = """\
-name: vm-database
-emulation: allow
-device: {kind: loop, size: 1GiB}
-stacks:
-  - {filesystem: ext4, engine: [native, vm], placement: host-dir, server: {kind: postgres, records: 2000}}
-workloads:
-  - {kind: ycsb, name: A, mix: a, threads: 2, runtime_s: 3, warmup_s: 1}
-baseline: {filesystem: ext4, engine: native, placement: host-dir, same: [server]}
-trials: {repetitions: 1}
-"""
+def _seybold_models_small() -> dict:
+    """The seybold-models preset as it is, but for its size: one small data set, one short mix, one round."""
+    spec = yaml.safe_load(preset_text("seybold-models"))
+    small = {"kind": "postgres", "memory": "128MiB", "records": 2000}
+    return {
+        **spec,
+        "emulation": "allow",
+        "stacks": [{**entry, "server": [small]} for entry in spec["stacks"]],
+        "workloads": [{**spec["workloads"][1], "runtime_s": 3, "warmup_s": 1}],
+        "trials": {"repetitions": 1},
+    }
 
 
 @pytest.mark.requires_db
-def test_a_database_server_runs_in_a_guest_with_the_hosts_binaries(dirs: dict[str, Path], tmp_path: Path) -> None:
-    spec = tmp_path / "vm-db.yaml"
-    spec.write_text(DB_SPEC)
+@pytest.mark.requires_docker
+def test_seybold_models_vm_row_runs_a_real_server_in_a_guest(dirs: dict[str, Path], tmp_path: Path) -> None:
+    spec = tmp_path / "seybold-small.yaml"
+    spec.write_text(yaml.safe_dump(_seybold_models_small()))
     done = support.run(["run", str(spec)], dirs, timeout=RUN_LIMIT_S)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     with sqlite3.connect(dirs["db"]) as db:
         rows = db.execute("SELECT status, stderr, info_json FROM trials").fetchall()
-    assert len(rows) == 2 and all(r[0] == "ok" for r in rows), [r[:2] for r in rows]
+    assert len(rows) == 4 and all(r[0] == "ok" for r in rows), [r[:2] for r in rows]  # P, P-C-L, P-C-H, VM-L
     endpoints = [e for r in rows for e in json.loads(r[2])["endpoints"]]
     in_guest = [e for e in endpoints if "accel" in e]
     assert len(in_guest) == 1 and in_guest[0]["host"] == "127.0.0.1" and in_guest[0]["guest_kernel"]
-    cells = _show(dirs)["cells"]
-    guest_cell = next(c for c in cells if "/vm/" in c["stack_label"])
+    shown = _show(dirs)
+    assert {r["label"].split("/")[2] for r in shown["refused"]} == {"vm+docker:overlay2"}
+    guest_cell = next(c for c in shown["cells"] if "/vm/" in c["stack_label"])
     assert guest_cell["summary"]["n"] == 1
     if in_guest[0]["accel"] == "tcg":
         assert any(f["name"] == "not-comparable" for f in guest_cell["flags"]), guest_cell

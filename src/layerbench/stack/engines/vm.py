@@ -94,7 +94,8 @@ def failure(rc: int | None, stderr: str) -> str | None:
 def _disk_file(mount: Mount, ctx: BuildContext) -> Iterator[str]:
     assert mount.mountpoint is not None  # only stacks with a filesystem get a disk file
     path = mount.mountpoint / "lb-vm-disk.img"
-    size = int(os.statvfs(mount.mountpoint).f_bavail * os.statvfs(mount.mountpoint).f_frsize * DISK_SHARE)
+    fs = os.statvfs(mount.mountpoint)
+    size = int(fs.f_bavail * fs.f_frsize * DISK_SHARE)
     size -= size % 2**20
 
     def create(rid: int) -> Path:
