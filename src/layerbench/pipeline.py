@@ -19,6 +19,7 @@ from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Cell, Experiment, FioWorkload, IozoneWorkload
 from layerbench.stack.build import StackBuilder
 from layerbench.stack.dockerd import API_ERRORS
+from layerbench.stack.engines import failure_category
 from layerbench.stack.fleet import Fleet, ServerError
 from layerbench.stack.target import BuildContext, Target
 from layerbench.store.db import CellRow, Store, TrialRecord
@@ -113,7 +114,10 @@ def _run_stack(builder: StackBuilder, sp: StackPlan) -> Iterator[tuple[Trial, Tr
             prepared = _prepare(target, list({t.cell.workload: None for t in trials}), builder.ctx)
         except SETUP_ERRORS as exc:
             stderr = exc.stderr if isinstance(exc, ToolError) else f"{type(exc).__name__}: {exc}"
-            kind = "server-error" if isinstance(exc, ServerError) else "setup-error"
+            kind = _setup_failure(exc)
+            # Whatever broke (a daemon that died while the test file was laid out, say) is not kept for the
+            # next round: its teardown errors are the ledger's to clean, the run goes on with fresh layers.
+            stderr += "".join(f"\nteardown: {e}" for e in builder.discard(ENGINE_LEVEL))
             for trial in trials:
                 yield trial, record(trial, started, TrialOutcome(category=kind, stderr=stderr))
             return
@@ -127,6 +131,16 @@ def _run_stack(builder: StackBuilder, sp: StackPlan) -> Iterator[tuple[Trial, Tr
             if rec.category == "engine-error":
                 builder.discard(ENGINE_LEVEL)  # the next pass builds a new daemon and container
                 break
+
+
+def _setup_failure(exc: BaseException) -> str:
+    if isinstance(exc, ServerError):
+        return "server-error"
+    if isinstance(exc, API_ERRORS):  # the engine's API failed under us: its daemon is gone or broken
+        return "engine-error"
+    if isinstance(exc, ToolError):
+        return failure_category(exc.rc, exc.stderr) or "setup-error"  # the engine's own, where it is to blame
+    return "setup-error"
 
 
 def _data_bytes(sp: StackPlan) -> int:

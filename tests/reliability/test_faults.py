@@ -25,6 +25,7 @@ from layerbench.stack.target import BuildContext
 from layerbench.store.db import Store
 from tests import support
 from tests.integration.leftovers import leftovers
+from tests.reliability.test_kill_cleanup import STATE_TIMEOUT_S, live_kinds
 
 pytestmark = [pytest.mark.reliability, pytest.mark.requires_root, pytest.mark.requires_fio, pytest.mark.slow]
 
@@ -54,11 +55,15 @@ def test_daemon_killed_mid_trial_fails_that_trial_and_the_run_goes_on(tmp_path: 
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(spec))
     run = support.start(["run", str(path)], dirs)
-    deadline = time.monotonic() + 60
-    while (pid := live_daemon_pid(dirs["state"])) is None and time.monotonic() < deadline:
+    deadline = time.monotonic() + STATE_TIMEOUT_S
+    # Once the container is up, the daemon dies while fio lays out the test file or runs the first trial:
+    # either way that trial fails as the engine's, and the next rounds get a new daemon.
+    while "container" not in live_kinds(dirs["state"] / "ledger.db"):
+        assert run.poll() is None, run.communicate()
+        assert time.monotonic() < deadline, "no container came up"
         time.sleep(0.1)
-    assert pid is not None, "no daemon came up"
-    time.sleep(2.5)  # inside the first trial (3 s of fio after about a second of setup)
+    pid = live_daemon_pid(dirs["state"])
+    assert pid is not None, "no daemon recorded"
     os.kill(pid, signal.SIGKILL)  # the private daemon this run started, by the PID it recorded
     out, err = run.communicate(timeout=300)
     assert run.returncode == 1, out + err  # finished, with a failed trial

@@ -141,8 +141,6 @@ def _vm_ready(s: StackSpec, caps: HostCaps) -> str | None:
         return f"no guest can boot here: {caps.vm_missing}"
     if s.limits.model_dump(exclude_none=True):
         return "limits on a VM cell are not supported yet (a guest's size is not a cgroup limit): drop them"
-    if s.server is not None and s.engine.kind == "vm+docker":
-        return "database servers in Docker in a VM are not supported yet: use engine vm (the server in the guest)"
     if s.server is not None and s.instances > VM_MAX_SERVERS:
         return f"a VM hosts at most {VM_MAX_SERVERS} database servers (one forwarded port each)"
     return None
@@ -185,7 +183,7 @@ def server_fits_stack(s: StackSpec, caps: HostCaps) -> str | None:
         return None
     if s.filesystem.type == "none" or s.placement.kind == "raw":
         return "a database server keeps its data in files: give the stack a filesystem and a directory placement"
-    where = {"native": "natively", "vm": "in a VM"}.get(s.engine.kind)
+    where = {"native": "natively", "vm": "in a VM", "vm+docker": "in a VM"}.get(s.engine.kind)
     if where and s.profile != "none":
         return f"profile {s.profile!r} is a container's cgroup limits: {where} there is none (use engine docker)"
     if where and s.tuning != "default":

@@ -142,8 +142,8 @@ def _in_container(
         index: int, stack: StackSpec, definition: ServerDef, limits: Limits, mount: Mount, ctx: BuildContext
     ) -> Iterator[Endpoint]:
         options = _container_options(stack, network)
-        data_bytes = _data_bytes(stack.server)
-        with engine.container(image, mount, stack.placement, limits, data_bytes, ctx, options) as target:
+        room = data_bytes(stack.server)
+        with engine.container(image, mount, stack.placement, limits, room, ctx, options) as target:
             host, listen, port = _address(docker, target, network, definition)
             data = f"{target.path}/{definition.kind}"
             for step in (["mkdir", "-p", data], ["chown", f"{SERVER_UID}:{SERVER_UID}", target.path, data]):
@@ -219,7 +219,7 @@ def _address(
     return address, "0.0.0.0", definition.default_port  # its own network namespace: only the bridge reaches it
 
 
-def _data_bytes(server: ServerSpec | None) -> int:
+def data_bytes(server: ServerSpec | None) -> int:
     """Room the data needs (a tmpfs placement is sized by it): the data set, its indexes and logs, twice."""
     assert server is not None
     return 2 * server.record_count * server.record_bytes + 256 * 2**20

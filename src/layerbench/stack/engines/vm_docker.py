@@ -22,17 +22,33 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Completed
-from layerbench.spec.models import EngineSpec, PlacementSpec, StackSpec
+from layerbench.spec.models import EngineSpec, Limits, PlacementSpec, StackSpec
+from layerbench.spec.rules import VM_MAX_SERVERS
 from layerbench.stack import dockerd, image
+from layerbench.stack import handle as handles
 from layerbench.stack.engines.container import tools
-from layerbench.stack.engines.vm import SETUP_TIMEOUT_S, guest_on
+from layerbench.stack.engines.vm import GUEST_PORT_BASE, SETUP_TIMEOUT_S, guest_on
+from layerbench.stack.fleet import (
+    IMAGE_TOOLS,
+    PREPARE_TIMEOUT_S,
+    Endpoint,
+    ServerError,
+    Starter,
+    data_bytes,
+    free_port,
+    server_config,
+    wait_ready,
+)
 from layerbench.stack.guest import GUEST_MOUNT, GUEST_SHARE, Guest
+from layerbench.stack.guest_servers import GuestHandle
 from layerbench.stack.target import BuildContext, Exec, Mount, Put, Target
+from layerbench.workloads.servers import SERVER_UID, ServerDef
 
 EXEC_ROOT = Path("/run/layerbench/vm-docker")
 DATA_ROOT = Path(GUEST_MOUNT) / "docker"
@@ -52,6 +68,7 @@ GONE_MARKERS = ("Cannot connect to the Docker daemon", "No such container", "is 
 class VmDockerEngine:
     guest: Guest
     tools_image: str
+    ports: list[tuple[int, int]]  # (host, guest): one forwarded port per database server
     kind: str = "vm+docker"
     facts: dict[str, Any] = field(default_factory=dict)
 
@@ -60,12 +77,21 @@ class VmDockerEngine:
     ) -> AbstractContextManager[Target]:
         return _placed(self, mount, stack.placement, data_bytes, ctx)
 
+    def server_starter(self, definition: ServerDef, exits: contextlib.ExitStack, ctx: BuildContext) -> Starter:
+        """A database fleet here: one container per server, on the guest's network (its port forwarded)."""
+        ref, _ = _import_image(
+            self.guest, ctx, {**image.resolve(IMAGE_TOOLS), **definition.binaries()}, definition.files()
+        )
+        return partial(_server, self, ref)
+
 
 @contextmanager
 def start(mount: Mount, spec: EngineSpec, ctx: BuildContext) -> Iterator[VmDockerEngine]:
-    with guest_on(mount, ctx) as (guest, facts), _dockerd(guest, spec.driver or "overlay2"):
-        ref, digests = _tools_image(guest, ctx)
-        yield VmDockerEngine(guest, ref, facts={**facts, "fio_sha256": digests.get("fio"), "driver": spec.driver})
+    ports = [(free_port(), GUEST_PORT_BASE + i) for i in range(VM_MAX_SERVERS)]
+    with guest_on(mount, ctx, ports) as (guest, facts), _dockerd(guest, spec.driver or "overlay2"):
+        ref, digests = _import_image(guest, ctx, tools(ctx))  # fio, its helpers, IOzone
+        facts = {**facts, "fio_sha256": digests.get("fio"), "driver": spec.driver}
+        yield VmDockerEngine(guest, ref, ports, facts=facts)
 
 
 def failure(rc: int | None, stderr: str) -> str | None:
@@ -101,12 +127,14 @@ def _wait_ready(guest: Guest) -> None:
         time.sleep(READY_POLL_S)
 
 
-def _tools_image(guest: Guest, ctx: BuildContext) -> tuple[str, dict[str, str]]:
-    """The host's tools image (fio, its helpers, IOzone) built here and imported in the guest."""
-    paths = tools(ctx)
-    entries, labels, tag = image.recipe(paths, ctx)
+def _import_image(
+    guest: Guest, ctx: BuildContext, paths: dict[str, str], files: list[str] | tuple[str, ...] = ()
+) -> tuple[str, dict[str, str]]:
+    """An image of these host binaries (and files), built here as for the host's daemons and imported in
+    the guest; its reference and each binary's sha256."""
+    entries, labels, tag = image.recipe(paths, ctx, files)
     ref = f"{image.REPOSITORY}:{tag}"
-    tar = guest.share / "files" / f"tools-{tag}.tar"
+    tar = guest.share / "files" / f"image-{tag}.tar"
     tar.parent.mkdir(exist_ok=True)
     try:
         image.write_rootfs(tar, entries)
@@ -125,7 +153,7 @@ def _placed(
     guest = engine.guest
     with contextlib.ExitStack() as stack:
         data = stack.enter_context(_data_options(guest, spec, data_bytes))
-        name = stack.enter_context(_container(guest, engine.tools_image, data, spec, ctx))
+        name = stack.enter_context(_container(guest, engine.tools_image, ["--network", "none", *data], spec, ctx))
         info = {"placement": spec.kind, "container": name, **engine.facts}
         yield Target(_exec(guest, name), _put(guest, name), DATA, False, mount.device, engine.kind, info,
                      mount_table=_mount_table(guest, name))  # fmt: skip
@@ -157,11 +185,12 @@ def _data_options(guest: Guest, spec: PlacementSpec, data_bytes: int) -> Iterato
 
 
 @contextmanager
-def _container(guest: Guest, ref: str, data: list[str], spec: PlacementSpec, ctx: BuildContext) -> Iterator[str]:
+def _container(guest: Guest, ref: str, options: list[str], spec: PlacementSpec, ctx: BuildContext) -> Iterator[str]:
+    """A container that sleeps while commands are exec'd into it; ``options``: its network and its /data."""
     name = f"lb-{uuid.uuid4().hex[:8]}"
     labels = ["--label", f"layerbench.run={ctx.run_id}", "--label", f"layerbench.placement={spec.kind}"]
     try:
-        _docker(guest, "create", "--name", name, "--network", "none", *labels, *data, ref, "sleep", "infinity")
+        _docker(guest, "create", "--name", name, *labels, *options, ref, "sleep", "infinity")
         _docker(guest, "start", name)
         yield name
     finally:
@@ -201,3 +230,85 @@ def _quietly(guest: Guest, argv: list[str]) -> None:
     if guest.alive():
         with contextlib.suppress(ToolError):
             guest.run(argv, SETUP_TIMEOUT_S)
+
+
+# --- database servers in the guest's containers ---------------------------------------------------------
+
+
+@contextmanager
+def _server(
+    engine: VmDockerEngine,
+    ref: str,
+    index: int,
+    stack: StackSpec,
+    definition: ServerDef,
+    limits: Limits,
+    mount: Mount,
+    ctx: BuildContext,
+) -> Iterator[Endpoint]:
+    """One server in a container of its own: its data at the placement, the guest's network (so qemu's
+    forwarded port reaches it), prepared, configured and started as the server's user."""
+    guest, (host_port, guest_port) = engine.guest, engine.ports[index]
+    assert stack.server is not None  # a fleet is built only for stacks with a server
+    user = f"{SERVER_UID}:{SERVER_UID}"
+    with contextlib.ExitStack() as exits:
+        data_opts = exits.enter_context(_data_options(guest, stack.placement, data_bytes(stack.server)))
+        options = ["--network", "host", "--user", user, *data_opts]
+        name = exits.enter_context(_container(guest, ref, options, stack.placement, ctx))
+        data = f"{DATA}/{definition.kind}"
+        _docker(guest, "exec", "--user", "0", name, "mkdir", "-p", data)
+        _docker(guest, "exec", "--user", "0", name, "chown", user, DATA, data)
+        config = server_config(stack, data, "0.0.0.0", guest_port, limits)
+        for step in definition.prepare(config):
+            done = guest.run([*DOCKER, "exec", name, *step], PREPARE_TIMEOUT_S)
+            if done.rc != 0:
+                raise ServerError(f"{definition.kind} #{index}: {Path(step[0]).name} exited {done.rc}:\n{done.stderr}")
+        for file_name, text in definition.config_files(config).items():
+            _docker(guest, "cp", guest.put(f"{name}-{file_name}", text), f"{name}:{data}/{file_name}")
+            _docker(guest, "exec", "--user", "0", name, "chown", user, f"{data}/{file_name}")
+        h = exits.enter_context(_server_unit(guest, name, definition, index, definition.argv(config)))
+        wait_ready(h, definition, "127.0.0.1", host_port, ctx, index)
+        info = {
+            "container": name,
+            "guest_port": guest_port,
+            "accel": guest.accel,
+            "guest_kernel": guest.facts.get("kernel"),
+        }
+        yield Endpoint(index, "127.0.0.1", host_port, config.memory, limits, h, info)
+
+
+@contextmanager
+def _server_unit(
+    guest: Guest, name: str, definition: ServerDef, index: int, argv: list[str]
+) -> Iterator[ContainerHandle]:
+    """The server exec'd in its container by a transient unit of the guest, its output in the share."""
+    unit = f"layerbench-{definition.kind}-{index}-{uuid.uuid4().hex[:6]}"
+    (guest.share / "logs").mkdir(exist_ok=True)
+    log = GUEST_SHARE / "logs" / f"{unit}.log"
+    output = [f"--property=StandardOutput=file:{log}", f"--property=StandardError=file:{log}"]
+    guest.run(
+        ["systemd-run", f"--unit={unit}", "--collect", "--quiet", *output, *DOCKER, "exec", name, *argv],
+        SETUP_TIMEOUT_S,
+    ).check()
+    h = ContainerHandle(guest, unit, guest.share / "logs" / f"{unit}.log", name)
+    try:
+        yield h
+    finally:
+        handles.stop(h, definition.stop_signal, definition.stop_grace_s)
+
+
+@dataclass
+class ContainerHandle(GuestHandle):
+    """A server exec'd in a container of the guest: the docker CLI that exec'd it does not pass signals on,
+    so they go to the container's processes themselves, all but its init (the container is the server's)."""
+
+    container: str = ""
+
+    def signal(self, sig: int) -> None:
+        if not self.guest.alive():
+            return
+        init = _docker(self.guest, "inspect", "--format", "{{.State.Pid}}", self.container).stdout.strip()
+        top = self.guest.run([*DOCKER, "top", self.container, "-eo", "pid"], SETUP_TIMEOUT_S)
+        pids = [p for p in top.stdout.split()[1:] if p.isdigit() and p != init]
+        if pids:
+            self.guest.run(["kill", f"-{int(sig)}", *pids], SETUP_TIMEOUT_S)
