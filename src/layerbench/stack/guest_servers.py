@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,7 +99,7 @@ def starter(
                     )
             for name, text in definition.config_files(config).items():
                 _write(guest, data, name, text)
-            with _unit(guest, definition, index, definition.argv(config)) as h:
+            with server_unit(guest, definition, index, [*AS_SERVER, *definition.argv(config)]) as h:
                 wait_ready(h, definition, "127.0.0.1", host_port, ctx, index)
                 info = {"guest_port": guest_port, "data_dir": data, "unit": h.unit, "accel": guest.accel,
                         "guest_kernel": guest.facts.get("kernel")}  # fmt: skip
@@ -153,14 +153,21 @@ def _home(guest: Guest, definition: ServerDef, index: int) -> Iterator[str]:
 
 
 @contextmanager
-def _unit(guest: Guest, definition: ServerDef, index: int, argv: list[str]) -> Iterator[GuestHandle]:
+def server_unit(
+    guest: Guest,
+    definition: ServerDef,
+    index: int,
+    command: list[str],
+    handle: Callable[[Guest, str, Path], GuestHandle] = GuestHandle,
+) -> Iterator[GuestHandle]:
+    """``command`` as a transient unit of the guest, its output in the share; stopped with the server's own
+    signal on the way out. ``handle`` makes what the fleet holds (how the server is signalled)."""
     unit = f"layerbench-{definition.kind}-{index}-{uuid.uuid4().hex[:6]}"
-    logs = guest.share / "logs"
-    logs.mkdir(exist_ok=True)
+    (guest.share / "logs").mkdir(exist_ok=True)
     log = GUEST_SHARE / "logs" / f"{unit}.log"
     output = [f"--property=StandardOutput=file:{log}", f"--property=StandardError=file:{log}"]
-    _run(guest, ["systemd-run", f"--unit={unit}", "--collect", "--quiet", *output, *AS_SERVER, *argv])
-    h = GuestHandle(guest, unit, logs / f"{unit}.log")
+    _run(guest, ["systemd-run", f"--unit={unit}", "--collect", "--quiet", *output, *command])
+    h = handle(guest, unit, guest.share / "logs" / f"{unit}.log")
     try:
         yield h
     finally:

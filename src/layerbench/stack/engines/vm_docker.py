@@ -31,7 +31,6 @@ from layerbench.proc import Completed
 from layerbench.spec.models import EngineSpec, Limits, PlacementSpec, StackSpec
 from layerbench.spec.rules import VM_MAX_SERVERS
 from layerbench.stack import dockerd, image
-from layerbench.stack import handle as handles
 from layerbench.stack.engines.container import tools
 from layerbench.stack.engines.vm import GUEST_PORT_BASE, SETUP_TIMEOUT_S, guest_on
 from layerbench.stack.fleet import (
@@ -46,7 +45,7 @@ from layerbench.stack.fleet import (
     wait_ready,
 )
 from layerbench.stack.guest import GUEST_MOUNT, GUEST_SHARE, Guest
-from layerbench.stack.guest_servers import GuestHandle
+from layerbench.stack.guest_servers import GuestHandle, server_unit
 from layerbench.stack.target import BuildContext, Exec, Mount, Put, Target
 from layerbench.workloads.servers import SERVER_UID, ServerDef
 
@@ -266,7 +265,9 @@ def _server(
         for file_name, text in definition.config_files(config).items():
             _docker(guest, "cp", guest.put(f"{name}-{file_name}", text), f"{name}:{data}/{file_name}")
             _docker(guest, "exec", "--user", "0", name, "chown", user, f"{data}/{file_name}")
-        h = exits.enter_context(_server_unit(guest, name, definition, index, definition.argv(config)))
+        command = [*DOCKER, "exec", name, *definition.argv(config)]
+        handle = partial(ContainerHandle, container=name)
+        h = exits.enter_context(server_unit(guest, definition, index, command, handle))
         wait_ready(h, definition, "127.0.0.1", host_port, ctx, index)
         info = {
             "container": name,
@@ -275,26 +276,6 @@ def _server(
             "guest_kernel": guest.facts.get("kernel"),
         }
         yield Endpoint(index, "127.0.0.1", host_port, config.memory, limits, h, info)
-
-
-@contextmanager
-def _server_unit(
-    guest: Guest, name: str, definition: ServerDef, index: int, argv: list[str]
-) -> Iterator[ContainerHandle]:
-    """The server exec'd in its container by a transient unit of the guest, its output in the share."""
-    unit = f"layerbench-{definition.kind}-{index}-{uuid.uuid4().hex[:6]}"
-    (guest.share / "logs").mkdir(exist_ok=True)
-    log = GUEST_SHARE / "logs" / f"{unit}.log"
-    output = [f"--property=StandardOutput=file:{log}", f"--property=StandardError=file:{log}"]
-    guest.run(
-        ["systemd-run", f"--unit={unit}", "--collect", "--quiet", *output, *DOCKER, "exec", name, *argv],
-        SETUP_TIMEOUT_S,
-    ).check()
-    h = ContainerHandle(guest, unit, guest.share / "logs" / f"{unit}.log", name)
-    try:
-        yield h
-    finally:
-        handles.stop(h, definition.stop_signal, definition.stop_grace_s)
 
 
 @dataclass
