@@ -37,7 +37,7 @@ from layerbench.stack.fleet import (
 )
 from layerbench.stack.guest import GUEST_MOUNT, GUEST_SHARE, Guest
 from layerbench.stack.target import BuildContext, Mount
-from layerbench.workloads.servers import SERVER_UID, ServerDef
+from layerbench.workloads.servers import SERVER_UID, ServerConfig, ServerDef
 
 ROOT = "/opt/layerbench/root"
 COMMAND_TIMEOUT_S = 900.0
@@ -91,12 +91,7 @@ def starter(
         host_port, guest_port = ports[index]
         with _home(guest, definition, index) as data:
             config = server_config(stack, data, "0.0.0.0", guest_port, limits)
-            for step in definition.prepare(config):
-                done = guest.run([*AS_SERVER, *step], PREPARE_TIMEOUT_S)
-                if done.rc != 0:
-                    raise ServerError(
-                        f"{definition.kind} #{index}: {Path(step[0]).name} exited {done.rc}:\n{done.stderr}"
-                    )
+            prepare(guest, AS_SERVER, definition, config, index)
             for name, text in definition.config_files(config).items():
                 _write(guest, data, name, text)
             with server_unit(guest, definition, index, [*AS_SERVER, *definition.argv(config)]) as h:
@@ -106,6 +101,14 @@ def starter(
                 yield Endpoint(index, "127.0.0.1", host_port, config.memory, limits, h, info)
 
     return start
+
+
+def prepare(guest: Guest, prefix: list[str], definition: ServerDef, config: ServerConfig, index: int) -> None:
+    """The server's preparation (initdb), each step run in the guest behind ``prefix`` (as the server's user)."""
+    for step in definition.prepare(config):
+        done = guest.run([*prefix, *step], PREPARE_TIMEOUT_S)
+        if done.rc != 0:
+            raise ServerError(f"{definition.kind} #{index}: {Path(step[0]).name} exited {done.rc}:\n{done.stderr}")
 
 
 @contextmanager

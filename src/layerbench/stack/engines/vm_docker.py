@@ -35,9 +35,7 @@ from layerbench.stack.engines.container import tools
 from layerbench.stack.engines.vm import GUEST_PORT_BASE, SETUP_TIMEOUT_S, guest_on
 from layerbench.stack.fleet import (
     IMAGE_TOOLS,
-    PREPARE_TIMEOUT_S,
     Endpoint,
-    ServerError,
     Starter,
     data_bytes,
     free_port,
@@ -45,7 +43,7 @@ from layerbench.stack.fleet import (
     wait_ready,
 )
 from layerbench.stack.guest import GUEST_MOUNT, GUEST_SHARE, Guest
-from layerbench.stack.guest_servers import GuestHandle, server_unit
+from layerbench.stack.guest_servers import GuestHandle, prepare, server_unit
 from layerbench.stack.target import BuildContext, Exec, Mount, Put, Target
 from layerbench.workloads.servers import SERVER_UID, ServerDef
 
@@ -258,10 +256,7 @@ def _server(
         _docker(guest, "exec", "--user", "0", name, "mkdir", "-p", data)
         _docker(guest, "exec", "--user", "0", name, "chown", user, DATA, data)
         config = server_config(stack, data, "0.0.0.0", guest_port, limits)
-        for step in definition.prepare(config):
-            done = guest.run([*DOCKER, "exec", name, *step], PREPARE_TIMEOUT_S)
-            if done.rc != 0:
-                raise ServerError(f"{definition.kind} #{index}: {Path(step[0]).name} exited {done.rc}:\n{done.stderr}")
+        prepare(guest, [*DOCKER, "exec", name], definition, config, index)
         for file_name, text in definition.config_files(config).items():
             _docker(guest, "cp", guest.put(f"{name}-{file_name}", text), f"{name}:{data}/{file_name}")
             _docker(guest, "exec", "--user", "0", name, "chown", user, f"{data}/{file_name}")
