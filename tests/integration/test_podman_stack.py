@@ -94,6 +94,7 @@ def podman_stack(tmp: Path, fs: str, mkfs: list[str], driver: str) -> Iterator[S
     ctx = make_ctx(tmp, f"t-podman-{driver}-{uuid.uuid4().hex[:4]}")
     shm_before = set(os.listdir("/dev/shm"))
     host_before = {d for d in HOST_DIRS if d.exists()}
+    spooled_before = set(Path("/var/tmp").glob("api_load.tar*"))
     with loop_fs(tmp, fs, mkfs) as mount:
         with ENGINES["podman"].start(mount, EngineSpec(kind="podman", driver=driver), ctx) as engine:
             assert engine.kind == "podman" and engine.daemon.info["Driver"] == driver
@@ -101,6 +102,7 @@ def podman_stack(tmp: Path, fs: str, mkfs: list[str], driver: str) -> Iterator[S
         assert_nothing_left(engine.daemon, mount, ctx)
     assert set(os.listdir("/dev/shm")) <= shm_before, "a lock segment outlived the service"
     assert {d for d in HOST_DIRS if d.exists()} <= host_before, "runc's state dir or the blob cache outlived it"
+    assert set(Path("/var/tmp").glob("api_load.tar*")) <= spooled_before, "an image import's spool file outlived it"
 
 
 def assert_nothing_left(daemon: DockerEngine, mount: Mount, ctx: BuildContext) -> None:

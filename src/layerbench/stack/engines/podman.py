@@ -124,7 +124,14 @@ def podman_argv(exec_root: Path, data_root: Path, driver: str) -> list[str]:
 def service_env(exec_root: Path, data_root: Path) -> dict[str, str]:
     p = paths(exec_root, data_root)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CONTAINERS_", "DOCKER_")) and k != "NOTIFY_SOCKET"}
-    return {**env, "CONTAINERS_CONF": str(p["containers_conf"]), "CONTAINERS_STORAGE_CONF": str(p["storage_conf"])}
+    return {
+        **env,
+        "CONTAINERS_CONF": str(p["containers_conf"]),
+        "CONTAINERS_STORAGE_CONF": str(p["storage_conf"]),
+        # Podman 4.3 spools every image import through $TMPDIR (/var/tmp unless set) as api_load.tar<n> and
+        # never removes it: 85 MB per tools image. In the service's own tmp dir it goes with the service.
+        "TMPDIR": str(p["tmpdir"]),
+    }
 
 
 @contextmanager
