@@ -347,7 +347,7 @@ def _strays(roots: list[Path], parent: str) -> list[int]:
     me = os.getpid()
     found = set(_cgroup_pids(parent))
     for entry in Path("/proc").glob("[0-9]*"):
-        argv = _cmdline(int(entry.name))
+        argv = cmdline(int(entry.name))
         if argv and mentions(argv, roots):
             found.add(int(entry.name))
     found.discard(me)
@@ -364,7 +364,7 @@ def _cgroup_pids(parent: str, root: Path = CGROUP_ROOT) -> list[int]:
     return sorted(pids)
 
 
-def _cmdline(pid: int) -> list[str]:
+def cmdline(pid: int) -> list[str]:
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Completed, Runner, spawn
-from layerbench.stack import dockerd, guest_agent, vm
+from layerbench.stack import dockerd, guest_agent, image, vm
 from layerbench.stack.handle import kill_if_same, start_time
 from layerbench.stack.ledger import Resource, tracked
 from layerbench.stack.target import BuildContext
@@ -91,6 +91,17 @@ class Guest:
         files.mkdir(exist_ok=True)
         (files / name).write_text(text)
         return str(GUEST_SHARE / "files" / name)
+
+    @contextmanager
+    def staged_rootfs(self, entries: list[image.Entry], name: str) -> Iterator[str]:
+        """An image's files as a tar in the share (its path in the guest), removed once the guest used it."""
+        tar = self.share / "files" / name
+        tar.parent.mkdir(exist_ok=True)
+        try:
+            image.write_rootfs(tar, entries)
+            yield str(GUEST_SHARE / "files" / name)
+        finally:
+            tar.unlink(missing_ok=True)
 
     def console_tail(self, chars: int = 2000) -> str:
         return vm.read(self.directory / "console.log")[-chars:]
@@ -167,10 +178,6 @@ def reclaim(res: Resource, runner: Runner) -> None:
     pidfile = Path(res.ident) / PIDFILE
     with contextlib.suppress(OSError, ValueError):
         pid = int(pidfile.read_text().strip())
-        if dockerd.mentions(_cmdline(pid), [pidfile]):  # still that qemu: its command line names the file
+        if dockerd.mentions(dockerd.cmdline(pid), [pidfile]):  # still that qemu: its command line names the file
             kill_if_same(pid, start_time(pid))
     shutil.rmtree(res.ident, ignore_errors=True)
-
-
-def _cmdline(pid: int) -> list[str]:
-    return [a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]

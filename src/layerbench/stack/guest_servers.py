@@ -116,14 +116,9 @@ def _server_root(guest: Guest, definition: ServerDef, ctx: BuildContext) -> Iter
     """The server's image, unpacked in the guest, with the guest's data filesystem, /dev and /proc in it."""
     paths = {**image.resolve(IMAGE_TOOLS), **definition.binaries()}
     entries, _, tag = image.recipe(paths, ctx, definition.files())
-    tar = guest.share / "files" / f"server-{tag}.tar"
-    tar.parent.mkdir(exist_ok=True)
-    try:
-        image.write_rootfs(tar, entries)
+    with guest.staged_rootfs(entries, f"server-{tag}.tar") as tar:
         _run(guest, ["mkdir", "-p", ROOT])
-        _run(guest, ["tar", "-xf", str(GUEST_SHARE / "files" / tar.name), "-C", ROOT])
-    finally:
-        tar.unlink(missing_ok=True)
+        _run(guest, ["tar", "-xf", tar, "-C", ROOT])
     mounts = [  # (where in the root, the mount command)
         (f"{ROOT}{GUEST_MOUNT}", ["mount", "--bind", GUEST_MOUNT, f"{ROOT}{GUEST_MOUNT}"]),
         (f"{ROOT}/dev", ["mount", "--rbind", "/dev", f"{ROOT}/dev"]),

@@ -42,7 +42,7 @@ from layerbench.stack.fleet import (
     server_config,
     wait_ready,
 )
-from layerbench.stack.guest import GUEST_MOUNT, GUEST_SHARE, Guest
+from layerbench.stack.guest import GUEST_MOUNT, Guest
 from layerbench.stack.guest_servers import GuestHandle, prepare, server_unit
 from layerbench.stack.target import BuildContext, Exec, Mount, Put, Target
 from layerbench.workloads.servers import SERVER_UID, ServerDef
@@ -131,14 +131,9 @@ def _import_image(
     the guest; its reference and each binary's sha256."""
     entries, labels, tag = image.recipe(paths, ctx, files)
     ref = f"{image.REPOSITORY}:{tag}"
-    tar = guest.share / "files" / f"image-{tag}.tar"
-    tar.parent.mkdir(exist_ok=True)
-    try:
-        image.write_rootfs(tar, entries)
-        changes = [x for c in image.changes(paths, labels) for x in ("--change", c)]
-        _docker(guest, "import", *changes, str(GUEST_SHARE / "files" / tar.name), ref)
-    finally:
-        tar.unlink(missing_ok=True)
+    changes = [x for c in image.changes(paths, labels) for x in ("--change", c)]
+    with guest.staged_rootfs(entries, f"image-{tag}.tar") as tar:
+        _docker(guest, "import", *changes, tar, ref)
     digests = {k.removeprefix(image.LABEL_PREFIX): v for k, v in labels.items()}
     return ref, digests
 
