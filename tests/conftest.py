@@ -30,6 +30,10 @@ REQUIREMENTS = {
         lambda: _databases_missing() is None,
         "needs PostgreSQL, Redis, pgbench, java and the YCSB jars (make setup installs and builds them)",
     ),
+    "requires_remote": (
+        lambda: all(shutil.which(b) for b in ("qemu-nbd", "nbdinfo", "nbdfuse", "tc")),
+        "needs qemu-nbd, nbdinfo and nbdfuse (make setup installs qemu-utils and libnbd-bin)",
+    ),
     "requires_vm": (
         lambda: _vm_missing() is None,
         "needs qemu and the test VM image (make vm-image builds it; make test-vm runs this tier)",

@@ -12,7 +12,7 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -43,6 +43,7 @@ class Runner(Protocol):
         timeout: float = DEFAULT_TIMEOUT_S,
         input: str | None = None,
         env: Mapping[str, str] | None = None,
+        started: Callable[[int], None] | None = None,
     ) -> Completed: ...
 
 
@@ -52,10 +53,13 @@ def run(
     timeout: float = DEFAULT_TIMEOUT_S,
     input: str | None = None,
     env: Mapping[str, str] | None = None,
+    started: Callable[[int], None] | None = None,
 ) -> Completed:
     """Run ``argv`` to completion; never raises for a non-zero exit (see ``check``).
 
-    Raises ToolError with rc=None on timeout, after killing the process group.
+    ``started`` gets the PID once the process exists (the ledger records workloads that way, so a
+    killed run's fio does not outlive it). Raises ToolError with rc=None on timeout, after killing
+    the process group.
     """
     args = [str(a) for a in argv]
     try:
@@ -71,6 +75,8 @@ def run(
     except FileNotFoundError as exc:
         raise ToolError(args, 127, f"{args[0]}: not found on PATH") from exc
     try:
+        if started is not None:
+            started(proc.pid)
         out, err = proc.communicate(input=input, timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
@@ -193,6 +199,7 @@ class FakeRunner:
         timeout: float = DEFAULT_TIMEOUT_S,
         input: str | None = None,
         env: Mapping[str, str] | None = None,
+        started: Callable[[int], None] | None = None,
     ) -> Completed:
         args = [str(a) for a in argv]
         self.calls.append(args)

@@ -22,10 +22,18 @@ def _processes() -> dict[str, str]:
     return found
 
 
+def _storage_hosts() -> set[str]:
+    """Network namespaces of remote devices' storage hosts (lb-st-*), and links named as their veths."""
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
+    names = {f"netns {line.split()[0]}" for line in listed.splitlines() if line.startswith("lb-st-")}
+    return names | {f"link {p.name}" for p in Path("/sys/class/net").glob("lb*h")}
+
+
 # What another, earlier process left there is not this session's to blame (nor to remove):
 # the tests judge only what appeared while they ran.
 _BEFORE_TESTS = _shared_mounts()
 _PIDS_BEFORE = set(_processes())
+_HOSTS_BEFORE = _storage_hosts()
 
 
 def leftovers(work_dir: Path) -> list[str]:
@@ -35,6 +43,7 @@ def leftovers(work_dir: Path) -> list[str]:
     found += [f"mount {t}" for t in sorted(_shared_mounts() - _BEFORE_TESTS)]
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True, check=False).stdout
     found += [f"loop {line}" for line in loops.splitlines() if work in line]
+    found += sorted(_storage_hosts() - _HOSTS_BEFORE)
     for pid, cmd in _processes().items():
         # A daemon of ours, or a database server natively (its data directory is below the work dir).
         ours = any(d in cmd for d in ("dockerd", "containerd", "podman", "conmon")) and "/run/layerbench" in cmd

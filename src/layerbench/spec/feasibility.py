@@ -6,7 +6,7 @@ the rules stay pure and testable without root.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -34,3 +34,6 @@ class HostCaps:
     # Guests (the vm engine), probed only for experiments that have VM cells: a probe boots a kernel.
     vm_accel: str | None = None  # "kvm" where a probe guest ran under KVM, "tcg" where only emulation can
     vm_missing: str | None = "not probed: the experiment has no VM cells"  # why no guest can boot here
+    # Remote devices (stack/remote/needs.py): feature -> None where this host has it, else why not.
+    # Features: storage-host, nbd, nbd-fuse, nbd-kernel, nvme-tcp, netem, tbf; an absent one was not probed.
+    remote: dict[str, str | None] = field(default_factory=dict)

@@ -19,16 +19,21 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    SerializerFunctionWrapHandler,
     Tag,
     ValidationInfo,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
 from layerbench.spec.databases import PgbenchWorkload, Profile, Resources, ServerSpec, Tuning, YcsbWorkload
+from layerbench.spec.link import delay_text, parse_delay, parse_rate, rate_text
 from layerbench.spec.sizes import parse_size
 
 DeviceKind = Literal["loop", "zram", "block"]
+Transport = Literal["nbd", "nvme-tcp", "iscsi"]
+RemoteClient = Literal["kernel", "fuse"]
 FsType = Literal["none", "ext4", "xfs", "btrfs", "reiserfs"]
 EngineKind = Literal["native", "docker", "podman", "vm", "vm+docker"]
 Driver = Literal["overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "aufs", "overlay"]
@@ -53,13 +58,55 @@ class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+class LinkSpec(Frozen):
+    """How the link to a storage host is shaped (tc on both ends of its veth pair); unshaped by default."""
+
+    delay: Annotated[int, BeforeValidator(parse_delay), Field(gt=0)] | None = Field(
+        default=None, description="one-way delay added each way (netem): 50us, 1ms"
+    )
+    rate: Annotated[int, BeforeValidator(parse_rate), Field(gt=0)] | None = Field(
+        default=None, description="the link's rate each way: 10gbit, 500mbit"
+    )
+
+    def label(self) -> str:
+        parts = [f"+{delay_text(self.delay)}" if self.delay else "", rate_text(self.rate) if self.rate else ""]
+        return ",".join(p for p in parts if p)
+
+
+class RemoteSpec(Frozen):
+    """The device reached over a network: exported by a storage host (its own network namespace) and
+    attached here as a block device by a transport's client."""
+
+    transport: Transport = "nbd"
+    client: RemoteClient = Field(
+        default="kernel", description="nbd only: the kernel's nbd driver, or nbdfuse under a direct-I/O loop device"
+    )
+    link: LinkSpec = LinkSpec()
+
+    @model_validator(mode="after")
+    def _fuse_is_nbd_only(self) -> RemoteSpec:
+        if self.client == "fuse" and self.transport != "nbd":
+            raise ValueError(
+                f"device.remote.client 'fuse' is for transport 'nbd'; {self.transport} has a kernel client only"
+            )
+        return self
+
+    def label(self) -> str:
+        name = f"{self.transport}-fuse" if self.client == "fuse" else self.transport
+        link = self.link.label()
+        return f"{name}({link})" if link else name
+
+
 class DeviceSpec(Frozen):
-    """The block device at the bottom of the stack."""
+    """The block device at the bottom of the stack, here or (``remote``) on a storage host."""
 
     kind: DeviceKind = "loop"
     size: ByteSize = Field(default=2 * 1024**3, description="loop and zram only")
     path: str | None = Field(default=None, description="block: the device to format (required)")
     direct_io: bool = Field(default=True, description="loop: --direct-io=on (off only to demo the trap)")
+    remote: RemoteSpec | None = Field(
+        default=None, description="export it from a storage host and attach it over a network"
+    )
 
     @model_validator(mode="after")
     def _block_needs_path(self) -> DeviceSpec:
@@ -69,10 +116,20 @@ class DeviceSpec(Frozen):
             raise ValueError(f"device.path is only for kind 'block', not {self.kind!r}")
         return self
 
+    @model_serializer(mode="wrap")
+    def _local_without_remote(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A local device dumps as it did before ``remote`` existed: cell ids (hashes of the dump) stay stable.
+        data = handler(self)
+        if data.get("remote") is None:
+            data.pop("remote", None)
+        return data
+
     def label(self) -> str:
         if self.kind == "block" and self.path:
-            return self.path
-        return self.kind if self.direct_io or self.kind != "loop" else "loop(buffered)"
+            local = self.path
+        else:
+            local = self.kind if self.direct_io or self.kind != "loop" else "loop(buffered)"
+        return f"{local}@{self.remote.label()}" if self.remote else local
 
 
 class FilesystemSpec(Frozen):

@@ -17,6 +17,7 @@ from layerbench.spec.models import (
     FileWorkload,
     FioWorkload,
     IozoneWorkload,
+    LinkSpec,
     StackSpec,
     Workload,
 )
@@ -27,6 +28,13 @@ HOST_PLACEMENTS = frozenset({"raw", "host-dir"})
 VM_ENGINES = frozenset({"vm", "vm+docker"})
 # Database servers one guest hosts: qemu forwards one port from the host per server, set at boot.
 VM_MAX_SERVERS = 8
+# What each transport and client needs (keys of HostCaps.remote), beyond a storage host.
+REMOTE_NEEDS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("nbd", "fuse"): ("nbd", "nbd-fuse"),
+    ("nbd", "kernel"): ("nbd", "nbd-kernel"),
+    ("nvme-tcp", "kernel"): ("nvme-tcp",),
+    ("iscsi", "kernel"): ("iscsi",),
+}
 # Servers start with room for this many client connections (PostgreSQL's max_connections is 256).
 CLIENT_LIMIT = 250
 
@@ -104,6 +112,31 @@ def host_has_device(s: StackSpec, caps: HostCaps) -> str | None:
     if kind == "zram" and not caps.zram:
         return "no zram support in this kernel (modprobe zram failed)"
     return None
+
+
+def host_has_remote(s: StackSpec, caps: HostCaps) -> str | None:
+    """A remote device's storage host, transport, client and link shaping, each as this host has them."""
+    remote = s.device.remote
+    if remote is None:
+        return None
+    if s.engine.kind in VM_ENGINES:
+        return "a VM's disk on a remote device is not supported yet: use engine native, docker or podman"
+    client = "fuse" if remote.client == "fuse" else "kernel"
+    needs = ["storage-host", *REMOTE_NEEDS[(remote.transport, client)]]
+    needs += [q for q in (qdisc_of(remote.link),) if q]
+    for feature in needs:
+        reason = caps.remote.get(feature, "not probed")
+        if reason:
+            return f"a remote device over {remote.label()}: {reason}"
+    if client == "fuse" and not (caps.fuse and caps.loop):
+        lacking = "FUSE" if not caps.fuse else "loop devices"
+        return f"a remote device over {remote.label()}: nbdfuse needs FUSE and loop devices; this host lacks {lacking}"
+    return None
+
+
+def qdisc_of(link: LinkSpec) -> str | None:
+    """The qdisc a link's shaping needs: netem for a delay (it also rates), tbf for a rate alone."""
+    return "netem" if link.delay else "tbf" if link.rate else None
 
 
 def host_has_engine(s: StackSpec, caps: HostCaps) -> str | None:
@@ -208,6 +241,7 @@ RULES: tuple[Rule, ...] = (
     mount_options_fit,
     needs_root,
     host_has_device,
+    host_has_remote,
     host_has_filesystem,
     host_has_engine,
     server_fits_stack,

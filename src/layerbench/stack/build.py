@@ -22,6 +22,7 @@ from layerbench.stack.device import device
 from layerbench.stack.engines import Engine, engine_type
 from layerbench.stack.filesystem import filesystem
 from layerbench.stack.fleet import Fleet, fleet
+from layerbench.stack.remote.layer import remote_device
 from layerbench.stack.target import BuildContext, Target
 
 
@@ -90,7 +91,8 @@ class StackBuilder(AbstractContextManager["StackBuilder"]):
         return self._layers[level].value
 
     def _device(self, stack: StackSpec, data_bytes: int, exits: ExitStack) -> Any:
-        return exits.enter_context(device(stack.device, self.ctx))
+        build = remote_device if stack.device.remote else device
+        return exits.enter_context(build(stack.device, self.ctx))
 
     def _filesystem(self, stack: StackSpec, data_bytes: int, exits: ExitStack) -> Any:
         return exits.enter_context(filesystem(self._value(0), stack.filesystem, self.ctx))

@@ -19,6 +19,7 @@ from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Runner
 from layerbench.spec.feasibility import HostCaps
 from layerbench.stack import vm
+from layerbench.stack.remote import needs as remote_needs
 from layerbench.workloads import iozone, ycsb
 from layerbench.workloads.servers import SERVERS
 
@@ -66,6 +67,7 @@ def probe(runner: Runner, cache_dir: Path = DEFAULT_CACHE, guests: bool = False)
         notes=tuple(notes),
         servers=database_servers(notes),
         clients=clients(cache_dir, notes),
+        remote=remote_needs.probe(runner, loadable),
         **(guest_caps(cache_dir) if guests else {}),
     )
 

@@ -24,6 +24,8 @@ from layerbench.stack.cell_cgroup import remove_dirs
 from layerbench.stack.device import read_or_empty, why_unsafe
 from layerbench.stack.engines import removers
 from layerbench.stack.ledger import Ledger, Resource
+from layerbench.stack.remote import host as storage_host
+from layerbench.stack.remote import link
 from layerbench.stack.runlock import is_live
 
 Remover = Callable[[Resource, Runner], None]
@@ -102,7 +104,8 @@ def _network(res: Resource, runner: Runner) -> None:
     network.delete_link(res.detail.get("bridge", ""), runner)
 
 
-def _server(res: Resource, runner: Runner) -> None:
+def _process(res: Resource, runner: Runner) -> None:
+    """A database server, a target's server, a native workload: ended only if it is still that process."""
     handle.kill_if_same(int(res.detail.get("pid", 0)), res.detail.get("start_time"))
 
 
@@ -135,6 +138,18 @@ def _zram(res: Resource, runner: Runner) -> None:
     Path("/sys/class/zram-control/hot_remove").write_text(str(num))
 
 
+def _netns(res: Resource, runner: Runner) -> None:
+    storage_host.remove_netns(res.ident, runner)
+
+
+def _veth(res: Resource, runner: Runner) -> None:
+    storage_host.delete_link(res.ident, runner)
+
+
+def _qdisc(res: Resource, runner: Runner) -> None:
+    link.remove_qdisc(res.ident, res.detail.get("netns"), runner)
+
+
 def _file(res: Resource, runner: Runner) -> None:
     Path(res.ident).unlink(missing_ok=True)
 
@@ -152,10 +167,14 @@ REMOVERS: dict[str, Remover] = {
     "container": _container,
     "volume": _volume,
     "network": _network,
-    "server": _server,
+    "server": _process,
+    "process": _process,
     "mount": _mount,
     "loop": _loop,
     "zram": _zram,
+    "netns": _netns,
+    "veth": _veth,
+    "qdisc": _qdisc,
     "file": _file,
     "dir": _dir,
     "cgroup": _cgroup,

@@ -56,16 +56,23 @@ def loop_device(spec: DeviceSpec, ctx: BuildContext) -> Iterator[Device]:
 
     with (
         tracked(ctx.ledger, "file", str(backing), create_file, _unlink),
-        tracked(
-            ctx.ledger,
-            "loop",
-            str(backing),
-            lambda rid: _attach(backing, spec, size, rid, ctx),
-            lambda dev: _detach(dev, ctx),
-            backing=str(backing),
-        ) as dev,
+        attached_loop(backing, size, spec.direct_io, ctx) as dev,
     ):
-        if spec.direct_io and not dev.info["direct_io"]:
+        yield dev
+
+
+@contextmanager
+def attached_loop(backing: Path, size: int, direct_io: bool, ctx: BuildContext) -> Iterator[Device]:
+    """A loop device over ``backing`` (a file that exists), detached on exit."""
+    with tracked(
+        ctx.ledger,
+        "loop",
+        str(backing),
+        lambda rid: _attach(backing, direct_io, size, rid, ctx),
+        lambda dev: _detach(dev, ctx),
+        backing=str(backing),
+    ) as dev:
+        if direct_io and not dev.info["direct_io"]:
             raise PrerequisiteError(
                 f"{dev.path}: the kernel refused direct I/O on {backing}",
                 hint="put the work directory on a filesystem whose block size allows O_DIRECT (ext4, xfs)",
@@ -108,8 +115,8 @@ def _unlink(path: Path) -> None:
     path.unlink(missing_ok=True)
 
 
-def _attach(backing: Path, spec: DeviceSpec, size: int, rid: int, ctx: BuildContext) -> Device:
-    dio = "on" if spec.direct_io else "off"
+def _attach(backing: Path, direct_io: bool, size: int, rid: int, ctx: BuildContext) -> Device:
+    dio = "on" if direct_io else "off"
     argv = ["losetup", "--find", "--show", f"--direct-io={dio}", str(backing)]
     try:
         done = ctx.runner(argv, timeout=60).check()

@@ -38,6 +38,7 @@ from layerbench.spec.models import Limits, PlacementSpec
 from layerbench.stack.cell_cgroup import cell_cgroup
 from layerbench.stack.cgroups import majmin, process_dirs, read_limits
 from layerbench.stack.dockerd import API_ERRORS, DockerEngine
+from layerbench.stack.handle import start_time
 from layerbench.stack.image import LABEL_PREFIX, binary_digests, image_labels
 from layerbench.stack.ledger import tracked
 from layerbench.stack.target import BuildContext, Exec, Mount, Put, Target
@@ -76,13 +77,27 @@ def _native_run(
     limits: Limits, mount: Mount, ctx: BuildContext, info: dict[str, Any], stack: contextlib.ExitStack
 ) -> Exec:
     if not limits.model_dump(exclude_none=True):
-        return lambda argv, timeout: ctx.runner(argv, timeout=timeout)
+        return lambda argv, timeout: recorded_run(argv, timeout, ctx)
     device = majmin(mount.device.path)
     group = stack.enter_context(cell_cgroup(limits, device, ctx))
     info["limits"] = limits.model_dump(mode="json", exclude_none=True)
     info["cgroup"] = {controller: str(path) for controller, path in group.dirs.items()}  # for the monitor
     info["limits_enforced"] = read_limits(group.dirs, device)
-    return lambda argv, timeout: ctx.runner(group.wrap(argv), timeout=timeout)
+    return lambda argv, timeout: recorded_run(group.wrap(argv), timeout, ctx)
+
+
+def recorded_run(argv: Sequence[str], timeout: float, ctx: BuildContext) -> Completed:
+    """A native workload command, in the ledger while it runs: a run killed mid-trial leaves fio
+    running in its own session, holding the device, until cleanup ends it."""
+    rid = ctx.ledger.record("process", argv[0])
+
+    def started(pid: int) -> None:
+        ctx.ledger.update(rid, pid=pid, start_time=start_time(pid))
+
+    try:
+        return ctx.runner(argv, timeout=timeout, started=started)
+    finally:
+        ctx.ledger.removed(rid)
 
 
 @contextmanager

@@ -1,0 +1,45 @@
+"""The remote device layer: the backing device is made here as a local one would be, a storage host (a
+network namespace on a veth link, shaped if asked) exports it with a transport's target, and that
+transport's client attaches it here as the block device the rest of the stack builds on.
+
+Torn down in reverse: client, target, link shaping, storage host, backing device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+
+from layerbench.spec.models import DeviceSpec, RemoteSpec
+from layerbench.stack.device import device
+from layerbench.stack.remote import nbd
+from layerbench.stack.remote.host import StorageHost, storage_host
+from layerbench.stack.remote.link import shaped
+from layerbench.stack.target import BuildContext, Device
+
+Attach = Callable[[Device, StorageHost, RemoteSpec, BuildContext], AbstractContextManager[Device]]
+TRANSPORTS: dict[str, Attach] = {
+    "nbd": nbd.attached,
+}
+
+
+@contextmanager
+def remote_device(spec: DeviceSpec, ctx: BuildContext) -> Iterator[Device]:
+    remote = spec.remote
+    assert remote is not None
+    local = spec.model_copy(update={"remote": None})
+    with (
+        device(local, ctx) as backing,
+        storage_host(ctx) as host,
+        shaped(host, remote.link, ctx),
+        TRANSPORTS[remote.transport](backing, host, remote, ctx) as attached,
+    ):
+        info = {
+            **attached.info,
+            "transport": remote.transport,
+            "backing": backing.path,
+            "backing_kind": backing.kind,
+            "storage_host": host.netns,
+            "link": remote.link.label() or "unshaped",
+        }
+        yield Device(attached.path, attached.kind, attached.size_bytes, info)

@@ -1,0 +1,120 @@
+"""NBD: qemu-nbd serves the backing device from the storage host; a client here makes it a block device.
+
+qemu-nbd opens the device with O_DIRECT (``--cache=none``), so the server's page cache never answers for
+it. Two clients: the kernel's nbd driver (``nbd-client``), where the kernel has it, and nbdfuse, which
+shows the export as a file under a FUSE mount, attached to a direct-I/O loop device. The FUSE client
+goes through user space twice per request: its numbers are labelled with it ("nbd-fuse") and are no
+measure of what a kernel client would do.
+"""
+
+from __future__ import annotations
+
+import signal
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from layerbench.errors import ToolError
+from layerbench.proc import Runner
+from layerbench.spec.models import RemoteSpec
+from layerbench.stack import handle
+from layerbench.stack.device import attached_loop
+from layerbench.stack.ledger import tracked
+from layerbench.stack.remote.host import StorageHost
+from layerbench.stack.remote.server import serving, wait_until
+from layerbench.stack.target import BuildContext, Device
+
+PORT = 10809  # NBD's registered port
+
+
+def server_argv(device_path: str, address: str, port: int = PORT) -> list[str]:
+    """qemu-nbd serving ``device_path`` raw, unbuffered, to any number of connections, until killed."""
+    return [
+        "qemu-nbd",
+        "--persistent",
+        "--shared=0",
+        f"--bind={address}",
+        f"--port={port}",
+        "--format=raw",
+        "--cache=none",
+        "--aio=native",
+        device_path,
+    ]
+
+
+def uri(address: str, port: int = PORT) -> str:
+    return f"nbd://{address}:{port}/"
+
+
+def size_argv(export_uri: str) -> list[str]:
+    """nbdinfo's handshake with the server: answers the export's size once it serves."""
+    return ["nbdinfo", "--size", export_uri]
+
+
+@contextmanager
+def attached(backing: Device, host: StorageHost, remote: RemoteSpec, ctx: BuildContext) -> Iterator[Device]:
+    export = uri(host.remote_address)
+    log = ctx.work_dir / f"qemu-nbd-{host.netns}.log"
+    argv = server_argv(backing.path, host.remote_address)
+    with serving(host, argv, lambda: _answers(export, ctx.runner), log, ctx):
+        client = fuse_client if remote.client == "fuse" else kernel_client
+        with client(export, backing.size_bytes, ctx) as dev:
+            yield dev
+
+
+def _answers(export_uri: str, runner: Runner) -> bool:
+    return runner(size_argv(export_uri), timeout=30).rc == 0
+
+
+# --- nbdfuse under a loop device ---------------------------------------------
+
+
+def fuse_argv(pidfile: Path, mountpoint: Path, export_uri: str) -> list[str]:
+    """nbdfuse showing the export as ``mountpoint``/disk; it writes ``pidfile`` once it serves."""
+    return ["nbdfuse", "-P", str(pidfile), f"{mountpoint}/disk", export_uri]
+
+
+@contextmanager
+def fuse_client(export_uri: str, size: int, ctx: BuildContext) -> Iterator[Device]:
+    mountpoint = ctx.work_dir / f"nbdfuse-{uuid.uuid4().hex[:8]}"
+    pidfile = mountpoint.with_suffix(".pid")
+
+    def mount(rid: int) -> handle.NativeHandle:
+        mountpoint.mkdir(mode=0o700)
+        argv = fuse_argv(pidfile, mountpoint, export_uri)
+        proc = handle.start_native(argv, mountpoint.with_suffix(".log"), user=None)
+        ctx.ledger.update(rid, pid=proc.pid)
+        try:
+            wait_until(pidfile.exists, proc, argv)
+        except BaseException:
+            _unmount(mountpoint, proc, ctx.runner)
+            ctx.ledger.removed(rid)
+            raise
+        return proc
+
+    with (
+        tracked(ctx.ledger, "mount", str(mountpoint), mount, lambda p: _unmount(mountpoint, p, ctx.runner)),
+        attached_loop(mountpoint / "disk", size, True, ctx) as loop,
+    ):
+        info = {**loop.info, "client": "nbdfuse+loop", "export": export_uri}
+        yield Device(loop.path, "nbd-fuse", size, info)
+
+
+def _unmount(mountpoint: Path, proc: handle.NativeHandle, runner: Runner) -> None:
+    """fusermount3 -u ends nbdfuse cleanly (its manual: never kill it); SIGKILL only if it lingers."""
+    if proc.alive() and runner(["fusermount3", "-u", str(mountpoint)], timeout=60).rc != 0:
+        runner(["umount", "-l", str(mountpoint)], timeout=60)
+    if proc.wait(30.0) is None:
+        handle.stop(proc, signal.SIGKILL, 0.0)
+    if mountpoint.exists():
+        mountpoint.rmdir()
+
+
+# --- the kernel's nbd driver ------------------------------------------------
+
+
+@contextmanager
+def kernel_client(export_uri: str, size: int, ctx: BuildContext) -> Iterator[Device]:
+    raise ToolError(["nbd-client"], None, "not built yet")
+    yield  # pragma: no cover
