@@ -64,3 +64,9 @@ def test_remote_cells_run_against_their_local_twins_and_leave_nothing(tmp_path: 
             # faster than its local twin would mean the network path was not taken.
             assert cell["ratio"]["ratio"] < 0.8, (label, cell["ratio"])
             assert not cell["is_baseline"]
+    # Seed 000's Fig. 4 as numbers: each remote cell at QD1 against its local twin, slat and clat apart.
+    added = {r["stack_label"]: r for r in shown["remote_latency"]}
+    assert set(added) == {label for label in cells if "@" in label}
+    for label, r in added.items():
+        assert r["baseline_label"] == label.replace("@nbd-fuse(10gbit)", ""), r
+        assert r["added_us"]["lat"] > 0 and r["remote_us"]["clat"] > r["local_us"]["clat"], r

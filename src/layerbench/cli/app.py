@@ -32,6 +32,7 @@ from layerbench.report.terminal import (
     limits_table,
     ratio_table_render,
     refused_table,
+    remote_latency_table,
     results_table,
     scaling_tables,
     show_json,
@@ -296,6 +297,8 @@ def _show(store: Store, run_ref: str, as_json: bool, latency: bool = False, stat
         console.print(table)
     if v.ratios is not None:  # seed 004's table: layers against native on each filesystem
         console.print(ratio_table_render(v.ratios, "ratio to the baseline on the same filesystem, per operation"))
+    if v.remote_latency:
+        console.print(remote_latency_table(v.remote_latency))
     if latency and v.fio_latency is not None:
         if not v.fio_latency.empty or v.client_latency.empty:
             console.print(latency_table(v.fio_latency, v.data.cells))

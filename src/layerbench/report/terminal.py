@@ -13,6 +13,7 @@ from rich.table import Table
 from layerbench.analysis.compare import Comparison
 from layerbench.analysis.overhead import BYTE_METRICS, UNITS, CellResult
 from layerbench.analysis.ratio_table import RatioTable
+from layerbench.analysis.remote import AddedLatency
 from layerbench.analysis.scaling import Scaling
 from layerbench.report.view import RunComparison, RunView
 from layerbench.store.db import RefusedRow
@@ -167,6 +168,38 @@ def scaling_json(scalings: list[Scaling]) -> list[dict[str, Any]]:
     ]
 
 
+def remote_latency_table(rows: Sequence[AddedLatency]) -> Table:
+    """Seed 000's Fig. 4 as numbers: mean latency at QD1, local and remote, and what the remote path adds."""
+    table = Table(
+        "remote stack", "workload", "local slat/clat µs", "remote slat/clat µs", "added µs", "of it clat",
+        title="what the remote device adds per I/O at queue depth 1 (means over trials)",
+        caption="added = remote − local total latency (slat + clat); local: the same stack on the local device",
+    )  # fmt: skip
+    for r in rows:
+        local, remote = r.local_us, r.remote_us
+        table.add_row(
+            r.stack_label, f"{r.workload} ({r.direction})",
+            f"{_us(local['slat'])} / {_us(local['clat'])}", f"{_us(remote['slat'])} / {_us(remote['clat'])}",
+            f"{r.added_us('lat'):+.1f} ({r.added_us('lat') / local['lat']:+.0%})", _pct(r.clat_share()),
+        )  # fmt: skip
+    return table
+
+
+def _us(v: float) -> str:
+    return "—" if v != v else f"{v:.1f}"
+
+
+def _pct(v: float) -> str:
+    return "—" if v != v else f"{v:.0%}"
+
+
+def remote_latency_json(rows: Sequence[AddedLatency]) -> list[dict[str, Any]]:
+    return [
+        _nan_to_none({**asdict(r), "added_us": {k: r.added_us(k) for k in r.local_us}, "clat_share": r.clat_share()})
+        for r in rows
+    ]
+
+
 def show_json(v: RunView) -> dict[str, Any]:
     """The same content as the tables, with NaN as null so strict JSON parsers accept it."""
     run = v.data.run
@@ -186,6 +219,7 @@ def show_json(v: RunView) -> dict[str, Any]:
         "latency_ns": _records(v.fio_latency),
         "client_latency_us": _records(v.client_latency),
         "scaling": scaling_json(v.scalings),
+        "remote_latency": remote_latency_json(v.remote_latency),
     }
 
 

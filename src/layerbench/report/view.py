@@ -1,7 +1,7 @@
 """What `show`, `report` and `compare` present of a run, computed once from its read model.
 
 The CLI asks this module, not the analysis modules one by one: a run's
-results, scaling curves, seed 004's ratio table, the limits its cgroups read
+results, scaling curves, seed 004's ratio table, a remote device's added latency, the limits its cgroups read
 back, and its latency percentiles.
 """
 
@@ -12,11 +12,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from layerbench.analysis import overhead, scaling
+from layerbench.analysis import overhead, remote, scaling
 from layerbench.analysis.compare import Comparison, compare, environment_differences
 from layerbench.analysis.latency import client_percentiles, merged_percentiles
 from layerbench.analysis.overhead import CellResult
 from layerbench.analysis.ratio_table import RatioTable, ratio_table
+from layerbench.analysis.remote import AddedLatency
 from layerbench.analysis.scaling import Scaling
 from layerbench.analysis.surface import iozone_points
 from layerbench.store.db import CheckRow
@@ -33,6 +34,7 @@ class RunView:
     limits: list[dict[str, str]]  # per cell with limits, what its cgroup read back
     client_latency: pd.DataFrame  # analysis.latency.client_percentiles: database clients' histograms merged
     fio_latency: pd.DataFrame | None  # analysis.latency.merged_percentiles; None unless loaded with latency
+    remote_latency: list[AddedLatency]  # per remote cell at QD1: what the network path adds (seed 000's Fig. 4)
 
 
 def view(data: RunData) -> RunView:
@@ -50,6 +52,7 @@ def view(data: RunData) -> RunView:
         limits_read_back(data.checks, labels),
         client_percentiles(data.trials),
         fio,
+        remote.of_run(data),
     )
 
 
