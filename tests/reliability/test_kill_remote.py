@@ -1,6 +1,7 @@
-"""SIGKILL a run while a remote device is attached, then `layerbench cleanup`: the loop device, the FUSE
-client, the NBD server, the link's qdiscs, the veth pair, the storage host's namespace and the zram
-device are all gone. Waits on state (the ledger), never on time."""
+"""SIGKILL a run while a remote device is attached, then `layerbench cleanup`: the client (a loop device
+over nbdfuse, a kernel nbd connection, an NVMe/TCP controller, an iSCSI session), the target, the link's
+qdiscs, the veth pair, the storage host's namespace and the zram device are all gone. Each transport
+this machine has (remote_support); waits on state (the ledger), never on time."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests import support
+from tests import remote_support, support
 from tests.integration.leftovers import leftovers
 from tests.reliability.test_kill_cleanup import STATE_TIMEOUT_S, live_kinds
 
@@ -24,31 +25,39 @@ pytestmark = [
     pytest.mark.slow,
 ]
 
-SPEC = {
-    "name": "kill-remote",
-    "device": {
-        "kind": "zram",
-        "size": "128MiB",
-        "remote": {"transport": "nbd", "client": "fuse", "link": {"rate": "1gbit"}},
-    },
-    "stacks": [{"filesystem": "none", "placement": "raw"}],
-    "workloads": [{"name": "RR", "rw": "randread", "bs": "4k", "size": "32MiB", "runtime_s": 60, "ramp_s": 0}],
+# The ledger kinds of each transport's target and client, live once its device is attached.
+ATTACHED = {
+    "nbd-fuse": {"server", "mount", "loop"},
+    "nbd": {"server", "nbd"},
+    "nvme-tcp": {"nvmet", "nvme-connection"},
+    "iscsi": {"iscsi-target", "iscsi-session"},
 }
-ATTACHED = {"zram", "netns", "veth", "qdisc", "server", "mount", "loop", "process"}  # process: fio
+COMMON = {"zram", "netns", "veth", "qdisc", "process"}  # process: the trial's fio
+
+
+def _spec(remote: dict) -> dict:
+    return {
+        "name": "kill-remote",
+        "device": {"kind": "zram", "size": "128MiB", "remote": {**remote, "link": {"rate": "1gbit"}}},
+        "stacks": [{"filesystem": "none", "placement": "raw"}],
+        "workloads": [{"name": "RR", "rw": "randread", "bs": "4k", "size": "32MiB", "runtime_s": 60, "ramp_s": 0}],
+    }
 
 
 def _zram_devices() -> set[str]:
     return {p.name for p in Path("/sys/block").glob("zram*")}
 
 
-def test_sigkill_with_a_remote_device_attached_then_cleanup(tmp_path: Path) -> None:
+@pytest.mark.parametrize("transport", list(remote_support.TRANSPORTS))
+def test_sigkill_with_a_remote_device_attached_then_cleanup(tmp_path: Path, transport: str) -> None:
+    remote = remote_support.require(transport)
     dirs = {"db": tmp_path / "r.db", "work": tmp_path / "work", "state": tmp_path / "state"}
     spec = tmp_path / "spec.yaml"
-    spec.write_text(yaml.safe_dump(SPEC))
+    spec.write_text(yaml.safe_dump(_spec(remote)))
     zram_before = _zram_devices()
     proc = support.start(["run", str(spec)], dirs)
     deadline = time.monotonic() + STATE_TIMEOUT_S
-    while not live_kinds(dirs["state"] / "ledger.db") >= ATTACHED:
+    while not live_kinds(dirs["state"] / "ledger.db") >= ATTACHED[transport] | COMMON:
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "the run never attached its remote device"
         time.sleep(0.2)
@@ -61,6 +70,17 @@ def test_sigkill_with_a_remote_device_attached_then_cleanup(tmp_path: Path) -> N
     assert leftovers(dirs["work"]) == []
     assert _zram_devices() == zram_before
     assert not {"qemu-nbd", "nbdfuse", "fio"} & _live_commands()
+    assert not _kernel_clients(), "a kernel connection outlived cleanup"
+
+
+def _kernel_clients() -> list[str]:
+    """Connected nbd devices, NVMe controllers and iSCSI sessions of layerbench's targets."""
+    nbd = [p.parent.name for p in Path("/sys/block").glob("nbd*/pid")]
+    nvme = [p.parent.name for p in Path("/sys/class/nvme").glob("*/subsysnqn") if "layerbench" in p.read_text()]
+    iscsi = [
+        p.parent.name for p in Path("/sys/class/iscsi_session").glob("*/targetname") if "layerbench" in p.read_text()
+    ]
+    return nbd + nvme + iscsi
 
 
 def _live_commands() -> set[str]:

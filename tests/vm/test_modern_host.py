@@ -25,7 +25,12 @@ GUEST_TESTS = (
     "tests/integration/test_limits.py",
     "tests/reliability/test_kill_cleanup.py",
     "tests/integration/test_run_cli.py::test_smoke_run_saves_trials_and_leaves_nothing",
+    # Remote devices over every transport: the guest's kernel has nbd, nvmet/nvme-tcp and LIO/iscsi_tcp.
+    "tests/integration/test_remote.py",
+    "tests/reliability/test_kill_remote.py",
 )
+# Where these tests would skip for a missing transport, they fail in the guest (tests/remote_support.py).
+EXPECT_REMOTE = "nbd-fuse,nbd,nvme-tcp,iscsi"
 GUEST_TIMEOUT_S = 3600.0
 GUEST_PYTHON = "/opt/layerbench/venv/bin/python"
 
@@ -36,7 +41,7 @@ echo "cgroupfs=$(stat -fc %T /sys/fs/cgroup)" >> /mnt/lbshare/facts
 echo "kernel=$(uname -r)" >> /mnt/lbshare/facts
 echo "boot_s=$(cut -d' ' -f1 /proc/uptime)" >> /mnt/lbshare/facts
 cd {repo}
-export PYTHONDONTWRITEBYTECODE=1 PYTHONPATH={repo}/src
+export PYTHONDONTWRITEBYTECODE=1 PYTHONPATH={repo}/src LAYERBENCH_EXPECT_REMOTE={expect_remote}
 {python} -m pytest -p no:cacheprovider -q -rs --junitxml=/mnt/lbshare/junit.xml {tests}
 """
 
@@ -49,7 +54,7 @@ def _shares() -> list[vm.Share]:
 @pytest.fixture(scope="module")
 def guest(tmp_path_factory: pytest.TempPathFactory) -> vm.GuestRun:
     image = vm.require(DEFAULT_CACHE)
-    script = SCRIPT.format(repo=REPO, python=GUEST_PYTHON, tests=" ".join(GUEST_TESTS))
+    script = SCRIPT.format(repo=REPO, python=GUEST_PYTHON, tests=" ".join(GUEST_TESTS), expect_remote=EXPECT_REMOTE)
     return vm.run_script(image, script, _shares(), GUEST_TIMEOUT_S, tmp_path_factory.mktemp("vm"))
 
 

@@ -11,6 +11,7 @@ from layerbench.spec.rules import (
     client_ready,
     host_has_device,
     host_has_engine,
+    host_has_remote,
     host_has_filesystem,
     host_has_server,
     needs_root,
@@ -55,6 +56,7 @@ def doctor_rows(caps: HostCaps) -> list[DoctorRow]:
             reason = host_has_engine(stack, caps)
             rows.append(DoctorRow(f"{engine} driver", driver, reason is None, reason or ""))
     rows.append(_guest_row(caps))
+    rows.extend(_remote_rows(caps))
     for server in get_args(ServerKind):
         reason = host_has_server(_stack(filesystem="xfs", placement="host-dir", server=server), caps)
         rows.append(DoctorRow("database", server, reason is None, reason or ""))
@@ -65,6 +67,26 @@ def doctor_rows(caps: HostCaps) -> list[DoctorRow]:
         ok = tool in caps.binaries
         rows.append(DoctorRow("tool", tool, ok, "" if ok else "not on PATH (`make setup` installs it)"))
     rows.extend(DoctorRow("note", "", True, note) for note in caps.notes)
+    return rows
+
+
+# A remote device's transports and clients, as a spec names them (device.remote).
+REMOTE_CLIENTS = {
+    "nbd-fuse": {"transport": "nbd", "client": "fuse"},
+    "nbd": {"transport": "nbd"},
+    "nvme-tcp": {"transport": "nvme-tcp"},
+    "iscsi": {"transport": "iscsi"},
+}
+
+
+def _remote_rows(caps: HostCaps) -> list[DoctorRow]:
+    rows = []
+    for name, remote in REMOTE_CLIENTS.items():
+        reason = host_has_remote(_stack(device={"kind": "zram", "remote": remote}), caps)
+        rows.append(DoctorRow("remote device", name, reason is None, reason or ""))
+    for qdisc, shapes in (("netem", "a link's delay (link.delay)"), ("tbf", "a link's rate alone (link.rate)")):
+        reason = caps.remote.get(qdisc, "not probed")
+        rows.append(DoctorRow("link shaping", qdisc, reason is None, reason or shapes))
     return rows
 
 

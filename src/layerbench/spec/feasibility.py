@@ -35,5 +35,5 @@ class HostCaps:
     vm_accel: str | None = None  # "kvm" where a probe guest ran under KVM, "tcg" where only emulation can
     vm_missing: str | None = "not probed: the experiment has no VM cells"  # why no guest can boot here
     # Remote devices (stack/remote/needs.py): feature -> None where this host has it, else why not.
-    # Features: storage-host, nbd, nbd-fuse, nbd-kernel, nvme-tcp, netem, tbf; an absent one was not probed.
+    # Features: storage-host, nbd, nbd-fuse, nbd-kernel, nvme-tcp, iscsi, netem, tbf; an absent one was not probed.
     remote: dict[str, str | None] = field(default_factory=dict)

@@ -42,6 +42,12 @@ class StorageHost:
         """``argv`` run on the storage host."""
         return ["ip", "netns", "exec", self.netns, *argv]
 
+    def configfs_argv(self, argv: Sequence[str]) -> list[str]:
+        """``argv`` in the storage host's network namespace only. A kernel target opens its listening
+        socket in the namespace of the process that enables its port through configfs; `ip netns exec`
+        remounts /sys, which hides configfs, so nsenter joins the network namespace alone."""
+        return ["nsenter", f"--net=/run/netns/{self.netns}", *argv]
+
 
 @contextmanager
 def storage_host(ctx: BuildContext) -> Iterator[StorageHost]:

@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager, contextmanager
 
 from layerbench.spec.models import DeviceSpec, RemoteSpec
 from layerbench.stack.device import device
-from layerbench.stack.remote import nbd
+from layerbench.stack.remote import iscsi, nbd, nvme_tcp
 from layerbench.stack.remote.host import StorageHost, storage_host
 from layerbench.stack.remote.link import shaped
 from layerbench.stack.target import BuildContext, Device
@@ -20,6 +20,8 @@ from layerbench.stack.target import BuildContext, Device
 Attach = Callable[[Device, StorageHost, RemoteSpec, BuildContext], AbstractContextManager[Device]]
 TRANSPORTS: dict[str, Attach] = {
     "nbd": nbd.attached,
+    "nvme-tcp": nvme_tcp.attached,
+    "iscsi": iscsi.attached,
 }
 
 

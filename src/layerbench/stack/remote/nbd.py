@@ -13,19 +13,24 @@ import signal
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
-from layerbench.errors import ToolError
+from layerbench.errors import PrerequisiteError
 from layerbench.proc import Runner
 from layerbench.spec.models import RemoteSpec
 from layerbench.stack import handle
 from layerbench.stack.device import attached_loop
 from layerbench.stack.ledger import tracked
+from layerbench.stack.remote import kernel
 from layerbench.stack.remote.host import StorageHost
 from layerbench.stack.remote.server import serving, wait_until
 from layerbench.stack.target import BuildContext, Device
 
 PORT = 10809  # NBD's registered port
+EXPORT = "lb"  # qemu-nbd's export name; a client that names none is served the deprecated oldstyle way
+MODULES = ("nbd",)
+SYS_BLOCK = Path("/sys/block")
 
 
 def server_argv(device_path: str, address: str, port: int = PORT) -> list[str]:
@@ -39,12 +44,13 @@ def server_argv(device_path: str, address: str, port: int = PORT) -> list[str]:
         "--format=raw",
         "--cache=none",
         "--aio=native",
+        f"--export-name={EXPORT}",
         device_path,
     ]
 
 
 def uri(address: str, port: int = PORT) -> str:
-    return f"nbd://{address}:{port}/"
+    return f"nbd://{address}:{port}/{EXPORT}"
 
 
 def size_argv(export_uri: str) -> list[str]:
@@ -58,9 +64,12 @@ def attached(backing: Device, host: StorageHost, remote: RemoteSpec, ctx: BuildC
     log = ctx.work_dir / f"qemu-nbd-{host.netns}.log"
     argv = server_argv(backing.path, host.remote_address)
     with serving(host, argv, lambda: _answers(export, ctx.runner), log, ctx):
-        client = fuse_client if remote.client == "fuse" else kernel_client
-        with client(export, backing.size_bytes, ctx) as dev:
-            yield dev
+        if remote.client == "fuse":
+            with fuse_client(export, backing.size_bytes, ctx) as dev:
+                yield dev
+        else:
+            with kernel_client(host.remote_address, backing.size_bytes, ctx) as dev:
+                yield replace(dev, info={**dev.info, "export": export})
 
 
 def _answers(export_uri: str, runner: Runner) -> bool:
@@ -115,6 +124,46 @@ def _unmount(mountpoint: Path, proc: handle.NativeHandle, runner: Runner) -> Non
 
 
 @contextmanager
-def kernel_client(export_uri: str, size: int, ctx: BuildContext) -> Iterator[Device]:
-    raise ToolError(["nbd-client"], None, "not built yet")
-    yield  # pragma: no cover
+def kernel_client(address: str, size: int, ctx: BuildContext) -> Iterator[Device]:
+    """A free /dev/nbdN connected to the export by nbd-client (netlink: no process stays behind).
+    The device's /sys pid names this connection, so cleanup disconnects it and no later one."""
+    kernel.load(MODULES, ctx.runner)
+
+    def create(rid: int) -> Device:
+        for name in free_devices():
+            done = ctx.runner(client_argv(address, name), timeout=120)
+            if done.rc == 0:
+                ctx.ledger.update(rid, ident=f"/dev/{name}", pid=_read(SYS_BLOCK / name / "pid"))
+                return Device(f"/dev/{name}", "nbd", size, {"client": "nbd (kernel)"})
+            if "Failed to setup device" not in done.stderr:  # not a race for the device: a real failure
+                done.check()
+        raise PrerequisiteError("no free /dev/nbd device (each has a connection)", hint="modprobe nbd nbds_max=32")
+
+    with tracked(ctx.ledger, "nbd", "nbd-pending", create, lambda d: disconnect(d.path, None, ctx.runner)) as dev:
+        yield dev
+
+
+def client_argv(address: str, name: str, port: int = PORT) -> list[str]:
+    return ["nbd-client", "-N", EXPORT, address, str(port), f"/dev/{name}"]
+
+
+def free_devices() -> list[str]:
+    """nbd devices with no connection: no pid file, and size 0."""
+    found = [d for d in SYS_BLOCK.glob("nbd*") if d.name[3:].isdigit()]
+    free = [d.name for d in found if not (d / "pid").exists() and _read(d / "size") in ("0", "")]
+    return sorted(free, key=lambda n: int(n[3:]))
+
+
+def disconnect(dev_path: str, pid: str | None, runner: Runner) -> None:
+    """``nbd-client -d``, while the device still has a connection (``pid``: only if it is that one)."""
+    current = _read(SYS_BLOCK / Path(dev_path).name / "pid")
+    if not current or (pid is not None and current != pid):
+        return
+    runner(["nbd-client", "-d", dev_path], timeout=120).check()
+
+
+def _read(p: Path) -> str:
+    try:
+        return p.read_text().strip()
+    except OSError:
+        return ""

@@ -25,6 +25,7 @@ NEEDS: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {
     "nbd-fuse": ({"nbdfuse": "libnbd-bin", "fusermount3": "fuse3"}, ()),  # and FUSE and loop (HostCaps has them)
     "nbd-kernel": ({"nbd-client": "nbd-client"}, ("nbd",)),
     "nvme-tcp": ({"nvme": "nvme-cli"}, ("nvmet", "nvmet_tcp", "nvme_tcp")),
+    "iscsi": ({"iscsiadm": "open-iscsi"}, ("target_core_mod", "target_core_iblock", "iscsi_target_mod", "iscsi_tcp")),
 }
 QDISC_TRIALS = {
     "netem": ["netem", "delay", "1ms"],
@@ -35,8 +36,9 @@ QDISC_TRIALS = {
 def probe(runner: Runner, loadable: Loadable) -> dict[str, str | None]:
     """Each feature (NEEDS, and the qdiscs netem and tbf): None where this host has it, else why not."""
     gaps: dict[str, str | None] = {name: _missing(bins, mods, loadable) for name, (bins, mods) in NEEDS.items()}
-    if gaps["nvme-tcp"] is None and not CONFIGFS.is_dir():
-        gaps["nvme-tcp"] = f"the NVMe target is configured through configfs, and {CONFIGFS} is not there"
+    for name in ("nvme-tcp", "iscsi"):
+        if gaps[name] is None and not CONFIGFS.is_dir():
+            gaps[name] = f"its kernel target is configured through configfs, and {CONFIGFS} is not mounted"
     for qdisc, args in QDISC_TRIALS.items():
         gaps[qdisc] = gaps["storage-host"] or _qdisc_refused(qdisc, args, runner)
     return gaps

@@ -1,0 +1,47 @@
+"""Which remote transports this machine can run, for tests that run each one where it can.
+
+A transport the host lacks is skipped with the reason the feasibility rules give; where the caller
+expects it (the VM tier sets LAYERBENCH_EXPECT_REMOTE to the transports its guest has), its absence
+fails instead: a skip there would prove nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import pytest
+
+from layerbench import proc
+from layerbench.spec.feasibility import HostCaps
+from layerbench.spec.models import StackSpec
+from layerbench.spec.rules import host_has_remote
+from layerbench.stack.capabilities import probe
+
+# name in test ids -> the spec's remote block
+TRANSPORTS = {
+    "nbd-fuse": {"transport": "nbd", "client": "fuse"},
+    "nbd": {"transport": "nbd"},
+    "nvme-tcp": {"transport": "nvme-tcp"},
+    "iscsi": {"transport": "iscsi"},
+}
+
+
+@functools.cache
+def _caps() -> HostCaps:
+    return probe(proc.run)
+
+
+def require(name: str) -> dict:
+    """The remote block for ``name``, or skip (fail where the VM tier expects it) with the reason."""
+    remote = TRANSPORTS[name]
+    stack = StackSpec.model_validate(
+        {"device": {"kind": "zram", "remote": remote}, "filesystem": "none", "engine": "native", "placement": "raw"}
+    )
+    reason = host_has_remote(stack, _caps())
+    if reason:
+        expected = os.environ.get("LAYERBENCH_EXPECT_REMOTE", "").split(",")
+        if name in expected:
+            pytest.fail(f"{name} is expected here, but: {reason}")
+        pytest.skip(reason)
+    return remote
