@@ -11,8 +11,8 @@ from layerbench.spec.rules import (
     client_ready,
     host_has_device,
     host_has_engine,
-    host_has_remote,
     host_has_filesystem,
+    host_has_remote,
     host_has_server,
     needs_root,
 )

@@ -80,9 +80,20 @@ def storage_host(ctx: BuildContext) -> Iterator[StorageHost]:
 
 
 def link_argvs(host: StorageHost, prefixlen: int) -> list[list[str]]:
-    """Move the peer into the storage host, address both ends, bring them up."""
+    """Move the peer into the storage host, turn scatter-gather off on both ends, address them, bring
+    them up.
+
+    Without scatter-gather, a kernel initiator (NVMe/TCP, iSCSI) copies what it sends into socket
+    buffers instead of lending the writer's own pages. Between two machines a NIC reads those pages;
+    over a veth the target, in the same kernel, copies straight out of them, and Debian 12's 6.1 kernel
+    BUGs on that when a page run crosses a huge page (mm/usercopy.c: "Kernel memory exposure attempt
+    detected from page alloc", seen in the test VM with nvmet-tcp). The copy costs the initiator CPU
+    that a NIC with scatter-gather would not; user-space transports (qemu-nbd, nbdfuse) copy anyway.
+    """
     return [
         ["ip", "link", "set", host.peer, "netns", host.netns],
+        ["ethtool", "-K", host.veth, "sg", "off"],
+        host.argv(["ethtool", "-K", host.peer, "sg", "off"]),
         ["ip", "addr", "add", f"{host.address}/{prefixlen}", "dev", host.veth],
         ["ip", "link", "set", host.veth, "up"],
         host.argv(["ip", "addr", "add", f"{host.remote_address}/{prefixlen}", "dev", host.peer]),

@@ -20,7 +20,7 @@ CONFIGFS = Path("/sys/kernel/config")
 
 # feature -> (binaries and the Debian package that has them, kernel modules)
 NEEDS: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {
-    "storage-host": ({"ip": "iproute2", "tc": "iproute2", "unshare": "util-linux"}, ()),
+    "storage-host": ({"ip": "iproute2", "tc": "iproute2", "unshare": "util-linux", "ethtool": "ethtool"}, ()),
     "nbd": ({"qemu-nbd": "qemu-utils", "nbdinfo": "libnbd-bin"}, ()),
     "nbd-fuse": ({"nbdfuse": "libnbd-bin", "fusermount3": "fuse3"}, ()),  # and FUSE and loop (HostCaps has them)
     "nbd-kernel": ({"nbd-client": "nbd-client"}, ("nbd",)),
