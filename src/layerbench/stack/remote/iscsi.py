@@ -23,7 +23,7 @@ from layerbench.stack.remote.host import StorageHost
 from layerbench.stack.target import BuildContext, Device
 
 TARGET = Path("/sys/kernel/config/target")
-SESSIONS = Path("/sys/class/iscsi_session")
+SYS = Path("/sys")  # the unit tests pass a tree rebuilt from a real session's (tests/data/remote/sysfs)
 PORT = 3260
 MODULES = ("target_core_mod", "target_core_iblock", "iscsi_target_mod", "iscsi_tcp")
 IQN_PREFIX = "iqn.2026-11.io.layerbench:"
@@ -73,6 +73,7 @@ def _configure(backing: Device, host: StorageHost, iqn: str, hba: str, ctx: Buil
     store = TARGET / "core" / hba / host.netns
     store.mkdir(parents=True)
     (store / "control").write_text(f"udev_path={backing.path}")
+    (store / "udev_path").write_text(backing.path)  # only shown (targetcli writes it too); control opens it
     (store / "enable").write_text("1")
     tpg = TARGET / "iscsi" / iqn / "tpgt_1"
     lun = tpg / "lun" / "lun_0"
@@ -152,9 +153,9 @@ def logout(iqn: str, where: str, runner: Runner) -> None:
     )
 
 
-def disks(iqn: str) -> list[str]:
+def disks(iqn: str, sys: Path = SYS) -> list[str]:
     """The SCSI disks of our sessions, from sysfs (no udev needed)."""
-    sessions = [s for s in _children(SESSIONS) if _read(s / "targetname") == iqn]
+    sessions = [s for s in _children(sys / "class/iscsi_session") if _read(s / "targetname") == iqn]
     return sorted(b.name for s in sessions for b in (s / "device").glob("target*/*/block/*"))
 
 

@@ -26,8 +26,7 @@ from layerbench.stack.remote.host import StorageHost
 from layerbench.stack.target import BuildContext, Device
 
 NVMET = Path("/sys/kernel/config/nvmet")
-SYS_NVME = Path("/sys/class/nvme")
-SYS_SUBSYS = Path("/sys/class/nvme-subsystem")
+SYS = Path("/sys")  # the unit tests pass a tree rebuilt from a real connection's (tests/data/remote/sysfs)
 PORT = 4420  # NVMe/TCP's registered port
 MODULES = ("nvmet", "nvmet-tcp", "nvme-tcp")
 NQN_PREFIX = "nqn.2026-11.io.layerbench:"
@@ -153,13 +152,14 @@ def disconnect(nqn: str, runner: Runner) -> None:
         runner(["nvme", "disconnect", f"--nqn={nqn}"], timeout=120).check()
 
 
-def controllers(nqn: str) -> list[Path]:
-    return [c for c in _children(SYS_NVME) if _read(c / "subsysnqn") == nqn]
+def controllers(nqn: str, sys: Path = SYS) -> list[Path]:
+    return [c for c in _children(sys / "class/nvme") if _read(c / "subsysnqn") == nqn]
 
 
-def block_names(nqn: str) -> list[str]:
+def block_names(nqn: str, sys: Path = SYS) -> list[str]:
     """The namespace's block device: under its subsystem with native multipath, else under its controller."""
-    parents = [s for s in _children(SYS_SUBSYS) if _read(s / "subsysnqn") == nqn] + controllers(nqn)
+    subsystems = _children(sys / "class/nvme-subsystem")
+    parents = [s for s in subsystems if _read(s / "subsysnqn") == nqn] + controllers(nqn, sys)
     return sorted({d.name for p in parents for d in _children(p) if BLOCK_NAME.fullmatch(d.name)})
 
 
