@@ -7,14 +7,11 @@ session are a dead run's. A lost link fails I/O after seconds (replacement_timeo
 
 from __future__ import annotations
 
-import os
 import random
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from layerbench.errors import PrerequisiteError
 from layerbench.proc import Runner
 from layerbench.spec.models import RemoteSpec
 from layerbench.stack.ledger import tracked
@@ -94,10 +91,10 @@ def remove_target(iqn: str, hba: str, netns: str) -> None:
     tpg = target / "tpgt_1"
     if (tpg / "enable").exists():
         (tpg / "enable").write_text("0")
-    for np in _children(tpg / "np"):
+    for np in kernel.children(tpg / "np"):
         np.rmdir()
     lun = tpg / "lun" / "lun_0"
-    for link in _children(lun):
+    for link in kernel.children(lun):
         if link.is_symlink():
             link.unlink()
     for d in (lun, tpg, target, TARGET / "core" / hba / netns, TARGET / "core" / hba):
@@ -135,9 +132,7 @@ def _login(iqn: str, where: str, runner: Runner) -> Device:
     timeout = ["--op", "update", "--name", "node.session.timeo.replacement_timeout", "--value"]
     runner(node_argv(iqn, where, *timeout, str(REPLACEMENT_TIMEOUT_S)), timeout=60).check()
     runner(node_argv(iqn, where, "--login"), timeout=120).check()
-    path = _wait_for_disk(iqn, where)
-    name = os.path.basename(path)
-    size = int((Path("/sys/block") / name / "size").read_text()) * 512
+    path, size = kernel.appeared(lambda: disks(iqn), APPEAR_LIMIT_S, f"logged in to {iqn} at {where}")
     return Device(path, "iscsi", size, {"client": "open-iscsi (kernel)", "iqn": iqn})
 
 
@@ -155,30 +150,5 @@ def logout(iqn: str, where: str, runner: Runner) -> None:
 
 def disks(iqn: str, sys: Path = SYS) -> list[str]:
     """The SCSI disks of our sessions, from sysfs (no udev needed)."""
-    sessions = [s for s in _children(sys / "class/iscsi_session") if _read(s / "targetname") == iqn]
+    sessions = [s for s in kernel.children(sys / "class/iscsi_session") if kernel.read(s / "targetname") == iqn]
     return sorted(b.name for s in sessions for b in (s / "device").glob("target*/*/block/*"))
-
-
-def _wait_for_disk(iqn: str, where: str) -> str:
-    deadline = time.monotonic() + APPEAR_LIMIT_S
-    while True:
-        found = [f"/dev/{n}" for n in disks(iqn) if os.path.exists(f"/dev/{n}")]
-        if found:
-            return found[0]
-        if time.monotonic() > deadline:
-            raise PrerequisiteError(f"logged in to {iqn} at {where}, but no disk appeared in {APPEAR_LIMIT_S:.0f}s")
-        time.sleep(0.1)
-
-
-def _children(d: Path) -> list[Path]:
-    try:
-        return list(d.iterdir())
-    except OSError:
-        return []
-
-
-def _read(p: Path) -> str:
-    try:
-        return p.read_text().strip()
-    except OSError:
-        return ""

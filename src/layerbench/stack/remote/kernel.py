@@ -1,8 +1,12 @@
-"""Kernel modules a transport needs, loaded on first use (a module that is there but not loaded is
-common on distribution kernels); one that cannot load is a prerequisite the rules should have seen."""
+"""What the kernel transports share: their modules, loaded on first use (a module that is there but not
+loaded is common on distribution kernels; one that cannot load is a prerequisite the rules should have
+seen), and reading sysfs for the block device a connection made."""
 
 from __future__ import annotations
 
+import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from layerbench.errors import PrerequisiteError
@@ -16,3 +20,30 @@ def load(modules: tuple[str, ...], runner: Runner) -> None:
         done = runner(["modprobe", module], timeout=60)
         if done.rc != 0:
             raise PrerequisiteError(f"modprobe {module} failed: {done.stderr.strip() or done.rc}")
+
+
+def appeared(names: Callable[[], list[str]], limit_s: float, waited_for: str) -> tuple[str, int]:
+    """The first of ``names()`` (block device names from sysfs) that udev or devtmpfs has put in /dev,
+    and its size in bytes; polled, because the kernel adds the disk after the client returns."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        found = [n for n in names() if os.path.exists(f"/dev/{n}")]
+        if found:
+            return f"/dev/{found[0]}", int((Path("/sys/block") / found[0] / "size").read_text()) * 512
+        if time.monotonic() > deadline:
+            raise PrerequisiteError(f"{waited_for}, but no block device appeared in {limit_s:.0f}s")
+        time.sleep(0.1)
+
+
+def children(d: Path) -> list[Path]:
+    try:
+        return list(d.iterdir())
+    except OSError:
+        return []
+
+
+def read(p: Path) -> str:
+    try:
+        return p.read_text().strip()
+    except OSError:
+        return ""

@@ -9,10 +9,8 @@ the connection gives up after seconds (ctrl_loss_tmo, fast_io_fail_tmo) and fail
 from __future__ import annotations
 
 import contextlib
-import os
 import random
 import re
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -134,9 +132,8 @@ def _connect(host: StorageHost, nqn: str, ctx: BuildContext) -> Device:
     for ctrl in controllers(nqn):
         with contextlib.suppress(OSError):  # absent on old kernels: ctrl_loss_tmo still bounds it
             (ctrl / "fast_io_fail_tmo").write_text(str(FAST_IO_FAIL_TMO))
-    name = _wait_for_block(nqn)
-    size = int((Path("/sys/block") / name / "size").read_text()) * 512
-    return Device(f"/dev/{name}", "nvme-tcp", size, {"client": "nvme-tcp (kernel)", "nqn": nqn})
+    path, size = kernel.appeared(lambda: block_names(nqn), APPEAR_LIMIT_S, f"connected to {nqn}")
+    return Device(path, "nvme-tcp", size, {"client": "nvme-tcp (kernel)", "nqn": nqn})
 
 
 def connect_argv(address: str, nqn: str) -> list[str]:
@@ -153,36 +150,11 @@ def disconnect(nqn: str, runner: Runner) -> None:
 
 
 def controllers(nqn: str, sys: Path = SYS) -> list[Path]:
-    return [c for c in _children(sys / "class/nvme") if _read(c / "subsysnqn") == nqn]
+    return [c for c in kernel.children(sys / "class/nvme") if kernel.read(c / "subsysnqn") == nqn]
 
 
 def block_names(nqn: str, sys: Path = SYS) -> list[str]:
     """The namespace's block device: under its subsystem with native multipath, else under its controller."""
-    subsystems = _children(sys / "class/nvme-subsystem")
-    parents = [s for s in subsystems if _read(s / "subsysnqn") == nqn] + controllers(nqn, sys)
-    return sorted({d.name for p in parents for d in _children(p) if BLOCK_NAME.fullmatch(d.name)})
-
-
-def _wait_for_block(nqn: str) -> str:
-    deadline = time.monotonic() + APPEAR_LIMIT_S
-    while True:
-        names = [n for n in block_names(nqn) if os.path.exists(f"/dev/{n}")]
-        if names:
-            return names[0]
-        if time.monotonic() > deadline:
-            raise PrerequisiteError(f"connected to {nqn}, but no block device appeared in {APPEAR_LIMIT_S:.0f}s")
-        time.sleep(0.1)
-
-
-def _children(d: Path) -> list[Path]:
-    try:
-        return list(d.iterdir())
-    except OSError:
-        return []
-
-
-def _read(p: Path) -> str:
-    try:
-        return p.read_text().strip()
-    except OSError:
-        return ""
+    subsystems = kernel.children(sys / "class/nvme-subsystem")
+    parents = [s for s in subsystems if kernel.read(s / "subsysnqn") == nqn] + controllers(nqn, sys)
+    return sorted({d.name for p in parents for d in kernel.children(p) if BLOCK_NAME.fullmatch(d.name)})
