@@ -32,16 +32,17 @@ def _caps() -> HostCaps:
     return probe(proc.run)
 
 
-def require(name: str) -> dict:
-    """The remote block for ``name``, or skip (fail where the VM tier expects it) with the reason."""
-    remote = TRANSPORTS[name]
+def require(name: str, link: dict | None = None) -> dict:
+    """The remote block for ``name`` (on a link shaped so, if given), or skip with the reason; fail where
+    the VM tier expects the transport (and, for a delay, "netem")."""
+    remote = {**TRANSPORTS[name], **({"link": link} if link else {})}
     stack = StackSpec.model_validate(
         {"device": {"kind": "zram", "remote": remote}, "filesystem": "none", "engine": "native", "placement": "raw"}
     )
     reason = host_has_remote(stack, _caps())
     if reason:
         expected = os.environ.get("LAYERBENCH_EXPECT_REMOTE", "").split(",")
-        if name in expected:
+        if {name, *(["netem"] if link and link.get("delay") else [])} <= set(expected):
             pytest.fail(f"{name} is expected here, but: {reason}")
         pytest.skip(reason)
     return remote

@@ -76,3 +76,21 @@ def test_remote_cells_run_against_their_local_twins_and_leave_nothing(tmp_path: 
     for label, r in added.items():
         assert r["baseline_label"] == label.replace(remote_label, "zram"), r
         assert r["added_us"]["lat"] > 0 and r["remote_us"]["clat"] > r["local_us"]["clat"], r
+
+
+def test_a_delayed_link_adds_its_round_trip(tmp_path: Path) -> None:
+    """netem on both ends of the veth delays each direction: a QD1 read waits at least twice the delay
+    more than its local twin (the kernel's netem, so the test VM: this host has none)."""
+    remote = remote_support.require("nbd-fuse", {"delay": "2ms"})
+    dirs = {"db": tmp_path / "r.db", "work": tmp_path / "work", "state": tmp_path / "state"}
+    spec = {**_spec(remote), "name": "delayed-link"}
+    spec["stacks"] = [{"device": [{"remote": None}, {"remote": remote}], "filesystem": "none", "placement": "raw"}]
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    done = support.run(["run", str(path)], dirs, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert leftovers(dirs["work"]) == []
+    shown = json.loads(support.run(["show", "latest", "--json"], dirs).stdout)
+    [added] = shown["remote_latency"]
+    assert added["stack_label"] == "zram@nbd-fuse(+2ms)/none/native/raw", added
+    assert added["added_us"]["lat"] >= 2 * 2000 * 0.98, added  # 2 ms out, 2 ms back; netem never delays less

@@ -29,8 +29,8 @@ GUEST_TESTS = (
     "tests/integration/test_remote.py",
     "tests/reliability/test_kill_remote.py",
 )
-# Where these tests would skip for a missing transport, they fail in the guest (tests/remote_support.py).
-EXPECT_REMOTE = "nbd-fuse,nbd,nvme-tcp,iscsi"
+# Where these tests would skip for a missing transport or netem, they fail in the guest (tests/remote_support.py).
+EXPECT_REMOTE = "nbd-fuse,nbd,nvme-tcp,iscsi,netem"
 GUEST_TIMEOUT_S = 3600.0
 GUEST_PYTHON = "/opt/layerbench/venv/bin/python"
 
