@@ -25,6 +25,8 @@ TRANSPORTS = {
     "nvme-tcp": {"transport": "nvme-tcp"},
     "iscsi": {"transport": "iscsi"},
 }
+# fio's nbd engine as the client: raw native stacks only, so tested on its own
+CLIENTS = {**TRANSPORTS, "nbd-fio": {"transport": "nbd", "client": "fio"}}
 
 
 @functools.cache
@@ -35,7 +37,7 @@ def _caps() -> HostCaps:
 def require(name: str, link: dict | None = None) -> dict:
     """The remote block for ``name`` (on a link shaped so, if given), or skip with the reason; fail where
     the VM tier expects the transport (and, for a delay, "netem")."""
-    remote = {**TRANSPORTS[name], **({"link": link} if link else {})}
+    remote = {**CLIENTS[name], **({"link": link} if link else {})}
     stack = StackSpec.model_validate(
         {"device": {"kind": "zram", "remote": remote}, "filesystem": "none", "engine": "native", "placement": "raw"}
     )

@@ -29,7 +29,7 @@ from layerbench.spec.models import FileWorkload, FioWorkload, IozoneWorkload
 from layerbench.stack.capabilities import DEFAULT_CACHE
 from layerbench.stack.cgroups import verdict
 from layerbench.stack.engines import failure_category
-from layerbench.stack.target import Target
+from layerbench.stack.target import Device, Target
 from layerbench.store.db import CheckRecord, MonitorPoint, TrialRecord
 from layerbench.workloads import fio, iozone, personalities
 
@@ -61,6 +61,13 @@ def workload_argv(w: FileWorkload, target: Target, tools: Path = DEFAULT_CACHE) 
         text = fio.rewrite_job_file(source, target.path, target.path_is_device)
         return fio.job_file_argv(target.put(f"lb-{w.name}.fio", text))
     return fio.argv(w, target.path, target.path_is_device)
+
+
+def watched(device: Device) -> str:
+    """The block device whose counters judge a trial: the device under test, or, where fio's nbd engine
+    reaches an export with no block device here, the backing device the storage host's qemu-nbd reads
+    and writes with O_DIRECT (in this same kernel)."""
+    return device.info.get("backing", device.path) if device.kind == "nbd-fio" else device.path
 
 
 def job_source(w: FioWorkload) -> str | None:
@@ -124,7 +131,7 @@ def run_trial(target: Target, trial: Trial, prepared: dict[str, Any], tools: Pat
 
 def _execute(target: Target, w: FileWorkload, out: Outcome, tools: Path) -> None:
     out.argv = workload_argv(w, target, tools)
-    devices = devices_beneath(target.device.path)
+    devices = devices_beneath(watched(target.device))
     cgroup = {k: Path(v) for k, v in target.info.get("cgroup", {}).items()} or None
     with Monitor(devices, cgroup=cgroup) as mon:
         done = target.run(out.argv, _time_limit(w))

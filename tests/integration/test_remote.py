@@ -6,6 +6,7 @@ it, against the same stacks on the local device."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,33 @@ def test_a_delayed_link_adds_its_round_trip(tmp_path: Path) -> None:
     [added] = shown["remote_latency"]
     assert added["stack_label"] == "zram@nbd-fuse(+2ms)/none/native/raw", added
     assert added["added_us"]["lat"] >= 2 * 2000 * 0.98, added  # 2 ms out, 2 ms back; netem never delays less
+
+
+def test_fios_nbd_engine_reaches_the_export_and_the_backing_device_accounts_for_it(tmp_path: Path) -> None:
+    """No block device here: fio's nbd engine connects to qemu-nbd itself, and the zram under the export
+    (which qemu-nbd reads with O_DIRECT, in this kernel) must have moved fio's bytes."""
+    remote = remote_support.require("nbd-fio")
+    dirs = {"db": tmp_path / "r.db", "work": tmp_path / "work", "state": tmp_path / "state"}
+    spec = {**_spec(remote), "name": "nbd-fio"}
+    spec["stacks"] = [
+        {"device": [{"remote": None}, {"remote": {**remote, "link": LINK}}], "filesystem": "none", "placement": "raw"}
+    ]
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    done = support.run(["run", str(path)], dirs, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert leftovers(dirs["work"]) == []
+    shown = json.loads(support.run(["show", "latest", "--json"], dirs).stdout)
+    cell = next(c for c in shown["cells"] if c["stack_label"] == "zram@nbd-fio(10gbit)/none/native/raw")
+    assert cell["ratio"]["ratio"] < 0.8, cell["ratio"]  # every read crossed TCP to the storage host
+    [added] = shown["remote_latency"]
+    assert added["added_us"]["lat"] > 0, added
+    with sqlite3.connect(dirs["db"]) as db:
+        (argv,) = db.execute("SELECT argv_json FROM trials WHERE cell_id=?", (cell["cell_id"],)).fetchone()
+        verdicts = db.execute(
+            "SELECT k.status, k.detail FROM checks k JOIN trials t ON t.id = k.trial_id"
+            " WHERE t.cell_id=? AND k.name='device-accounting'",
+            (cell["cell_id"],),
+        ).fetchall()
+    assert "--ioengine=nbd" in json.loads(argv)
+    assert [v[0] for v in verdicts] == ["pass"] and verdicts[0][1].startswith("zram"), verdicts

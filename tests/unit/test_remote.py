@@ -14,13 +14,14 @@ from pydantic import ValidationError
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.link import parse_delay, parse_rate
 from layerbench.spec.models import Cell, DeviceSpec, FioWorkload, LinkSpec, StackSpec
-from layerbench.spec.rules import why_not
+from layerbench.spec.rules import why_not, workload_fits
 from layerbench.stack.remote.host import StorageHost, free_subnet, link_argvs, used_networks
 from layerbench.stack.remote.link import qdisc_args
 from layerbench.stack.remote.nbd import fuse_argv, server_argv
+from layerbench.workloads import fio
 
 DATA = Path(__file__).parent.parent / "data" / "remote"
-HAS_ALL = {f: None for f in ("storage-host", "nbd", "nbd-fuse", "nbd-kernel", "nvme-tcp", "netem", "tbf")}
+HAS_ALL = {f: None for f in ("storage-host", "nbd", "nbd-fuse", "nbd-fio", "nbd-kernel", "nvme-tcp", "netem", "tbf")}
 
 
 def _stack(remote: dict | None, engine: str = "native") -> StackSpec:
@@ -69,6 +70,33 @@ def test_refusals_name_what_the_host_lacks(full_caps: HostCaps) -> None:
     assert "no netem" in why_not(_stack({"transport": "nbd", "link": {"delay": "50us"}}), caps)
     assert why_not(_stack({"transport": "nbd", "link": {"rate": "1gbit"}}), caps) is None  # tbf suffices
     assert "not probed" in why_not(_stack({"transport": "nbd"}), full_caps)
+
+
+def test_fios_nbd_engine_is_a_client_for_raw_native_fio_alone(full_caps: HostCaps) -> None:
+    caps = replace(full_caps, remote=HAS_ALL)
+    remote = {"transport": "nbd", "client": "fio"}
+    assert DeviceSpec(kind="zram", remote=remote).label() == "zram@nbd-fio"
+    assert why_not(_stack(remote), caps) is None
+    assert "filesystem none, native, raw only" in why_not(_stack(remote, engine="docker:overlay2"), caps)
+    limited = StackSpec.model_validate({**_stack(remote).model_dump(mode="json"), "limits": {"cpus": 1.0}})
+    assert "neither" in why_not(limited, caps)
+    assert "no nbd engine" in why_not(_stack(remote), replace(caps, remote={**HAS_ALL, "nbd-fio": "no nbd engine"}))
+    assert "personality names its own files" in workload_fits(
+        _stack(remote), FioWorkload(name="p", personality="varmail-like")
+    )
+    assert workload_fits(_stack(remote), FioWorkload(name="r")) is None
+    with pytest.raises(ValidationError, match="client 'fio' is for transport 'nbd'"):
+        DeviceSpec(remote={"transport": "iscsi", "client": "fio"})
+
+
+def test_fio_reaches_an_nbd_export_with_its_nbd_engine_and_no_file() -> None:
+    uri = "nbd://10.213.0.2:10809/lb"
+    w = FioWorkload(name="r", rw="randwrite", precondition="none", ioengine="io_uring")
+    for args in (fio.argv(w, uri, True), fio.precondition_argv(2**20, uri, True), fio.steady_argv(2**20, uri, True)):
+        assert args[-2:] == ["--ioengine=nbd", f"--uri={uri}"]
+        assert not [a for a in args if a.startswith(("--filename=", "--unlink=")) or a == "--ioengine=io_uring"]
+    local = fio.argv(w, "/dev/zram3", True)
+    assert "--filename=/dev/zram3" in local and "--ioengine=io_uring" in local and fio.over_nbd(local) == local
 
 
 def test_fuse_needs_fuse_and_loop(full_caps: HostCaps) -> None:

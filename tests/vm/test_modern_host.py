@@ -30,7 +30,7 @@ GUEST_TESTS = (
     "tests/reliability/test_kill_remote.py",
 )
 # Where these tests would skip for a missing transport or netem, they fail in the guest (tests/remote_support.py).
-EXPECT_REMOTE = "nbd-fuse,nbd,nvme-tcp,iscsi,netem"
+EXPECT_REMOTE = "nbd-fio,nbd-fuse,nbd,nvme-tcp,iscsi,netem"
 GUEST_TIMEOUT_S = 3600.0
 GUEST_PYTHON = "/opt/layerbench/venv/bin/python"
 

@@ -72,6 +72,7 @@ def doctor_rows(caps: HostCaps) -> list[DoctorRow]:
 
 # A remote device's transports and clients, as a spec names them (device.remote).
 REMOTE_CLIENTS = {
+    "nbd-fio": {"transport": "nbd", "client": "fio"},
     "nbd-fuse": {"transport": "nbd", "client": "fuse"},
     "nbd": {"transport": "nbd"},
     "nvme-tcp": {"transport": "nvme-tcp"},

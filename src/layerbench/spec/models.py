@@ -33,7 +33,7 @@ from layerbench.spec.sizes import parse_size
 
 DeviceKind = Literal["loop", "zram", "block"]
 Transport = Literal["nbd", "nvme-tcp", "iscsi"]
-RemoteClient = Literal["kernel", "fuse"]
+RemoteClient = Literal["kernel", "fuse", "fio"]
 FsType = Literal["none", "ext4", "xfs", "btrfs", "reiserfs"]
 EngineKind = Literal["native", "docker", "podman", "vm", "vm+docker"]
 Driver = Literal["overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "aufs", "overlay"]
@@ -79,20 +79,23 @@ class RemoteSpec(Frozen):
 
     transport: Transport = "nbd"
     client: RemoteClient = Field(
-        default="kernel", description="nbd only: the kernel's nbd driver, or nbdfuse under a direct-I/O loop device"
+        default="kernel",
+        description="nbd only: the kernel's nbd driver, nbdfuse under a direct-I/O loop device, or fio's own nbd"
+        " engine (no block device here: raw, native fio only)",
     )
     link: LinkSpec = LinkSpec()
 
     @model_validator(mode="after")
     def _fuse_is_nbd_only(self) -> RemoteSpec:
-        if self.client == "fuse" and self.transport != "nbd":
+        if self.client != "kernel" and self.transport != "nbd":
             raise ValueError(
-                f"device.remote.client 'fuse' is for transport 'nbd'; {self.transport} has a kernel client only"
+                f"device.remote.client '{self.client}' is for transport 'nbd'; {self.transport} has a kernel"
+                " client only"
             )
         return self
 
     def label(self) -> str:
-        name = f"{self.transport}-fuse" if self.client == "fuse" else self.transport
+        name = self.transport if self.client == "kernel" else f"{self.transport}-{self.client}"
         link = self.link.label()
         return f"{name}({link})" if link else name
 

@@ -31,6 +31,7 @@ VM_MAX_SERVERS = 8
 # What each transport and client needs (keys of HostCaps.remote), beyond a storage host.
 REMOTE_NEEDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("nbd", "fuse"): ("nbd", "nbd-fuse"),
+    ("nbd", "fio"): ("nbd", "nbd-fio"),
     ("nbd", "kernel"): ("nbd", "nbd-kernel"),
     ("nvme-tcp", "kernel"): ("nvme-tcp",),
     ("iscsi", "kernel"): ("iscsi",),
@@ -121,7 +122,11 @@ def host_has_remote(s: StackSpec, caps: HostCaps) -> str | None:
         return None
     if s.engine.kind in VM_ENGINES:
         return "a VM's disk on a remote device is not supported yet: use engine native, docker or podman"
-    client = "fuse" if remote.client == "fuse" else "kernel"
+    client = remote.client
+    if client == "fio" and (s.filesystem.type, s.engine.kind, s.placement.kind) != ("none", "native", "raw"):
+        return "fio's nbd engine is the client itself, with no block device here: filesystem none, native, raw only"
+    if client == "fio" and s.limits.model_dump(exclude_none=True):
+        return "limits act on a block device and a cgroup; fio's nbd engine reaches the export with neither"
     needs = ["storage-host", *REMOTE_NEEDS[(remote.transport, client)]]
     needs += [q for q in (qdisc_of(remote.link),) if q]
     for feature in needs:
@@ -262,12 +267,18 @@ def workload_fits(stack: StackSpec, w: Workload) -> str | None:
     if isinstance(w, FioWorkload):
         if w.precondition == "sparse" and stack.placement.kind == "raw":
             return "a sparse (never written) file needs a filesystem; a raw device has no holes"
+        if stack.device.remote and stack.device.remote.client == "fio" and job_source_kind(w):
+            return f"a {job_source_kind(w)} names its own files; fio's nbd engine takes workloads built from fields"
         return None
     if isinstance(w, IozoneWorkload):
         if stack.placement.kind == "raw":
             return "IOzone writes and reads a file of its own: give the stack a filesystem"
         return None
     return client_fits(stack, w)
+
+
+def job_source_kind(w: FioWorkload) -> str | None:
+    return "job file" if w.job_file else "personality" if w.personality else None
 
 
 def client_fits(stack: StackSpec, w: DbWorkload, caps: HostCaps | None = None) -> str | None:

@@ -85,6 +85,16 @@ def data_file(path: str, size: int, mode: str = "fill") -> str:
     return f"{path.rstrip('/')}/lb-{size}{suffix}.dat"
 
 
+def over_nbd(args: list[str]) -> list[str]:
+    """Where the target is an NBD export (a remote device with fio's nbd engine as its client), fio reaches
+    it itself: the nbd engine and the export's URI instead of a file and an engine (and nothing to unlink)."""
+    where = next((a for a in args if a.startswith("--filename=nbd://")), None)
+    if where is None:
+        return args
+    kept = [a for a in args if not a.startswith(("--filename=", "--ioengine=", "--unlink="))]
+    return [*kept, "--ioengine=nbd", f"--uri={where.removeprefix('--filename=')}"]
+
+
 def _target(path: str, path_is_device: bool, size: int, mode: str = "fill") -> str:
     return path if path_is_device else data_file(path, size, mode)
 
@@ -124,7 +134,7 @@ def argv(w: FioWorkload, path: str, path_is_device: bool, fio: str = "fio") -> l
         args.append("--unlink=1")  # the next trial writes a fresh file too
     if w.steadystate:
         args += [f"--steadystate={w.steadystate}", f"--ss_dur={_whole_s(w.ss_dur_s)}"]
-    return args
+    return over_nbd(args)
 
 
 def _whole_s(seconds: float) -> str:
@@ -139,7 +149,7 @@ def precondition_argv(size: int, path: str, path_is_device: bool, fio: str = "fi
     and zram stores zero pages for free: either would flatter every read. The
     block divides ``size`` because fio skips a last, partial block.
     """
-    return [
+    args = [
         fio,
         "--name=precondition",
         f"--filename={_target(path, path_is_device, size)}",
@@ -153,6 +163,7 @@ def precondition_argv(size: int, path: str, path_is_device: bool, fio: str = "fi
         "--end_fsync=1",
         "--output-format=json",
     ]
+    return over_nbd(args)
 
 
 def steady_argv(
@@ -163,7 +174,7 @@ def steady_argv(
     Flash and copy-on-write filesystems slow down as they fill and fragment; a
     fresh file overstates their write speed until this settles.
     """
-    return [
+    args = [
         fio,
         "--name=steady",
         f"--filename={_target(path, path_is_device, size)}",
@@ -183,6 +194,7 @@ def steady_argv(
         f"--ss_ramp={_ms(window_s / 3)}",
         "--output-format=json",
     ]
+    return over_nbd(args)
 
 
 def sparse_argv(size: int, path: str) -> list[str]:

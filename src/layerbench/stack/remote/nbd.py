@@ -4,7 +4,8 @@ qemu-nbd opens the device with O_DIRECT (``--cache=none``), so the server's page
 it. Two clients: the kernel's nbd driver (``nbd-client``), where the kernel has it, and nbdfuse, which
 shows the export as a file under a FUSE mount, attached to a direct-I/O loop device. The FUSE client
 goes through user space twice per request: its numbers are labelled with it ("nbd-fuse") and are no
-measure of what a kernel client would do.
+measure of what a kernel client would do. A third needs no block device: fio's own nbd engine (libnbd)
+reaches the export from fio itself ("nbd-fio"), the network's cost without a client driver's.
 """
 
 from __future__ import annotations
@@ -64,7 +65,9 @@ def attached(backing: Device, host: StorageHost, remote: RemoteSpec, ctx: BuildC
     log = ctx.work_dir / f"qemu-nbd-{host.netns}.log"
     argv = server_argv(backing.path, host.remote_address)
     with serving(host, argv, lambda: _answers(export, ctx.runner), log, ctx):
-        if remote.client == "fuse":
+        if remote.client == "fio":  # fio's nbd engine connects itself: the export is the device
+            yield Device(export, "nbd-fio", backing.size_bytes, {"client": "fio nbd engine (libnbd)", "export": export})
+        elif remote.client == "fuse":
             with fuse_client(export, backing.size_bytes, ctx) as dev:
                 yield dev
         else:

@@ -24,6 +24,7 @@ NEEDS: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {
     "nbd": ({"qemu-nbd": "qemu-utils", "nbdinfo": "libnbd-bin"}, ()),
     "nbd-fuse": ({"nbdfuse": "libnbd-bin", "fusermount3": "fuse3"}, ()),  # and FUSE and loop (HostCaps has them)
     "nbd-kernel": ({"nbd-client": "nbd-client"}, ("nbd",)),
+    "nbd-fio": ({"fio": "fio"}, ()),  # and fio built with its nbd engine (libnbd): tried below
     "nvme-tcp": ({"nvme": "nvme-cli"}, ("nvmet", "nvmet_tcp", "nvme_tcp")),
     "iscsi": ({"iscsiadm": "open-iscsi"}, ("target_core_mod", "target_core_iblock", "iscsi_target_mod", "iscsi_tcp")),
 }
@@ -39,6 +40,8 @@ def probe(runner: Runner, loadable: Loadable) -> dict[str, str | None]:
     for name in ("nvme-tcp", "iscsi"):
         if gaps[name] is None and not CONFIGFS.is_dir():
             gaps[name] = f"its kernel target is configured through configfs, and {CONFIGFS} is not mounted"
+    if gaps["nbd-fio"] is None and runner(["fio", "--enghelp=nbd"], timeout=30).rc != 0:
+        gaps["nbd-fio"] = "this fio has no nbd engine (it is built without libnbd)"
     for qdisc, args in QDISC_TRIALS.items():
         gaps[qdisc] = gaps["storage-host"] or _qdisc_refused(qdisc, args, runner)
     return gaps
