@@ -79,39 +79,40 @@ def test_remote_cells_run_against_their_local_twins_and_leave_nothing(tmp_path: 
         assert r["added_us"]["lat"] > 0 and r["remote_us"]["clat"] > r["local_us"]["clat"], r
 
 
-def test_a_delayed_link_adds_its_round_trip(tmp_path: Path) -> None:
-    """netem on both ends of the veth delays each direction: a QD1 read waits at least twice the delay
-    more than its local twin (the kernel's netem, so the test VM: this host has none)."""
-    remote = remote_support.require("nbd-fuse", {"delay": "2ms"})
+def _run_raw(tmp_path: Path, remote: dict, name: str, workload: dict | None = None) -> tuple[dict, dict]:
+    """A raw native stack on the local device and on ``remote``: the run's dirs and `show --json`."""
     dirs = {"db": tmp_path / "r.db", "work": tmp_path / "work", "state": tmp_path / "state"}
-    spec = {**_spec(remote), "name": "delayed-link"}
+    spec = {**_spec(remote), "name": name}
     spec["stacks"] = [{"device": [{"remote": None}, {"remote": remote}], "filesystem": "none", "placement": "raw"}]
+    if workload:
+        spec["workloads"] = [workload]
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(spec))
     done = support.run(["run", str(path)], dirs, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert leftovers(dirs["work"]) == []
-    shown = json.loads(support.run(["show", "latest", "--json"], dirs).stdout)
+    return dirs, json.loads(support.run(["show", "latest", "--json"], dirs).stdout)
+
+
+def test_a_delayed_link_adds_its_round_trip(tmp_path: Path) -> None:
+    """netem on both ends of the veth delays each direction: a QD1 read waits at least twice the delay
+    more than its local twin (the kernel's netem, so the test VM: this host has none)."""
+    remote = remote_support.require("nbd-fuse", {"delay": "2ms"})
+    _, shown = _run_raw(tmp_path, remote, "delayed-link")
     [added] = shown["remote_latency"]
     assert added["stack_label"] == "zram@nbd-fuse(+2ms)/none/native/raw", added
     assert added["added_us"]["lat"] >= 2 * 2000 * 0.98, added  # 2 ms out, 2 ms back; netem never delays less
 
 
+# 128k reads: enough bytes for the accounting check (16 MiB at least) even in the emulated test VM
+SEQUENTIAL = {"name": "SR-L", "rw": "read", "bs": "128k", "iodepth": 1, "size": "64MiB", "runtime_s": 2, "ramp_s": 0.5}
+
+
 def test_fios_nbd_engine_reaches_the_export_and_the_backing_device_accounts_for_it(tmp_path: Path) -> None:
     """No block device here: fio's nbd engine connects to qemu-nbd itself, and the zram under the export
     (which qemu-nbd reads with O_DIRECT, in this kernel) must have moved fio's bytes."""
-    remote = remote_support.require("nbd-fio")
-    dirs = {"db": tmp_path / "r.db", "work": tmp_path / "work", "state": tmp_path / "state"}
-    spec = {**_spec(remote), "name": "nbd-fio"}
-    spec["stacks"] = [
-        {"device": [{"remote": None}, {"remote": {**remote, "link": LINK}}], "filesystem": "none", "placement": "raw"}
-    ]
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    done = support.run(["run", str(path)], dirs, timeout=900)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert leftovers(dirs["work"]) == []
-    shown = json.loads(support.run(["show", "latest", "--json"], dirs).stdout)
+    remote = remote_support.require("nbd-fio", LINK)
+    dirs, shown = _run_raw(tmp_path, remote, "nbd-fio", SEQUENTIAL)
     cell = next(c for c in shown["cells"] if c["stack_label"] == "zram@nbd-fio(10gbit)/none/native/raw")
     assert cell["ratio"]["ratio"] < 0.8, cell["ratio"]  # every read crossed TCP to the storage host
     [added] = shown["remote_latency"]
