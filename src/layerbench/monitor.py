@@ -174,14 +174,8 @@ def nvme_paths(name: str, sys_root: Path = Path("/sys")) -> list[str]:
     if head is None:
         return []
     path = re.compile(rf"nvme{head[1]}c\d+n{head[2]}")
-    return sorted(p.name for p in _entries(sys_root / "class" / "block") if path.fullmatch(p.name))
-
-
-def _entries(d: Path) -> list[Path]:
-    try:
-        return list(d.iterdir())
-    except OSError:
-        return []
+    found = (sys_root / "class" / "block").glob(f"nvme{head[1]}c*n{head[2]}")
+    return sorted(p.name for p in found if path.fullmatch(p.name))
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from layerbench.errors import PrerequisiteError
 from layerbench.proc import Runner
+from layerbench.stack.device import read_or_empty
 
 
 def load(modules: tuple[str, ...], runner: Runner) -> None:
@@ -43,7 +44,4 @@ def children(d: Path) -> list[Path]:
 
 
 def read(p: Path) -> str:
-    try:
-        return p.read_text().strip()
-    except OSError:
-        return ""
+    return read_or_empty(str(p)).strip()
