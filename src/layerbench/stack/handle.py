@@ -168,5 +168,15 @@ def kill_if_same(pid: int, started: str | None, wait_s: float = 10.0) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
     deadline = time.monotonic() + wait_s
-    while start_time(pid) == started and time.monotonic() < deadline:
+    while (start_time(pid) == started or _threads_exiting(pid)) and time.monotonic() < deadline:
         time.sleep(POLL_S)
+
+
+def _threads_exiting(pid: int) -> bool:
+    """Whether threads of ``pid`` still run after its leader became a zombie: the process's files (a
+    device it held open) are released only when the last of them is gone."""
+    try:
+        states = [(t / "stat").read_text().rsplit(")", 1)[1].split()[0] for t in Path(f"/proc/{pid}/task").iterdir()]
+    except OSError:
+        return False
+    return any(state not in ("Z", "X") for state in states)
