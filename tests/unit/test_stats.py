@@ -6,9 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from scipy import stats
 
-from layerbench.analysis.stats import ratio, ratios, summarize, summary_frame, t_quantile
+from layerbench.analysis.stats import paired_ratio, ratio, ratios, summarize, summary_frame, t_quantile
 from layerbench.sample import Sample
 from layerbench.store.db import CellRow, Store, TrialRecord
 
@@ -133,3 +134,29 @@ def test_the_t_distribution_from_scipy_special_gives_scipy_stats_numbers() -> No
         welch = stats.ttest_ind(a, b, equal_var=False).pvalue
         assert math.isclose(ratio(a, b).p_value, welch, rel_tol=1e-9)
         assert math.isclose(t_quantile(0.99, n_a - 1), stats.t.ppf(0.995, n_a - 1), rel_tol=1e-9)
+
+
+def test_paired_ratio_matches_a_one_sample_t_test_on_the_log_ratios() -> None:
+    cell = {0: 105.0, 1: 98.0, 2: 121.0, 3: 90.0}
+    base = {0: 100.0, 1: 95.0, 2: 110.0, 3: 91.0, 9: 50.0}  # round 9 has no partner: left out
+    logs = np.log([105 / 100, 98 / 95, 121 / 110, 90 / 91])
+    r = paired_ratio(cell, base)
+    t = stats.ttest_1samp(logs, 0.0)
+    low, high = stats.t.interval(0.95, len(logs) - 1, loc=logs.mean(), scale=stats.sem(logs))
+    assert r.ratio == pytest.approx(math.exp(logs.mean()))
+    assert (r.ci_low, r.ci_high) == pytest.approx((math.exp(low), math.exp(high)))
+    assert r.p_value == pytest.approx(t.pvalue)
+
+
+def test_paired_ratio_sees_through_drift_that_hides_a_difference_from_an_unpaired_ratio() -> None:
+    drift = [1.0, 1.3, 0.8, 1.1, 0.9]  # the machine's speed, round by round
+    base = {i: 100 * d for i, d in enumerate(drift)}
+    cell = {i: 95 * d * (1 + 0.001 * (-1) ** i) for i, d in enumerate(drift)}
+    assert paired_ratio(cell, base).significant
+    assert not ratio(list(cell.values()), list(base.values())).significant
+
+
+def test_paired_ratio_needs_two_rounds_and_positive_values() -> None:
+    assert math.isnan(paired_ratio({0: 1.0}, {0: 2.0}).ci_low)
+    assert paired_ratio({0: 1.0}, {0: 2.0}).ratio == pytest.approx(0.5)
+    assert math.isnan(paired_ratio({0: 1.0, 1: 0.0}, {0: 2.0, 1: 2.0}).ci_low)

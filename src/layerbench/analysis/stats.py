@@ -85,6 +85,25 @@ def ratio(cell: np.ndarray | list[float], base: np.ndarray | list[float], confid
     return Ratio(q, low, high, p)
 
 
+def paired_ratio(cell: dict[int, float], base: dict[int, float], confidence: float = 0.95) -> Ratio:
+    """Ratio of a cell to its baseline from the rounds both ran in, paired by round (keys: repetition).
+
+    Each round's ratio cancels what the round shared (the machine's load then, the freshly built
+    lower layers); their geometric mean is the ratio, with a Student-t interval and p-value on the
+    logarithms. NaN where fewer than two rounds pair up or a value is not positive.
+    """
+    rounds = sorted(set(cell) & set(base))
+    logs = np.log([cell[r] / base[r] for r in rounds if cell[r] > 0 and base[r] > 0])
+    if len(logs) < 2 or len(logs) < len(rounds):
+        return Ratio(float(np.exp(logs.mean())) if len(logs) else NAN, NAN, NAN, NAN)
+    mean, sem = float(logs.mean()), float(logs.std(ddof=1)) / math.sqrt(len(logs))
+    if sem == 0:
+        return Ratio(math.exp(mean), math.exp(mean), math.exp(mean), 1.0 if mean == 0 else 0.0)
+    half = t_quantile(confidence, len(logs) - 1) * sem
+    p = float(2 * special.stdtr(len(logs) - 1, -abs(mean / sem)))
+    return Ratio(math.exp(mean), math.exp(mean - half), math.exp(mean + half), p)
+
+
 def _fieller(a: np.ndarray, b: np.ndarray, confidence: float) -> tuple[float, float]:
     ma, mb = a.mean(), b.mean()
     va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
