@@ -28,8 +28,24 @@ def test_every_preset_parses() -> None:
         assert expand_stacks(exp)
 
 
-def test_quick_preset_covers_the_issue(full_caps: HostCaps) -> None:
-    m = expand(load.load("quick"), full_caps)
+def test_quick_preset_is_a_steady_first_run_of_each_layer_against_the_one_beneath(full_caps: HostCaps) -> None:
+    exp = load.load("quick")
+    m = expand(exp, full_caps)
+    labels = {s.label() for s in m.stacks()}
+    assert labels == {
+        "zram/none/native/raw",
+        "zram/ext4/native/host-dir",
+        "zram/btrfs/native/host-dir",
+        "zram/ext4/docker:overlay2/volume",
+        "zram/ext4/docker:overlay2/writable-layer",
+        "zram/btrfs/docker:btrfs/writable-layer",
+    }
+    assert exp.trials.repetitions >= 3  # a paired ratio needs rounds; one trial decides nothing
+    assert not m.refused
+
+
+def test_layers_preset_tours_every_layer(full_caps: HostCaps) -> None:
+    m = expand(load.load("layers"), full_caps)
     labels = {s.label() for s in m.stacks()}
     assert "loop/none/native/raw" in labels
     for fs in ("ext4", "xfs", "btrfs"):

@@ -292,6 +292,10 @@ def _show(store: Store, run_ref: str, as_json: bool, latency: bool = False, stat
     if as_json:
         typer.echo(json.dumps(show_json(v), indent=2))
         return
+    if v.findings:  # what each layer costs, before the table that gives every cell against the baseline
+        console.print(f"[bold]run {run.id} · {run.name}: each layer against the one beneath it[/bold]")
+        for line in v.finding_lines:
+            console.print(f"  {line}", markup=False, highlight=False)
     console.print(results_table(v.results, title=f"run {run.id} · {run.name} · {_status(run, state_dir)}"))
     for table in scaling_tables(v.scalings):
         console.print(table)

@@ -107,6 +107,7 @@ def _context(v: RunView, figs: list[Figure]) -> dict[str, Any]:
         "refused": v.data.refused,
         "scalings": v.scalings,
         "remote_latency": v.remote_latency,
+        "findings": v.finding_lines,
         "client_latency": [
             {**row, "label": label.get(row["cell_id"], row["cell_id"])} for row in v.client_latency.to_dict("records")
         ],

@@ -220,6 +220,7 @@ def show_json(v: RunView) -> dict[str, Any]:
         "client_latency_us": _records(v.client_latency),
         "scaling": scaling_json(v.scalings),
         "remote_latency": remote_latency_json(v.remote_latency),
+        "findings": [_nan_to_none(asdict(f) | {"change_pct": f.change_pct}) for f in v.findings],
     }
 
 

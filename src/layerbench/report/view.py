@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from layerbench.analysis import overhead, remote, scaling
+from layerbench.analysis import findings, overhead, remote, scaling
 from layerbench.analysis.compare import Comparison, compare, environment_differences
+from layerbench.analysis.findings import Finding
 from layerbench.analysis.latency import client_percentiles, merged_percentiles
 from layerbench.analysis.overhead import CellResult
 from layerbench.analysis.ratio_table import RatioTable, ratio_table
@@ -35,6 +36,11 @@ class RunView:
     client_latency: pd.DataFrame  # analysis.latency.client_percentiles: database clients' histograms merged
     fio_latency: pd.DataFrame | None  # analysis.latency.merged_percentiles; None unless loaded with latency
     remote_latency: list[AddedLatency]  # per remote cell at QD1: what the network path adds (seed 000's Fig. 4)
+    findings: list[Finding]  # each layer against the one beneath it, paired by round
+
+    @property
+    def finding_lines(self) -> list[str]:
+        return findings.summary_lines(self.findings)
 
 
 def view(data: RunData) -> RunView:
@@ -53,6 +59,7 @@ def view(data: RunData) -> RunView:
         client_percentiles(data.trials),
         fio,
         remote.of_run(data),
+        findings.of_run(data, results),
     )
 
 

@@ -1,0 +1,76 @@
+"""Findings: each layer judged against the one beneath it, paired by round, named only when material."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from layerbench.analysis import findings, overhead
+from layerbench.analysis.checks import Check
+from layerbench.pipeline import register_cells
+from layerbench.sample import Sample
+from layerbench.spec import load as spec_load
+from layerbench.spec.feasibility import HostCaps
+from layerbench.spec.matrix import expand
+from layerbench.store.db import Store, TrialRecord
+from layerbench.store.read import RunData, load
+
+SPEC = """
+name: layers
+device: {kind: zram, size: 1GiB}
+stacks:
+  - {filesystem: none, placement: raw}
+  - {filesystem: ext4, engine: native, placement: host-dir}
+  - {filesystem: ext4, engine: "docker:overlay2", placement: [volume, writable-layer]}
+workloads:
+  - {name: RW, rw: randwrite, bs: 4k}
+baseline: {filesystem: none, placement: raw}
+"""
+# Per round, the machine's speed; per layer, what it costs.
+DRIFT = [1.0, 1.4, 0.7, 1.2]
+COST = {"raw": 1.0, "host-dir": 0.8, "volume": 0.8 * 0.99, "writable-layer": 0.8 * 0.5}
+
+
+def stored_run(tmp_path: Path, caps: HostCaps, rounds: int) -> RunData:
+    exp = spec_load.parse(SPEC, "layers")
+    matrix = expand(exp, caps)
+    store = Store.open(tmp_path / "r.db")
+    run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), {})
+    register_cells(store, run_id, matrix)
+    for rep in range(rounds):
+        for i, c in enumerate(matrix.cells):
+            iops = 100_000 * DRIFT[rep] * COST[c.stack.placement.kind] * (1 + 0.002 * (-1) ** (rep + i))
+            sample = Sample("iops", iops, "IOPS", "write")
+            store.record_trial(run_id, TrialRecord(c.id, rep, "ok", None, 0, 1, [], "", "", {}, [sample]))
+    return load(store, "latest")
+
+
+def test_each_layer_is_judged_against_the_one_beneath_it_through_the_drift(tmp_path: Path, full_caps: HostCaps) -> None:
+    data = stored_run(tmp_path, full_caps, rounds=4)
+    found = {(f.subject.split("/")[-1], f.reference.split("/")[-1]): f for f in findings.of_run(data, [])}
+    assert set(found) == {("host-dir", "raw"), ("volume", "host-dir"), ("writable-layer", "host-dir")}
+    assert found[("writable-layer", "host-dir")].verdict == "slower"
+    assert abs(found[("writable-layer", "host-dir")].ratio.ratio - 0.5) < 0.01
+    assert found[("host-dir", "raw")].verdict == "slower"
+    # 1% is significant through the pairing, but not material: it is called the same.
+    assert found[("volume", "host-dir")].ratio.significant and found[("volume", "host-dir")].verdict == "same"
+    lines = findings.summary_lines(findings.of_run(data, overhead.of_run(data)))
+    writable = next(line for line in lines if "writable-layer vs" in line)
+    assert "-50% on RW (×0.50" in writable
+    assert any(line.endswith("≈ on RW") for line in lines)
+
+
+def test_one_round_decides_nothing(tmp_path: Path, full_caps: HostCaps) -> None:
+    data = stored_run(tmp_path, full_caps, rounds=1)
+    assert {f.verdict for f in findings.of_run(data, [])} == {"undecided"}
+    assert all("undecided on RW (one round)" in line for line in findings.summary_lines(findings.of_run(data, [])))
+
+
+def test_a_doubt_marks_a_finding_and_a_noisy_spread_does_not(tmp_path: Path, full_caps: HostCaps) -> None:
+    data = stored_run(tmp_path, full_caps, rounds=4)
+    results = overhead.of_run(data)
+    writable = next(c.cell_id for c in data.cells if c.stack.placement.kind == "writable-layer")
+    for name, doubted in (("contended", True), ("noisy", False)):
+        marked = [replace(r, flags=(Check(name, "flag", ""),)) if r.cell_id == writable else r for r in results]
+        (f,) = [f for f in findings.of_run(data, marked) if f.subject.endswith("writable-layer")]
+        assert f.flagged is doubted
