@@ -27,7 +27,9 @@ from layerbench.store.db import Store
 
 def run_preset(preset: str, db: Path) -> float:
     t0 = time.monotonic()
-    subprocess.run([sys.executable, "-m", "layerbench.cli", "run", preset, "--db", str(db)], check=True)
+    done = subprocess.run([sys.executable, "-m", "layerbench.cli", "run", preset, "--db", str(db)], check=False)
+    if done.returncode not in (0, 1):  # 1: finished, some trials failed (they are in the store, and counted)
+        raise SystemExit(f"layerbench run {preset} exited with {done.returncode}")
     return time.monotonic() - t0
 
 

@@ -28,11 +28,15 @@ from layerbench.store.read import load
 
 def one_run(preset: str, db: Path) -> tuple[dict[tuple[str, str], findings.Finding], int, float]:
     t0 = time.monotonic()
-    subprocess.run([sys.executable, "-m", "layerbench.cli", "run", preset, "--db", str(db)], check=True)
+    done = subprocess.run([sys.executable, "-m", "layerbench.cli", "run", preset, "--db", str(db)], check=False)
+    if done.returncode not in (0, 1):  # 1: finished, some trials failed (they are in the store, and counted)
+        raise SystemExit(f"layerbench run {preset} exited with {done.returncode}")
     wall = time.monotonic() - t0
     data = load(Store.open(db, create=False), "latest")
     results = overhead.of_run(data)
     physics = sum(1 for r in results if r.physics is not None and r.physics.status == "flag")
+    failed = sum(1 for t in data.trials if t.status != "ok")
+    print(f"  {len(data.trials) - failed} trials ok, {failed} failed")
     found = findings.of_run(data, results)
     for line in findings.summary_lines(found):
         print(f"  {line}")
