@@ -44,5 +44,5 @@ def test_smoke_run_saves_trials_and_leaves_nothing(dirs: dict[str, Path]) -> Non
 def test_dry_run_touches_nothing(dirs: dict[str, Path]) -> None:
     done = layerbench("run", "quick", "--dry-run", dirs=dirs)
     assert done.returncode == 0, done.stderr
-    assert "44 cells" in done.stdout
+    assert "18 cells" in done.stdout
     assert not dirs["db"].exists() and not dirs["work"].exists() and not dirs["state"].exists()
