@@ -6,9 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from scipy import stats
 
-from layerbench.analysis.stats import ratio, ratios, summarize, summary_frame, t_quantile
+from layerbench.analysis.stats import cell_values, ratio, ratios, runs_of, summarize, summary_frame, t_quantile
 from layerbench.sample import Sample
 from layerbench.store.db import CellRow, Store, TrialRecord
 
@@ -133,3 +134,20 @@ def test_the_t_distribution_from_scipy_special_gives_scipy_stats_numbers() -> No
         welch = stats.ttest_ind(a, b, equal_var=False).pvalue
         assert math.isclose(ratio(a, b).p_value, welch, rel_tol=1e-9)
         assert math.isclose(t_quantile(0.99, n_a - 1), stats.t.ppf(0.995, n_a - 1), rel_tol=1e-9)
+
+
+def test_runs_of_splits_values_where_their_key_changes() -> None:
+    got = runs_of(pd.Series(["b", "b", "a", "c"]), np.array([1.0, 2.0, 3.0, 4.0]))
+    assert {k: v.tolist() for k, v in got.items()} == {"b": [1.0, 2.0], "a": [3.0], "c": [4.0]}
+    assert runs_of(pd.Series([], dtype=str), np.array([])) == {}
+
+
+def test_runs_of_refuses_keys_whose_rows_are_apart() -> None:
+    with pytest.raises(ValueError, match="contiguous"):
+        runs_of(pd.Series(["b", "a", "b"]), np.array([1.0, 2.0, 3.0]))
+
+
+def test_cell_values_sum_each_trial_and_keep_trial_order(tmp_path: Path) -> None:
+    frame = store_frame(tmp_path, {"base": [mixed_trial(1000.0, 300.0), mixed_trial(900.0, 200.0)], "x": []})
+    got = cell_values(frame, "iops")
+    assert list(got) == ["base"] and got["base"].tolist() == [1300.0, 1100.0]

@@ -115,8 +115,19 @@ def _exact_p(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def cell_values(frame: pd.DataFrame, metric: str) -> dict[str, np.ndarray]:
+    """Per cell, the values of its trials (``per_trial``) in the order of their ids."""
     trials = per_trial(frame, metric)
-    return {cell: group["value"].to_numpy() for cell, group in trials.groupby("cell_id")}
+    return runs_of(trials["cell_id"], trials["value"].to_numpy())
+
+
+def runs_of(keys: pd.Series, values: np.ndarray) -> dict[str, np.ndarray]:
+    """``values`` split where ``keys`` changes: one array per key, for keys whose rows are contiguous (sorted).
+    One split, not a pandas group per cell: 10,000 groups took 0.4 s each time."""
+    codes, names = pd.factorize(keys)  # numbered in order of appearance
+    starts = np.flatnonzero(np.diff(codes, prepend=-1))
+    if len(starts) != len(names):
+        raise ValueError("the rows of a key are not contiguous")
+    return dict(zip(names, np.split(values, starts[1:]), strict=True)) if len(values) else {}
 
 
 # The same statistics as tables, per direction, for exports and notebooks.
@@ -156,7 +167,7 @@ def ratios(frame: pd.DataFrame, metric: str, direction: str, confidence: float =
     """
     trials = per_trial_by_direction(frame, metric)
     trials = trials[trials["direction"] == direction]
-    values = {cell: group["value"].to_numpy() for cell, group in trials.groupby("cell_id")}
+    values = runs_of(trials["cell_id"], trials["value"].to_numpy())
     rows = []
     for cell, base in frame[["cell_id", "baseline_cell_id"]].drop_duplicates().itertuples(index=False):
         base_id = base if isinstance(base, str) else None  # NULL reads back as None or NaN
