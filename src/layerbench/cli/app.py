@@ -18,7 +18,6 @@ from layerbench.cli.boundary import EXIT_TRIALS_FAILED, UsageError, boundary, er
 from layerbench.cli.progress import TrialProgress
 from layerbench.errors import PrerequisiteError, SpecError
 from layerbench.pipeline import execute, pending, register_cells
-from layerbench.report import html as html_report
 from layerbench.report import markdown as markdown_report
 from layerbench.report.doctor import doctor_rows
 from layerbench.report.export import FORMATS, samples_with_config
@@ -330,6 +329,9 @@ def report(
         if markdown:
             typer.echo(markdown_report.render(v.data.run, v.results, v.data.refused))
         if html is not None:
+            # Here, not at the top: matplotlib takes 0.3 s to import, and show and export never draw.
+            from layerbench.report import html as html_report
+
             path = html_report.render(v, html)
             err_console.print(f"wrote {path} and its figures in {path.parent / 'figures'}")
 
