@@ -320,11 +320,18 @@ def report(
         None, "--html", metavar="DIR", help="Write DIR/report.html (self-contained) and DIR/figures/*.png|svg."
     ),
     markdown: bool = typer.Option(False, "--markdown", help="Print the results as Markdown, for issues and wikis."),
+    figures: str = typer.Option(
+        "12",
+        "--figures",
+        metavar="N|all",
+        help="How many workloads the figures draw (the run's first N), or 'all': a sweep of hundreds takes minutes.",
+    ),
 ) -> None:
     """A report of one run: a self-contained HTML page with figures (--html DIR), or Markdown (--markdown)."""
     with boundary():
         if html is None and not markdown:
             raise UsageError("say what to write: --html DIR and/or --markdown")
+        shown = figure_workloads(figures)
         v = view(load(Store.open(db, create=False), run_ref, latency=html is not None))
         if markdown:
             typer.echo(markdown_report.render(v.data.run, v.results, v.data.refused))
@@ -332,8 +339,17 @@ def report(
             # Here, not at the top: matplotlib takes 0.3 s to import, and show and export never draw.
             from layerbench.report import html as html_report
 
-            path = html_report.render(v, html)
+            path = html_report.render(v, html, shown)
             err_console.print(f"wrote {path} and its figures in {path.parent / 'figures'}")
+
+
+def figure_workloads(text: str) -> int | None:
+    """``--figures``: a count of workloads, or None for "all"."""
+    if text == "all":
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise UsageError(f"--figures {text!r} is neither a count of workloads (1 or more) nor 'all'")
+    return int(text)
 
 
 @app.command()
