@@ -42,7 +42,7 @@ from layerbench.spec import load as spec_load
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Experiment, StackSpec
 from layerbench.store.db import RunRow, Store
-from layerbench.store.read import load
+from layerbench.store.read import collector_paused, load
 
 app = typer.Typer(
     help=(
@@ -274,7 +274,7 @@ def show(
     completion latency) or all instances' clients (YCSB, pgbench) and all trials of a cell:
     never averaged percentiles.
     """
-    with boundary():
+    with boundary(), collector_paused():  # a command that reads, writes and exits: its memory goes at exit
         _show(Store.open(db, create=False), run_ref, as_json, latency, state_dir)
 
 
@@ -328,7 +328,7 @@ def report(
     ),
 ) -> None:
     """A report of one run: a self-contained HTML page with figures (--html DIR), or Markdown (--markdown)."""
-    with boundary():
+    with boundary(), collector_paused():  # a command that reads, writes and exits: its memory goes at exit
         if html is None and not markdown:
             raise UsageError("say what to write: --html DIR and/or --markdown")
         shown = figure_workloads(figures)
@@ -366,7 +366,7 @@ def compare(
     hosts' environments that change what a number means (kernel, CPU, memory,
     fio binary, tool versions) are printed as warnings first.
     """
-    with boundary():
+    with boundary(), collector_paused():  # a command that reads, writes and exits: its memory goes at exit
         store_a = Store.open(db, create=False)
         store_b = Store.open(db_b, create=False) if db_b else store_a
         c = comparison(load(store_a, run_a), load(store_b, run_b))
@@ -386,7 +386,7 @@ def export(
     output: Path = typer.Option(None, "--output", "-o", help="The file to write (default: standard output)."),
 ) -> None:
     """Every sample of a run, one row each, with the cell's configuration as columns."""
-    with boundary():
+    with boundary(), collector_paused():  # a command that reads, writes and exits: its memory goes at exit
         if fmt not in FORMATS:
             raise UsageError(f"--format {fmt!r} is not one of: {', '.join(FORMATS)}")
         if fmt == "parquet" and output is None and sys.stdout.isatty():
