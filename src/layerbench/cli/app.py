@@ -20,8 +20,7 @@ from layerbench.errors import PrerequisiteError, SpecError
 from layerbench.pipeline import execute, pending, register_cells
 from layerbench.report import markdown as markdown_report
 from layerbench.report.doctor import doctor_rows
-from layerbench.report.export import FORMATS, samples_with_config
-from layerbench.report.export import write as write_export
+from layerbench.report.export import FORMATS, write_samples
 from layerbench.report.terminal import (
     client_latency_table,
     comparison_json,
@@ -43,6 +42,7 @@ from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Experiment, StackSpec
 from layerbench.store.db import RunRow, Store
 from layerbench.store.read import collector_paused, load
+from layerbench.store.read import samples as read_samples
 
 app = typer.Typer(
     help=(
@@ -391,10 +391,9 @@ def export(
             raise UsageError(f"--format {fmt!r} is not one of: {', '.join(FORMATS)}")
         if fmt == "parquet" and output is None and sys.stdout.isatty():
             raise UsageError("parquet is binary: name a file with -o FILE, or redirect standard output")
-        data = load(Store.open(db, create=False), run_ref)
-        table = samples_with_config(data.samples, data.cells)
-        where = write_export(table, fmt, output)
-        err_console.print(f"wrote {len(table)} samples to {where}")
+        cells, samples = read_samples(Store.open(db, create=False), run_ref)
+        where = write_samples(samples, cells, fmt, output)
+        err_console.print(f"wrote {len(samples)} samples to {where}")
 
 
 @app.command()

@@ -92,13 +92,12 @@ def load(store: Store, run_ref: str, latency: bool = False) -> RunData:
     """A run (an id, a unique prefix or "latest"); ``latency`` also parses fio's histograms out of every
     trial's raw output (what `show --latency` and the report need; seconds on a long run)."""
     run = store.run(store.resolve_run(run_ref))
-    points = _sweep_points(run.spec)
     with collector_paused():
         infos = store.trial_infos(run.id)
         return RunData(
             run=run,
             trials_rule=Trials.model_validate(run.spec.get("trials") or {}),
-            cells=tuple(_cell(row, points, run.id) for row in store.cells(run.id)),
+            cells=_cells(store, run),
             trials=tuple(_trial(t, infos.get(t.id, {})) for t in store.trials(run.id)),
             checks=tuple(store.checks(run.id)),
             refused=tuple(store.refused(run.id)),
@@ -106,6 +105,19 @@ def load(store: Store, run_ref: str, latency: bool = False) -> RunData:
             monitor=store.monitor_frame(run.id),
             completions=_completions(store.raw_outputs(run.id)) if latency else None,
         )
+
+
+def samples(store: Store, run_ref: str) -> tuple[tuple[StoredCell, ...], pd.DataFrame]:
+    """A run's cells and its samples (Store.samples_frame) alone: what an export needs, without the trials,
+    checks and monitor series ``load`` reads too (1 s of a 1M-sample run)."""
+    run = store.run(store.resolve_run(run_ref))
+    with collector_paused():
+        return _cells(store, run), store.samples_frame(run.id)
+
+
+def _cells(store: Store, run: RunRow) -> tuple[StoredCell, ...]:
+    points = _sweep_points(run.spec)
+    return tuple(_cell(row, points, run.id) for row in store.cells(run.id))
 
 
 @contextmanager
