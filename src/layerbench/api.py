@@ -17,6 +17,7 @@ from layerbench.analysis.stats import ratios, summary_frame
 from layerbench.report.export import samples_with_config
 from layerbench.store.db import RunRow, Store
 from layerbench.store.read import RunData, load
+from layerbench.store.read import samples as read_samples
 
 
 class Results:
@@ -33,8 +34,8 @@ class Results:
 
     def samples(self, run: str = "latest") -> pd.DataFrame:
         """One row per sample of every successful trial, with the cell's configuration as columns."""
-        data = self.load(run)
-        return samples_with_config(data.samples, data.cells)
+        cells, frame = read_samples(self.store, run)
+        return samples_with_config(frame, cells)
 
     def summary(self, run: str = "latest", metrics: tuple[str, ...] = ("iops", "bw")) -> pd.DataFrame:
         """Per cell, metric and direction: n, mean, std, min, max, CV, median and the 95% CI

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.matrix import expand, sweep_point, sweep_points
 from layerbench.spec.models import FioWorkload
 from layerbench.store.db import CellRow, CheckRecord, Store, TrialRecord
-from layerbench.store.read import load
+from layerbench.store.read import collector_paused, load
 
 SWEPT = """
 name: surfaces
@@ -89,3 +90,25 @@ def test_a_cell_this_version_cannot_read_is_a_store_error(tmp_path: Path) -> Non
 def test_importing_layerbench_loads_no_pandas() -> None:
     code = "import sys, layerbench; assert 'pandas' not in sys.modules; assert callable(layerbench.open)"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_cli_loads_matplotlib_only_to_draw() -> None:
+    code = "import sys, layerbench.cli.app; assert 'matplotlib' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_cycle_collector_pauses_while_a_run_is_read_and_comes_back_as_it_was() -> None:
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the outer pause holds
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()  # a caller's own choice is kept
+    finally:
+        gc.enable()

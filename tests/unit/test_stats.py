@@ -9,7 +9,18 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from layerbench.analysis.stats import paired_ratio, ratio, ratios, summarize, summary_frame, t_quantile
+from layerbench.analysis.stats import (
+    cell_values,
+    paired_ratio,
+    ratio,
+    ratios,
+    ratios_of,
+    runs_of,
+    summaries,
+    summarize,
+    summary_frame,
+    t_quantile,
+)
 from layerbench.sample import Sample
 from layerbench.store.db import CellRow, Store, TrialRecord
 
@@ -160,3 +171,50 @@ def test_paired_ratio_needs_two_rounds_and_positive_values() -> None:
     assert math.isnan(paired_ratio({0: 1.0}, {0: 2.0}).ci_low)
     assert paired_ratio({0: 1.0}, {0: 2.0}).ratio == pytest.approx(0.5)
     assert math.isnan(paired_ratio({0: 1.0, 1: 0.0}, {0: 2.0, 1: 2.0}).ci_low)
+
+
+def test_runs_of_splits_values_where_their_key_changes() -> None:
+    got = runs_of(pd.Series(["b", "b", "a", "c"]), np.array([1.0, 2.0, 3.0, 4.0]))
+    assert {k: v.tolist() for k, v in got.items()} == {"b": [1.0, 2.0], "a": [3.0], "c": [4.0]}
+    assert runs_of(pd.Series([], dtype=str), np.array([])) == {}
+
+
+def test_runs_of_refuses_keys_whose_rows_are_apart() -> None:
+    with pytest.raises(ValueError, match="contiguous"):
+        runs_of(pd.Series(["b", "a", "b"]), np.array([1.0, 2.0, 3.0]))
+
+
+def test_cell_values_sum_each_trial_and_keep_trial_order(tmp_path: Path) -> None:
+    frame = store_frame(tmp_path, {"base": [mixed_trial(1000.0, 300.0), mixed_trial(900.0, 200.0)], "x": []})
+    got = cell_values(frame, "iops")
+    assert list(got) == ["base"] and got["base"].tolist() == [1300.0, 1100.0]
+
+
+def same(a: object, b: object) -> bool:
+    """Equal field by field, NaN equal to NaN: bit for bit, not approximately."""
+    return all(x == y or (x != x and y != y) for x, y in zip(vars(a).values(), vars(b).values(), strict=True))
+
+
+def test_many_cells_at_once_give_each_cell_its_own_numbers_in_order() -> None:
+    rng = np.random.default_rng(3)
+    groups = [rng.normal(1000, 50, n) for n in (3, 8, 0, 1, 8, 5, 3)] + [np.full(4, 7.0), [2.0, 2.0]]
+    assert all(same(s, summarize(g, 0.99)) for s, g in zip(summaries(groups, 0.99), groups, strict=True))
+    for got, g in zip(summaries(groups, 0.99), groups, strict=True):
+        one = np.asarray(g, dtype=float)
+        assert got.n == len(one)
+        if len(one):
+            assert got.mean == one.mean() and got.median == np.median(one) and got.max == one.max()
+        if len(one) > 1:
+            assert got.std == one.std(ddof=1)
+            half = t_quantile(0.99, len(one) - 1) * one.std(ddof=1) / math.sqrt(len(one))
+            assert (got.ci_low, got.ci_high) == (one.mean() - half, one.mean() + half)  # a constant cell: half 0
+    pairs = [(groups[i], groups[j]) for i in range(len(groups)) for j in range(len(groups))]
+    assert all(same(r, ratio(a, b)) for r, (a, b) in zip(ratios_of(pairs), pairs, strict=True))
+    for got, (a, b) in zip(ratios_of(pairs), pairs, strict=True):
+        if len(a) > 1 and len(b) > 1 and min(np.std(a), np.std(b)) > 0:
+            welch = stats.ttest_ind(a, b, equal_var=False).pvalue
+            assert got.ratio == np.mean(a) / np.mean(b) and math.isclose(got.p_value, welch, rel_tol=1e-9)
+        elif min(len(a), len(b)) == 1:
+            assert got.ratio == np.mean(a) / np.mean(b) and math.isnan(got.ci_low)
+        elif not (len(a) and len(b)):
+            assert math.isnan(got.ratio)

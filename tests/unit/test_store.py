@@ -66,6 +66,24 @@ def test_a_finished_trial_is_never_recorded_twice(tmp_path: Path) -> None:
     assert len(store.samples_frame(run_id)) == 1  # the failed insert left nothing behind
 
 
+def test_samples_read_back_by_cell_and_repetition_with_their_cells_columns(tmp_path: Path) -> None:
+    store, run_id = new_store(tmp_path)
+    store.record_trial(run_id, trial("b", 1, value=3.0))
+    store.record_trial(run_id, trial("a", 0, value=1.0))
+    store.record_trial(run_id, trial("b", 0, value=2.0))
+    store.record_trial(run_id, trial("a", 1, status="failed"))
+    other = store.new_run("t", "{}", "digest", {})
+    store.add_cells(other, [CellRow("a", "A · RR", "A", "RR", "{}", True, None)])
+    store.record_trial(other, TrialRecord("a", 0, "ok", None, 0, 1, [], "", "", {}, [Sample("bw", 5.0, "B/s", "", "")]))
+    frame = store.samples_frame(run_id)
+    assert frame["value"].tolist() == [1.0, 2.0, 3.0]  # cell a, then b's repetitions 0 and 1; no failed trial
+    assert frame["label"].tolist() == ["A · RR", "B · RR", "B · RR"] and frame["is_baseline"].tolist() == [1, 0, 0]
+    assert frame["repetition"].tolist() == [0, 0, 1] and set(frame["run_id"]) == {run_id}
+    assert list(frame["metric"].cat.categories) == ["iops"]  # the other run's metrics are not this run's
+    lone = store.samples_frame(other)
+    assert lone["metric"].tolist() == ["bw"] and lone["baseline_cell_id"].isna().all()
+
+
 def test_resolve_run(tmp_path: Path) -> None:
     store, first = new_store(tmp_path)
     time.sleep(0.01)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from rich.console import Console
 
-from layerbench.report.terminal import refused_table, results_table, show_json
+from layerbench.analysis.checks import Check
+from layerbench.report.terminal import _nan_to_none, plain, refused_table, results_table, show_json
 from layerbench.report.view import RunView, view
 from layerbench.sample import Sample
 from layerbench.spec.models import Cell, FioWorkload, StackSpec
@@ -95,3 +97,10 @@ def test_json_says_why_faster_than_physics_had_no_bound(tmp_path: Path) -> None:
     layer = cells[("loop/xfs/docker:overlay2/writable-layer", "RR")]["physics"]
     assert layer["status"] == "pass"  # half native's IOPS: not faster than its bound
     assert cells[("loop/xfs/native/host-dir", "RR")]["physics"] is None  # the baseline itself
+
+
+def test_plain_is_asdict_with_nan_as_none(tmp_path: Path) -> None:
+    results = shown(tmp_path).results
+    flagged = replace(results[0], flags=(Check("noisy", "flag", "CV 14%"),))
+    assert any(r.ratio.ci_low != r.ratio.ci_low for r in results)  # a NaN to turn into None
+    assert [plain(r) for r in [*results, flagged]] == [_nan_to_none(asdict(r)) for r in [*results, flagged]]

@@ -8,7 +8,7 @@ import numpy as np
 
 from layerbench.analysis import precision
 from layerbench.analysis.checks import Check, faster_than_baseline, noisy, not_beneath
-from layerbench.analysis.stats import Ratio, Summary, cell_values, ratio, summarize
+from layerbench.analysis.stats import Ratio, Summary, cell_values, ratios_of, summaries
 from layerbench.spec.models import FioWorkload, IozoneWorkload, Workload
 from layerbench.store.db import CheckRow
 from layerbench.store.read import RunData, StoredCell
@@ -53,28 +53,38 @@ def of_run(data: RunData) -> list[CellResult]:
     for t in data.trials:
         if t.status != "ok":
             failures.setdefault(t.cell_id, []).append(t.category or "unknown")
-    by_id = {c.cell_id: c for c in data.cells}
-    flagged = [k for k in data.checks if k.status == "flag"]
-    return [_result(c, by_id, values, failures, flagged, level) for c in data.cells]
+    flagged: dict[str, list[CheckRow]] = {}
+    for k in data.checks:
+        if k.status == "flag":
+            flagged.setdefault(k.cell_id, []).append(k)
+    run = _Run({c.cell_id: c for c in data.cells}, failures, flagged)
+    metrics = [headline_metric(c.cell.workload) for c in data.cells]
+    mine = [values[m].get(c.cell_id, NONE) for c, m in zip(data.cells, metrics, strict=True)]
+    base = [values[m].get(c.baseline_cell_id or "", NONE) for c, m in zip(data.cells, metrics, strict=True)]
+    # All cells' statistics at once: one cell at a time was 1.3 s of a 10,500-cell run's `show`.
+    stats = zip(summaries(mine, level), ratios_of(list(zip(mine, base, strict=True)), level), strict=True)
+    return [
+        _result(c, m, summary, r, len(b), run)
+        for c, m, (summary, r), b in zip(data.cells, metrics, stats, base, strict=True)
+    ]
 
 
-def _result(
-    c: StoredCell,
-    by_id: dict[str, StoredCell],
-    values: dict[str, dict[str, np.ndarray]],
-    failures: dict[str, list[str]],
-    flagged: list[CheckRow],
-    confidence: float,
-) -> CellResult:
-    metric = headline_metric(c.cell.workload)
-    mine = values[metric].get(c.cell_id, [])
-    base = values[metric].get(c.baseline_cell_id, []) if c.baseline_cell_id else []
-    fails = failures.get(c.cell_id, [])
-    summary, r = summarize(mine, confidence), ratio(mine, base, confidence)
-    flags = _trial_flags(flagged, c.cell_id) + _cross_flags(c, by_id, summary, r, len(base), failures)
+NONE = np.array([])  # the values of a cell without successful trials
+
+
+@dataclass(frozen=True)
+class _Run:
+    by_id: dict[str, StoredCell]
+    failures: dict[str, list[str]]  # per cell, its failed trials' categories
+    flagged: dict[str, list[CheckRow]]  # per cell, the checks that flagged its trials
+
+
+def _result(c: StoredCell, metric: str, summary: Summary, r: Ratio, n_base: int, run: _Run) -> CellResult:
+    fails = run.failures.get(c.cell_id, [])
+    flags = _trial_flags(run.flagged.get(c.cell_id, [])) + _cross_flags(c, run.by_id, summary, r, n_base, run.failures)
     fast = None
     if c.baseline_cell_id and not c.is_baseline:
-        fast = physics(c, by_id.get(c.baseline_cell_id), r, (summary.n, len(base)))
+        fast = physics(c, run.by_id.get(c.baseline_cell_id), r, (summary.n, n_base))
         flags += [fast] if fast.status == "flag" else []
     first = fails[0] if fails else None
     return CellResult(
@@ -82,9 +92,8 @@ def _result(
     )
 
 
-def _trial_flags(flagged: list[CheckRow], cell_id: str) -> list[Check]:
+def _trial_flags(mine: list[CheckRow]) -> list[Check]:
     """Each check that flagged a trial of this cell, once, with its first detail and how many trials it flagged."""
-    mine = [k for k in flagged if k.cell_id == cell_id]
     first: dict[str, CheckRow] = {}
     for k in mine:
         first.setdefault(k.name, k)

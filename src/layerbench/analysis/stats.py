@@ -12,6 +12,7 @@ call, which made `show` of a 10,000-cell run take 15 s.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 
 import numpy as np
@@ -58,31 +59,12 @@ def per_trial(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def summarize(values: np.ndarray | list[float], confidence: float = 0.95) -> Summary:
     """``confidence`` above 0.95 for cells a precision target stopped (``precision.confidence``)."""
-    arr = np.asarray(values, dtype=float)
-    n = len(arr)
-    if n == 0:
-        return Summary(0, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN)
-    mean = float(arr.mean())
-    std = float(arr.std(ddof=1)) if n > 1 else NAN
-    low, high = (NAN, NAN)
-    if n > 1:
-        half = t_quantile(confidence, n - 1) * std / math.sqrt(n)
-        low, high = (mean - half, mean + half) if std > 0 else (mean, mean)
-    cv = std / mean if n > 1 and mean else NAN
-    return Summary(n, mean, std, float(arr.min()), float(arr.max()), cv, float(np.median(arr)), float(low), float(high))
+    return summaries([values], confidence)[0]
 
 
 def ratio(cell: np.ndarray | list[float], base: np.ndarray | list[float], confidence: float = 0.95) -> Ratio:
     """Ratio of means with Fieller's interval (95% unless told) and Welch's p-value; NaN where n < 2."""
-    a, b = np.asarray(cell, dtype=float), np.asarray(base, dtype=float)
-    if len(a) == 0 or len(b) == 0 or b.mean() == 0:
-        return Ratio(NAN, NAN, NAN, NAN)
-    q = float(a.mean() / b.mean())
-    if len(a) < 2 or len(b) < 2:
-        return Ratio(q, NAN, NAN, NAN)
-    low, high = _fieller(a, b, confidence)
-    p = _welch_p(a, b) if a.std() + b.std() > 0 else _exact_p(a, b)
-    return Ratio(q, low, high, p)
+    return ratios_of([(cell, base)], confidence)[0]
 
 
 def paired_ratio(cell: dict[int, float], base: dict[int, float], confidence: float = 0.95) -> Ratio:
@@ -104,16 +86,85 @@ def paired_ratio(cell: dict[int, float], base: dict[int, float], confidence: flo
     return Ratio(math.exp(mean), math.exp(mean - half), math.exp(mean + half), p)
 
 
-def _fieller(a: np.ndarray, b: np.ndarray, confidence: float) -> tuple[float, float]:
-    ma, mb = a.mean(), b.mean()
-    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-    t = t_quantile(confidence, min(len(a), len(b)) - 1)
+# Many cells at once: numpy along the rows of one array per count of trials, with the same operations in the
+# same order as on one array, so the same numbers (tests/unit/test_stats.py holds them to one cell at a time).
+# One cell at a time cost ~0.1 ms of numpy calls each: 1.3 s of `show` on 10,500 cells.
+
+Values = np.ndarray | list[float]
+
+
+def summaries(groups: Sequence[Values], confidence: float = 0.95) -> list[Summary]:
+    """``summarize`` of each of ``groups``."""
+    out: dict[int, Summary] = {}
+    for index, (rows,) in _by_length([(g,) for g in groups]):
+        out.update(zip(index, _summaries(rows, confidence), strict=True))
+    return [out[i] for i in range(len(groups))]
+
+
+def ratios_of(pairs: Sequence[tuple[Values, Values]], confidence: float = 0.95) -> list[Ratio]:
+    """``ratio`` of each (cell, base) of ``pairs``."""
+    out: dict[int, Ratio] = {}
+    for index, (cells, bases) in _by_length(pairs):
+        out.update(zip(index, _ratios(cells, bases, confidence), strict=True))
+    return [out[i] for i in range(len(pairs))]
+
+
+def _by_length(groups: Sequence[tuple[Values, ...]]) -> list[tuple[list[int], tuple[np.ndarray, ...]]]:
+    """The groups' positions per combination of lengths, and their values as one 2-D array per member."""
+    lengths: dict[tuple[int, ...], list[int]] = {}
+    for i, members in enumerate(groups):
+        lengths.setdefault(tuple(len(m) for m in members), []).append(i)
+    return [
+        (
+            index,
+            tuple(
+                np.array([groups[i][j] for i in index], dtype=float).reshape(len(index), n) for j, n in enumerate(ns)
+            ),
+        )
+        for ns, index in lengths.items()
+    ]
+
+
+def _summaries(rows: np.ndarray, confidence: float) -> list[Summary]:
+    k, n = rows.shape
+    if n == 0:
+        return [Summary(0, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN)] * k
+    mean, nan = rows.mean(axis=1), np.full(k, NAN)
+    std, low, high, cv = nan, nan, nan, nan
+    if n > 1:
+        std = rows.std(axis=1, ddof=1)
+        half = t_quantile(confidence, n - 1) * std / math.sqrt(n)
+        low, high = np.where(std > 0, mean - half, mean), np.where(std > 0, mean + half, mean)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cv = np.where(mean != 0, std / mean, NAN)
+    columns = (mean, std, rows.min(axis=1), rows.max(axis=1), cv, np.median(rows, axis=1), low, high)
+    return [Summary(n, *row) for row in zip(*(c.tolist() for c in columns), strict=True)]
+
+
+def _ratios(a: np.ndarray, b: np.ndarray, confidence: float) -> list[Ratio]:
+    k, (na, nb) = len(a), (a.shape[1], b.shape[1])
+    none = Ratio(NAN, NAN, NAN, NAN)
+    if na == 0 or nb == 0:
+        return [none] * k
+    ma, mb = a.mean(axis=1), b.mean(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = ma / mb
+        low, high, p = np.full(k, NAN), np.full(k, NAN), np.full(k, NAN)
+        if na >= 2 and nb >= 2:
+            va, vb = a.var(axis=1, ddof=1) / na, b.var(axis=1, ddof=1) / nb
+            low, high = _fieller(ma, mb, va, vb, t_quantile(confidence, min(na, nb) - 1))
+            spread = a.std(axis=1) + b.std(axis=1) > 0
+            p = np.where(spread, _welch_p(ma, mb, va, vb, (na, nb)), np.where(ma == mb, 1.0, 0.0))
+    rows = zip(mb.tolist(), q.tolist(), low.tolist(), high.tolist(), p.tolist(), strict=True)
+    return [none if m == 0 else Ratio(*rest) for m, *rest in rows]
+
+
+def _fieller(ma: np.ndarray, mb: np.ndarray, va: np.ndarray, vb: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray]:
     g = t * t * vb / (mb * mb)
-    if g >= 1:  # the baseline's own interval includes zero: the ratio is unbounded
-        return NAN, NAN
     q = ma / mb
-    half = (t / abs(mb)) * math.sqrt(va * (1 - g) + q * q * vb)
-    return float((q - half) / (1 - g)), float((q + half) / (1 - g))
+    half = (t / abs(mb)) * np.sqrt(va * (1 - g) + q * q * vb)
+    bounded = g < 1  # else the baseline's own interval includes zero: the ratio is unbounded
+    return np.where(bounded, (q - half) / (1 - g), NAN), np.where(bounded, (q + half) / (1 - g), NAN)
 
 
 def t_quantile(confidence: float, df: float) -> float:
@@ -121,21 +172,29 @@ def t_quantile(confidence: float, df: float) -> float:
     return float(special.stdtrit(df, 0.5 + confidence / 2))
 
 
-def _welch_p(a: np.ndarray, b: np.ndarray) -> float:
+def _welch_p(ma: np.ndarray, mb: np.ndarray, va: np.ndarray, vb: np.ndarray, n: tuple[int, int]) -> np.ndarray:
     """Welch's two-sided p-value (scipy.stats.ttest_ind with equal_var=False)."""
-    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-    t = (a.mean() - b.mean()) / math.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va * va / (len(a) - 1) + vb * vb / (len(b) - 1))
-    return float(2 * special.stdtr(df, -abs(t)))
-
-
-def _exact_p(a: np.ndarray, b: np.ndarray) -> float:
-    return 1.0 if a.mean() == b.mean() else 0.0
+    t = (ma - mb) / np.sqrt(va + vb)
+    # The square by pow(), as one number's ** 2 takes it: numpy's array square rounds otherwise in 1 of 1,300.
+    squared = np.array([v**2 for v in (va + vb).tolist()])
+    df = squared / (va * va / (n[0] - 1) + vb * vb / (n[1] - 1))
+    return 2 * special.stdtr(df, -abs(t))
 
 
 def cell_values(frame: pd.DataFrame, metric: str) -> dict[str, np.ndarray]:
+    """Per cell, the values of its trials (``per_trial``) in the order of their ids."""
     trials = per_trial(frame, metric)
-    return {cell: group["value"].to_numpy() for cell, group in trials.groupby("cell_id")}
+    return runs_of(trials["cell_id"], trials["value"].to_numpy())
+
+
+def runs_of(keys: pd.Series, values: np.ndarray) -> dict[str, np.ndarray]:
+    """``values`` split where ``keys`` changes: one array per key, for keys whose rows are contiguous (sorted).
+    One split, not a pandas group per cell: 10,000 groups took 0.4 s each time."""
+    codes, names = pd.factorize(keys)  # numbered in order of appearance
+    starts = np.flatnonzero(np.diff(codes, prepend=-1))
+    if len(starts) != len(names):
+        raise ValueError("the rows of a key are not contiguous")
+    return dict(zip(names, np.split(values, starts[1:]), strict=True)) if len(values) else {}
 
 
 # The same statistics as tables, per direction, for exports and notebooks.
@@ -175,7 +234,7 @@ def ratios(frame: pd.DataFrame, metric: str, direction: str, confidence: float =
     """
     trials = per_trial_by_direction(frame, metric)
     trials = trials[trials["direction"] == direction]
-    values = {cell: group["value"].to_numpy() for cell, group in trials.groupby("cell_id")}
+    values = runs_of(trials["cell_id"], trials["value"].to_numpy())
     rows = []
     for cell, base in frame[["cell_id", "baseline_cell_id"]].drop_duplicates().itertuples(index=False):
         base_id = base if isinstance(base, str) else None  # NULL reads back as None or NaN

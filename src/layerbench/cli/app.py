@@ -18,11 +18,9 @@ from layerbench.cli.boundary import EXIT_TRIALS_FAILED, UsageError, boundary, er
 from layerbench.cli.progress import TrialProgress
 from layerbench.errors import PrerequisiteError, SpecError
 from layerbench.pipeline import execute, pending, register_cells
-from layerbench.report import html as html_report
 from layerbench.report import markdown as markdown_report
 from layerbench.report.doctor import doctor_rows
-from layerbench.report.export import FORMATS, samples_with_config
-from layerbench.report.export import write as write_export
+from layerbench.report.export import FORMATS, write_samples
 from layerbench.report.terminal import (
     client_latency_table,
     comparison_json,
@@ -43,7 +41,8 @@ from layerbench.spec import load as spec_load
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Experiment, StackSpec
 from layerbench.store.db import RunRow, Store
-from layerbench.store.read import load
+from layerbench.store.read import collector_paused, load
+from layerbench.store.read import samples as read_samples
 
 app = typer.Typer(
     help=(
@@ -275,7 +274,7 @@ def show(
     completion latency) or all instances' clients (YCSB, pgbench) and all trials of a cell:
     never averaged percentiles.
     """
-    with boundary():
+    with boundary(), collector_paused():  # a command that reads, writes and exits: its memory goes at exit
         _show(Store.open(db, create=False), run_ref, as_json, latency, state_dir)
 
 
@@ -325,17 +324,36 @@ def report(
         None, "--html", metavar="DIR", help="Write DIR/report.html (self-contained) and DIR/figures/*.png|svg."
     ),
     markdown: bool = typer.Option(False, "--markdown", help="Print the results as Markdown, for issues and wikis."),
+    figures: str = typer.Option(
+        "12",
+        "--figures",
+        metavar="N|all",
+        help="How many workloads the figures draw (the run's first N), or 'all': a sweep of hundreds takes minutes.",
+    ),
 ) -> None:
     """A report of one run: a self-contained HTML page with figures (--html DIR), or Markdown (--markdown)."""
-    with boundary():
+    with boundary(), collector_paused():  # a command that reads, writes and exits: its memory goes at exit
         if html is None and not markdown:
             raise UsageError("say what to write: --html DIR and/or --markdown")
+        shown = figure_workloads(figures)
         v = view(load(Store.open(db, create=False), run_ref, latency=html is not None))
         if markdown:
             typer.echo(markdown_report.render(v.data.run, v.results, v.data.refused))
         if html is not None:
-            path = html_report.render(v, html)
+            # Here, not at the top: matplotlib takes 0.3 s to import, and show and export never draw.
+            from layerbench.report import html as html_report
+
+            path = html_report.render(v, html, shown)
             err_console.print(f"wrote {path} and its figures in {path.parent / 'figures'}")
+
+
+def figure_workloads(text: str) -> int | None:
+    """``--figures``: a count of workloads, or None for "all"."""
+    if text == "all":
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise UsageError(f"--figures {text!r} is neither a count of workloads (1 or more) nor 'all'")
+    return int(text)
 
 
 @app.command()
@@ -352,7 +370,7 @@ def compare(
     hosts' environments that change what a number means (kernel, CPU, memory,
     fio binary, tool versions) are printed as warnings first.
     """
-    with boundary():
+    with boundary(), collector_paused():  # a command that reads, writes and exits: its memory goes at exit
         store_a = Store.open(db, create=False)
         store_b = Store.open(db_b, create=False) if db_b else store_a
         c = comparison(load(store_a, run_a), load(store_b, run_b))
@@ -372,15 +390,14 @@ def export(
     output: Path = typer.Option(None, "--output", "-o", help="The file to write (default: standard output)."),
 ) -> None:
     """Every sample of a run, one row each, with the cell's configuration as columns."""
-    with boundary():
+    with boundary(), collector_paused():  # a command that reads, writes and exits: its memory goes at exit
         if fmt not in FORMATS:
             raise UsageError(f"--format {fmt!r} is not one of: {', '.join(FORMATS)}")
         if fmt == "parquet" and output is None and sys.stdout.isatty():
             raise UsageError("parquet is binary: name a file with -o FILE, or redirect standard output")
-        data = load(Store.open(db, create=False), run_ref)
-        table = samples_with_config(data.samples, data.cells)
-        where = write_export(table, fmt, output)
-        err_console.print(f"wrote {len(table)} samples to {where}")
+        cells, samples = read_samples(Store.open(db, create=False), run_ref)
+        where = write_samples(samples, cells, fmt, output)
+        err_console.print(f"wrote {len(samples)} samples to {where}")
 
 
 @app.command()

@@ -254,10 +254,14 @@ def _size(v: float) -> str:
     return str(v)
 
 
-def save(fig: Figure, directory: Path, name: str) -> dict[str, Path]:
+def save(fig: Figure, directory: Path, name: str, svg: str | None = None) -> dict[str, Path]:
+    """``svg``: the figure already rendered as SVG (the HTML report inlines it), written rather than redrawn."""
     directory.mkdir(parents=True, exist_ok=True)
     paths = {ext: directory / f"{name}.{ext}" for ext in ("png", "svg")}
-    for ext, path in paths.items():
-        fig.savefig(path, format=ext, bbox_inches="tight")
+    fig.savefig(paths["png"], format="png", bbox_inches="tight")
+    if svg is None:
+        fig.savefig(paths["svg"], format="svg", bbox_inches="tight")
+    else:
+        paths["svg"].write_text(svg, encoding="utf-8")
     plt.close(fig)
     return paths

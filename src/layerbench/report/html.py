@@ -62,30 +62,56 @@ FIGURES = (
 )
 
 
-def render(v: RunView, out_dir: Path) -> Path:
-    """Write report.html and every figure as PNG and SVG into ``out_dir``; return the HTML path."""
+# Figures draw this many workloads unless told otherwise: each is a panel or a group of bars, and matplotlib
+# took 120 s to lay out a 500-point sweep's (the tables still show every cell).
+FIGURE_WORKLOADS = 12
+
+
+def render(v: RunView, out_dir: Path, workloads: int | None = FIGURE_WORKLOADS) -> Path:
+    """Write report.html and every figure as PNG and SVG into ``out_dir``; return the HTML path.
+    ``workloads``: how many of the run's workloads (the first, in its order) the figures draw; None for all."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    every = list(dict.fromkeys(r.workload for r in v.results))
+    shown = set(every[:workloads] if workloads is not None else every)
     figs = []
-    inputs = {
-        "results": (v.results,),
-        "frame": (v.data.samples,),
-        "percentiles": (v.fio_latency if v.fio_latency is not None else pd.DataFrame(), v.data.cells),
-        "surfaces": (v.results, v.data.cells, v.points),
-        "scaling": (v.scalings,),
-    }
     for name, draw, source, caption in FIGURES:
-        fig = draw(*inputs[source])
+        fig = draw(*_inputs(v, shown)[source])
         if fig is None:
             continue
         svg = io.StringIO()
         fig.savefig(svg, format="svg", bbox_inches="tight")
-        figures.save(fig, out_dir / "figures", name)
+        figures.save(fig, out_dir / "figures", name, svg.getvalue())
         plt.close(fig)
         figs.append(Figure(name, caption, _strip_xml_header(svg.getvalue())))
-    html = _template().render(**_context(v, figs))
+    html = _template().render(**_context(v, figs), figures_left_out=left_out(len(every), len(shown)))
     path = out_dir / "report.html"
     path.write_text(html)
     return path
+
+
+def _inputs(v: RunView, shown: set[str]) -> dict[str, tuple[Any, ...]]:
+    """What each figure draws, cut to the workloads ``shown``."""
+    samples = v.data.samples
+    cells = {c.cell_id for c in v.data.cells if c.workload in shown}
+    pct = v.fio_latency if v.fio_latency is not None else pd.DataFrame()
+    return {
+        "results": ([r for r in v.results if r.workload in shown],),
+        "frame": (samples[samples["workload"].isin(shown)] if not samples.empty else samples,),
+        "percentiles": (pct[pct["cell_id"].isin(cells)] if not pct.empty else pct, v.data.cells),
+        "surfaces": (v.results, v.data.cells, v.points),  # panels per operation and layer: not per workload
+        "scaling": (v.scalings,),
+    }
+
+
+def left_out(total: int, shown: int) -> str | None:
+    """What the report says when its figures leave workloads out, and how to have them all."""
+    if shown >= total:
+        return None
+    return (
+        f"The figures draw the first {shown} of the run's {total} workloads (the tables above have them all); "
+        "layerbench report RUN --html DIR --figures all draws every one, slowly (minutes for hundreds), "
+        "and --figures N the first N."
+    )
 
 
 def _context(v: RunView, figs: list[Figure]) -> dict[str, Any]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, fields, is_dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
@@ -213,7 +214,7 @@ def show_json(v: RunView) -> dict[str, Any]:
             "host": run.host,
             "spec": run.spec,
         },
-        "cells": [_nan_to_none(asdict(r)) for r in v.results],
+        "cells": [plain(r) for r in v.results],
         "refused": [{"label": r.label, "reason": r.reason} for r in v.data.refused],
         "limits": v.limits,
         "latency_ns": _records(v.fio_latency),
@@ -235,6 +236,25 @@ def comparison_json(c: RunComparison) -> dict[str, Any]:
         "environment_differences": c.environment_differences,
         "cells": [_nan_to_none(asdict(r)) for r in c.cells],
     }
+
+
+def plain(obj: Any) -> Any:
+    """``_nan_to_none(asdict(obj))`` in one pass, without asdict's deep copies: 0.3 s of show --json's
+    10,500 cells."""
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return {name: plain(getattr(obj, name)) for name in _field_names(type(obj))}
+    if isinstance(obj, dict):
+        return {k: plain(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [plain(v) for v in obj]
+    if isinstance(obj, float) and obj != obj:
+        return None
+    return obj
+
+
+@cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
 
 
 def _nan_to_none(obj: Any) -> Any:

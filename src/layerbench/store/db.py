@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from layerbench import sqlitefile
 from layerbench.errors import StoreError
 from layerbench.sample import Sample
+from layerbench.store import columns
 from layerbench.store.schema import MIGRATIONS, VERSION, statements
 
 # Long enough for another process to finish committing a trial; a real deadlock still surfaces.
@@ -296,14 +298,76 @@ class Store:
         return {int(r[0]): json.loads(r[1]) for r in rows}
 
     def samples_frame(self, run_id: str) -> pd.DataFrame:
-        sql = (
-            "SELECT t.run_id, t.cell_id, c.label, c.stack_label, c.workload, c.is_baseline, c.baseline_cell_id,"
-            " t.id AS trial_id, t.repetition, s.metric, s.value, s.unit, s.direction, s.job"
-            " FROM samples s JOIN trials t ON t.id = s.trial_id"
-            " JOIN cells c ON c.run_id = t.run_id AND c.cell_id = t.cell_id"
-            " WHERE t.run_id=? AND t.status='ok'"
+        """One row per sample of the run's successful trials, by cell, repetition and order recorded: run_id,
+        cell_id, label, stack_label, workload, is_baseline, baseline_cell_id, trial_id, repetition, metric,
+        value, unit, direction, job. Text columns are categoricals (store/columns.py)."""
+        trials = "FROM trials t JOIN cells c ON c.run_id = t.run_id AND c.cell_id = t.cell_id"
+        ok = "WHERE t.run_id=? AND t.status='ok'"
+        with self.conn:  # one read transaction: a trial committed meanwhile is in every part or in none
+            kinds = self._sample_kinds(run_id)
+            cell_rows = self.conn.execute(
+                "SELECT cell_id, label, stack_label, workload, baseline_cell_id, is_baseline FROM cells WHERE run_id=?",
+                (run_id,),
+            ).fetchall()
+            trial_rows = self.conn.execute(f"SELECT t.id, t.cell_id, t.repetition {trials} {ok}", (run_id,)).fetchall()
+            rows = self.conn.execute(
+                f"SELECT s.trial_id, s.value, k.rowid {trials} JOIN samples s ON s.trial_id = t.id"
+                " JOIN temp.sample_kinds k"
+                " ON k.metric = s.metric AND k.unit = s.unit AND k.direction = s.direction AND k.job = s.job"
+                f" {ok} ORDER BY t.cell_id, t.repetition, s.rowid",
+                (run_id,),
+            ).fetchall()
+        return _samples(run_id, kinds, cell_rows, trial_rows, rows)
+
+    def _sample_kinds(self, run_id: str) -> list[tuple[Any, ...]]:
+        """The run's distinct (metric, unit, direction, job), numbered in a temporary table, so that samples
+        read back as numbers: a few dozen texts instead of four on each of a million rows."""
+        self.conn.execute("DROP TABLE IF EXISTS temp.sample_kinds")
+        self.conn.execute(
+            "CREATE TEMP TABLE sample_kinds (metric, unit, direction, job, PRIMARY KEY (metric, unit, direction, job))"
         )
-        return pd.read_sql_query(sql, self.conn, params=(run_id,))
+        self.conn.execute(
+            "INSERT INTO temp.sample_kinds SELECT DISTINCT s.metric, s.unit, s.direction, s.job"
+            " FROM samples s JOIN trials t ON t.id = s.trial_id WHERE t.run_id=? AND t.status='ok'",
+            (run_id,),
+        )
+        return self.conn.execute("SELECT rowid, metric, unit, direction, job FROM temp.sample_kinds").fetchall()
+
+
+SAMPLE_COLUMNS = [
+    "run_id", "cell_id", "label", "stack_label", "workload", "is_baseline", "baseline_cell_id",
+    "trial_id", "repetition", "metric", "value", "unit", "direction", "job",
+]  # fmt: skip
+CELL_COLUMNS = ("cell_id", "label", "stack_label", "workload", "baseline_cell_id")
+KIND_COLUMNS = ("metric", "unit", "direction", "job")
+
+
+def _samples(
+    run_id: str,
+    kinds: list[tuple[Any, ...]],
+    cells: list[tuple[Any, ...]],
+    trials: list[tuple[Any, ...]],
+    rows: list[tuple[Any, ...]],
+) -> pd.DataFrame:
+    """The samples frame from its parts: ``rows`` (trial id, value, kind) point into ``trials`` (id, cell id,
+    repetition), which point into ``cells`` (CELL_COLUMNS, then is_baseline); ``kinds``: (kind, KIND_COLUMNS)."""
+    if not rows:
+        return pd.DataFrame({name: pd.Series(dtype=object) for name in SAMPLE_COLUMNS})
+    numbers = np.array(rows)  # one float array: 4x faster than a column at a time; exact for ids below 2**53
+    trial_ids = numbers[:, 0].astype(np.int64)
+    trial_of = columns.positions(np.array([t[0] for t in trials]), trial_ids)
+    cell_of = columns.positions(np.array([c[0] for c in cells]), np.array([t[1] for t in trials]))[trial_of]
+    kind_of = columns.positions(np.array([k[0] for k in kinds]), numbers[:, 2].astype(np.int64))
+    frame = {
+        "run_id": columns.categorical([run_id], np.zeros(len(rows), dtype=np.intp)),
+        **{name: columns.categorical([c[i] for c in cells], cell_of) for i, name in enumerate(CELL_COLUMNS)},
+        "is_baseline": np.array([c[-1] for c in cells], dtype=np.int64)[cell_of],
+        "trial_id": trial_ids,
+        "repetition": np.array([t[2] for t in trials], dtype=np.int64)[trial_of],
+        **{name: columns.categorical([k[i] for k in kinds], kind_of) for i, name in enumerate(KIND_COLUMNS, 1)},
+        "value": numbers[:, 1],
+    }
+    return pd.DataFrame({name: frame[name] for name in SAMPLE_COLUMNS})
 
 
 def _run_row(r: tuple[Any, ...]) -> RunRow:
