@@ -108,13 +108,14 @@ def _difference(f: Finding) -> str:
 
 
 def _rounds(data: RunData) -> dict[tuple[str, str], dict[int, float]]:
-    """(cell, metric) → {repetition: the trial's headline value}."""
+    """(cell, headline metric) → {repetition: the trial's value}; only headline metrics are judged."""
     if data.samples.empty:
         return {}
     rep = {t.id: t.repetition for t in data.trials}
     out: dict[tuple[str, str], dict[int, float]] = {}
-    for metric in data.samples["metric"].unique():
-        frame: pd.DataFrame = per_trial(data.samples, str(metric))
-        for cell, trial, value in frame[["cell_id", "trial_id", "value"]].itertuples(index=False):
-            out.setdefault((cell, str(metric)), {})[rep[trial]] = float(value)
+    for metric in {headline_metric(c.cell.workload) for c in data.cells}:
+        frame: pd.DataFrame = per_trial(data.samples, metric)
+        columns = (frame[k].tolist() for k in ("cell_id", "trial_id", "value"))
+        for cell, trial, value in zip(*columns, strict=True):
+            out.setdefault((cell, metric), {})[rep[trial]] = value
     return out

@@ -74,15 +74,18 @@ def paired_ratio(cell: dict[int, float], base: dict[int, float], confidence: flo
     lower layers); their geometric mean is the ratio, with a Student-t interval and p-value on the
     logarithms. NaN where fewer than two rounds pair up or a value is not positive.
     """
+    # Plain floats, not numpy: a few rounds per cell, 10,000 cells in a big run's `show`.
     rounds = sorted(set(cell) & set(base))
-    logs = np.log([cell[r] / base[r] for r in rounds if cell[r] > 0 and base[r] > 0])
-    if len(logs) < 2 or len(logs) < len(rounds):
-        return Ratio(float(np.exp(logs.mean())) if len(logs) else NAN, NAN, NAN, NAN)
-    mean, sem = float(logs.mean()), float(logs.std(ddof=1)) / math.sqrt(len(logs))
+    logs = [math.log(cell[r] / base[r]) for r in rounds if cell[r] > 0 and base[r] > 0]
+    n = len(logs)
+    mean = math.fsum(logs) / n if n else NAN
+    if n < 2 or n < len(rounds):
+        return Ratio(math.exp(mean) if n else NAN, NAN, NAN, NAN)
+    sem = math.sqrt(math.fsum((x - mean) ** 2 for x in logs) / (n - 1) / n)
     if sem == 0:
         return Ratio(math.exp(mean), math.exp(mean), math.exp(mean), 1.0 if mean == 0 else 0.0)
-    half = t_quantile(confidence, len(logs) - 1) * sem
-    p = float(2 * special.stdtr(len(logs) - 1, -abs(mean / sem)))
+    half = t_quantile(confidence, n - 1) * sem
+    p = float(2 * special.stdtr(n - 1, -abs(mean / sem)))
     return Ratio(math.exp(mean), math.exp(mean - half), math.exp(mean + half), p)
 
 
