@@ -5,9 +5,14 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from markupsafe import escape
+
 from layerbench.analysis import findings, overhead
 from layerbench.analysis.checks import Check
 from layerbench.pipeline import register_cells
+from layerbench.report import html
+from layerbench.report.terminal import show_json
+from layerbench.report.view import view
 from layerbench.sample import Sample
 from layerbench.spec import load as spec_load
 from layerbench.spec.feasibility import HostCaps
@@ -74,3 +79,13 @@ def test_a_doubt_marks_a_finding_and_a_noisy_spread_does_not(tmp_path: Path, ful
         marked = [replace(r, flags=(Check(name, "flag", ""),)) if r.cell_id == writable else r for r in results]
         (f,) = [f for f in findings.of_run(data, marked) if f.subject.endswith("writable-layer")]
         assert f.flagged is doubted
+
+
+def test_show_json_and_the_report_open_with_the_findings(tmp_path: Path, full_caps: HostCaps) -> None:
+    v = view(stored_run(tmp_path, full_caps, rounds=4))
+    (line,) = [line for line in v.finding_lines if "writable-layer vs" in line]
+    page = html.render(v, tmp_path / "report", workloads=None).read_text()
+    assert 'id="findings"' in page and str(escape(line)) in page
+    assert page.index('id="findings"') < page.index("<h2>Results</h2>")
+    listed = show_json(v)["findings"]
+    assert {f["verdict"] for f in listed} == {"slower", "same"} and all("change_pct" in f for f in listed)
