@@ -1,0 +1,1 @@
+"""CPU profiles of a trial: perf's command lines and pure parsers of what perf prints."""
