@@ -9,8 +9,9 @@ DB ?= layerbench.db
 CACHE ?= /var/cache/layerbench
 APT_PACKAGES := fio xfsprogs btrfs-progs e2fsprogs fuse-overlayfs fuse3 util-linux \
 	iproute2 kmod python3 python3-venv python3-pip ca-certificates podman \
-	qemu-utils libnbd-bin nbd-client nvme-cli ethtool
-# (qemu-utils, libnbd-bin, nbd-client, nvme-cli, ethtool: the remote devices' servers, clients and link.)
+	qemu-utils libnbd-bin nbd-client nvme-cli ethtool linux-perf
+# (qemu-utils, libnbd-bin, nbd-client, nvme-cli, ethtool: the remote devices' servers, clients and link;
+# linux-perf: `profile: cpu`. Ubuntu names it linux-tools-generic: on Ubuntu install that by hand.)
 # Databases and their clients: layerbench starts its own servers, never the packages' services.
 DB_APT_PACKAGES := postgresql postgresql-client redis-server redis-tools default-jdk-headless maven
 

@@ -34,11 +34,22 @@ REQUIREMENTS = {
         lambda: all(shutil.which(b) for b in ("qemu-nbd", "nbdinfo", "nbdfuse", "tc")),
         "needs qemu-nbd, nbdinfo and nbdfuse (make setup installs qemu-utils and libnbd-bin)",
     ),
+    "requires_perf": (
+        lambda: _perf_missing() is None,
+        "needs perf recording the whole machine (make setup installs linux-perf)",
+    ),
     "requires_vm": (
         lambda: _vm_missing() is None,
         "needs qemu and the test VM image (make vm-image builds it; make test-vm runs this tier)",
     ),
 }
+
+
+def _perf_missing() -> str | None:
+    from layerbench import proc
+    from layerbench.stack.capabilities import profiler_missing
+
+    return profiler_missing(proc.run)
 
 
 def _vm_missing() -> str | None:

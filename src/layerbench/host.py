@@ -18,10 +18,10 @@ from layerbench.stack.ledger import Ledger
 DEFAULT_CACHE = capabilities.DEFAULT_CACHE
 
 
-def caps(cache_dir: Path, guests: bool = False) -> HostCaps:
+def caps(cache_dir: Path, guests: bool = False, profiler: bool = False) -> HostCaps:
     """What this host supports (`doctor`, and every run's feasibility rules); with ``guests``, whether
-    and how a VM runs here too (a probe boot)."""
-    return capabilities.probe(proc.run, cache_dir, guests=guests)
+    and how a VM runs here too (a probe boot); with ``profiler``, whether perf records here."""
+    return capabilities.probe(proc.run, cache_dir, guests=guests, profiler=profiler)
 
 
 def describe(cache_dir: Path) -> dict[str, Any]:

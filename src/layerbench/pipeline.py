@@ -4,6 +4,7 @@ with a category and the tool's stderr, and the run goes on."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -14,6 +15,7 @@ from layerbench.analysis.overhead import headline_metric
 from layerbench.analysis.precision import confidence, precise_enough
 from layerbench.analysis.stats import cell_values
 from layerbench.errors import LayerbenchError, ToolError
+from layerbench.profiling.recorder import recording
 from layerbench.schedule import StackPlan, Trial, plan, plan_round
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Cell, Experiment, FioWorkload, IozoneWorkload
@@ -73,7 +75,7 @@ def execute(
         # A fresh StackBuilder per round: every repetition runs on freshly built layers.
         with StackBuilder(ctx) as builder:
             for stack_plan in plan_round(cells, rep, store.done_trials(run_id), seed):
-                for trial, record in _run_stack(builder, stack_plan):
+                for trial, record in _run_stack(builder, stack_plan, exp.profile):
                     store.record_trial(run_id, record)
                     outcome.add(record)
                     if on_trial:
@@ -104,7 +106,7 @@ def still_imprecise(exp: Experiment, cells: list[Cell], store: Store, run_id: st
     return imprecise
 
 
-def _run_stack(builder: StackBuilder, sp: StackPlan) -> Iterator[tuple[Trial, TrialRecord]]:
+def _run_stack(builder: StackBuilder, sp: StackPlan, profile: str = "none") -> Iterator[tuple[Trial, TrialRecord]]:
     """Build, precondition, run each trial; a stack whose engine died is rebuilt for the rest."""
     trials = list(sp.trials)
     while trials:
@@ -123,14 +125,28 @@ def _run_stack(builder: StackBuilder, sp: StackPlan) -> Iterator[tuple[Trial, Tr
             return
         while trials:
             trial = trials.pop(0)
-            if isinstance(target, Fleet):
-                rec = database_trial.run_trial(target, trial, prepared, builder.ctx)
-            else:
-                rec = run_trial(target, trial, prepared, builder.ctx.cache_dir)
+            rec = _trial(target, trial, prepared, builder.ctx, profile)
             yield trial, rec
             if rec.category == "engine-error":
                 builder.discard(ENGINE_LEVEL)  # the next pass builds a new daemon and container
                 break
+
+
+def _trial(target: Target | Fleet, trial: Trial, prepared: dict, ctx: BuildContext, profile: str) -> TrialRecord:
+    """One trial; with ``profile: cpu`` the first round's is profiled. Every profiled cell is profiled in the
+    same round, so what perf costs the trial is a round's effect, which the paired ratios cancel."""
+    if profile == "none" or trial.repetition != 0:
+        return _unprofiled(target, trial, prepared, ctx)
+    with recording(ctx) as rec:
+        record = _unprofiled(target, trial, prepared, ctx)
+    info = {**record.info, "profiled": rec.notes[0] if rec.notes else True}
+    return dataclasses.replace(record, profile=rec.profile, info=info)
+
+
+def _unprofiled(target: Target | Fleet, trial: Trial, prepared: dict, ctx: BuildContext) -> TrialRecord:
+    if isinstance(target, Fleet):
+        return database_trial.run_trial(target, trial, prepared, ctx)
+    return run_trial(target, trial, prepared, ctx.cache_dir)
 
 
 def _setup_failure(exc: BaseException) -> str:

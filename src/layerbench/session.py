@@ -37,7 +37,7 @@ def cells_here(exp: Experiment, cache_dir: Path) -> Matrix:
     """The experiment's cells on this host: refused where the host lacks a layer or a tool, or where a
     cell's files would not fit on its device."""
     guests = any(s.engine.kind in VM_ENGINES for s in expand_stacks(exp))
-    caps = probe(proc.run, cache_dir, guests=guests)
+    caps = probe(proc.run, cache_dir, guests=guests, profiler=exp.profile != "none")
     return expand(exp, caps, files=footprint.files, usable_share=footprint.USABLE_SHARE)
 
 

@@ -26,4 +26,5 @@ def full_caps() -> HostCaps:
         clients=frozenset({"ycsb", "pgbench"}),
         vm_accel="kvm",
         vm_missing=None,
+        profiler_missing=None,
     )

@@ -176,3 +176,19 @@ def test_processes_creating_one_database_at_once_all_succeed(tmp_path: Path) -> 
     store = Store.open(tmp_path / "r.db")
     assert {r.id for r in store.runs()} == set(run_ids)
     assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_profile_is_kept_with_its_trial_and_read_only_when_asked(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from layerbench.store.db import ProfileRecord
+
+    store, run_id = new_store(tmp_path)
+    folded = {"fio;entry_SYSCALL_64_[k];__seccomp_filter_[k]": 3, "C++ a<b>;x y": 2}  # frames hold spaces
+    profile = ProfileRecord("cpu", folded, {"raw_syscalls:sys_enter": 5e5, "seconds": 6.1}, "")
+    store.record_trial(run_id, replace(trial("a", 0), profile=profile))
+    store.record_trial(run_id, trial("a", 1))
+    again = Store.open(tmp_path / "r.db")
+    (only,) = again.profiles(run_id).values()
+    assert only == profile
+    assert {c for c, _, _ in again.raw_outputs(run_id)} == {"a"}  # the trial itself is whole

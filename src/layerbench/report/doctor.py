@@ -66,8 +66,14 @@ def doctor_rows(caps: HostCaps) -> list[DoctorRow]:
     for tool in TOOLS:
         ok = tool in caps.binaries
         rows.append(DoctorRow("tool", tool, ok, "" if ok else "not on PATH (`make setup` installs it)"))
+    rows.append(_profiler_row(caps))
     rows.extend(DoctorRow("note", "", True, note) for note in caps.notes)
     return rows
+
+
+def _profiler_row(caps: HostCaps) -> DoctorRow:
+    reason = caps.profiler_missing
+    return DoctorRow("profiler", "perf", reason is None, reason or "records the whole machine (profile: cpu)")
 
 
 # A remote device's transports and clients, as a spec names them (device.remote).

@@ -34,6 +34,8 @@ class HostCaps:
     # Guests (the vm engine), probed only for experiments that have VM cells: a probe boots a kernel.
     vm_accel: str | None = None  # "kvm" where a probe guest ran under KVM, "tcg" where only emulation can
     vm_missing: str | None = "not probed: the experiment has no VM cells"  # why no guest can boot here
+    # perf (`profile: cpu`), probed only for experiments that profile: None where it records system-wide.
+    profiler_missing: str | None = "not probed: the experiment profiles nothing"
     # Remote devices (stack/remote/needs.py): feature -> None where this host has it, else why not.
     # Features: storage-host, nbd, nbd-fuse, nbd-kernel, nvme-tcp, iscsi, netem, tbf; an absent one was not probed.
     remote: dict[str, str | None] = field(default_factory=dict)

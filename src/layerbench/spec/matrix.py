@@ -19,7 +19,14 @@ from layerbench.errors import SpecError
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.load import spec_error
 from layerbench.spec.models import Cell, Experiment, FioWorkload, StackSpec, Workload
-from layerbench.spec.rules import client_ready, emulation_refused, pairs, why_not, workload_fits
+from layerbench.spec.rules import (
+    client_ready,
+    emulation_refused,
+    pairs,
+    profile_refused,
+    why_not,
+    workload_fits,
+)
 from layerbench.spec.space import Files, overflowing
 
 STACK_FIELDS = ("device", "filesystem", "engine", "placement", "limits", "server", "instances", "profile", "tuning")
@@ -62,7 +69,11 @@ def expand(
     cells, refused = [], []
     workloads = expand_workloads(exp)
     for stack in expand_stacks(exp):
-        stack_reason = rule(stack, caps) or emulation_refused(stack, caps, exp.emulation)
+        stack_reason = (
+            rule(stack, caps)
+            or emulation_refused(stack, caps, exp.emulation)
+            or profile_refused(stack, caps, exp.profile)
+        )
         for w in workloads:
             if not pairs(stack, w):
                 continue

@@ -338,14 +338,15 @@ class StackSpec(Frozen):
     server: ServerSpec | None = Field(default=None, description="database servers run on the placement")
     instances: int = Field(default=1, ge=1, le=64, description="servers at once, each with its own client")
     profile: Profile = Field(default="none", description="seed 000's cgroup profiles: each container's share")
-    tuning: Tuning = Field(default="default", description="seed 001's container tunings")
+    tuning: Tuning = Field(
+        default="default",
+        description="seed 001's container tunings (a file workload's container takes seccomp-unconfined only)",
+    )
 
     @model_validator(mode="after")
     def _database_fields_need_a_server(self) -> StackSpec:
         if self.server is None:
-            extra = [
-                f for f in ("instances", "profile", "tuning") if getattr(self, f) != StackSpec.model_fields[f].default
-            ]
+            extra = [f for f in ("instances", "profile") if getattr(self, f) != StackSpec.model_fields[f].default]
             if extra:
                 raise ValueError(f"{', '.join(extra)}: only for stacks with a server (set server: postgres or redis)")
         return self
@@ -362,8 +363,7 @@ class StackSpec(Frozen):
             text += f"/{self.server.label()}"
             text += f"x{self.instances}" if self.instances > 1 else ""
             text += f"[{self.profile}]" if self.profile != "none" else ""
-            text += f"<{self.tuning}>" if self.tuning != "default" else ""
-        return text
+        return text + (f"<{self.tuning}>" if self.tuning != "default" else "")
 
 
 class Cell(Frozen):
@@ -436,6 +436,11 @@ class Experiment(Frozen):
     resources: Resources = Field(
         default=Resources(),
         description="what resource profiles divide among containers (default: this host; bandwidth measured)",
+    )
+    profile: Literal["none", "cpu"] = Field(
+        default="none",
+        description="cpu: perf records the whole machine during each cell's first trial (folded stacks and"
+        " counters kept with it), for flame graphs and `advise`. Not a stack's `profile` (seed 000's shares)",
     )
     emulation: Literal["refuse", "allow"] = Field(
         default="refuse",

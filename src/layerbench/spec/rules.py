@@ -195,6 +195,15 @@ def emulation_refused(s: StackSpec, caps: HostCaps, emulation: str) -> str | Non
 
 
 # Each engine's own feasibility: binaries, storage drivers, what it cannot host.
+def profile_refused(s: StackSpec, caps: HostCaps, profile: str) -> str | None:
+    """A profiled cell where perf cannot see it: no perf, or a guest whose kernel the host's perf does not see."""
+    if profile == "none":
+        return None
+    if s.engine.kind in VM_ENGINES:
+        return "profile cpu: perf on the host sees a guest only as qemu's threads, not its kernel's frames"
+    return f"profile cpu: {caps.profiler_missing}" if caps.profiler_missing else None
+
+
 ENGINE_RULES: dict[str, Rule] = {
     "docker": _docker_ready,
     "podman": _podman_ready,
@@ -229,6 +238,19 @@ def server_fits_stack(s: StackSpec, caps: HostCaps) -> str | None:
     return None
 
 
+def tuning_fits_stack(s: StackSpec, caps: HostCaps) -> str | None:
+    """A file workload's container takes seccomp's tuning; pinning and the host network are a server's."""
+    if s.server is not None or s.tuning == "default":
+        return None
+    if s.engine.kind not in ("docker", "podman"):
+        return f"tuning {s.tuning!r} is a container option: use engine docker"
+    if s.tuning == "seccomp-unconfined":
+        return None
+    if s.tuning == "cpuset":
+        return "tuning 'cpuset' pins database servers' containers: for a file workload set limits.cpuset"
+    return f"tuning {s.tuning!r} is a database server's network: a file workload's container has none"
+
+
 def host_has_server(s: StackSpec, caps: HostCaps) -> str | None:
     if s.server is None or s.server.kind in caps.servers:
         return None
@@ -250,6 +272,7 @@ RULES: tuple[Rule, ...] = (
     host_has_filesystem,
     host_has_engine,
     server_fits_stack,
+    tuning_fits_stack,
     host_has_server,
 )
 

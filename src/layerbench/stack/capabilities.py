@@ -17,6 +17,7 @@ from pathlib import Path
 
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Runner
+from layerbench.profiling import perf
 from layerbench.spec.feasibility import HostCaps
 from layerbench.stack import vm
 from layerbench.stack.remote import needs as remote_needs
@@ -37,11 +38,12 @@ Loadable = Callable[[str], bool]
 DEFAULT_CACHE = Path("/var/cache/layerbench")
 
 
-def probe(runner: Runner, cache_dir: Path = DEFAULT_CACHE, guests: bool = False) -> HostCaps:
+def probe(runner: Runner, cache_dir: Path = DEFAULT_CACHE, guests: bool = False, profiler: bool = False) -> HostCaps:
     """What this host offers, read from /proc, /sys, /dev and PATH; nothing is changed.
 
     With ``guests`` (an experiment with VM cells) it also learns whether KVM runs a guest here, which
-    takes a probe boot of the guest's kernel (seconds with KVM, up to a minute without)."""
+    takes a probe boot of the guest's kernel (seconds with KVM, up to a minute without); with ``profiler``
+    (an experiment that profiles), whether perf records the whole machine here."""
     kernel = platform.release()
     notes: list[str] = []
     loadable = _module_prober(runner, kernel, notes)
@@ -69,6 +71,7 @@ def probe(runner: Runner, cache_dir: Path = DEFAULT_CACHE, guests: bool = False)
         clients=clients(cache_dir, notes),
         remote=remote_needs.probe(runner, loadable),
         **(guest_caps(cache_dir) if guests else {}),
+        **({"profiler_missing": profiler_missing(runner)} if profiler else {}),
     )
 
 
@@ -79,6 +82,20 @@ def guest_caps(cache_dir: Path) -> dict[str, str | None]:
         return {"vm_missing": reason, "vm_accel": None}
     with tempfile.TemporaryDirectory(prefix="layerbench-kvm-") as tmp:
         return {"vm_missing": None, "vm_accel": vm.accel_for(vm.require(cache_dir), Path(tmp))}
+
+
+def profiler_missing(runner: Runner) -> str | None:
+    """Why perf cannot record the whole machine here, found by trying it for an instant; None if it can."""
+    if shutil.which("perf") is None:
+        return "perf is not installed (apt-get install linux-perf; make setup does)"
+    with tempfile.TemporaryDirectory(prefix="layerbench-perf-") as tmp:
+        done = runner([*perf.record_argv(Path(tmp) / "probe.data", 99), "--", "true"], timeout=60)
+    if done.rc == 0:
+        return None
+    said = (done.stderr.strip().splitlines() or ["no output"])[0]
+    paranoid = Path("/proc/sys/kernel/perf_event_paranoid")
+    level = paranoid.read_text().strip() if paranoid.exists() else "?"
+    return f"perf cannot record system-wide here (kernel.perf_event_paranoid={level}): {said}"
 
 
 def database_servers(notes: list[str]) -> frozenset[str]:

@@ -37,7 +37,7 @@ from layerbench.stack.dockerd import DockerEngine
 from layerbench.stack.image import resolve
 from layerbench.stack.ledger import tracked
 from layerbench.stack.network import Network, bridge_network
-from layerbench.stack.placement import host_dir
+from layerbench.stack.placement import host_dir, tuning_options
 from layerbench.stack.target import BuildContext, Device, Mount, Target
 from layerbench.workloads.servers import SERVER_UID, SERVERS, ServerConfig, ServerDef
 
@@ -203,9 +203,7 @@ def _write_in(container: Any, directory: str, name: str, text: str) -> None:
 
 def _container_options(stack: StackSpec, network: Network | None) -> dict[str, Any]:
     options: dict[str, Any] = {"network_mode": "host"} if network is None else {"network": network.name}
-    if stack.tuning == "seccomp-unconfined":
-        options["security_opt"] = ["seccomp=unconfined"]
-    return options
+    return options | tuning_options(stack.tuning)
 
 
 def _address(

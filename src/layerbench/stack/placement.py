@@ -157,6 +157,12 @@ def _init_pid(container: Container) -> int:
     return int(container.attrs["State"]["Pid"])
 
 
+def tuning_options(tuning: str) -> dict[str, Any]:
+    """Seed 001's tunings that are container options, as Docker SDK arguments (its cpuset pinning is a
+    limit: spec/profiles.py; its host network is the fleet's choice of network)."""
+    return {"security_opt": ["seccomp=unconfined"]} if tuning == "seccomp-unconfined" else {}
+
+
 def limit_kwargs(limits: Limits, device: str) -> dict[str, Any]:
     """Limits as Docker SDK arguments; block-I/O limits on the device under the filesystem."""
     kwargs: dict[str, Any] = {}

@@ -69,6 +69,18 @@ class TrialRecord:
     samples: list[Sample]
     checks: list[CheckRecord] = field(default_factory=list)
     monitor: list[MonitorPoint] = field(default_factory=list)
+    profile: ProfileRecord | None = None
+
+
+@dataclass(frozen=True)
+class ProfileRecord:
+    """A trial's CPU profile: folded stacks (``comm;root;...;leaf`` -> samples), perf stat's counters,
+    and what the profiler said (its stderr, or why the profile is partial)."""
+
+    kind: str
+    folded: dict[str, int]
+    counters: dict[str, float]
+    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -212,6 +224,12 @@ class Store:
             self.conn.executemany(
                 "INSERT INTO monitor VALUES (?,?,?,?,?)", [(tid, m.t, m.series, m.value, m.unit) for m in t.monitor]
             )
+            if t.profile is not None:
+                p = t.profile
+                folded = "\n".join(f"{stack} {n}" for stack, n in p.folded.items())
+                self.conn.execute(
+                    "INSERT INTO profiles VALUES (?,?,?,?,?)", (tid, p.kind, folded, json.dumps(p.counters), p.detail)
+                )
         return tid
 
     def mark(self, run_id: str, status: str) -> None:
@@ -296,6 +314,18 @@ class Store:
         """What each trial recorded of its conditions (target, devices, servers, limits)."""
         rows = self.conn.execute("SELECT id, info_json FROM trials WHERE run_id=?", (run_id,)).fetchall()
         return {int(r[0]): json.loads(r[1]) for r in rows}
+
+    def profiles(self, run_id: str) -> dict[int, ProfileRecord]:
+        """Every profiled trial's profile, by trial id (read only by explanations: they are large)."""
+        sql = (
+            "SELECT p.trial_id, p.kind, p.folded, p.counters_json, p.detail FROM profiles p"
+            " JOIN trials t ON t.id = p.trial_id WHERE t.run_id=?"
+        )
+        out: dict[int, ProfileRecord] = {}
+        for tid, kind, folded, counters, detail in self.conn.execute(sql, (run_id,)).fetchall():
+            stacks = dict(line.rsplit(" ", 1) for line in folded.splitlines() if line)
+            out[int(tid)] = ProfileRecord(kind, {k: int(v) for k, v in stacks.items()}, json.loads(counters), detail)
+        return out
 
     def samples_frame(self, run_id: str) -> pd.DataFrame:
         """One row per sample of the run's successful trials, by cell, repetition and order recorded: run_id,

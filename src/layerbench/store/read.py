@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -21,7 +21,7 @@ from layerbench import hdr
 from layerbench.errors import SpecError, StoreError
 from layerbench.spec.matrix import SweepPoint, SweepPoints, sweep_point, sweep_points
 from layerbench.spec.models import STORED_CONTEXT, Cell, StackSpec, Trials, Workload
-from layerbench.store.db import CellRow, CheckRow, RefusedRow, RunRow, Store, TrialRow
+from layerbench.store.db import CellRow, CheckRow, ProfileRecord, RefusedRow, RunRow, Store, TrialRow
 from layerbench.workloads import fio
 
 WORKLOAD = TypeAdapter(Workload)
@@ -81,6 +81,8 @@ class RunData:
     samples: pd.DataFrame  # Store.samples_frame: one row per sample of the successful trials
     monitor: pd.DataFrame  # Store.monitor_frame: the successful trials' monitor series
     completions: tuple[Completion, ...] | None  # fio's histograms; None unless loaded with latency=True
+    # Each profiled cell's profile (`profile: cpu`: its first round's trial); empty unless loaded with profiles.
+    profiles: dict[str, ProfileRecord] = field(default_factory=dict)
 
     @property
     def per_filesystem(self) -> bool:
@@ -88,9 +90,10 @@ class RunData:
         return "filesystem" in (self.run.spec.get("baseline") or {}).get("same", [])
 
 
-def load(store: Store, run_ref: str, latency: bool = False) -> RunData:
+def load(store: Store, run_ref: str, latency: bool = False, profiles: bool = False) -> RunData:
     """A run (an id, a unique prefix or "latest"); ``latency`` also parses fio's histograms out of every
-    trial's raw output (what `show --latency` and the report need; seconds on a long run)."""
+    trial's raw output (what `show --latency` and the report need; seconds on a long run); ``profiles``
+    reads the profiled trials' folded stacks (the report and `advise`)."""
     run = store.run(store.resolve_run(run_ref))
     with collector_paused():
         infos = store.trial_infos(run.id)
@@ -104,7 +107,13 @@ def load(store: Store, run_ref: str, latency: bool = False) -> RunData:
             samples=store.samples_frame(run.id),
             monitor=store.monitor_frame(run.id),
             completions=_completions(store.raw_outputs(run.id)) if latency else None,
+            profiles=_cell_profiles(store, run.id) if profiles else {},
         )
+
+
+def _cell_profiles(store: Store, run_id: str) -> dict[str, ProfileRecord]:
+    cell_of = {t.id: t.cell_id for t in store.trials(run_id)}
+    return {cell_of[tid]: p for tid, p in sorted(store.profiles(run_id).items()) if tid in cell_of}
 
 
 def samples(store: Store, run_ref: str) -> tuple[tuple[StoredCell, ...], pd.DataFrame]:

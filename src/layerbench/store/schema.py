@@ -77,7 +77,20 @@ CREATE TABLE monitor (
 CREATE INDEX monitor_by_trial ON monitor(trial_id);
 """
 
-MIGRATIONS: list[str] = [V1]
+# A CPU profile of one trial per profiled cell (``profile: cpu``): folded stacks as
+# perf recorded them and the counters perf stat read, kept apart from the trial
+# row because a profile is tens of kilobytes that only explanations read.
+V2 = """
+CREATE TABLE profiles (
+    trial_id INTEGER PRIMARY KEY REFERENCES trials(id),
+    kind TEXT NOT NULL,
+    folded TEXT NOT NULL,
+    counters_json TEXT NOT NULL,
+    detail TEXT NOT NULL
+);
+"""
+
+MIGRATIONS: list[str] = [V1, V2]
 VERSION = len(MIGRATIONS)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from layerbench.spec.models import Limits, PlacementSpec, StackSpec
 from layerbench.stack.dockerd import DockerEngine
 from layerbench.stack.image import ensure_image, resolve
-from layerbench.stack.placement import container_placement
+from layerbench.stack.placement import container_placement, tuning_options
 from layerbench.stack.target import BuildContext, Mount, Target
 from layerbench.workloads import iozone
 
@@ -41,7 +41,8 @@ class ApiEngine:
     ) -> AbstractContextManager[Target]:
         if self.tools_image is None:
             self.tools_image = self.image(tools(ctx), ctx)
-        return self.container(self.tools_image, mount, stack.placement, stack.limits, data_bytes, ctx)
+        options = tuning_options(stack.tuning)
+        return self.container(self.tools_image, mount, stack.placement, stack.limits, data_bytes, ctx, options)
 
     def image(self, binaries: dict[str, str], ctx: BuildContext, files: tuple[str, ...] = ()) -> str:
         return ensure_image(self.daemon, binaries, ctx, files)

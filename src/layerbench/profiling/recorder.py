@@ -1,0 +1,108 @@
+"""A CPU profile of one trial: ``perf record`` and ``perf stat`` across the whole machine while it runs.
+
+System-wide because a container's workload is exec'd through its daemon: the
+process we start is the client, not fio. Both perf processes are in the ledger
+while they run (a run killed mid-trial leaves them recording until cleanup
+ends them), stopped with SIGINT as perf expects, and their files are folded
+into a ``ProfileRecord`` kept with the trial. A profiler that fails is a note
+on the profile, never a failed trial: the measurement stands without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from layerbench.errors import LayerbenchError
+from layerbench.proc import spawn
+from layerbench.profiling import perf
+from layerbench.stack.handle import kill_if_same, start_time
+from layerbench.stack.ledger import Ledger
+from layerbench.stack.target import BuildContext
+from layerbench.store.db import ProfileRecord
+
+FREQUENCY_HZ = 99  # off the kernel's 100 Hz tick, so samples do not beat with timer work
+READY_S = 30.0  # perf maps a buffer per CPU before it records: on a busy host that takes a while
+STOP_S = 60.0  # perf record writes its build-ids on SIGINT
+SCRIPT_S = 600.0
+
+
+@dataclass
+class Recording:
+    """Filled in when the trial ends: the profile, or why there is none."""
+
+    profile: ProfileRecord | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@contextmanager
+def recording(ctx: BuildContext, frequency: int = FREQUENCY_HZ) -> Iterator[Recording]:
+    """Profile the machine for as long as the block runs."""
+    out = Recording()
+    work = ctx.work_dir / f"lb-profile-{uuid.uuid4().hex[:8]}"
+    work.mkdir(mode=0o700)
+    data, counts = work / "perf.data", work / "stat.csv"
+    t0 = time.monotonic()
+    try:
+        with (
+            _perf(perf.record_argv(data, frequency), work / "record.log", ctx.ledger) as rec,
+            _perf(perf.stat_argv(counts), work / "stat.log", ctx.ledger),
+        ):
+            _wait_started(rec, data)
+            yield out  # the trial's own errors pass through untouched
+        try:
+            out.profile = _folded(data, counts, work, time.monotonic() - t0, frequency, ctx)
+        except (LayerbenchError, OSError) as exc:
+            out.notes.append(f"no profile: {exc}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@contextmanager
+def _perf(argv: list[str], log: Path, ledger: Ledger) -> Iterator[subprocess.Popen[bytes]]:
+    rid = ledger.record("process", argv[0], role="profiler")
+    process = spawn(argv, log)
+    try:
+        ledger.update(rid, pid=process.pid, start_time=start_time(process.pid))
+        yield process
+    finally:
+        _stop(process)
+        ledger.removed(rid)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        process.send_signal(signal.SIGINT)
+    try:
+        process.wait(STOP_S)
+    except subprocess.TimeoutExpired:
+        kill_if_same(process.pid, start_time(process.pid))
+        process.wait()
+
+
+def _wait_started(process: subprocess.Popen[bytes], data: Path) -> None:
+    """perf record writes its file's header once its buffers are mapped: from then on it samples."""
+    deadline = time.monotonic() + READY_S
+    while not (data.exists() and data.stat().st_size > 0):
+        if process.poll() is not None or time.monotonic() > deadline:
+            return  # the profile will say what perf said; the trial runs regardless
+        time.sleep(0.02)
+
+
+def _folded(data: Path, counts: Path, work: Path, seconds: float, frequency: int, ctx: BuildContext) -> ProfileRecord:
+    log = (work / "record.log").read_text(errors="replace")
+    if not data.exists():
+        raise LayerbenchError(f"perf record wrote nothing: {log.strip()[-400:]}")
+    script = ctx.runner(perf.script_argv(data), timeout=SCRIPT_S).check()
+    counters = perf.parse_stat(counts.read_text()) if counts.exists() else {}
+    counters |= {"seconds": round(seconds, 3), "frequency_hz": float(frequency)}
+    detail = "" if counters.keys() > {"context-switches"} else "perf stat counted nothing here"
+    return ProfileRecord("cpu", perf.fold(script.stdout), counters, detail)
