@@ -7,9 +7,9 @@ frame by frame or category by category, and ``explain`` puts the differences tha
 something into plain words.
 
 A frame's share is inclusive (the samples of every stack it is on, once per stack even when
-it recurses) unless ``self_shares`` says otherwise; categories are inclusive too, so they
-overlap (a read is in "system calls", "page cache" and "block layer" at once) and do not
-add up to 100%.
+it recurses) unless ``self_shares`` says otherwise. Categories are not: a sample is in the
+category of its innermost categorized frame (``category_of``), so they do not overlap and
+say where the time was spent, not what it passed through.
 """
 
 from __future__ import annotations
@@ -149,8 +149,8 @@ def _category(name: str, patterns: str, explanation: str) -> Category:
 
 
 # Ordered: a frame is in the first category that matches it, so the specific come before the general.
-# seccomp's BPF program (bpf_prog_*) needs no pattern: it runs under __seccomp_filter, and a stack
-# counts in a category once whichever of its frames matched.
+# seccomp's BPF program (bpf_prog_*) needs no pattern: it runs under __seccomp_filter, and a sample
+# counts in the category of its innermost categorized frame (category_of).
 CATEGORIES: tuple[Category, ...] = (
     _category(
         "seccomp",
@@ -250,7 +250,7 @@ CATEGORIES: tuple[Category, ...] = (
     _category(
         "system calls",
         "entry_SYSCALL* do_syscall_64 x64_sys_call syscall_exit_to_user_mode*",
-        "time inside system calls, whatever they do: more calls, or dearer ones",
+        "the system call entry and exit code itself: more calls, or dearer ones (tracing, mitigations)",
     ),
 )
 _EXPLANATIONS = {c.name: c.explanation for c in CATEGORIES}
@@ -275,9 +275,31 @@ def categorize(frame: str) -> str | None:
     return next((category for category, matches in _MATCHERS if matches(name)), None)
 
 
+def category_of(stack: str) -> str | None:
+    """The category of the stack's innermost categorized frame: where the sample's time was spent.
+
+    Not every category its frames touch: overlayfs calls ext4, which copies data, so counted inclusively
+    overlayfs would own every file operation of a writable layer and say nothing of what it adds itself.
+    seccomp's BPF program (``bpf_prog_*``, uncategorized) counts as seccomp, the frame that called it."""
+    for frame in reversed(frames_of(stack)):
+        name = categorize(frame)
+        if name is not None:
+            return name
+    return None
+
+
+def _category_counts(profile: Profile) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for stack, n in profile.stacks.items():
+        name = category_of(stack)
+        if name is not None:
+            counts[name] = counts.get(name, 0) + n
+    return counts
+
+
 def by_category(profile: Profile) -> dict[str, float]:
-    """Each category's share of the samples, a stack counted once per category it touches."""
-    return _shares(_inclusive_counts(profile, categorize), profile.total)
+    """Each category's share of the samples, a sample counted in its innermost category (``category_of``)."""
+    return _shares(_category_counts(profile), profile.total)
 
 
 @dataclass(frozen=True)
@@ -331,8 +353,8 @@ def diff(base: Profile, other: Profile, ios_base: int | None = None, ios_other: 
 def diff_categories(
     base: Profile, other: Profile, ios_base: int | None = None, ios_other: int | None = None
 ) -> list[FrameGrowth]:
-    """As ``diff``, per category of ``CATEGORIES``."""
-    counts = (_inclusive_counts(base, categorize), _inclusive_counts(other, categorize))
+    """As ``diff``, per category of ``CATEGORIES``, each sample in its innermost (``category_of``)."""
+    counts = (_category_counts(base), _category_counts(other))
     return _growths(counts, (base.total, other.total), _ios(ios_base, ios_other))
 
 

@@ -6,6 +6,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 import typer
@@ -22,6 +23,8 @@ from layerbench.report import markdown as markdown_report
 from layerbench.report.doctor import doctor_rows
 from layerbench.report.export import FORMATS, write_samples
 from layerbench.report.terminal import (
+    advice_json,
+    advice_lines,
     client_latency_table,
     comparison_json,
     comparison_table,
@@ -43,6 +46,14 @@ from layerbench.spec.models import Experiment, StackSpec
 from layerbench.store.db import RunRow, Store
 from layerbench.store.read import collector_paused, load
 from layerbench.store.read import samples as read_samples
+
+
+class ProfileKind(StrEnum):
+    """`run --profile`: the choices typer lists in --help."""
+
+    none = "none"
+    cpu = "cpu"
+
 
 app = typer.Typer(
     help=(
@@ -100,6 +111,12 @@ def run(
     seed: int = typer.Option(0, help="Seed of the shuffled trial order; the same seed gives the same order."),
     cache_dir: Path = CACHE_OPTION,
     format_device: list[str] = FORMAT_OPTION,
+    profile: ProfileKind | None = typer.Option(
+        None,
+        "--profile",
+        help="cpu: record the whole machine with perf during each cell's first trial, for the report's flame "
+        "graphs and `advise` (the spec's `profile:` field, overridden).",
+    ),
 ) -> None:
     """Run an experiment: build every stack, run every trial, save each as it ends.
 
@@ -109,6 +126,8 @@ def run(
     """
     with boundary():
         exp = spec_load.load(spec)
+        if profile is not None:
+            exp = Experiment.model_validate({**exp.model_dump(), "profile": profile.value})
         matrix = cells_here(exp, cache_dir)
         if dry_run:
             _print_plan(matrix)
@@ -317,6 +336,30 @@ def _show(store: Store, run_ref: str, as_json: bool, latency: bool = False, stat
 
 
 @app.command()
+def advise(
+    run_ref: str = typer.Argument("latest", metavar="RUN", help="A run id, a unique prefix of one, or 'latest'."),
+    db: Path = DB_OPTION,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """What to do about a run's findings: recommendations, each with the cells and numbers behind it.
+
+    Advice comes only from differences that are significant and at least 5% (each layer against the
+    one beneath it, paired by round), from checks that flagged a trial (a cache that answered, a busy
+    host, a container's CPU limit) and, for runs with `profile: cpu`, from where the CPU time went.
+    Confidence is high when every interval behind it clears 5% and nothing flagged it. What the run
+    cannot decide (one round, an interval holding both "no cost" and a material one) is listed apart.
+    """
+    with boundary(), collector_paused():
+        v = view(load(Store.open(db, create=False), run_ref, profiles=True))
+        if as_json:
+            typer.echo(json.dumps(advice_json(v.advice), indent=2))
+            return
+        console.print(f"[bold]run {v.data.run.id} · {v.data.run.name}: advice[/bold]")
+        for line in advice_lines(v.advice):
+            console.print(line, markup=False, highlight=False)
+
+
+@app.command()
 def report(
     run_ref: str = typer.Argument("latest", metavar="RUN", help="A run id, a unique prefix of one, or 'latest'."),
     db: Path = DB_OPTION,
@@ -429,7 +472,7 @@ def presets(
 def doctor(as_json: bool = JSON_OPTION, cache_dir: Path = CACHE_OPTION) -> None:
     """What this host supports: devices, filesystems, Docker storage drivers, databases, tools, and why not."""
     with boundary():
-        caps = host.caps(cache_dir, guests=True)
+        caps = host.caps(cache_dir, guests=True, profiler=True)
         rows = doctor_rows(caps)
         if as_json:
             typer.echo(json.dumps([r._asdict() for r in rows], indent=2))

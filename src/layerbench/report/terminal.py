@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 from rich.table import Table
 
+from layerbench.analysis.advice import Advised
 from layerbench.analysis.compare import Comparison
 from layerbench.analysis.overhead import BYTE_METRICS, UNITS, CellResult
 from layerbench.analysis.ratio_table import RatioTable
@@ -222,7 +223,26 @@ def show_json(v: RunView) -> dict[str, Any]:
         "scaling": scaling_json(v.scalings),
         "remote_latency": remote_latency_json(v.remote_latency),
         "findings": [plain(f) | {"change_pct": plain(f.change_pct)} for f in v.findings],
+        "advice": advice_json(v.advice),
     }
+
+
+def advice_json(a: Advised) -> dict[str, Any]:
+    return {"advice": [plain(x) for x in a.advice], "undecided": a.undecided}
+
+
+def advice_lines(a: Advised) -> list[str]:
+    """Numbered recommendations, each with its confidence and its evidence indented beneath it."""
+    out = []
+    for i, x in enumerate(a.advice, 1):
+        out.append(f"{i}. {x.text}. [{x.confidence} confidence]")
+        out += [f"     - {e}" for e in x.evidence]
+    if not a.advice:
+        out.append("No advice: no layer differed significantly and materially from the one beneath it.")
+    if a.undecided:
+        out.append("What this run cannot decide:")
+        out += [f"     - {u}" for u in a.undecided]
+    return out
 
 
 def _records(table: pd.DataFrame | None) -> list[dict[str, Any]]:

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from layerbench.analysis import findings, overhead, remote, scaling
+from layerbench.analysis import advice, explain, findings, overhead, remote, scaling
+from layerbench.analysis.advice import Advised
 from layerbench.analysis.compare import Comparison, compare, environment_differences
+from layerbench.analysis.explain import CellCounters, Pair
 from layerbench.analysis.findings import Finding
 from layerbench.analysis.latency import client_percentiles, merged_percentiles
 from layerbench.analysis.overhead import CellResult
@@ -37,6 +39,9 @@ class RunView:
     fio_latency: pd.DataFrame | None  # analysis.latency.merged_percentiles; None unless loaded with latency
     remote_latency: list[AddedLatency]  # per remote cell at QD1: what the network path adds (seed 000's Fig. 4)
     findings: list[Finding]  # each layer against the one beneath it, paired by round
+    advice: Advised  # what to do about the findings, with their evidence (`advise`)
+    profiled: list[Pair]  # findings whose two cells were profiled: what grew between them
+    counters: list[CellCounters]  # per profiled cell: CPU, system calls and switches per I/O
 
     @property
     def finding_lines(self) -> list[str]:
@@ -49,6 +54,9 @@ def view(data: RunData) -> RunView:
     table = ratio_table(results, data.cells, points) if data.per_filesystem else None
     labels = {c.cell_id: c.stack_label for c in data.cells}
     fio = merged_percentiles(data.completions) if data.completions is not None else None
+    found = findings.of_run(data, results)
+    profiled = explain.pairs(data, found)
+    evidence = advice.Evidence(found, {c.stack_label: c.stack for c in data.cells}, results, profiled)
     return RunView(
         data,
         results,
@@ -59,7 +67,10 @@ def view(data: RunData) -> RunView:
         client_percentiles(data.trials),
         fio,
         remote.of_run(data),
-        findings.of_run(data, results),
+        found,
+        advice.advise(evidence),
+        profiled,
+        explain.counters(data),
     )
 
 

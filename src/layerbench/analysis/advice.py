@@ -1,0 +1,304 @@
+"""What to do about what a run found: recommendations, each with the cells and numbers behind it.
+
+Advice is drawn only from findings (analysis/findings.py: a layer against the
+one beneath it, paired by round) that are significant and material, from
+checks that flagged a trial, and from profiles where a run has them. Each
+recommendation carries its evidence lines and a confidence: high when every
+interval behind it lies beyond the material band and nothing flagged it,
+medium when an interval reaches into that band or a comparison is missing,
+low when a doubt was flagged. What the data cannot decide is said apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from layerbench.analysis.explain import Pair
+from layerbench.analysis.findings import MATERIAL, Finding
+from layerbench.analysis.overhead import CellResult
+from layerbench.spec.models import StackSpec
+
+WRITES = ("write", "rw", "randwrite", "rewrite", "insert", "update")
+
+
+@dataclass(frozen=True)
+class Advice:
+    topic: str  # placement, filesystem, tuning, trap, host, layer, explanation
+    text: str
+    evidence: tuple[str, ...]
+    confidence: str  # "high" | "medium" | "low"
+
+
+@dataclass(frozen=True)
+class Advised:
+    advice: list[Advice]
+    undecided: list[str] = field(default_factory=list)  # what the data cannot decide, and why
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the rules read: the run's findings by their stacks, and its per-cell results."""
+
+    findings: Sequence[Finding]
+    stacks: dict[str, StackSpec]  # a stack's label → its spec
+    results: Sequence[CellResult]
+    profiled: Sequence[Pair] = ()  # findings whose two cells were profiled (analysis/explain.py)
+
+
+Rule = Callable[[Evidence], list[Advice]]
+
+
+def advise(evidence: Evidence) -> Advised:
+    advice = [a for rule in RULES for a in rule(evidence)]
+    rank = {"high": 0, "medium": 1, "low": 2}
+    return Advised(sorted(advice, key=lambda a: rank[a.confidence]), undecided(evidence.findings))
+
+
+def line(f: Finding) -> str:
+    """A finding as evidence: the pair, the ratio, its interval, its rounds."""
+    r = f.ratio
+    if f.verdict == "undecided":
+        return f"{f.subject} vs {f.reference} on {f.workload}: ×{r.ratio:.2f} from one round"
+    text = f"{f.subject} vs {f.reference} on {f.workload}: ×{r.ratio:.2f} (95% CI {r.ci_low:.2f}-{r.ci_high:.2f})"
+    return text + (" [flagged]" if f.flagged else "")
+
+
+def confidence(fs: Sequence[Finding]) -> str:
+    """high: every interval lies wholly beyond the material band, nothing flagged; low: a doubt flagged."""
+    if any(f.flagged for f in fs):
+        return "low"
+    band = 1 + MATERIAL
+    clear = all(f.ratio.ci_high <= 1 / band or f.ratio.ci_low >= band for f in fs)
+    return "high" if clear else "medium"
+
+
+def _within_band(f: Finding) -> bool:
+    """The whole interval lies within ±MATERIAL: no material difference, shown rather than presumed."""
+    return f.ratio.ci_low >= 1 / (1 + MATERIAL) and f.ratio.ci_high <= 1 + MATERIAL
+
+
+def material(f: Finding) -> bool:
+    return f.verdict in ("slower", "faster")
+
+
+def _is_write(workload: str) -> bool:
+    name = workload.lower()
+    return any(w in name for w in WRITES) or name.startswith("sw")
+
+
+def writable_layer(ev: Evidence) -> list[Advice]:
+    """A writable layer slower than native; beside it, a volume (or bind mount) on the same filesystem."""
+    by_stack: dict[str, list[Finding]] = {}
+    for f in ev.findings:
+        s = ev.stacks.get(f.subject)
+        if s is not None and s.placement.kind == "writable-layer" and f.verdict == "slower":
+            by_stack.setdefault(f.subject, []).append(f)
+    out = []
+    for subject, fs in by_stack.items():
+        s = ev.stacks[subject]
+        twins = [g for f in fs for g in ev.findings if g.workload == f.workload and _sibling(ev, g, f, s)]
+        costs = ", ".join(f"{-100 * (f.ratio.ratio - 1):.0f}% on {f.workload}" for f in fs)
+        what = "write-heavy data" if all(_is_write(f.workload) for f in fs) else "data"
+        text = (
+            f"Put {what} on a volume, not the container's writable layer: {s.engine.driver or s.engine.kind}'s "
+            f"writable layer on {s.filesystem.type} costs {costs}"
+        )
+        if not twins:
+            text += " (this run has no volume on that filesystem beside it: confirm with one)"
+        evidence = tuple(line(f) for f in fs) + tuple(line(g) for g in twins)
+        out.append(Advice("placement", text, evidence, _strongest(fs)))
+    return out
+
+
+def _strongest(fs: Sequence[Finding]) -> str:
+    """A claim that a layer costs something is as strong as its strongest finding."""
+    levels = [confidence([f]) for f in fs]
+    return next(level for level in ("high", "medium", "low") if level in levels)
+
+
+def _sibling(ev: Evidence, g: Finding, f: Finding, s: StackSpec) -> bool:
+    """A volume or bind mount in the same engine on the same filesystem, judged against the same native cell."""
+    o = ev.stacks.get(g.subject)
+    return (
+        o is not None
+        and o.placement.kind in ("volume", "bind")
+        and (o.engine, o.filesystem, o.device) == (s.engine, s.filesystem, s.device)
+        and g.reference == f.reference
+    )
+
+
+def filesystems(ev: Evidence) -> list[Advice]:
+    """Native filesystems against the raw device: where one costs materially more than another."""
+    by_workload: dict[str, list[tuple[Finding, StackSpec]]] = {}
+    for f in ev.findings:
+        s = ev.stacks.get(f.subject)
+        if s is not None and s.engine.kind == "native" and s.placement.kind == "host-dir" and s.server is None:
+            by_workload.setdefault(f.workload, []).append((f, s))
+    out = []
+    for workload, fs in by_workload.items():
+        decided = [(f, s) for f, s in fs if f.verdict != "undecided"]
+        if len(decided) < 2:
+            continue
+        best, worst = max(decided, key=lambda p: p[0].ratio.ratio), min(decided, key=lambda p: p[0].ratio.ratio)
+        apart = best[0].ratio.ci_low > worst[0].ratio.ci_high  # the intervals do not overlap
+        if not apart or best[0].ratio.ratio / worst[0].ratio.ratio < 1 + MATERIAL:
+            continue
+        b, w = best[1].filesystem.type, worst[1].filesystem.type
+        text = (
+            f"For {workload}, {b} keeps ×{best[0].ratio.ratio:.2f} of the raw device and {w} ×"
+            f"{worst[0].ratio.ratio:.2f}: prefer {b} here"
+        )
+        if w == "btrfs" and _is_write(workload):
+            text += (
+                "; if you keep btrfs, turn copy-on-write off for database and image files (chattr +C on their empty"
+                " directory, or mount -o nodatacow): each small write otherwise rewrites a path of the tree"
+            )
+        out.append(Advice("filesystem", text, (line(best[0]), line(worst[0])), confidence([best[0], worst[0]])))
+    return out
+
+
+def tunings(ev: Evidence) -> list[Advice]:
+    """Seed 001's tunings against Docker's defaults."""
+    out = []
+    for f in ev.findings:
+        s = ev.stacks.get(f.subject)
+        if s is None or s.tuning == "default" or not material(f):
+            continue
+        gain = 100 * (f.ratio.ratio - 1)
+        if s.tuning == "seccomp-unconfined" and f.verdict == "faster":
+            text = (
+                f"seccomp costs {100 * (1 - 1 / f.ratio.ratio):.0f}% of {f.workload} here (Docker's default profile"
+                f" against none): give this workload a narrower profile that allows its syscalls without filtering,"
+                f" rather than `unconfined`, which drops a security boundary"
+            )
+        elif f.verdict == "faster":
+            text = f"Tuning {s.tuning} gains {gain:+.0f}% on {f.workload} over Docker's defaults: worth setting"
+        else:
+            text = f"Tuning {s.tuning} costs {gain:+.0f}% on {f.workload} against Docker's defaults: leave it off"
+        out.append(Advice("tuning", text, (line(f),), confidence([f])))
+    return out
+
+
+def other_layers(ev: Evidence) -> list[Advice]:
+    """A container or VM slower than native where no rule above says more (a volume, a database server)."""
+    by_stack: dict[tuple[str, str], list[Finding]] = {}
+    for f in ev.findings:
+        s = ev.stacks.get(f.subject)
+        if s is None or s.engine.kind == "native" or s.tuning != "default" or f.verdict != "slower":
+            continue
+        if s.placement.kind != "writable-layer":  # the placement rule speaks for writable layers
+            by_stack.setdefault((f.subject, f.reference), []).append(f)
+    out = []
+    for (subject, reference), fs in by_stack.items():
+        costs = ", ".join(f"{-100 * (f.ratio.ratio - 1):.0f}% on {f.workload}" for f in fs)
+        text = f"{subject} costs {costs} against {reference}: where that matters, run it there"
+        out.append(Advice("layer", text, tuple(line(f) for f in fs), _strongest(fs)))
+    return out
+
+
+TRAPS = {
+    "faster-than-physics": "its numbers are a cache's, not the device's",
+    "volatile-mount": "its fsync is a no-op: writes it calls durable are not",
+    "device-accounting": "the device did not see the bytes the tool says it moved",
+}
+
+
+def traps(ev: Evidence) -> list[Advice]:
+    """Cells whose numbers are not the storage's: say so before anyone acts on them."""
+    out = []
+    for r in ev.results:
+        for check in r.flags:
+            if check.name not in TRAPS:
+                continue
+            what = TRAPS[check.name]
+            if "fuse-overlayfs" in r.stack_label and check.name == "faster-than-physics":
+                what = "fuse-overlayfs ignores O_DIRECT here: " + what
+            text = f"Do not act on {r.stack_label} {r.workload}: {what}"
+            out.append(Advice("trap", text, (f"{check.name}: {check.detail}",), "high"))
+    return out
+
+
+def host(ev: Evidence) -> list[Advice]:
+    """A busy host, or a container's own CPU limit, decided the number rather than storage."""
+    out = []
+    for r in ev.results:
+        for check in r.flags:
+            if check.name == "contended":
+                text = f"Rerun {r.stack_label} {r.workload} on a quiet host: others used the CPU during it"
+                out.append(Advice("host", text, (f"contended: {check.detail.split(': the host')[0]}",), "medium"))
+            elif check.name == "bottleneck" and "of its" in check.detail:
+                text = (
+                    f"The container's CPU limit, not storage, limited {r.stack_label} {r.workload}: raise its CPU"
+                    " share before blaming the disk"
+                )
+                out.append(Advice("host", text, (f"bottleneck: {check.detail}",), "medium"))
+    return out
+
+
+def explanations(ev: Evidence) -> list[Advice]:
+    """Why a material difference happened, where both cells were profiled: what took more of the CPU."""
+    out = []
+    for p in ev.profiled:
+        if p.lines and material(p.finding):
+            f = p.finding
+            text = f"Why {f.subject} is {f.verdict} than {f.reference} on {f.workload}: " + p.lines[0]
+            out.append(Advice("explanation", text, (line(f), *p.lines[1:]), confidence([f])))
+    return out
+
+
+def seccomp_profile(ev: Evidence) -> list[Advice]:
+    """Seed 001's question, asked of the profile: what the container's seccomp filter costs here."""
+    out = []
+    for p in ev.profiled:
+        g = next((g for g in p.growths if g.name == "seccomp"), None)
+        if g is None or not (g.significant or g.per_io_significant) or g.points <= 0:
+            continue
+        f, share = p.finding, 100 * g.other_share
+        said = f"seccomp: {g.base_samples} CPU samples beneath, {g.other_samples} in {f.subject} ({share:.1f}%)"
+        if f.verdict == "slower":
+            text = (
+                f"seccomp filtering takes {share:.1f}% of the CPU in {f.subject} on {f.workload}, part of its "
+                f"{-100 * (f.ratio.ratio - 1):.0f}% cost: a narrower profile for this workload, not `unconfined`"
+            )
+        elif f.verdict == "undecided":
+            text = (
+                f"seccomp filtering takes {share:.1f}% of the CPU in {f.subject} on {f.workload}; whether throughput"
+                " pays for it, one round cannot tell"
+            )
+        elif _within_band(f):
+            text = (
+                f"seccomp filtering takes {share:.1f}% of the CPU in {f.subject} on {f.workload}, and throughput "
+                "shows no material cost: keep Docker's default profile"
+            )
+        else:
+            text = (
+                f"seccomp filtering takes {share:.1f}% of the CPU in {f.subject} on {f.workload}; whether throughput"
+                " pays for it, this run's interval cannot tell"
+            )
+        level = confidence([f]) if f.verdict == "slower" else "medium"
+        out.append(Advice("tuning", text, (said, line(f)), level))
+    return out
+
+
+RULES: tuple[Rule, ...] = (
+    traps,
+    writable_layer,
+    filesystems,
+    tunings,
+    other_layers,
+    host,
+    explanations,
+    seccomp_profile,
+)
+
+
+def undecided(findings: Sequence[Finding]) -> list[str]:
+    """Pairs the data cannot decide: one round, or an interval that holds both no cost and a material one."""
+    out = []
+    for f in findings:
+        if f.verdict == "undecided":
+            out.append(f"{line(f)}: one round decides nothing (more repetitions)")
+        elif f.verdict == "same" and not f.ratio.significant and not _within_band(f):
+            out.append(f"{line(f)}: holds both no difference and a material one (more repetitions)")
+    return out

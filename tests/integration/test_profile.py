@@ -1,0 +1,83 @@
+"""Seed 001's seccomp finding as a test of the explainer: a syscall-heavy cell in Docker's default container
+against the same container with seccomp unconfined, and natively, each profiled with perf."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from layerbench.analysis import explain, findings, flame, overhead
+from layerbench.analysis.findings import Finding
+from layerbench.store.db import ProfileRecord, Store
+from layerbench.store.read import RunData, load
+from tests.integration.leftovers import leftovers
+from tests.integration.test_run_cli import layerbench
+
+pytestmark = [
+    pytest.mark.requires_root,
+    pytest.mark.requires_fio,
+    pytest.mark.requires_docker,
+    pytest.mark.requires_perf,
+    pytest.mark.slow,
+]
+
+# Small random reads from zram at a high queue depth: hundreds of thousands of system calls a second,
+# each passing the container's seccomp filter. Two rounds, so every finding has an interval.
+SPEC = """
+name: seccomp
+device: {kind: zram, size: 512MiB}
+stacks:
+  - {filesystem: ext4, engine: native, placement: host-dir}
+  - {filesystem: ext4, engine: "docker:overlay2", placement: volume, tuning: [default, seccomp-unconfined]}
+workloads:
+  - {name: RR, rw: randread, bs: 4k, numjobs: 2, iodepth: 32, size: 128MiB, runtime_s: 6, ramp_s: 1}
+baseline: {filesystem: ext4, engine: native, placement: host-dir}
+trials: {repetitions: 2}
+profile: cpu
+"""
+
+
+def test_the_default_containers_profile_shows_seccomp_and_the_advice_names_it(tmp_path: Path) -> None:
+    dirs = {"db": tmp_path / "r.db", "work": tmp_path / "work", "state": tmp_path / "state"}
+    spec = tmp_path / "seccomp.yaml"
+    spec.write_text(SPEC)
+    done = layerbench("run", str(spec), dirs=dirs)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    data = load(Store.open(dirs["db"], create=False), "latest", profiles=True)
+    assert len(data.profiles) == 3  # one profiled trial per cell: the first round's
+    seccomp = {c.stack.tuning + c.stack.engine.kind: _seccomp_samples(data.profiles[c.cell_id]) for c in data.cells}
+    assert seccomp["defaultnative"] == 0  # no filter natively
+    assert seccomp["seccomp-unconfineddocker"] == 0  # none when unconfined
+    assert seccomp["defaultdocker"] > 0  # Docker's default profile filters every call
+    for p in data.profiles.values():  # perf stat counted the calls beside the samples
+        assert p.counters["raw_syscalls:sys_enter"] > 0 and p.counters["seconds"] > 0
+
+    # The differential of the default container against native names seccomp as grown.
+    pairs = explain.pairs(data, _findings(data))
+    container = next(p for p in pairs if p.finding.subject.endswith("volume"))
+    grown = {g.name: g for g in container.growths}["seccomp"]
+    assert grown.points > 0 and (grown.significant or grown.per_io_significant)
+    assert any(line.startswith("seccomp") for line in container.lines)
+
+    advice = json.loads(layerbench("advise", "latest", "--json", dirs=dirs).stdout)
+    assert any("seccomp" in a["text"] for a in advice["advice"]), advice
+
+    assert leftovers(dirs["work"]) == []
+    with sqlite3.connect(dirs["state"] / "ledger.db") as db:
+        live = db.execute("SELECT kind, ident FROM resources WHERE removed_at IS NULL").fetchall()
+    assert live == []  # the perf processes too
+
+
+def _seccomp_samples(record: ProfileRecord) -> int:
+    """fio's samples in seccomp's frames (the profile is the whole machine's: other processes may filter)."""
+    fio = flame.only(flame.from_folded(record.folded), ["fio"])
+    seccomp = (s for s in fio.stacks if any(flame.categorize(f) == "seccomp" for f in flame.frames_of(s)))
+    return sum(fio.stacks[s] for s in seccomp)
+
+
+def _findings(data: RunData) -> list[Finding]:
+    return findings.of_run(data, overhead.of_run(data))

@@ -1,0 +1,130 @@
+"""Advice: a recommendation only behind a significant and material difference, each with its evidence."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from layerbench.analysis import advice, findings, overhead
+from layerbench.analysis.checks import Check
+from layerbench.analysis.stats import Ratio
+from layerbench.cli.app import app
+from layerbench.pipeline import register_cells
+from layerbench.sample import Sample
+from layerbench.spec import load as spec_load
+from layerbench.spec.feasibility import HostCaps
+from layerbench.spec.matrix import expand
+from layerbench.store.db import Store, TrialRecord
+from layerbench.store.read import RunData, load
+
+SPEC = """
+name: advice
+device: {kind: zram, size: 1GiB}
+stacks:
+  - {filesystem: none, placement: raw}
+  - {filesystem: [ext4, btrfs], engine: native, placement: host-dir}
+  - {filesystem: ext4, engine: "docker:overlay2", placement: [volume, writable-layer]}
+  - {filesystem: ext4, engine: "docker:overlay2", placement: volume, tuning: seccomp-unconfined}
+workloads:
+  - {name: RW, rw: randwrite, bs: 4k}
+baseline: {filesystem: none, placement: raw}
+"""
+DRIFT = [1.0, 1.4, 0.7, 1.2]  # per round, the machine's speed: pairing by round cancels it
+
+
+def cost(stack_label: str) -> float:
+    """What each layer costs on RW: btrfs's copy-on-write, overlay2's writable layer, seccomp's filter."""
+    if "btrfs" in stack_label:
+        return 0.3
+    table = {"raw": 1.0, "host-dir": 0.8, "volume": 0.8 * 0.99, "writable-layer": 0.8 * 0.6}
+    value = table[stack_label.split("/")[3].split("<")[0]]
+    return value * 1.10 if "seccomp-unconfined" in stack_label else value
+
+
+def stored_run(tmp_path: Path, caps: HostCaps, rounds: int) -> tuple[RunData, Path]:
+    exp = spec_load.parse(SPEC, "advice")
+    matrix = expand(exp, caps)
+    store = Store.open(tmp_path / "r.db")
+    run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), {})
+    register_cells(store, run_id, matrix)
+    for rep in range(rounds):
+        for i, c in enumerate(matrix.cells):
+            iops = 100_000 * DRIFT[rep] * cost(c.stack.label()) * (1 + 0.002 * (-1) ** (rep + i))
+            sample = Sample("iops", iops, "IOPS", "write")
+            store.record_trial(run_id, TrialRecord(c.id, rep, "ok", None, 0, 1, [], "", "", {}, [sample]))
+    return load(store, "latest"), tmp_path / "r.db"
+
+
+def advised(data: RunData, results: list[overhead.CellResult] | None = None) -> advice.Advised:
+    results = overhead.of_run(data) if results is None else results
+    found = findings.of_run(data, results)
+    return advice.advise(advice.Evidence(found, {c.stack_label: c.stack for c in data.cells}, results))
+
+
+def by_topic(a: advice.Advised) -> dict[str, list[advice.Advice]]:
+    out: dict[str, list[advice.Advice]] = {}
+    for x in a.advice:
+        out.setdefault(x.topic, []).append(x)
+    return out
+
+
+def test_each_material_difference_becomes_advice_with_its_evidence(tmp_path: Path, full_caps: HostCaps) -> None:
+    data, _ = stored_run(tmp_path, full_caps, rounds=4)
+    topics = by_topic(advised(data))
+    (placement,) = topics["placement"]
+    assert placement.text.startswith("Put write-heavy data on a volume, not the container's writable layer")
+    assert "costs 40% on RW" in placement.text and placement.confidence == "high"
+    assert any("writable-layer vs" in e and "×0.60" in e for e in placement.evidence)
+    assert any("/volume vs" in e for e in placement.evidence)  # the volume beside it, for comparison
+    (fs,) = topics["filesystem"]
+    assert "prefer ext4" in fs.text and "chattr +C" in fs.text  # btrfs on random writes
+    (tuning,) = topics["tuning"]
+    assert tuning.text.startswith("seccomp costs 9% of RW here")
+    assert "layer" not in topics  # the volume's 1% is significant through the pairing, but not material
+
+
+def test_one_round_advises_nothing_and_says_so(tmp_path: Path, full_caps: HostCaps) -> None:
+    data, _ = stored_run(tmp_path, full_caps, rounds=1)
+    a = advised(data)
+    assert a.advice == []
+    assert len(a.undecided) == 5 and all("one round decides nothing" in u for u in a.undecided)
+
+
+def test_a_flagged_doubt_lowers_confidence_and_a_trap_is_said_first(tmp_path: Path, full_caps: HostCaps) -> None:
+    data, _ = stored_run(tmp_path, full_caps, rounds=4)
+    results = overhead.of_run(data)
+    writable = next(c.cell_id for c in data.cells if c.stack.placement.kind == "writable-layer")
+    trap = Check("faster-than-physics", "flag", "faster than raw beyond its 95% CI")
+    marked = [dataclasses.replace(r, flags=(trap,)) if r.cell_id == writable else r for r in results]
+    a = advised(data, marked)
+    assert a.advice[0].topic == "trap" and "its numbers are a cache's" in a.advice[0].text
+    assert by_topic(a)["placement"][0].confidence == "low"
+
+
+@pytest.mark.parametrize(
+    ("ratio", "expected"),
+    [
+        ((0.6, 0.55, 0.65), "high"),
+        ((0.9, 0.85, 0.97), "medium"),
+        ((1.5, 1.2, 1.9), "high"),
+        ((0.9, 0.7, 1.1), "medium"),
+    ],
+)
+def test_confidence_is_high_only_when_the_whole_interval_clears_the_band(
+    ratio: tuple[float, float, float], expected: str
+) -> None:
+    f = findings.Finding("a", "b", "RW", Ratio(*ratio, 0.001), "slower" if ratio[0] < 1 else "faster", False)
+    assert advice.confidence([f]) == expected
+
+
+def test_advise_command_prints_and_json(tmp_path: Path, full_caps: HostCaps) -> None:
+    _, db = stored_run(tmp_path, full_caps, rounds=4)
+    shown = CliRunner().invoke(app, ["advise", "latest", "--db", str(db)])
+    assert shown.exit_code == 0, shown.output
+    assert "1. " in shown.output and "[high confidence]" in shown.output
+    as_json = json.loads(CliRunner().invoke(app, ["advise", "--json", "--db", str(db)]).output)
+    assert {a["topic"] for a in as_json["advice"]} == {"placement", "filesystem", "tuning"}
