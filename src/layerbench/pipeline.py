@@ -17,8 +17,9 @@ from layerbench.analysis.stats import cell_values
 from layerbench.errors import LayerbenchError, ToolError
 from layerbench.profiling.recorder import recording
 from layerbench.schedule import StackPlan, Trial, plan, plan_round
+from layerbench.spec.databases import YcsbWorkload
 from layerbench.spec.matrix import Matrix
-from layerbench.spec.models import Cell, Experiment, FioWorkload, IozoneWorkload
+from layerbench.spec.models import Cell, Experiment, FioWorkload, IozoneWorkload, Workload
 from layerbench.stack.build import StackBuilder
 from layerbench.stack.dockerd import API_ERRORS
 from layerbench.stack.engines import failure_category
@@ -137,10 +138,19 @@ def _trial(target: Target | Fleet, trial: Trial, prepared: dict, ctx: BuildConte
     same round, so what perf costs the trial is a round's effect, which the paired ratios cancel."""
     if profile == "none" or trial.repetition != 0:
         return _unprofiled(target, trial, prepared, ctx)
-    with recording(ctx) as rec:
+    with recording(ctx, workload_comms(trial.cell.workload)) as rec:
         record = _unprofiled(target, trial, prepared, ctx)
     info = {**record.info, "profiled": rec.notes[0] if rec.notes else True}
     return dataclasses.replace(record, profile=rec.profile, info=info)
+
+
+def workload_comms(w: Workload) -> tuple[str, ...]:
+    """The processes a profile's preemption count follows: the file workload's tool; a database's client."""
+    if isinstance(w, IozoneWorkload):
+        return ("iozone",)
+    if isinstance(w, FioWorkload):
+        return ("fio",)
+    return ("java",) if isinstance(w, YcsbWorkload) else ("pgbench",)
 
 
 def _unprofiled(target: Target | Fleet, trial: Trial, prepared: dict, ctx: BuildContext) -> TrialRecord:

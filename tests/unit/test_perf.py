@@ -171,3 +171,32 @@ def test_parse_stat_leaves_out_what_perf_could_not_count() -> None:
 def test_parse_stat_refuses_what_it_cannot_read(text: str, message: str) -> None:
     with pytest.raises(PerfError, match=message):
         perf.parse_stat(text)
+
+
+def test_preempted_follows_the_workload_from_switched_out_runnable_to_back_on_a_cpu() -> None:
+    # IOzone's output piped through `cat` (tests/data/perf/README.md): its readers took the CPU from it.
+    text = (DATA / "iozone-sched-switch.perf-script").read_text()
+    p = perf.preempted(text, ["iozone"])
+    assert p.count == 31  # switches with prev_state=R: runnable, not sleeping
+    assert p.seconds == pytest.approx(264e-6, abs=1e-6)
+    assert set(p.by) == {"sh", "cat", "memfd:sealed-91", "rcu_preempt"}
+    assert p.by["sh"] == pytest.approx(114e-6, abs=1e-6)
+    assert perf.preempted(text, ["fio"]).count == 0
+
+
+def test_preempted_pairs_each_thread_with_its_own_return() -> None:
+    def switch(comm: str, time: str, prev: str, state: str, next_: str) -> str:
+        pid, next_pid = prev.split("/"), next_.split("/")
+        return (
+            f"{comm} {pid[1]} {time}: prev_comm={pid[0]} prev_pid={pid[1]} prev_prio=120 prev_state={state}"
+            f" ==> next_comm={next_pid[0]} next_pid={next_pid[1]} next_prio=120"
+        )
+
+    lines = [
+        switch("fio", "1.000000", "fio/10", "R+", "dockerd/3"),
+        switch("fio", "1.000100", "fio/11", "S", "idle/0"),
+        switch("dockerd", "1.000500", "dockerd/3", "S", "fio/11"),
+        switch("x", "1.001000", "containerd-shim/4", "S", "fio/10"),
+    ]
+    p = perf.preempted("\n".join(lines), ["fio"])
+    assert p.count == 1 and p.by == {"dockerd": pytest.approx(0.001)}  # thread 11 slept: not preempted

@@ -237,13 +237,18 @@ def host(ev: Evidence) -> list[Advice]:
 
 
 def explanations(ev: Evidence) -> list[Advice]:
-    """Why a material difference happened, where both cells were profiled: what took more of the CPU."""
-    out = []
+    """Why a layer is slower or faster where both cells were profiled: what took more of the CPU, or of
+    the time waiting for one. One piece of advice per pair of cells, citing its material findings."""
+    by_cells: dict[tuple[str, str], list[Pair]] = {}
     for p in ev.profiled:
         if p.lines and material(p.finding):
-            f = p.finding
-            text = f"Why {f.subject} is {f.verdict} than {f.reference} on {f.workload}: " + p.lines[0]
-            out.append(Advice("explanation", text, (line(f), *p.lines[1:]), confidence([f])))
+            by_cells.setdefault((p.subject, p.reference), []).append(p)
+    out = []
+    for ps in by_cells.values():
+        f, fs = ps[0].finding, [p.finding for p in ps]
+        verdicts = " and ".join(dict.fromkeys(g.verdict for g in fs))
+        text = f"Why {f.subject} is {verdicts} than {f.reference}: " + "; ".join(ps[0].lines)
+        out.append(Advice("explanation", text, tuple(line(g) for g in fs), _strongest(fs)))
     return out
 
 

@@ -34,6 +34,8 @@ class CellCounters:
     syscalls_per_io: float | None
     switches_per_io: float | None
     ios: int | None  # I/Os over the profile's span (rate x seconds), None where the workload counts bytes
+    preempted_share: float | None  # of the profile's span, the time the workload waited runnable for a CPU
+    preempted_by: dict[str, float]  # who had its CPU then → seconds
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,13 @@ def _counters(c: StoredCell, record: ProfileRecord, rate: float | None) -> CellC
         per_io(record.counters.get("raw_syscalls:sys_enter")),
         per_io(record.counters.get("context-switches")),
         ios,
+        record.counters["preempted_s"] / seconds if "preempted_s" in record.counters and seconds else None,
+        preempted_by(record),
     )
+
+
+def preempted_by(record: ProfileRecord) -> dict[str, float]:
+    return {k.split(":", 1)[1]: v for k, v in record.counters.items() if k.startswith("preempted_by:")}
 
 
 def _profiled_rates(data: RunData) -> dict[str, float]:
@@ -101,19 +109,61 @@ def pairs(data: RunData, findings: Sequence[Finding]) -> list[Pair]:
     if not data.profiles:
         return []
     cell = {(c.stack_label, c.workload): c for c in data.cells}
+    mine = {c.cell_id: c for c in counters(data)}
     io = {c.cell_id: c.ios for c in counters(data)}
     out = []
+    done: dict[tuple[str, str], tuple[list[flame.FrameGrowth], list[str]]] = {}
     for f in findings:
-        subject, ref = cell.get((f.subject, f.workload)), cell.get((f.reference, f.workload))
+        workload = f.workload.split(" ")[0]  # IOzone's operations are judged as "iozone randread"
+        subject, ref = cell.get((f.subject, workload)), cell.get((f.reference, workload))
         if subject is None or ref is None or not {subject.cell_id, ref.cell_id} <= data.profiles.keys():
-            continue  # not profiled, or a finding on one of IOzone's operations (its cell's key differs)
-        base, other = profile_of(data.profiles[ref.cell_id]), profile_of(data.profiles[subject.cell_id])
-        ios = (io.get(ref.cell_id), io.get(subject.cell_id))
-        per_io = ios if None not in ios else (None, None)
-        growths = flame.diff_categories(base, other, *per_io)
-        lines = flame.explain(growths, labels=labels(subject, ref))
-        out.append(Pair(f, subject.cell_id, ref.cell_id, growths, lines))
+            continue
+        key = (subject.cell_id, ref.cell_id)
+        if key not in done:
+            done[key] = _compared(data, subject, ref, io, mine)
+        out.append(Pair(f, subject.cell_id, ref.cell_id, *done[key]))
     return out
+
+
+def _compared(
+    data: RunData,
+    subject: StoredCell,
+    ref: StoredCell,
+    io: dict[str, int | None],
+    mine: dict[str, CellCounters],
+) -> tuple[list[flame.FrameGrowth], list[str]]:
+    base, other = profile_of(data.profiles[ref.cell_id]), profile_of(data.profiles[subject.cell_id])
+    ios = (io.get(ref.cell_id), io.get(subject.cell_id))
+    growths = flame.diff_categories(base, other, *(ios if None not in ios else (None, None)))
+    names = labels(subject, ref)
+    waited = preemption_line(mine[ref.cell_id], mine[subject.cell_id], names)
+    return growths, [*flame.explain(growths, labels=names), *([waited] if waited else [])]
+
+
+# Waiting runnable for a CPU counts when it is this share of the trial and at least twice what the other side
+# waited: one profiled trial a side, so only a large difference is named.
+PREEMPTED_MIN_SHARE = 0.005
+PREEMPTED_MIN_FACTOR = 2.0
+ENGINE_PROCESSES = ("containerd-shim", "dockerd", "containerd", "conmon", "podman", "runc")
+
+
+def preemption_line(base: CellCounters, other: CellCounters, names: tuple[str, str]) -> str | None:
+    """What a CPU profile cannot show: the workload ready to run while another process had its CPU."""
+    b, o = base.preempted_share, other.preempted_share
+    if b is None or o is None or o < PREEMPTED_MIN_SHARE or o < PREEMPTED_MIN_FACTOR * b:
+        return None
+    top = sorted(other.preempted_by.items(), key=lambda kv: -kv[1])[:3]
+    who = ", ".join(f"{comm} {1000 * s:.1f} ms" for comm, s in top)
+    text = (
+        f"preempted: the workload waited for a CPU it was ready to use {100 * o:.1f}% of the profiled trial "
+        f"{names[1]}, against {100 * b:.1f}% {names[0]} (its CPU went to {who})"
+    )
+    if any(comm.startswith(ENGINE_PROCESSES) for comm, _ in top):
+        text += (
+            ": the container engine relaying what the workload writes to its output, woken by each write; a short"
+            " test interrupted by it pays for it whole, storage has no part in it"
+        )
+    return text
 
 
 def labels(subject: StoredCell, ref: StoredCell) -> tuple[str, str]:

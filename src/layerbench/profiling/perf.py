@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from layerbench.errors import LayerbenchError, SpecError
@@ -67,6 +68,54 @@ def stat_argv(output: Path) -> list[str]:
 def script_argv(data: Path) -> list[str]:
     """Print ``perf record``'s samples with only what ``fold`` reads: no timestamps, no offsets."""
     return ["perf", "script", "-F", "comm,pid,tid,period,ip,sym,dso", "-i", str(data)]
+
+
+def switches_argv(output: Path) -> list[str]:
+    """Record every context switch on every CPU (no call chains: one line each), until SIGINT.
+
+    What a CPU profile cannot see: time the workload was ready to run but another process had
+    its CPU (preempted), and who that was.
+    """
+    return ["perf", "record", "-e", "sched:sched_switch", "-a", "-o", str(output)]
+
+
+def switches_script_argv(data: Path) -> list[str]:
+    return ["perf", "script", "-F", "comm,tid,time,trace", "-i", str(data)]
+
+
+@dataclass(frozen=True)
+class Preempted:
+    """How often and how long the workload's threads were taken off a CPU while still runnable."""
+
+    count: int
+    seconds: float
+    by: dict[str, float]  # the process that took the CPU → seconds the workload waited for it
+
+
+# One sched_switch line: "comm tid time: prev_comm=A prev_pid=1 prev_prio=120 prev_state=R ==> next_comm=B
+# next_pid=2 next_prio=120"; comms may hold spaces, so each is matched up to the field that follows it.
+_SWITCH = re.compile(
+    r"\s(?P<time>\d+\.\d+): prev_comm=(?P<prev>.*?) prev_pid=(?P<prev_pid>\d+) .*?prev_state=(?P<state>\S+)"
+    r" ==> next_comm=(?P<next>.*?) next_pid=(?P<next_pid>\d+)"
+)
+
+
+def preempted(script_text: str, comms: Iterable[str]) -> Preempted:
+    """From ``switches_script_argv``'s output: the time threads named ``comms`` waited, runnable, from
+    being switched out (``prev_state=R``: preempted, not sleeping) until they ran again."""
+    wanted = {c[:15] for c in comms}
+    out_at: dict[str, tuple[float, str]] = {}  # pid → (when it was switched out, who took its CPU)
+    by: dict[str, float] = {}
+    count = 0
+    for match in _SWITCH.finditer(script_text):
+        t = float(match["time"])
+        back = out_at.pop(match["next_pid"], None)
+        if back is not None:
+            by[back[1]] = by.get(back[1], 0.0) + t - back[0]
+        if match["prev"] in wanted and match["state"].startswith("R"):
+            out_at[match["prev_pid"]] = (t, _clean(match["next"]))
+            count += 1
+    return Preempted(count, sum(by.values()), by)
 
 
 def fold(script_text: str) -> dict[str, int]:

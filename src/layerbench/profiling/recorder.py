@@ -44,26 +44,40 @@ class Recording:
 
 
 @contextmanager
-def recording(ctx: BuildContext, frequency: int = FREQUENCY_HZ) -> Iterator[Recording]:
-    """Profile the machine for as long as the block runs."""
+def recording(ctx: BuildContext, comms: tuple[str, ...] = (), frequency: int = FREQUENCY_HZ) -> Iterator[Recording]:
+    """Profile the machine for as long as the block runs; ``comms``: the workload's processes, whose time
+    spent preempted (runnable, another process on its CPU) is counted too."""
     out = Recording()
     work = ctx.work_dir / f"lb-profile-{uuid.uuid4().hex[:8]}"
     work.mkdir(mode=0o700)
-    data, counts = work / "perf.data", work / "stat.csv"
+    data, counts, switches = work / "perf.data", work / "stat.csv", work / "switches.data"
     t0 = time.monotonic()
     try:
         with (
             _perf(perf.record_argv(data, frequency), work / "record.log", ctx.ledger) as rec,
             _perf(perf.stat_argv(counts), work / "stat.log", ctx.ledger),
+            _perf(perf.switches_argv(switches), work / "switches.log", ctx.ledger) as sw,
         ):
             _wait_started(rec, data)
+            _wait_started(sw, switches)
             yield out  # the trial's own errors pass through untouched
         try:
             out.profile = _folded(data, counts, work, time.monotonic() - t0, frequency, ctx)
+            out.profile.counters.update(_preempted(switches, comms, ctx))
         except (LayerbenchError, OSError) as exc:
             out.notes.append(f"no profile: {exc}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _preempted(switches: Path, comms: tuple[str, ...], ctx: BuildContext) -> dict[str, float]:
+    """The workload's time preempted, and the processes that took its CPU most (the top five)."""
+    if not comms or not switches.exists():
+        return {}
+    script = ctx.runner(perf.switches_script_argv(switches), timeout=SCRIPT_S).check()
+    p = perf.preempted(script.stdout, comms)
+    top = sorted(p.by.items(), key=lambda kv: -kv[1])[:5]
+    return {"preemptions": float(p.count), "preempted_s": p.seconds} | {f"preempted_by:{c}": s for c, s in top}
 
 
 @contextmanager
