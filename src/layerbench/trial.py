@@ -133,8 +133,12 @@ def _execute(target: Target, w: FileWorkload, out: Outcome, tools: Path) -> None
     out.argv = workload_argv(w, target, tools)
     devices = devices_beneath(watched(target.device))
     cgroup = {k: Path(v) for k, v in target.info.get("cgroup", {}).items()} or None
+    quiet = iozone.output_file(target.path) if isinstance(w, IozoneWorkload) else None
+    run_argv = iozone.quiet_argv(out.argv, quiet) if quiet else out.argv
     with Monitor(devices, cgroup=cgroup) as mon:
-        done = target.run(out.argv, _time_limit(w))
+        done = target.run(run_argv, _time_limit(w))
+    if quiet and done.rc == 0:
+        done = target.run(iozone.read_argv(quiet), READ_OUTPUT_S)
     out.stdout, out.stderr = done.stdout, done.stderr
     out.monitor = [MonitorPoint(p.t, p.series, p.value, p.unit) for p in mon.points]
     if done.rc != 0:
@@ -149,6 +153,7 @@ def _execute(target: Target, w: FileWorkload, out: Outcome, tools: Path) -> None
     out.checks = trial_checks(tool_checks, mon, target, devices[-1])
 
 
+READ_OUTPUT_S = 120.0
 # IOzone's automatic mode has no runtime of its own: it ends when its last size and record are done.
 IOZONE_LIMIT_S = 3 * 3600.0
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import statistics
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -378,3 +379,13 @@ def test_cells_within_the_clocks_resolution_are_found() -> None:
 def test_a_points_job_reads_back_as_its_sizes() -> None:
     assert job_point(point_job(1024, 64)) == (1024, 64)
     assert job_point("fileserver") is None and job_point("s1k-r2") is None
+
+
+def test_the_table_goes_to_a_file_at_the_target_not_through_a_pipe(tmp_path: Path) -> None:
+    out = iozone.output_file(str(tmp_path) + "/")
+    wrapped = iozone.quiet_argv(["printf", "%s\\n", "a b", "c"], out)
+    assert wrapped[:2] == ["sh", "-c"] and wrapped[4] == out  # the path is an argument, never in the script
+    done = subprocess.run(wrapped, capture_output=True, text=True, check=True)
+    assert done.stdout == ""
+    read = subprocess.run(iozone.read_argv(out), capture_output=True, text=True, check=True)
+    assert read.stdout == "a b\nc\n"  # arguments with spaces pass through whole

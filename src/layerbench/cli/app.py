@@ -379,7 +379,7 @@ def report(
         if html is None and not markdown:
             raise UsageError("say what to write: --html DIR and/or --markdown")
         shown = figure_workloads(figures)
-        v = view(load(Store.open(db, create=False), run_ref, latency=html is not None))
+        v = view(load(Store.open(db, create=False), run_ref, latency=html is not None, profiles=html is not None))
         if markdown:
             typer.echo(markdown_report.render(v.data.run, v.results, v.data.refused))
         if html is not None:

@@ -15,8 +15,9 @@ import yaml
 from markupsafe import Markup, escape
 
 from layerbench import __version__
+from layerbench.analysis import explain
 from layerbench.analysis.overhead import BYTE_METRICS, UNITS, CellResult
-from layerbench.report import figures
+from layerbench.report import figures, flamegraph
 from layerbench.report.view import RunView
 
 
@@ -134,6 +135,8 @@ def _context(v: RunView, figs: list[Figure]) -> dict[str, Any]:
         "scalings": v.scalings,
         "remote_latency": v.remote_latency,
         "findings": v.finding_lines,
+        "advice": v.advice,
+        "profiles": _profiles(v),
         "client_latency": [
             {**row, "label": label.get(row["cell_id"], row["cell_id"])} for row in v.client_latency.to_dict("records")
         ],
@@ -141,6 +144,33 @@ def _context(v: RunView, figs: list[Figure]) -> dict[str, Any]:
         "spec_yaml": yaml.safe_dump(run.spec, sort_keys=False),
         "version": __version__,
     }
+
+
+@dataclass(frozen=True)
+class ProfileFigure:
+    title: str
+    svg: Markup
+    lines: list[str]  # what grew, in plain words (differential graphs)
+
+
+def _profiles(v: RunView) -> dict[str, Any]:
+    """The profiled run's graphs: a differential one per finding whose cells were both profiled (coloured by
+    growth against the layer beneath), then each cell's own; and each cell's costs per I/O."""
+    if not v.data.profiles:
+        return {}
+    label = {c.cell_id: c.label for c in v.data.cells}
+    profiles = v.data.profiles
+    shown = {c.cell_id: explain.profile_of(profiles[c.cell_id]) for c in v.data.cells if c.cell_id in profiles}
+    pairs = [
+        ProfileFigure(
+            f"{p.finding.subject} against {p.finding.reference} · {p.finding.workload}",
+            Markup(flamegraph.svg(shown[p.subject], label[p.subject], base=shown[p.reference])),
+            p.lines,
+        )
+        for p in v.profiled
+    ]
+    cells = [ProfileFigure(label[cid], Markup(flamegraph.svg(prof, label[cid])), []) for cid, prof in shown.items()]
+    return {"pairs": pairs, "cells": cells, "counters": [(label[k.cell_id], k) for k in v.counters]}
 
 
 def cell_html(r: CellResult) -> Markup:

@@ -18,7 +18,8 @@ from layerbench.stack.placement import container_placement, tuning_options
 from layerbench.stack.target import BuildContext, Mount, Target
 from layerbench.workloads import iozone
 
-IMAGE_BINARIES = ["fio", "sleep", "truncate"]
+# sh and cat: IOzone's output goes to a file, read once it is done (workloads/iozone.py's quiet_argv).
+IMAGE_BINARIES = ["fio", "sleep", "truncate", "sh", "cat"]
 
 
 @dataclass
