@@ -16,13 +16,36 @@ from layerbench.store.read import RunData, load
 from tests.integration.leftovers import leftovers
 from tests.integration.test_run_cli import layerbench
 
-pytestmark = [
-    pytest.mark.requires_root,
-    pytest.mark.requires_fio,
-    pytest.mark.requires_docker,
-    pytest.mark.requires_perf,
-    pytest.mark.slow,
-]
+pytestmark = [pytest.mark.requires_root, pytest.mark.requires_fio, pytest.mark.requires_perf, pytest.mark.slow]
+
+# The smallest profiled run: one native cell, one trial (also run in the test VM: cgroup v2, systemd).
+NATIVE = """
+name: profiled
+device: {kind: zram, size: 256MiB}
+stacks:
+  - {filesystem: ext4, engine: native, placement: host-dir}
+workloads:
+  - {name: RR, rw: randread, bs: 4k, ioengine: psync, size: 64MiB, runtime_s: 2, ramp_s: 0}
+profile: cpu
+"""
+
+
+def test_a_native_cell_is_profiled_and_its_profilers_leave_nothing(tmp_path: Path) -> None:
+    dirs = {"db": tmp_path / "r.db", "work": tmp_path / "work", "state": tmp_path / "state"}
+    spec = tmp_path / "profiled.yaml"
+    spec.write_text(NATIVE)
+    done = layerbench("run", str(spec), dirs=dirs)
+    assert done.returncode == 0, done.stdout + done.stderr
+    data = load(Store.open(dirs["db"], create=False), "latest", profiles=True)
+    (record,) = data.profiles.values()
+    fio = flame.only(flame.from_folded(record.folded), ["fio"])
+    assert fio.total > 0 and any("_[k]" in s for s in fio.stacks)  # fio's kernel frames, resolved
+    assert record.counters["raw_syscalls:sys_enter"] > 0 and record.counters["preempted_s"] >= 0
+    assert leftovers(dirs["work"]) == []
+    with sqlite3.connect(dirs["state"] / "ledger.db") as db:
+        live = db.execute("SELECT kind, ident FROM resources WHERE removed_at IS NULL").fetchall()
+    assert live == []
+
 
 # Small random reads from zram at a high queue depth: hundreds of thousands of system calls a second,
 # each passing the container's seccomp filter. Two rounds, so every finding has an interval.
@@ -40,6 +63,7 @@ profile: cpu
 """
 
 
+@pytest.mark.requires_docker
 def test_the_default_containers_profile_shows_seccomp_and_the_advice_names_it(tmp_path: Path) -> None:
     dirs = {"db": tmp_path / "r.db", "work": tmp_path / "work", "state": tmp_path / "state"}
     spec = tmp_path / "seccomp.yaml"
@@ -65,6 +89,13 @@ def test_the_default_containers_profile_shows_seccomp_and_the_advice_names_it(tm
 
     advice = json.loads(layerbench("advise", "latest", "--json", dirs=dirs).stdout)
     assert any("seccomp" in a["text"] for a in advice["advice"]), advice
+
+    shown = layerbench("report", "latest", "--html", str(tmp_path / "report"), dirs=dirs)
+    assert shown.returncode == 0, shown.stderr
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert "Where the CPU went" in page and 'id="advice"' in page
+    # Three cells' own graphs and a differential one per profiled finding (two here), each naming seccomp's frame.
+    assert page.count('<figure class="flame">') == 5 and "__seccomp_filter_[k]" in page
 
     assert leftovers(dirs["work"]) == []
     with sqlite3.connect(dirs["state"] / "ledger.db") as db:

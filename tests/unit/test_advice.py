@@ -62,7 +62,8 @@ def stored_run(tmp_path: Path, caps: HostCaps, rounds: int) -> tuple[RunData, Pa
 def advised(data: RunData, results: list[overhead.CellResult] | None = None) -> advice.Advised:
     results = overhead.of_run(data) if results is None else results
     found = findings.of_run(data, results)
-    return advice.advise(advice.Evidence(found, {c.stack_label: c.stack for c in data.cells}, results))
+    workloads = {c.workload: c.cell.workload for c in data.cells}
+    return advice.advise(advice.Evidence(found, {c.stack_label: c.stack for c in data.cells}, results, (), workloads))
 
 
 def by_topic(a: advice.Advised) -> dict[str, list[advice.Advice]]:
@@ -128,3 +129,22 @@ def test_advise_command_prints_and_json(tmp_path: Path, full_caps: HostCaps) -> 
     assert "1. " in shown.output and "[high confidence]" in shown.output
     as_json = json.loads(CliRunner().invoke(app, ["advise", "--json", "--db", str(db)]).output)
     assert {a["topic"] for a in as_json["advice"]} == {"placement", "filesystem", "tuning"}
+
+
+def test_a_profile_that_names_the_bridge_turns_a_cost_into_a_remedy(tmp_path: Path, full_caps: HostCaps) -> None:
+    from layerbench.analysis.explain import Pair
+    from layerbench.analysis.flame import FrameGrowth
+
+    data, _ = stored_run(tmp_path, full_caps, rounds=4)
+    results = overhead.of_run(data)
+    found = findings.of_run(data, results)
+    volume = next(f for f in found if f.subject.endswith("/volume"))
+    slower = dataclasses.replace(volume, ratio=Ratio(0.8, 0.75, 0.85, 0.001), verdict="slower")
+    bridge = FrameGrowth("container networking", 3, 94, 0.003, 0.094, 1e-9)
+    pair = Pair(slower, "s", "r", [bridge], ["container networking: ..."], ["container networking: ..."])
+    stacks = {c.stack_label: c.stack for c in data.cells}
+    a = advice.advise(advice.Evidence([slower], stacks, results, [pair]))
+    (layer,) = by_topic(a)["layer"]
+    assert layer.text.endswith("`--network host` (tuning: host-network) takes them out")
+    (why,) = by_topic(a)["explanation"]
+    assert why.text.startswith(f"Why {slower.subject} is slower than {slower.reference} on RW: container networking")

@@ -15,7 +15,7 @@ def test_a_container_engine_that_takes_the_workloads_cpu_is_named() -> None:
     container = counters(0.010, {"containerd-shim": 0.017, "dockerd": 0.004, "tokio-rt-worker": 0.007})
     line = explain.preemption_line(native, container, ("natively", "in docker:overlay2's volume"))
     assert line is not None
-    assert line.startswith("preempted: the workload waited for a CPU it was ready to use 1.0% of the profiled trial")
+    assert line.startswith("preempted: the workload's threads waited for a CPU they were ready to use 10 ms per second")
     assert "containerd-shim 17.0 ms, tokio-rt-worker 7.0 ms, dockerd 4.0 ms" in line
     assert "the container engine relaying what the workload writes to its output" in line
 

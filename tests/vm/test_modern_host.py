@@ -25,6 +25,7 @@ GUEST_TESTS = (
     "tests/integration/test_limits.py",
     "tests/reliability/test_kill_cleanup.py",
     "tests/integration/test_run_cli.py::test_smoke_run_saves_trials_and_leaves_nothing",
+    "tests/integration/test_profile.py::test_a_native_cell_is_profiled_and_its_profilers_leave_nothing",
     # Remote devices over every transport: the guest's kernel has nbd, nvmet/nvme-tcp and LIO/iscsi_tcp.
     "tests/integration/test_remote.py",
     "tests/reliability/test_kill_remote.py",

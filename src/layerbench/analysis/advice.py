@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from layerbench.analysis.explain import Pair
 from layerbench.analysis.findings import MATERIAL, Finding
 from layerbench.analysis.overhead import CellResult
-from layerbench.spec.models import StackSpec
+from layerbench.spec.models import FioWorkload, IozoneWorkload, StackSpec, Workload
 
-WRITES = ("write", "rw", "randwrite", "rewrite", "insert", "update")
+WRITES = ("write", "randwrite", "rw", "readwrite", "randrw", "trimwrite")
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,7 @@ class Evidence:
     stacks: dict[str, StackSpec]  # a stack's label → its spec
     results: Sequence[CellResult]
     profiled: Sequence[Pair] = ()  # findings whose two cells were profiled (analysis/explain.py)
+    workloads: dict[str, Workload] = field(default_factory=dict)  # a cell's workload name → the workload
 
 
 Rule = Callable[[Evidence], list[Advice]]
@@ -52,7 +53,9 @@ Rule = Callable[[Evidence], list[Advice]]
 def advise(evidence: Evidence) -> Advised:
     advice = [a for rule in RULES for a in rule(evidence)]
     rank = {"high": 0, "medium": 1, "low": 2}
-    return Advised(sorted(advice, key=lambda a: rank[a.confidence]), undecided(evidence.findings))
+    # What to do first, most certain first; then the explanations, which say why.
+    ordered = sorted(advice, key=lambda a: (a.topic == "explanation", rank[a.confidence]))
+    return Advised(ordered, undecided(evidence.findings))
 
 
 def line(f: Finding) -> str:
@@ -82,24 +85,34 @@ def material(f: Finding) -> bool:
     return f.verdict in ("slower", "faster")
 
 
-def _is_write(workload: str) -> bool:
-    name = workload.lower()
-    return any(w in name for w in WRITES) or name.startswith("sw")
+def _is_write(ev: Evidence, workload: str) -> bool:
+    """Whether a finding's workload writes: fio's rw, IOzone's operation ("iozone randwrite"); by name
+    where the run did not say (a job file, a personality)."""
+    name, _, operation = workload.partition(" ")
+    w = ev.workloads.get(name)
+    if isinstance(w, IozoneWorkload) and operation:
+        return "write" in operation
+    if isinstance(w, FioWorkload) and not (w.job_file or w.personality):
+        return w.rw in WRITES
+    return any(part in workload.lower() for part in WRITES)
 
 
 def writable_layer(ev: Evidence) -> list[Advice]:
     """A writable layer slower than native; beside it, a volume (or bind mount) on the same filesystem."""
     by_stack: dict[str, list[Finding]] = {}
+    beside: dict[tuple[object, ...], list[Finding]] = {}  # a volume's or bind mount's findings, by what it shares
     for f in ev.findings:
         s = ev.stacks.get(f.subject)
         if s is not None and s.placement.kind == "writable-layer" and f.verdict == "slower":
             by_stack.setdefault(f.subject, []).append(f)
+        elif s is not None and s.placement.kind in ("volume", "bind"):
+            beside.setdefault(_sharing(s, f), []).append(f)
     out = []
     for subject, fs in by_stack.items():
         s = ev.stacks[subject]
-        twins = [g for f in fs for g in ev.findings if g.workload == f.workload and _sibling(ev, g, f, s)]
+        twins = [g for f in fs for g in beside.get(_sharing(s, f), [])]
         costs = ", ".join(f"{-100 * (f.ratio.ratio - 1):.0f}% on {f.workload}" for f in fs)
-        what = "write-heavy data" if all(_is_write(f.workload) for f in fs) else "data"
+        what = "write-heavy data" if all(_is_write(ev, f.workload) for f in fs) else "data"
         text = (
             f"Put {what} on a volume, not the container's writable layer: {s.engine.driver or s.engine.kind}'s "
             f"writable layer on {s.filesystem.type} costs {costs}"
@@ -111,21 +124,16 @@ def writable_layer(ev: Evidence) -> list[Advice]:
     return out
 
 
+def _sharing(s: StackSpec, f: Finding) -> tuple[object, ...]:
+    """What a writable layer and a volume beside it share: engine, filesystem, device, the native cell they
+    are judged against, the workload."""
+    return (s.engine, s.filesystem, s.device, f.reference, f.workload)
+
+
 def _strongest(fs: Sequence[Finding]) -> str:
     """A claim that a layer costs something is as strong as its strongest finding."""
     levels = [confidence([f]) for f in fs]
     return next(level for level in ("high", "medium", "low") if level in levels)
-
-
-def _sibling(ev: Evidence, g: Finding, f: Finding, s: StackSpec) -> bool:
-    """A volume or bind mount in the same engine on the same filesystem, judged against the same native cell."""
-    o = ev.stacks.get(g.subject)
-    return (
-        o is not None
-        and o.placement.kind in ("volume", "bind")
-        and (o.engine, o.filesystem, o.device) == (s.engine, s.filesystem, s.device)
-        and g.reference == f.reference
-    )
 
 
 def filesystems(ev: Evidence) -> list[Advice]:
@@ -149,7 +157,7 @@ def filesystems(ev: Evidence) -> list[Advice]:
             f"For {workload}, {b} keeps ×{best[0].ratio.ratio:.2f} of the raw device and {w} ×"
             f"{worst[0].ratio.ratio:.2f}: prefer {b} here"
         )
-        if w == "btrfs" and _is_write(workload):
+        if w == "btrfs" and _is_write(ev, workload):
             text += (
                 "; if you keep btrfs, turn copy-on-write off for database and image files (chattr +C on their empty"
                 " directory, or mount -o nodatacow): each small write otherwise rewrites a path of the tree"
@@ -192,9 +200,29 @@ def other_layers(ev: Evidence) -> list[Advice]:
     out = []
     for (subject, reference), fs in by_stack.items():
         costs = ", ".join(f"{-100 * (f.ratio.ratio - 1):.0f}% on {f.workload}" for f in fs)
-        text = f"{subject} costs {costs} against {reference}: where that matters, run it there"
+        text = f"{subject} costs {costs} against {reference}: " + _remedy(ev, subject, reference)
         out.append(Advice("layer", text, tuple(line(f) for f in fs), _strongest(fs)))
     return out
+
+
+# What to try when a profile names the kind of work a container added (analysis/flame.py's categories).
+REMEDIES = {
+    "container networking": "the bridge and NAT took the CPU: `--network host` (tuning: host-network) takes them out",
+    "seccomp": "seccomp's filter took the CPU: a narrower profile for this workload, not `unconfined`",
+    "cgroup accounting": "the cgroup's accounting took the CPU: check the container's limits before the storage",
+}
+
+
+def _remedy(ev: Evidence, subject: str, reference: str) -> str:
+    grown = {
+        g.name
+        for p in ev.profiled
+        if (p.finding.subject, p.finding.reference) == (subject, reference)
+        for g in p.growths
+        if g.points > 0 and (g.significant or g.per_io_significant)
+    }
+    said = [text for name, text in REMEDIES.items() if name in grown]
+    return "; ".join(said) if said else "where that matters, run it there"
 
 
 TRAPS = {
@@ -241,48 +269,38 @@ def explanations(ev: Evidence) -> list[Advice]:
     the time waiting for one. One piece of advice per pair of cells, citing its material findings."""
     by_cells: dict[tuple[str, str], list[Pair]] = {}
     for p in ev.profiled:
-        if p.lines and material(p.finding):
+        if p.why and material(p.finding):
             by_cells.setdefault((p.subject, p.reference), []).append(p)
     out = []
     for ps in by_cells.values():
         f, fs = ps[0].finding, [p.finding for p in ps]
         verdicts = " and ".join(dict.fromkeys(g.verdict for g in fs))
-        text = f"Why {f.subject} is {verdicts} than {f.reference}: " + "; ".join(ps[0].lines)
+        workload = f.workload.split(" ")[0]
+        text = f"Why {f.subject} is {verdicts} than {f.reference} on {workload}: " + "; ".join(ps[0].why)
         out.append(Advice("explanation", text, tuple(line(g) for g in fs), _strongest(fs)))
     return out
 
 
 def seccomp_profile(ev: Evidence) -> list[Advice]:
     """Seed 001's question, asked of the profile: what the container's seccomp filter costs here."""
-    out = []
+    out, seen = [], set()
     for p in ev.profiled:
         g = next((g for g in p.growths if g.name == "seccomp"), None)
-        if g is None or not (g.significant or g.per_io_significant) or g.points <= 0:
+        if g is None or not (g.significant or g.per_io_significant) or g.points <= 0 or p.subject in seen:
             continue
+        seen.add(p.subject)  # IOzone's operations share their cells' profiles
         f, share = p.finding, 100 * g.other_share
         said = f"seccomp: {g.base_samples} CPU samples beneath, {g.other_samples} in {f.subject} ({share:.1f}%)"
-        if f.verdict == "slower":
-            text = (
-                f"seccomp filtering takes {share:.1f}% of the CPU in {f.subject} on {f.workload}, part of its "
-                f"{-100 * (f.ratio.ratio - 1):.0f}% cost: a narrower profile for this workload, not `unconfined`"
-            )
-        elif f.verdict == "undecided":
-            text = (
-                f"seccomp filtering takes {share:.1f}% of the CPU in {f.subject} on {f.workload}; whether throughput"
-                " pays for it, one round cannot tell"
-            )
+        where = f"seccomp filtering takes {share:.1f}% of the CPU in {f.subject} on {f.workload}"
+        if share < 100 * MATERIAL:
+            text = f"{where}: too little to act on, keep Docker's default profile"
+        elif f.verdict == "slower":
+            text = f"{where}, part of its {-100 * (f.ratio.ratio - 1):.0f}% cost: a narrower profile, not `unconfined`"
         elif _within_band(f):
-            text = (
-                f"seccomp filtering takes {share:.1f}% of the CPU in {f.subject} on {f.workload}, and throughput "
-                "shows no material cost: keep Docker's default profile"
-            )
+            text = f"{where}, and throughput shows no material cost: keep Docker's default profile"
         else:
-            text = (
-                f"seccomp filtering takes {share:.1f}% of the CPU in {f.subject} on {f.workload}; whether throughput"
-                " pays for it, this run's interval cannot tell"
-            )
-        level = confidence([f]) if f.verdict == "slower" else "medium"
-        out.append(Advice("tuning", text, (said, line(f)), level))
+            text = f"{where}; whether throughput pays for it, this run cannot tell"
+        out.append(Advice("tuning", text, (said, line(f)), "medium"))  # one profiled trial a side
     return out
 
 

@@ -34,7 +34,7 @@ class CellCounters:
     syscalls_per_io: float | None
     switches_per_io: float | None
     ios: int | None  # I/Os over the profile's span (rate x seconds), None where the workload counts bytes
-    preempted_share: float | None  # of the profile's span, the time the workload waited runnable for a CPU
+    preempted_share: float | None  # seconds its threads waited runnable for a CPU, summed, per second of the span
     preempted_by: dict[str, float]  # who had its CPU then → seconds
 
 
@@ -46,7 +46,45 @@ class Pair:
     subject: str  # cell ids
     reference: str
     growths: list[flame.FrameGrowth]  # per category of kernel work, largest growth first
-    lines: list[str]  # flame.explain's lines: what grew, in plain words
+    lines: list[str]  # flame.explain's lines: what grew or shrank, in plain words; then any wait for a CPU
+    why: list[str]  # the few that say why the layer costs more: what grew most, and any wait for a CPU
+
+
+@dataclass(frozen=True)
+class CpuPerIo:
+    """What every cell's trials spent of the host's CPU per I/O, from the monitor (no profiler needed):
+    the whole host's user and system time over the cell's rate, so daemons working for it count too."""
+
+    cell_id: str
+    user_us: float
+    system_us: float
+    container_cores: float | None  # the container's own cgroup, where the cell has one
+
+
+def cpu_per_io(data: RunData) -> list[CpuPerIo]:
+    """Per cell whose workload counts I/Os (IOPS, ops/s): means over its successful trials."""
+    ncpu = float(data.run.host.get("cpus") or 0)
+    if data.monitor.empty or data.samples.empty or not ncpu:
+        return []
+    series = data.monitor.groupby(["cell_id", "series"])["value"].mean()
+    rates = {m: per_trial(data.samples, m).groupby("cell_id")["value"].mean() for m in COUNTED}
+    out = []
+    for c in data.cells:
+        metric = headline_metric(c.cell.workload)
+        rate = rates[metric].get(c.cell_id) if metric in COUNTED else None
+        if not rate or (c.cell_id, "cpu.user") not in series:
+            continue
+        per_io = 1e6 * ncpu / 100 / float(rate)  # a % of the host, as µs of CPU per I/O
+        cores = series.get((c.cell_id, "container.cpu_cores"))
+        out.append(
+            CpuPerIo(
+                c.cell_id,
+                float(series[(c.cell_id, "cpu.user")]) * per_io,
+                float(series[(c.cell_id, "cpu.system")]) * per_io,
+                None if cores is None else float(cores),
+            )
+        )
+    return out
 
 
 def profile_of(record: ProfileRecord) -> flame.Profile:
@@ -112,7 +150,7 @@ def pairs(data: RunData, findings: Sequence[Finding]) -> list[Pair]:
     mine = {c.cell_id: c for c in counters(data)}
     io = {c.cell_id: c.ios for c in counters(data)}
     out = []
-    done: dict[tuple[str, str], tuple[list[flame.FrameGrowth], list[str]]] = {}
+    done: dict[tuple[str, str], tuple[list[flame.FrameGrowth], list[str], list[str]]] = {}
     for f in findings:
         workload = f.workload.split(" ")[0]  # IOzone's operations are judged as "iozone randread"
         subject, ref = cell.get((f.subject, workload)), cell.get((f.reference, workload))
@@ -131,17 +169,21 @@ def _compared(
     ref: StoredCell,
     io: dict[str, int | None],
     mine: dict[str, CellCounters],
-) -> tuple[list[flame.FrameGrowth], list[str]]:
+) -> tuple[list[flame.FrameGrowth], list[str], list[str]]:
     base, other = profile_of(data.profiles[ref.cell_id]), profile_of(data.profiles[subject.cell_id])
-    ios = (io.get(ref.cell_id), io.get(subject.cell_id))
-    growths = flame.diff_categories(base, other, *(ios if None not in ios else (None, None)))
+    # Samples per million (I/Os x Hz) are µs of CPU per I/O: the test of the two rates is the same.
+    growths = flame.diff_categories(base, other, *_cpu_scaled(data, io, (ref.cell_id, subject.cell_id)))
     names = labels(subject, ref)
-    waited = preemption_line(mine[ref.cell_id], mine[subject.cell_id], names)
-    return growths, [*flame.explain(growths, labels=names), *([waited] if waited else [])]
+    waited = [w] if (w := preemption_line(mine[ref.cell_id], mine[subject.cell_id], names)) else []
+    grew = [g for g in growths if g.points > 0]
+    lines = [*flame.explain(growths, labels=names, per_io=PER_IO), *waited]
+    return growths, lines, [*flame.explain(grew, WHY, names, PER_IO), *waited]
 
 
-# Waiting runnable for a CPU counts when it is this share of the trial and at least twice what the other side
-# waited: one profiled trial a side, so only a large difference is named.
+PER_IO = "µs of CPU per I/O"
+WHY = 3  # what grew most, as advice quotes it (the report lists every change)
+# Waiting runnable for a CPU (summed over the workload's threads, per second of the trial) counts when it is at
+# least this and twice what the other side waited: one profiled trial a side, so only a large difference is named.
 PREEMPTED_MIN_SHARE = 0.005
 PREEMPTED_MIN_FACTOR = 2.0
 ENGINE_PROCESSES = ("containerd-shim", "dockerd", "containerd", "conmon", "podman", "runc")
@@ -155,8 +197,8 @@ def preemption_line(base: CellCounters, other: CellCounters, names: tuple[str, s
     top = sorted(other.preempted_by.items(), key=lambda kv: -kv[1])[:3]
     who = ", ".join(f"{comm} {1000 * s:.1f} ms" for comm, s in top)
     text = (
-        f"preempted: the workload waited for a CPU it was ready to use {100 * o:.1f}% of the profiled trial "
-        f"{names[1]}, against {100 * b:.1f}% {names[0]} (its CPU went to {who})"
+        f"preempted: the workload's threads waited for a CPU they were ready to use {1000 * o:.0f} ms per second "
+        f"of the profiled trial {names[1]}, against {1000 * b:.0f} ms {names[0]} (their CPU went to {who})"
     )
     if any(comm.startswith(ENGINE_PROCESSES) for comm, _ in top):
         text += (
@@ -164,6 +206,15 @@ def preemption_line(base: CellCounters, other: CellCounters, names: tuple[str, s
             " test interrupted by it pays for it whole, storage has no part in it"
         )
     return text
+
+
+def _cpu_scaled(data: RunData, io: dict[str, int | None], cells: tuple[str, str]) -> tuple[int | None, int | None]:
+    """Each side's I/Os times its sampling rate: samples per million of those are µs of CPU per I/O."""
+    scaled = []
+    for cell in cells:
+        ios, hz = io.get(cell), data.profiles[cell].counters.get("frequency_hz", 0.0)
+        scaled.append(int(ios * hz) if ios and hz else None)
+    return (scaled[0], scaled[1]) if None not in scaled else (None, None)
 
 
 def labels(subject: StoredCell, ref: StoredCell) -> tuple[str, str]:

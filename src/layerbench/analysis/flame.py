@@ -409,15 +409,24 @@ def _adjusted(p_values: Sequence[float]) -> list[float]:
 
 
 def explain(
-    growths: Sequence[FrameGrowth], top: int = 10, labels: tuple[str, str] = ("natively", "in the container")
+    growths: Sequence[FrameGrowth],
+    top: int = 10,
+    labels: tuple[str, str] = ("natively", "in the container"),
+    per_io: str = "samples per million I/Os",
 ) -> list[str]:
     """Plain-words lines for the changes that mean something (``significant`` or
-    ``per_io_significant``), in the order given (``diff``'s: largest growth first), at most ``top``."""
+    ``per_io_significant``), in the order given (``diff``'s: largest growth first), at most ``top``.
+    ``per_io`` names the per-I/O unit: samples per million I/Os, or what the caller scaled the I/Os to mean."""
     named = [g for g in growths if g.significant or g.per_io_significant]
-    return [_line(g, labels) for g in named[:top]]
+    return [_line(g, labels, per_io) for g in named[:top]]
 
 
-def _line(growth: FrameGrowth, labels: tuple[str, str]) -> str:
+def _amount(x: float) -> str:
+    """Three significant digits, never in exponent form: 9950, 6.69, 0.0417."""
+    return f"{x:.0f}" if x >= 100 else f"{x:.3g}"
+
+
+def _line(growth: FrameGrowth, labels: tuple[str, str], per_io: str) -> str:
     base, other = labels
     # A frame is named with its category, whose explanation then ends the line.
     category = growth.name if growth.name in _EXPLANATIONS else categorize(growth.name)
@@ -427,6 +436,6 @@ def _line(growth: FrameGrowth, labels: tuple[str, str]) -> str:
         f"{100 * growth.other_share:.1f}% {other} ({growth.points:+.1f} points"
     )
     if growth.base_per_mio is not None and growth.other_per_mio is not None:
-        text += f"; {growth.base_per_mio:.0f} → {growth.other_per_mio:.0f} samples per million I/Os"
+        text += f"; {_amount(growth.base_per_mio)} → {_amount(growth.other_per_mio)} {per_io}"
     text += ")"
     return f"{text}: {_EXPLANATIONS[category]}" if category else text

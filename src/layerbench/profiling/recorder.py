@@ -1,8 +1,10 @@
-"""A CPU profile of one trial: ``perf record`` and ``perf stat`` across the whole machine while it runs.
+"""A CPU profile of one trial: perf across the whole machine while it runs.
 
-System-wide because a container's workload is exec'd through its daemon: the
-process we start is the client, not fio. Both perf processes are in the ledger
-while they run (a run killed mid-trial leaves them recording until cleanup
+Three perf processes: ``perf record`` (call stacks), ``perf stat`` (system
+calls, context switches) and ``perf record -e sched:sched_switch`` (when the
+workload waited, runnable, for a CPU). System-wide because a container's
+workload is exec'd through its daemon: the process we start is the client,
+not fio. Each perf process is in the ledger while it runs (a run killed mid-trial leaves them recording until cleanup
 ends them), stopped with SIGINT as perf expects, and their files are folded
 into a ``ProfileRecord`` kept with the trial. A profiler that fails is a note
 on the profile, never a failed trial: the measurement stands without it.
@@ -11,6 +13,7 @@ on the profile, never a failed trial: the measurement stands without it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shutil
 import signal
 import subprocess
@@ -62,8 +65,9 @@ def recording(ctx: BuildContext, comms: tuple[str, ...] = (), frequency: int = F
             _wait_started(sw, switches)
             yield out  # the trial's own errors pass through untouched
         try:
-            out.profile = _folded(data, counts, work, time.monotonic() - t0, frequency, ctx)
-            out.profile.counters.update(_preempted(switches, comms, ctx))
+            profile = _folded(data, counts, work, time.monotonic() - t0, frequency, ctx)
+            waited = _preempted(switches, comms, ctx)
+            out.profile = dataclasses.replace(profile, counters=profile.counters | waited)
         except (LayerbenchError, OSError) as exc:
             out.notes.append(f"no profile: {exc}")
     finally:

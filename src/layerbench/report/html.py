@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ import yaml
 from markupsafe import Markup, escape
 
 from layerbench import __version__
-from layerbench.analysis import explain
+from layerbench.analysis import explain, flame
 from layerbench.analysis.overhead import BYTE_METRICS, UNITS, CellResult
 from layerbench.report import figures, flamegraph
 from layerbench.report.view import RunView
@@ -137,6 +137,7 @@ def _context(v: RunView, figs: list[Figure]) -> dict[str, Any]:
         "findings": v.finding_lines,
         "advice": v.advice,
         "profiles": _profiles(v),
+        "cpu_per_io": [(label[k.cell_id], k) for k in v.cpu_per_io],
         "client_latency": [
             {**row, "label": label.get(row["cell_id"], row["cell_id"])} for row in v.client_latency.to_dict("records")
         ],
@@ -151,6 +152,10 @@ class ProfileFigure:
     title: str
     svg: Markup
     lines: list[str]  # what grew, in plain words (differential graphs)
+    frames: list[flame.FrameGrowth] = field(default_factory=list)  # the frames whose share grew most
+
+
+TOP_FRAMES = 10
 
 
 def _profiles(v: RunView) -> dict[str, Any]:
@@ -161,16 +166,18 @@ def _profiles(v: RunView) -> dict[str, Any]:
     label = {c.cell_id: c.label for c in v.data.cells}
     profiles = v.data.profiles
     shown = {c.cell_id: explain.profile_of(profiles[c.cell_id]) for c in v.data.cells if c.cell_id in profiles}
-    pairs = [
-        ProfileFigure(
-            f"{p.finding.subject} against {p.finding.reference} · {p.finding.workload}",
-            Markup(flamegraph.svg(shown[p.subject], label[p.subject], base=shown[p.reference])),
-            p.lines,
-        )
-        for p in v.profiled
-    ]
+    pairs, drawn = [], set()
+    for p in v.profiled:
+        if (p.subject, p.reference) in drawn:
+            continue  # IOzone's operations share their cells' profiles: one graph per pair of cells
+        drawn.add((p.subject, p.reference))
+        base, other = shown[p.reference], shown[p.subject]
+        grown = [g for g in flame.diff(base, other) if g.points > 0][:TOP_FRAMES]
+        title = f"{p.finding.subject} against {p.finding.reference} · {p.finding.workload.split(' ')[0]}"
+        pairs.append(ProfileFigure(title, Markup(flamegraph.svg(other, label[p.subject], base=base)), p.lines, grown))
     cells = [ProfileFigure(label[cid], Markup(flamegraph.svg(prof, label[cid])), []) for cid, prof in shown.items()]
-    return {"pairs": pairs, "cells": cells, "counters": [(label[k.cell_id], k) for k in v.counters]}
+    counters = [(label[k.cell_id], k) for k in v.counters]
+    return {"pairs": pairs, "cells": cells, "counters": counters, "categorize": flame.categorize}
 
 
 def cell_html(r: CellResult) -> Markup:

@@ -224,6 +224,7 @@ def show_json(v: RunView) -> dict[str, Any]:
         "remote_latency": remote_latency_json(v.remote_latency),
         "findings": [plain(f) | {"change_pct": plain(f.change_pct)} for f in v.findings],
         "advice": advice_json(v.advice),
+        "cpu_per_io": [plain(k) for k in v.cpu_per_io],
     }
 
 

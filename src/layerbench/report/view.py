@@ -15,7 +15,7 @@ import pandas as pd
 from layerbench.analysis import advice, explain, findings, overhead, remote, scaling
 from layerbench.analysis.advice import Advised
 from layerbench.analysis.compare import Comparison, compare, environment_differences
-from layerbench.analysis.explain import CellCounters, Pair
+from layerbench.analysis.explain import CellCounters, CpuPerIo, Pair
 from layerbench.analysis.findings import Finding
 from layerbench.analysis.latency import client_percentiles, merged_percentiles
 from layerbench.analysis.overhead import CellResult
@@ -42,6 +42,7 @@ class RunView:
     advice: Advised  # what to do about the findings, with their evidence (`advise`)
     profiled: list[Pair]  # findings whose two cells were profiled: what grew between them
     counters: list[CellCounters]  # per profiled cell: CPU, system calls and switches per I/O
+    cpu_per_io: list[CpuPerIo]  # per cell counting I/Os: the host's CPU per I/O, from the monitor
 
     @property
     def finding_lines(self) -> list[str]:
@@ -56,7 +57,8 @@ def view(data: RunData) -> RunView:
     fio = merged_percentiles(data.completions) if data.completions is not None else None
     found = findings.of_run(data, results)
     profiled = explain.pairs(data, found)
-    evidence = advice.Evidence(found, {c.stack_label: c.stack for c in data.cells}, results, profiled)
+    stacks = {c.stack_label: c.stack for c in data.cells}
+    evidence = advice.Evidence(found, stacks, results, profiled, {c.workload: c.cell.workload for c in data.cells})
     return RunView(
         data,
         results,
@@ -71,6 +73,7 @@ def view(data: RunData) -> RunView:
         advice.advise(evidence),
         profiled,
         explain.counters(data),
+        explain.cpu_per_io(data),
     )
 
 
