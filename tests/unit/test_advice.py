@@ -148,3 +148,17 @@ def test_a_profile_that_names_the_bridge_turns_a_cost_into_a_remedy(tmp_path: Pa
     assert layer.text.endswith("`--network host` (tuning: host-network) takes them out")
     (why,) = by_topic(a)["explanation"]
     assert why.text.startswith(f"Why {slower.subject} is slower than {slower.reference} on RW: container networking")
+
+
+def test_a_material_difference_no_rarer_than_chance_over_the_run_is_not_acted_on() -> None:
+    def finding(name: str, p: float, ratio: float) -> findings.Finding:
+        verdict = "slower" if p < 0.05 and ratio < 0.95 else "same"
+        return findings.Finding(name, "native", "RR", Ratio(ratio, ratio - 0.1, ratio + 0.1, p), verdict, False)
+
+    lone = finding("a", 0.03, 0.8)  # one p=0.03 among forty comparisons: chance gives two of those
+    strong = finding("b", 1e-6, 0.6)
+    kept, chance = advice.discoveries([lone, strong, *(finding(f"n{i}", 0.5, 1.0) for i in range(38))])
+    assert chance == [lone]
+    assert [f.verdict for f in kept[:2]] == ["same", "slower"]
+    alone, none = advice.discoveries([lone])  # alone, the same p is a discovery
+    assert none == [] and alone == [lone]

@@ -11,14 +11,18 @@ low when a doubt was flagged. What the data cannot decide is said apart.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+
+from scipy import stats
 
 from layerbench.analysis.explain import Pair
 from layerbench.analysis.findings import MATERIAL, Finding
 from layerbench.analysis.overhead import CellResult
 from layerbench.spec.models import FioWorkload, IozoneWorkload, StackSpec, Workload
 
+FDR = 0.05  # the share of advised differences that may be chance, over a run's comparisons
 WRITES = ("write", "randwrite", "rw", "readwrite", "randrw", "trimwrite")
 
 
@@ -34,6 +38,7 @@ class Advice:
 class Advised:
     advice: list[Advice]
     undecided: list[str] = field(default_factory=list)  # what the data cannot decide, and why
+    chance: list[str] = field(default_factory=list)  # material differences as many as chance would give: not acted on
 
 
 @dataclass(frozen=True)
@@ -51,11 +56,28 @@ Rule = Callable[[Evidence], list[Advice]]
 
 
 def advise(evidence: Evidence) -> Advised:
-    advice = [a for rule in RULES for a in rule(evidence)]
+    kept, chance = discoveries(evidence.findings)
+    standing = set(kept)
+    ev = dataclasses.replace(evidence, findings=kept, profiled=[p for p in evidence.profiled if p.finding in standing])
+    advice = [a for rule in RULES for a in rule(ev)]
     rank = {"high": 0, "medium": 1, "low": 2}
     # What to do first, most certain first; then the explanations, which say why.
     ordered = sorted(advice, key=lambda a: (a.topic == "explanation", rank[a.confidence]))
-    return Advised(ordered, undecided(evidence.findings))
+    why = {id(p.finding): f"; its profile: {p.why[0]}" for p in evidence.profiled if p.why}
+    said = [f"{line(f)}: p={f.ratio.p_value:.3f}{why.get(id(f), '')}" for f in chance]
+    return Advised(ordered, undecided(kept), said)
+
+
+def discoveries(findings: Sequence[Finding]) -> tuple[list[Finding], list[Finding]]:
+    """The findings whose difference survives Benjamini-Hochberg at 5% over all of the run's comparisons,
+    and the material ones that do not: a run that compares 160 pairs names about eight by chance alone."""
+    tested = [f for f in findings if f.ratio.p_value == f.ratio.p_value]
+    if not tested:
+        return list(findings), []
+    q = stats.false_discovery_control([f.ratio.p_value for f in tested], method="bh")
+    dropped = {id(f) for f, qv in zip(tested, q, strict=True) if qv >= FDR and material(f)}
+    kept = [dataclasses.replace(f, verdict="same") if id(f) in dropped else f for f in findings]
+    return kept, [f for f in findings if id(f) in dropped]
 
 
 def line(f: Finding) -> str:
@@ -233,29 +255,35 @@ TRAPS = {
 
 
 def traps(ev: Evidence) -> list[Advice]:
-    """Cells whose numbers are not the storage's: say so before anyone acts on them."""
-    out = []
+    """Cells whose numbers are not the storage's: say so before anyone acts on them, once per trap and
+    workload (a personality that reads through the page cache does so on every stack)."""
+    found: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for r in ev.results:
         for check in r.flags:
-            if check.name not in TRAPS:
-                continue
-            what = TRAPS[check.name]
-            if "fuse-overlayfs" in r.stack_label and check.name == "faster-than-physics":
-                what = "fuse-overlayfs ignores O_DIRECT here: " + what
-            text = f"Do not act on {r.stack_label} {r.workload}: {what}"
-            out.append(Advice("trap", text, (f"{check.name}: {check.detail}",), "high"))
+            if check.name in TRAPS:
+                found.setdefault((check.name, r.workload), []).append((r.stack_label, check.detail))
+    out = []
+    for (name, workload), cells in found.items():
+        what = TRAPS[name]
+        if name == "faster-than-physics" and any("fuse-overlayfs" in stack for stack, _ in cells):
+            what = "fuse-overlayfs ignores O_DIRECT here: " + what
+        where = cells[0][0] if len(cells) == 1 else f"{len(cells)} stacks"
+        evidence = tuple(f"{stack}: {name}: {detail}" for stack, detail in cells)
+        out.append(Advice("trap", f"Do not act on {workload} on {where}: {what}", evidence, "high"))
     return out
 
 
 def host(ev: Evidence) -> list[Advice]:
     """A busy host, or a container's own CPU limit, decided the number rather than storage."""
+    busy = [(r, c) for r in ev.results for c in r.flags if c.name == "contended"]
     out = []
+    if busy:
+        text = f"Rerun {len(busy)} cell(s) on a quiet host: other processes used the CPU during their trials"
+        evidence = tuple(f"{r.stack_label} {r.workload}: {c.detail.split(': the host')[0]}" for r, c in busy)
+        out.append(Advice("host", text, evidence, "medium"))
     for r in ev.results:
         for check in r.flags:
-            if check.name == "contended":
-                text = f"Rerun {r.stack_label} {r.workload} on a quiet host: others used the CPU during it"
-                out.append(Advice("host", text, (f"contended: {check.detail.split(': the host')[0]}",), "medium"))
-            elif check.name == "bottleneck" and "of its" in check.detail:
+            if check.name == "bottleneck" and "of its" in check.detail:
                 text = (
                     f"The container's CPU limit, not storage, limited {r.stack_label} {r.workload}: raise its CPU"
                     " share before blaming the disk"

@@ -28,7 +28,7 @@ from layerbench.errors import LayerbenchError
 from layerbench.proc import spawn
 from layerbench.profiling import perf
 from layerbench.stack.handle import kill_if_same, start_time
-from layerbench.stack.ledger import Ledger
+from layerbench.stack.ledger import Ledger, tracked
 from layerbench.stack.target import BuildContext
 from layerbench.store.db import ProfileRecord
 
@@ -51,11 +51,9 @@ def recording(ctx: BuildContext, comms: tuple[str, ...] = (), frequency: int = F
     """Profile the machine for as long as the block runs; ``comms``: the workload's processes, whose time
     spent preempted (runnable, another process on its CPU) is counted too."""
     out = Recording()
-    work = ctx.work_dir / f"lb-profile-{uuid.uuid4().hex[:8]}"
-    work.mkdir(mode=0o700)
-    data, counts, switches = work / "perf.data", work / "stat.csv", work / "switches.data"
-    t0 = time.monotonic()
-    try:
+    with _work_dir(ctx) as work:
+        data, counts, switches = work / "perf.data", work / "stat.csv", work / "switches.data"
+        t0 = time.monotonic()
         with (
             _perf(perf.record_argv(data, frequency), work / "record.log", ctx.ledger) as rec,
             _perf(perf.stat_argv(counts), work / "stat.log", ctx.ledger),
@@ -70,8 +68,20 @@ def recording(ctx: BuildContext, comms: tuple[str, ...] = (), frequency: int = F
             out.profile = dataclasses.replace(profile, counters=profile.counters | waited)
         except (LayerbenchError, OSError) as exc:
             out.notes.append(f"no profile: {exc}")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+
+
+@contextmanager
+def _work_dir(ctx: BuildContext) -> Iterator[Path]:
+    """perf's files (megabytes for a busy trial), in the ledger: a run killed while profiling leaves them
+    for cleanup, not for ever."""
+
+    def make(rid: int) -> Path:
+        path.mkdir(mode=0o700)
+        return path
+
+    path = ctx.work_dir / f"lb-profile-{uuid.uuid4().hex[:8]}"
+    with tracked(ctx.ledger, "dir", str(path), make, lambda p: shutil.rmtree(p, ignore_errors=True)) as made:
+        yield made
 
 
 def _preempted(switches: Path, comms: tuple[str, ...], ctx: BuildContext) -> dict[str, float]:

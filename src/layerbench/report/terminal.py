@@ -229,7 +229,10 @@ def show_json(v: RunView) -> dict[str, Any]:
 
 
 def advice_json(a: Advised) -> dict[str, Any]:
-    return {"advice": [plain(x) for x in a.advice], "undecided": a.undecided}
+    return {"advice": [plain(x) for x in a.advice], "undecided": a.undecided, "chance": a.chance}
+
+
+UNDECIDED_SHOWN = 10
 
 
 def advice_lines(a: Advised) -> list[str]:
@@ -241,8 +244,16 @@ def advice_lines(a: Advised) -> list[str]:
     if not a.advice:
         out.append("No advice: no layer differed significantly and materially from the one beneath it.")
     if a.undecided:
-        out.append("What this run cannot decide:")
-        out += [f"     - {u}" for u in a.undecided]
+        out.append(f"What this run cannot decide ({len(a.undecided)}):")
+        out += [f"     - {u}" for u in a.undecided[:UNDECIDED_SHOWN]]
+        if len(a.undecided) > UNDECIDED_SHOWN:
+            out.append(f"     ... {len(a.undecided) - UNDECIDED_SHOWN} more (advise --json lists them all)")
+    if a.chance:
+        out.append(
+            f"Not acted on: {len(a.chance)} material difference(s) no more than this run's many comparisons give by"
+            " chance (Benjamini-Hochberg, 5%); rerun those cells to tell:"
+        )
+        out += [f"     - {c}" for c in a.chance]
     return out
 
 
