@@ -76,7 +76,7 @@ def execute(
         # A fresh StackBuilder per round: every repetition runs on freshly built layers.
         with StackBuilder(ctx) as builder:
             for stack_plan in plan_round(cells, rep, store.done_trials(run_id), seed):
-                for trial, record in _run_stack(builder, stack_plan, exp.profile):
+                for trial, record in _run_stack(builder, stack_plan, exp.profile, exp.profile_hz):
                     store.record_trial(run_id, record)
                     outcome.add(record)
                     if on_trial:
@@ -107,7 +107,9 @@ def still_imprecise(exp: Experiment, cells: list[Cell], store: Store, run_id: st
     return imprecise
 
 
-def _run_stack(builder: StackBuilder, sp: StackPlan, profile: str = "none") -> Iterator[tuple[Trial, TrialRecord]]:
+def _run_stack(
+    builder: StackBuilder, sp: StackPlan, profile: str = "none", hz: int = 99
+) -> Iterator[tuple[Trial, TrialRecord]]:
     """Build, precondition, run each trial; a stack whose engine died is rebuilt for the rest."""
     trials = list(sp.trials)
     while trials:
@@ -126,19 +128,21 @@ def _run_stack(builder: StackBuilder, sp: StackPlan, profile: str = "none") -> I
             return
         while trials:
             trial = trials.pop(0)
-            rec = _trial(target, trial, prepared, builder.ctx, profile)
+            rec = _trial(target, trial, prepared, builder.ctx, profile, hz)
             yield trial, rec
             if rec.category == "engine-error":
                 builder.discard(ENGINE_LEVEL)  # the next pass builds a new daemon and container
                 break
 
 
-def _trial(target: Target | Fleet, trial: Trial, prepared: dict, ctx: BuildContext, profile: str) -> TrialRecord:
+def _trial(
+    target: Target | Fleet, trial: Trial, prepared: dict, ctx: BuildContext, profile: str, hz: int
+) -> TrialRecord:
     """One trial; with ``profile: cpu`` the first round's is profiled. Every profiled cell is profiled in the
     same round, so what perf costs the trial is a round's effect, which the paired ratios cancel."""
     if profile == "none" or trial.repetition != 0:
         return _unprofiled(target, trial, prepared, ctx)
-    with recording(ctx, workload_comms(trial.cell.workload)) as rec:
+    with recording(ctx, workload_comms(trial.cell.workload), hz) as rec:
         record = _unprofiled(target, trial, prepared, ctx)
     info = {**record.info, "profiled": rec.notes[0] if rec.notes else True}
     return dataclasses.replace(record, profile=rec.profile, info=info)

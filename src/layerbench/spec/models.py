@@ -442,6 +442,12 @@ class Experiment(Frozen):
         description="cpu: perf records the whole machine during each cell's first trial (folded stacks and"
         " counters kept with it), for flame graphs and `advise`. Not a stack's `profile` (seed 000's shares)",
     )
+    profile_hz: int = Field(
+        default=99,
+        ge=1,
+        le=4999,
+        description="profile: cpu's samples a second per CPU (99: off the timer tick; more for short trials)",
+    )
     emulation: Literal["refuse", "allow"] = Field(
         default="refuse",
         description="VM cells where KVM cannot run a guest: refused, or run emulated (function only, flagged)",
