@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import pandas as pd
+
 from layerbench.analysis import flame
 from layerbench.analysis.findings import Finding
 from layerbench.analysis.overhead import headline_metric
@@ -66,25 +68,41 @@ def cpu_per_io(data: RunData) -> list[CpuPerIo]:
     ncpu = float(data.run.host.get("cpus") or 0)
     if data.monitor.empty or data.samples.empty or not ncpu:
         return []
-    series = data.monitor.groupby(["cell_id", "series"])["value"].mean()
-    rates = {m: per_trial(data.samples, m).groupby("cell_id")["value"].mean() for m in COUNTED}
+    series = _means(data.monitor, ("cpu.user", "cpu.system", "container.cpu_cores"))
+    rates = {m: _rates(data, m) for m in COUNTED}
     out = []
     for c in data.cells:
         metric = headline_metric(c.cell.workload)
         rate = rates[metric].get(c.cell_id) if metric in COUNTED else None
         if not rate or (c.cell_id, "cpu.user") not in series:
             continue
-        per_io = 1e6 * ncpu / 100 / float(rate)  # a % of the host, as µs of CPU per I/O
+        per_io = 1e6 * ncpu / 100 / rate  # a % of the host, as µs of CPU per I/O
         cores = series.get((c.cell_id, "container.cpu_cores"))
-        out.append(
-            CpuPerIo(
-                c.cell_id,
-                float(series[(c.cell_id, "cpu.user")]) * per_io,
-                float(series[(c.cell_id, "cpu.system")]) * per_io,
-                None if cores is None else float(cores),
-            )
-        )
+        user, system = series[(c.cell_id, "cpu.user")], series.get((c.cell_id, "cpu.system"), 0.0)
+        out.append(CpuPerIo(c.cell_id, user * per_io, system * per_io, cores))
     return out
+
+
+def _means(monitor: pd.DataFrame, wanted: tuple[str, ...]) -> dict[tuple[str, str], float]:
+    """(cell, series) → the mean of its points. Summed in Python, not by a pandas groupby on two string
+    keys: that one crashed the interpreter (SIGSEGV in pandas' sorting) in the test VM."""
+    rows = monitor[monitor["series"].isin(wanted)]
+    sums: dict[tuple[str, str], list[float]] = {}
+    columns = (rows[k].tolist() for k in ("cell_id", "series", "value"))
+    for cell, name, value in zip(*columns, strict=True):
+        acc = sums.setdefault((str(cell), str(name)), [0.0, 0.0])
+        acc[0] += value
+        acc[1] += 1
+    return {key: total / n for key, (total, n) in sums.items()}
+
+
+def _rates(data: RunData, metric: str) -> dict[str, float]:
+    """Each cell's mean rate over its trials."""
+    frame = per_trial(data.samples, metric)
+    by_cell: dict[str, list[float]] = {}
+    for cell, value in zip(frame["cell_id"].tolist(), frame["value"].tolist(), strict=True):
+        by_cell.setdefault(str(cell), []).append(value)
+    return {cell: sum(vs) / len(vs) for cell, vs in by_cell.items()}
 
 
 def profile_of(record: ProfileRecord) -> flame.Profile:

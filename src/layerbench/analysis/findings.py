@@ -141,8 +141,14 @@ def _rounds(data: RunData) -> Rounds:
 
 
 def _operation_means(samples: pd.DataFrame, cells: set[str]) -> dict[tuple[str, int, str], float]:
+    """(cell, trial, operation) → the geometric mean of its points. Summed in Python rather than by a pandas
+    groupby on string keys, which crashed the interpreter in the test VM (analysis/explain.py)."""
     rows = samples[(samples["metric"] == "bw") & samples["cell_id"].isin(cells) & (samples["value"] > 0)]
-    logs = np.log(rows["value"].to_numpy(dtype=float))
-    keys = [rows["cell_id"].astype(str), rows["trial_id"], rows["direction"].astype(str)]
-    means = pd.Series(logs, index=rows.index).groupby(keys).mean()
-    return {key: float(np.exp(v)) for key, v in means.items()}
+    logs = np.log(rows["value"].to_numpy(dtype=float)).tolist()
+    keys = zip(rows["cell_id"].tolist(), rows["trial_id"].tolist(), rows["direction"].tolist(), strict=True)
+    sums: dict[tuple[str, int, str], list[float]] = {}
+    for (cell, trial, op), log in zip(keys, logs, strict=True):
+        acc = sums.setdefault((str(cell), int(trial), str(op)), [0.0, 0.0])
+        acc[0] += log
+        acc[1] += 1
+    return {key: math.exp(total / n) for key, (total, n) in sums.items()}
