@@ -57,8 +57,10 @@ Rule = Callable[[Evidence], list[Advice]]
 
 def advise(evidence: Evidence) -> Advised:
     kept, chance = discoveries(evidence.findings)
-    standing = set(kept)
-    ev = dataclasses.replace(evidence, findings=kept, profiled=[p for p in evidence.profiled if p.finding in standing])
+    # A profiled pair stays (what its profile shows stands on its own test), judged by its finding as kept.
+    as_kept = {id(f): k for f, k in zip(evidence.findings, kept, strict=True)}
+    pairs = [dataclasses.replace(p, finding=as_kept.get(id(p.finding), p.finding)) for p in evidence.profiled]
+    ev = dataclasses.replace(evidence, findings=kept, profiled=pairs)
     advice = [a for rule in RULES for a in rule(ev)]
     rank = {"high": 0, "medium": 1, "low": 2}
     # What to do first, most certain first; then the explanations, which say why.
