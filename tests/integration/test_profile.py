@@ -30,13 +30,18 @@ profile: cpu
 """
 
 
-def test_a_native_cell_is_profiled_and_its_profilers_leave_nothing(tmp_path: Path) -> None:
+def profiled_run(tmp_path: Path, text: str) -> tuple[dict[str, Path], RunData]:
+    """Run the spec ``text`` as a user does; its results with their profiles."""
     dirs = {"db": tmp_path / "r.db", "work": tmp_path / "work", "state": tmp_path / "state"}
-    spec = tmp_path / "profiled.yaml"
-    spec.write_text(NATIVE)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(text)
     done = layerbench("run", str(spec), dirs=dirs)
     assert done.returncode == 0, done.stdout + done.stderr
-    data = load(Store.open(dirs["db"], create=False), "latest", profiles=True)
+    return dirs, load(Store.open(dirs["db"], create=False), "latest", profiles=True)
+
+
+def test_a_native_cell_is_profiled_and_its_profilers_leave_nothing(tmp_path: Path) -> None:
+    dirs, data = profiled_run(tmp_path, NATIVE)
     (record,) = data.profiles.values()
     fio = flame.only(flame.from_folded(record.folded), ["fio"])
     assert fio.total > 0 and any("_[k]" in s for s in fio.stacks)  # fio's kernel frames, resolved
@@ -68,13 +73,7 @@ profile_hz: 999
 
 @pytest.mark.requires_docker
 def test_the_default_containers_profile_shows_seccomp_and_the_advice_names_it(tmp_path: Path) -> None:
-    dirs = {"db": tmp_path / "r.db", "work": tmp_path / "work", "state": tmp_path / "state"}
-    spec = tmp_path / "seccomp.yaml"
-    spec.write_text(SPEC)
-    done = layerbench("run", str(spec), dirs=dirs)
-    assert done.returncode == 0, done.stdout + done.stderr
-
-    data = load(Store.open(dirs["db"], create=False), "latest", profiles=True)
+    dirs, data = profiled_run(tmp_path, SPEC)
     assert len(data.profiles) == 3  # one profiled trial per cell: the first round's
     seccomp = {c.stack.tuning + c.stack.engine.kind: _seccomp_samples(data.profiles[c.cell_id]) for c in data.cells}
     assert seccomp["defaultnative"] == 0  # no filter natively

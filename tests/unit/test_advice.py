@@ -13,13 +13,9 @@ from layerbench.analysis import advice, findings, overhead
 from layerbench.analysis.checks import Check
 from layerbench.analysis.stats import Ratio
 from layerbench.cli.app import app
-from layerbench.pipeline import register_cells
-from layerbench.sample import Sample
-from layerbench.spec import load as spec_load
 from layerbench.spec.feasibility import HostCaps
-from layerbench.spec.matrix import expand
-from layerbench.store.db import Store, TrialRecord
-from layerbench.store.read import RunData, load
+from layerbench.store.read import RunData
+from tests.unit import test_findings
 
 SPEC = """
 name: advice
@@ -33,7 +29,6 @@ workloads:
   - {name: RW, rw: randwrite, bs: 4k}
 baseline: {filesystem: none, placement: raw}
 """
-DRIFT = [1.0, 1.4, 0.7, 1.2]  # per round, the machine's speed: pairing by round cancels it
 
 
 def cost(stack_label: str) -> float:
@@ -46,17 +41,8 @@ def cost(stack_label: str) -> float:
 
 
 def stored_run(tmp_path: Path, caps: HostCaps, rounds: int) -> tuple[RunData, Path]:
-    exp = spec_load.parse(SPEC, "advice")
-    matrix = expand(exp, caps)
-    store = Store.open(tmp_path / "r.db")
-    run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), {})
-    register_cells(store, run_id, matrix)
-    for rep in range(rounds):
-        for i, c in enumerate(matrix.cells):
-            iops = 100_000 * DRIFT[rep] * cost(c.stack.label()) * (1 + 0.002 * (-1) ** (rep + i))
-            sample = Sample("iops", iops, "IOPS", "write")
-            store.record_trial(run_id, TrialRecord(c.id, rep, "ok", None, 0, 1, [], "", "", {}, [sample]))
-    return load(store, "latest"), tmp_path / "r.db"
+    data = test_findings.stored_run(tmp_path, caps, rounds, SPEC, lambda stack: cost(stack.label()))
+    return data, tmp_path / "r.db"
 
 
 def advised(data: RunData, results: list[overhead.CellResult] | None = None) -> advice.Advised:

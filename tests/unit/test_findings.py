@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from layerbench.sample import Sample
 from layerbench.spec import load as spec_load
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.matrix import expand
+from layerbench.spec.models import StackSpec
 from layerbench.store.db import Store, TrialRecord
 from layerbench.store.read import RunData, load
 
@@ -36,15 +38,19 @@ DRIFT = [1.0, 1.4, 0.7, 1.2]
 COST = {"raw": 1.0, "host-dir": 0.8, "volume": 0.8 * 0.99, "writable-layer": 0.8 * 0.5}
 
 
-def stored_run(tmp_path: Path, caps: HostCaps, rounds: int) -> RunData:
-    exp = spec_load.parse(SPEC, "layers")
+def stored_run(
+    tmp_path: Path, caps: HostCaps, rounds: int, spec: str = SPEC, cost: Callable[[StackSpec], float] | None = None
+) -> RunData:
+    """A run of ``spec`` stored as if measured: each round's drift times each stack's ``cost``, ±0.2%."""
+    cost = cost or (lambda stack: COST[stack.placement.kind])
+    exp = spec_load.parse(spec, "stored")
     matrix = expand(exp, caps)
     store = Store.open(tmp_path / "r.db")
     run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), {})
     register_cells(store, run_id, matrix)
     for rep in range(rounds):
         for i, c in enumerate(matrix.cells):
-            iops = 100_000 * DRIFT[rep] * COST[c.stack.placement.kind] * (1 + 0.002 * (-1) ** (rep + i))
+            iops = 100_000 * DRIFT[rep] * cost(c.stack) * (1 + 0.002 * (-1) ** (rep + i))
             sample = Sample("iops", iops, "IOPS", "write")
             store.record_trial(run_id, TrialRecord(c.id, rep, "ok", None, 0, 1, [], "", "", {}, [sample]))
     return load(store, "latest")
