@@ -21,7 +21,7 @@ from layerbench.errors import LayerbenchError
 from layerbench.proc import Runner
 from layerbench.stack import dockerd, handle, network
 from layerbench.stack.cell_cgroup import remove_dirs
-from layerbench.stack.device import read_or_empty, why_unsafe
+from layerbench.stack.device import read_or_empty, release_zram, why_unsafe
 from layerbench.stack.engines import removers
 from layerbench.stack.ledger import Ledger, Resource
 from layerbench.stack.remote import host as storage_host
@@ -134,8 +134,9 @@ def _zram(res: Resource, runner: Runner) -> None:
     reason = why_unsafe(f"/dev/zram{num}", read_or_empty("/proc/mounts"), read_or_empty("/proc/swaps"), [])
     if reason:  # someone uses it now: not ours to reset any more
         raise LayerbenchError(f"zram{num} left as it is: {reason}")
-    Path(f"/sys/block/zram{num}/reset").write_text("1")
-    Path("/sys/class/zram-control/hot_remove").write_text(str(num))
+    # A dead run's killed workload lets go of the device a moment after it is gone (more so on a busy
+    # host): a single reset there failed with EBUSY and left the device behind.
+    release_zram(str(num))
 
 
 def _netns(res: Resource, runner: Runner) -> None:

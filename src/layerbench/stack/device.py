@@ -198,7 +198,11 @@ def _configure_zram(num: str, size: int) -> Device:
 
 
 def remove_zram(dev: Device) -> None:
-    num = dev.path.removeprefix("/dev/zram")
+    release_zram(dev.path.removeprefix("/dev/zram"))
+
+
+def release_zram(num: str) -> None:
+    """Reset and remove zram ``num``, waiting out the moment it stays busy after its last user went."""
     _retry(lambda: Path(f"/sys/block/zram{num}/reset").write_text("1"))
     _retry(lambda: (ZRAM_CONTROL / "hot_remove").write_text(num))
 
