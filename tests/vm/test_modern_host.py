@@ -33,6 +33,9 @@ GUEST_TESTS = (
 # Where these tests would skip for a missing transport or netem, they fail in the guest (tests/remote_support.py).
 EXPECT_REMOTE = "nbd-fio,nbd-fuse,nbd,nvme-tcp,iscsi,netem"
 GUEST_TIMEOUT_S = 3600.0
+# A test still running after this long has its threads' stacks written to the output: a guest that hangs
+# says where, instead of only timing out.
+STACK_DUMP_S = 900
 GUEST_PYTHON = "/opt/layerbench/venv/bin/python"
 
 SCRIPT = """\
@@ -43,7 +46,8 @@ echo "kernel=$(uname -r)" >> /mnt/lbshare/facts
 echo "boot_s=$(cut -d' ' -f1 /proc/uptime)" >> /mnt/lbshare/facts
 cd {repo}
 export PYTHONDONTWRITEBYTECODE=1 PYTHONPATH={repo}/src LAYERBENCH_EXPECT_REMOTE={expect_remote}
-{python} -m pytest -p no:cacheprovider -q -rs --junitxml=/mnt/lbshare/junit.xml {tests}
+{python} -m pytest -p no:cacheprovider -q -rs -o faulthandler_timeout={stack_dump_s} \
+  --junitxml=/mnt/lbshare/junit.xml {tests}
 """
 
 
@@ -55,7 +59,13 @@ def _shares() -> list[vm.Share]:
 @pytest.fixture(scope="module")
 def guest(tmp_path_factory: pytest.TempPathFactory) -> vm.GuestRun:
     image = vm.require(DEFAULT_CACHE)
-    script = SCRIPT.format(repo=REPO, python=GUEST_PYTHON, tests=" ".join(GUEST_TESTS), expect_remote=EXPECT_REMOTE)
+    script = SCRIPT.format(
+        repo=REPO,
+        python=GUEST_PYTHON,
+        tests=" ".join(GUEST_TESTS),
+        expect_remote=EXPECT_REMOTE,
+        stack_dump_s=STACK_DUMP_S,
+    )
     return vm.run_script(image, script, _shares(), GUEST_TIMEOUT_S, tmp_path_factory.mktemp("vm"))
 
 

@@ -29,6 +29,11 @@ SHARE_TAG = "lbshare"
 KVM_PROBE_TIMEOUT_S = 60.0
 # What a booting kernel prints first on the serial console: the probe's proof that the CPU ran it.
 KERNEL_BANNER = "Linux version"
+# The CPU an emulated guest is given: Nehalem's x86-64-v2 (what numpy's wheels need at least) and
+# nothing newer. TCG's AVX, AVX2 and BMI emulation is young in Debian's qemu 7.2: with ``-cpu max``,
+# numpy's and pandas' AVX2 sorting crashed (SIGSEGV) or hung guests that ran the same code cleanly on
+# the host. Nehalem keeps the guest's libraries on their long-emulated SSE paths.
+TCG_CPU = "Nehalem"
 # The share's own files (tools/vm/guest/run-host-script): the rest is what the script left for the host.
 CHANNEL_FILES = frozenset({"script", "mounts", "output", "rc"})
 
@@ -103,7 +108,7 @@ def qemu_argv(
         "-name", "layerbench-vm",
         "-machine", "q35",
         "-accel", "kvm" if accel == "kvm" else "tcg,thread=multi",
-        "-cpu", "host" if accel == "kvm" else "max",
+        "-cpu", "host" if accel == "kvm" else TCG_CPU,
         "-smp", str(cpus),
         "-m", str(memory_mib),
         "-nodefaults", "-display", "none", "-no-reboot",
