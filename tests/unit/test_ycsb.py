@@ -68,7 +68,17 @@ def test_argv_phases_and_bindings() -> None:
     assert ycsb.argv("java", "/c", "redis", "load", {})[4:] == ["-load", "-db", "dev.layerbench.ycsb.RedisDB"]
     assert ycsb.argv("java", "/c", "redis", "warmup", {})[4] == "-t"  # a warmup is a run whose output is dropped
     assert ycsb.classpath("/c") == "/c/ycsb/lib/*"
-    assert set(ycsb.BINDINGS) == {"postgres", "redis"}
+    assert set(ycsb.BINDINGS) == {"postgres", "redis", "cassandra"}
+    assert ycsb.argv("java", "/c", "cassandra", "run", {})[5:] == ["-db", "dev.layerbench.ycsb.CassandraDB"]
+
+
+def test_a_consistency_level_sets_reads_and_writes_of_the_cql_binding() -> None:
+    w = YcsbWorkload(name="a", consistency="quorum")
+    props = ycsb.properties(w, ServerSpec(kind="cassandra"), 10, {"host": "h", "port": "9042"}, "run")
+    assert props["cassandra.readconsistencylevel"] == props["cassandra.writeconsistencylevel"] == "QUORUM"
+    assert (props["cassandra.host"], props["cassandra.port"]) == ("h", "9042")
+    unset = ycsb.properties(YcsbWorkload(name="a"), ServerSpec(kind="cassandra"), 10, {}, "run")
+    assert not any("consistency" in key for key in unset)  # the binding's default: ONE
 
 
 @pytest.mark.parametrize("mix", typing.get_args(YcsbMix))
