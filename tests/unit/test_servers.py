@@ -20,7 +20,7 @@ from layerbench.spec.databases import ServerSpec
 from layerbench.spec.models import StackSpec
 from layerbench.spec.profiles import Budget, instance_limits, needs_bandwidth
 from layerbench.stack import handle
-from layerbench.stack.fleet import SERVER_UID, free_port, let_through, server_memory
+from layerbench.stack.fleet import SERVER_UID, ServerError, free_port, let_through, server_config, server_memory
 from layerbench.stack.network import bridge_name
 from layerbench.workloads.servers import SERVERS, ServerConfig, cassandra
 
@@ -218,3 +218,13 @@ def test_cassandra_image_files_are_the_jars_and_the_jdk_without_its_desktop_libr
     names = {Path(f).name for f in found}
     assert {"cassandra-all-5.0.9.jar", "modules", "libjvm.so", "libnio.so"} <= names
     assert not names & (cassandra.DESKTOP_LIBRARIES | cassandra.JDK_SKIPPED)
+
+
+def test_a_cassandra_whose_container_limit_leaves_less_than_a_gib_is_refused_with_the_fix() -> None:
+    s = stack(server={"kind": "cassandra"}, profile="MEM", instances=2)
+    small = instance_limits(s, Budget(2, GIB, 2), 0, 2)  # MEM: half of 1 GiB each
+    with pytest.raises(ServerError, match="cassandra needs at least 1024 MiB and would get 512 MiB") as err:
+        server_config(s, "/data/x", "127.0.0.1", 9042, small, Path("/var/cache/lb"))
+    assert "larger resources.memory or fewer instances" in str(err.value)
+    enough = instance_limits(s, Budget(2, 4 * GIB, 2), 0, 2)
+    assert server_config(s, "/data/x", "127.0.0.1", 9042, enough, Path("/c")).memory == 2 * GIB
