@@ -20,7 +20,7 @@ TEST_APT_PACKAGES := chromium fonts-dejavu-core
 # The test VM (a modern host: systemd, cgroup v2, every kernel module), built once into the cache.
 VM_APT_PACKAGES := qemu-system-x86 qemu-utils debootstrap
 
-.PHONY: run test test-vm vm-image setup apt apt-db apt-test apt-vm venv ycsb iozone lint clean-env
+.PHONY: run test test-vm vm-image setup apt apt-db apt-test apt-vm venv ycsb cassandra iozone lint clean-env
 
 run: setup
 	$(VENV)/bin/layerbench run $(PRESET) --db $(DB)
@@ -37,7 +37,7 @@ test-vm: setup apt-test vm-image
 vm-image: apt-vm venv
 	HOST_PYTHON=$(PY) tools/vm/build-image.sh $(CACHE)
 
-setup: apt apt-db venv ycsb iozone
+setup: apt apt-db venv ycsb cassandra iozone
 
 # Debian's docker.io only where no dockerd is installed: a host with Docker's
 # own packages (docker-ce) keeps them.
@@ -67,6 +67,11 @@ apt-db:
 # The YCSB client (core 0.17.0 from Maven Central) and layerbench's own bindings; offline once built.
 ycsb: apt-db
 	java/build-ycsb.sh $(CACHE)
+
+# Apache Cassandra 5.0 (cassandra-all and its dependencies from Maven Central, about 67 MB), run
+# from its jars with the host's JDK; offline once fetched.
+cassandra: apt-db
+	java/fetch-cassandra.sh $(CACHE)
 
 # IOzone itself (iozone3: Debian's non-free, Ubuntu's multiverse), unpacked into the cache without
 # changing apt's configuration. Optional: without it layerbench refuses iozone workloads and says why.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build layerbench's YCSB bindings into CACHE_DIR/ycsb/lib: YCSB core 0.17.0, the JDBC and Jedis
+# Build layerbench's YCSB bindings into CACHE_DIR/ycsb/lib: YCSB core 0.17.0, the JDBC, Jedis and CQL
 # drivers and our own jar, so that `java -cp "CACHE_DIR/ycsb/lib/*" site.ycsb.Client ...` runs.
 #
 # Usage: java/build-ycsb.sh CACHE_DIR

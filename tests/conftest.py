@@ -30,6 +30,10 @@ REQUIREMENTS = {
         lambda: _databases_missing() is None,
         "needs PostgreSQL, Redis, pgbench, java and the YCSB jars (make setup installs and builds them)",
     ),
+    "requires_cassandra": (
+        lambda: _cassandra_missing() is None,
+        "needs java, Cassandra's jars and the YCSB jars with the CQL driver in the cache (make setup fetches them)",
+    ),
     "requires_remote": (
         lambda: all(shutil.which(b) for b in ("qemu-nbd", "nbdinfo", "nbdfuse", "tc")),
         "needs qemu-nbd, nbdinfo and nbdfuse (make setup installs qemu-utils and libnbd-bin)",
@@ -70,8 +74,21 @@ def _databases_missing() -> str | None:
     from layerbench.stack.capabilities import DEFAULT_CACHE, clients, database_servers
 
     notes: list[str] = []
-    if database_servers(notes) != {"postgres", "redis"} or not {"ycsb", "pgbench"} <= clients(DEFAULT_CACHE, notes):
+    servers = database_servers(notes, DEFAULT_CACHE)
+    if not {"postgres", "redis"} <= servers or not {"ycsb", "pgbench"} <= clients(DEFAULT_CACHE, notes):
         return "; ".join(notes) or "pgbench is not installed"
+    return None
+
+
+def _cassandra_missing() -> str | None:
+    from layerbench.stack.capabilities import DEFAULT_CACHE, clients, database_servers
+
+    notes: list[str] = []
+    if "cassandra" not in database_servers(notes, DEFAULT_CACHE) or "ycsb" not in clients(DEFAULT_CACHE, notes):
+        return "; ".join(notes)
+    # A YCSB lib built before the CQL binding (an older checkout's build-ycsb.sh) lacks its driver.
+    if not list((DEFAULT_CACHE / "ycsb" / "lib").glob("java-driver-core-*.jar")):
+        return "the YCSB jars lack the CQL driver (java/build-ycsb.sh rebuilds them)"
     return None
 
 

@@ -22,7 +22,7 @@ def full_caps() -> HostCaps:
         ),
         docker_drivers=frozenset({"overlay2", "btrfs", "vfs", "fuse-overlayfs"}),
         podman_drivers=frozenset({"overlay", "vfs", "btrfs"}),
-        servers=frozenset({"postgres", "redis"}),
+        servers=frozenset({"postgres", "redis", "cassandra"}),
         clients=frozenset({"ycsb", "pgbench"}),
         vm_accel="kvm",
         vm_missing=None,

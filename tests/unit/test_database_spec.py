@@ -70,9 +70,11 @@ def test_missing_server_and_client_are_refused_with_the_install(full_caps: HostC
     ("fragment", "message"),
     [
         ("instances: 2", "only for stacks with a server"),
-        ("server: mysql", "'mysql' is not allowed; allowed values: 'postgres' or 'redis'"),
+        ("server: mysql", "'mysql' is not allowed; allowed values: 'postgres', 'redis' or 'cassandra'"),
         ("server: redis, profile: HALF", "allowed values: 'none', 'CPU', 'MEM', 'CPU+MEM', 'BW' or 'ALL'"),
         ("server: {kind: redis, records: 5, data: 2}", "records or data"),
+        ("server: {kind: cassandra, memory: 512MiB}", "memory: cassandra needs at least 1024 MiB, got 512 MiB"),
+        ("server: {kind: postgres, memory: 0}", "greater than or equal to 1"),
     ],
 )
 def test_bad_database_fields_name_field_and_values(full_caps: HostCaps, fragment: str, message: str) -> None:
@@ -94,3 +96,36 @@ def test_data_size_as_a_multiple_of_memory() -> None:
     server = ServerSpec(kind="postgres", memory="256MiB", data=4)
     assert server.record_count == 4 * 256 * 2**20 // 1000  # 10 fields x 100 bytes
     assert ServerSpec(kind="redis").record_count == 10_000
+
+
+def test_memory_defaults_by_kind_and_a_cassandra_needs_a_gib() -> None:
+    assert ServerSpec(kind="postgres").memory == ServerSpec(kind="redis").memory == 256 * 2**20
+    assert ServerSpec(kind="cassandra").memory == 2 * 2**30  # a 1 GiB heap: about 1.5 GiB resident
+    assert ServerSpec(kind="cassandra", memory="1GiB").memory == 2**30
+
+
+@pytest.mark.parametrize(
+    ("stack", "workload", "reason"),
+    [
+        ("{filesystem: xfs, engine: native, server: postgres}", "{kind: ycsb, name: A, consistency: quorum}",
+         "consistency is a CQL client's setting: postgres has none"),
+        ("{filesystem: xfs, engine: vm, placement: host-dir, server: cassandra}", "{kind: ycsb, name: A}",
+         "cassandra in a VM is not"),
+        ("{filesystem: xfs, engine: native, server: cassandra}", "{kind: pgbench, name: T}",
+         "pgbench drives postgres, not cassandra"),
+    ],
+)  # fmt: skip
+def test_cassandra_cells_this_host_cannot_run_are_refused(
+    full_caps: HostCaps, stack: str, workload: str, reason: str
+) -> None:
+    text = f"name: t\nemulation: allow\nstacks:\n  - {stack}\nworkloads:\n  - {workload}\n"
+    m = expand(load.parse(text), full_caps)
+    assert not m.cells and reason in m.refused[0].reason
+
+
+def test_cassandra_without_its_jars_is_refused_with_the_set_up_step(full_caps: HostCaps) -> None:
+    bare = dataclasses.replace(full_caps, servers=frozenset({"postgres", "redis"}))
+    stack = "{filesystem: xfs, engine: native, server: cassandra}"
+    text = f"name: t\nstacks:\n  - {stack}\nworkloads:\n  - {{kind: ycsb, name: A}}\n"
+    (refused,) = expand(load.parse(text), bare).refused
+    assert "cassandra is not set up" in refused.reason and "make setup fetches them" in refused.reason

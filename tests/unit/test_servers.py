@@ -4,21 +4,25 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterator
+from dataclasses import replace as dataclasses_replace
 from pathlib import Path
 
 import pytest
 
+from layerbench import proc
 from layerbench.errors import PrerequisiteError
 from layerbench.spec.databases import ServerSpec
 from layerbench.spec.models import StackSpec
 from layerbench.spec.profiles import Budget, instance_limits, needs_bandwidth
 from layerbench.stack import handle
-from layerbench.stack.fleet import SERVER_UID, let_through, server_memory
+from layerbench.stack.fleet import SERVER_UID, ServerError, free_port, let_through, server_config, server_memory
 from layerbench.stack.network import bridge_name
-from layerbench.workloads.servers import SERVERS, ServerConfig
+from layerbench.workloads.servers import SERVERS, ServerConfig, cassandra
 
 GIB = 2**30
 
@@ -70,7 +74,7 @@ def test_server_is_sized_to_its_container_limit_when_smaller() -> None:
 
 def config(kind: str, **fields: object) -> ServerConfig:
     spec = ServerSpec(kind=kind, **fields)  # type: ignore[arg-type]
-    return ServerConfig("/data/x", "0.0.0.0", 5000, 400 * 2**20, spec, 256)
+    return ServerConfig("/data/x", "0.0.0.0", 5000, 400 * 2**20, spec, 256, Path("/var/cache/lb"))
 
 
 @pytest.mark.skipif(not SERVERS["postgres"].binaries, reason="")
@@ -151,3 +155,76 @@ def test_kill_if_same_spares_a_reused_pid(tmp_path: Path) -> None:
 
 def test_bridge_name_is_the_link_docker_makes() -> None:
     assert bridge_name("6010ee285880aa77") == "br-6010ee285880"
+
+
+def test_cassandra_is_sized_from_the_memory_it_is_given_as_cassandra_env_sizes_from_the_host() -> None:
+    heap = cassandra.heap_bytes
+    assert (heap(GIB), heap(2 * GIB), heap(8 * GIB), heap(64 * GIB)) == (GIB // 2, GIB, 2 * GIB, 8 * GIB)
+
+
+def test_cassandra_yaml_keeps_everything_under_its_data_dir_and_its_own_internode_address() -> None:
+    c = dataclasses_replace(config("cassandra"), memory=2 * GIB, port=9042)
+    s = cassandra.settings(c)
+    for key in ("commitlog_directory", "saved_caches_directory", "hints_directory", "cdc_raw_directory"):
+        assert str(s[key]).startswith("/data/x/")
+    assert s["data_file_directories"] == ["/data/x/data"]
+    assert (s["native_transport_port"], s["rpc_address"]) == (9042, "0.0.0.0")
+    assert s["listen_address"] == "127.35.82.1" == cassandra.internode_address(9042)  # 9042 = 35 x 256 + 82
+    assert s["broadcast_rpc_address"] == "127.35.82.1"  # Cassandra wants one with a wildcard rpc_address
+    assert s["memtable_heap_space"] == "256MiB"  # a quarter of the 1 GiB heap
+    assert {cassandra.internode_address(p) for p in (40000, 40001, 40256)} == {
+        "127.156.64.1",
+        "127.156.65.1",
+        "127.157.64.1",
+    }  # instances on one loopback: one internode address each
+    native = cassandra.settings(dataclasses_replace(c, listen="127.0.0.1"))
+    assert native["rpc_address"] == "127.0.0.1" and "broadcast_rpc_address" not in native
+
+
+def test_cassandra_command_line_heap_and_java_17_flags() -> None:
+    try:
+        argv = cassandra.argv(dataclasses_replace(config("cassandra"), memory=2 * GIB))
+    except PrerequisiteError:
+        pytest.skip("java is not installed here")
+    assert argv[-1] == cassandra.MAIN_CLASS and argv[-2] == "/var/cache/lb/cassandra/lib/*"
+    assert {"-Xms1024m", "-Xmx1024m", "-XX:MaxDirectMemorySize=256m"} <= set(argv)
+    assert "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED" in argv and "-Dcassandra.jmx.local.port" not in " ".join(argv)
+    assert "-Dcassandra.config=file:///data/x/cassandra.yaml" in argv
+
+
+def test_cassandra_probe_says_no_where_nothing_speaks_cql(tmp_path: Path) -> None:
+    assert not cassandra.ready("127.0.0.1", free_port(), proc.run)
+    with socket.socket() as s:  # a port that accepts and closes: open, but no CQL
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        server = threading.Thread(target=lambda: s.accept()[0].close())
+        server.start()
+        assert not cassandra.ready("127.0.0.1", port, proc.run)
+        server.join(5)
+
+
+def test_cassandra_image_files_are_the_jars_and_the_jdk_without_its_desktop_libraries(tmp_path: Path) -> None:
+    lib = tmp_path / "cassandra" / "lib"
+    lib.mkdir(parents=True)
+    with pytest.raises(PrerequisiteError, match="jars are not in") as err:
+        cassandra.files(tmp_path)
+    assert "java/fetch-cassandra.sh" in str(err.value.hint)
+    (lib / "cassandra-all-5.0.9.jar").write_bytes(b"")
+    try:
+        found = cassandra.files(tmp_path)
+    except PrerequisiteError:
+        pytest.skip("java is not installed here")
+    names = {Path(f).name for f in found}
+    assert {"cassandra-all-5.0.9.jar", "modules", "libjvm.so", "libnio.so"} <= names
+    assert not names & (cassandra.DESKTOP_LIBRARIES | cassandra.JDK_SKIPPED)
+
+
+def test_a_cassandra_whose_container_limit_leaves_less_than_a_gib_is_refused_with_the_fix() -> None:
+    s = stack(server={"kind": "cassandra"}, profile="MEM", instances=2)
+    small = instance_limits(s, Budget(2, GIB, 2), 0, 2)  # MEM: half of 1 GiB each
+    with pytest.raises(ServerError, match="cassandra needs at least 1024 MiB and would get 512 MiB") as err:
+        server_config(s, "/data/x", "127.0.0.1", 9042, small, Path("/var/cache/lb"))
+    assert "larger resources.memory or fewer instances" in str(err.value)
+    enough = instance_limits(s, Budget(2, 4 * GIB, 2), 0, 2)
+    assert server_config(s, "/data/x", "127.0.0.1", 9042, enough, Path("/c")).memory == 2 * GIB

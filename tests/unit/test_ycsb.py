@@ -68,7 +68,17 @@ def test_argv_phases_and_bindings() -> None:
     assert ycsb.argv("java", "/c", "redis", "load", {})[4:] == ["-load", "-db", "dev.layerbench.ycsb.RedisDB"]
     assert ycsb.argv("java", "/c", "redis", "warmup", {})[4] == "-t"  # a warmup is a run whose output is dropped
     assert ycsb.classpath("/c") == "/c/ycsb/lib/*"
-    assert set(ycsb.BINDINGS) == {"postgres", "redis"}
+    assert set(ycsb.BINDINGS) == {"postgres", "redis", "cassandra"}
+    assert ycsb.argv("java", "/c", "cassandra", "run", {})[5:] == ["-db", "dev.layerbench.ycsb.CassandraDB"]
+
+
+def test_a_consistency_level_sets_reads_and_writes_of_the_cql_binding() -> None:
+    w = YcsbWorkload(name="a", consistency="quorum")
+    props = ycsb.properties(w, ServerSpec(kind="cassandra"), 10, {"host": "h", "port": "9042"}, "run")
+    assert props["cassandra.readconsistencylevel"] == props["cassandra.writeconsistencylevel"] == "QUORUM"
+    assert (props["cassandra.host"], props["cassandra.port"]) == ("h", "9042")
+    unset = ycsb.properties(YcsbWorkload(name="a"), ServerSpec(kind="cassandra"), 10, {}, "run")
+    assert not any("consistency" in key for key in unset)  # the binding's default: ONE
 
 
 @pytest.mark.parametrize("mix", typing.get_args(YcsbMix))
@@ -227,12 +237,28 @@ def test_errors_of_a_full_redis_are_counted_and_timed_apart() -> None:
     assert "EXECABORT" in (DATA / "redis-run-write-heavy-noeviction-oom.stderr").read_text()
 
 
-def test_a_client_that_could_not_connect_exits_0_and_says_so_only_on_stdout() -> None:
-    result = ycsb.parse(raw("redis-run-c-no-server.txt"))
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("redis-run-c-no-server.txt", "site.ycsb.DBException: Redis at 127.0.0.1:56390"),
+        # The CQL binding opens its session once for the JVM; each thread's init reports its failure.
+        ("cassandra-run-c-no-server.txt", "site.ycsb.DBException: Cassandra at 127.0.0.1:1: AllNodesFailedException"),
+    ],
+)
+def test_a_client_that_could_not_connect_exits_0_and_says_so_only_on_stdout(name: str, said: str) -> None:
+    result = ycsb.parse(raw(name))
     assert result.operations == {} and result.throughput == 0.0
     assert len(result.exceptions) == 2  # one per client thread
-    assert all(e.startswith("site.ycsb.DBException: Redis at 127.0.0.1:56390") for e in result.exceptions)
+    assert all(e.startswith(said) for e in result.exceptions)
     assert not any(m.startswith("at ") for m in result.messages)  # stack frames are left out
+
+
+def test_cql_binding_reports_every_operation_ok_at_quorum_and_scans_in_token_order() -> None:
+    d = ycsb.parse(raw("cassandra-run-d-quorum.txt"))
+    assert d.operations["READ"].returns == {"OK": d.operations["READ"].count}  # latest keys, inserted or loaded
+    assert d.operations["INSERT"].errors == 0 and d.throughput > 0
+    e = ycsb.parse(raw("cassandra-run-e-scans.txt"))
+    assert e.operations["SCAN"].count > 0 and e.operations["SCAN"].errors == 0
 
 
 def test_samples_name_each_operation_in_lower_case() -> None:

@@ -16,7 +16,13 @@ from layerbench.spec.sizes import parse_size
 
 ByteSize = Annotated[int, BeforeValidator(parse_size), Field(ge=0)]
 
-ServerKind = Literal["postgres", "redis"]
+ServerKind = Literal["postgres", "redis", "cassandra"]
+MIB, GIB = 2**20, 2**30
+# What a server is sized to unless the spec says: Cassandra is a JVM with a heap of half of it
+# (1 GiB of heap is about 1.5 GiB resident), so a few of them fill a small host.
+DEFAULT_MEMORY: dict[str, int] = {"postgres": 256 * MIB, "redis": 256 * MIB, "cassandra": 2 * GIB}
+MIN_MEMORY: dict[str, int] = {"cassandra": GIB}  # a 512 MiB heap: below it Cassandra runs out of heap loading
+Consistency = Literal["one", "two", "three", "quorum", "all", "local_one", "local_quorum"]
 YcsbMix = Literal["a", "b", "c", "d", "e", "f", "write-heavy", "read-heavy"]
 Distribution = Literal["zipfian", "uniform", "latest"]
 # Seed 000's Table 2: which resources each container is given a share of.
@@ -43,9 +49,11 @@ class ServerSpec(_Frozen):
 
     kind: ServerKind
     memory: ByteSize = Field(
-        default=256 * 2**20,
-        description="what the server is sized to (PostgreSQL shared_buffers = 1/4, Redis maxmemory = 3/4); "
-        "a container memory limit, when smaller, takes its place",
+        default=0,  # unset: DEFAULT_MEMORY of its kind (an explicit 0 is refused by ge)
+        ge=1,
+        description="what the server is sized to (PostgreSQL shared_buffers = 1/4, Redis maxmemory = 3/4, "
+        "Cassandra's heap = 1/2, at least 1 GiB); a container memory limit, when smaller, takes its place; "
+        "default 256 MiB, Cassandra 2 GiB",
     )
     records: int | None = Field(default=None, ge=1, le=10**9, description="YCSB records loaded per instance")
     data: float | None = Field(
@@ -67,6 +75,15 @@ class ServerSpec(_Frozen):
     @classmethod
     def _from_name(cls, value: Any) -> Any:
         return {"kind": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _memory_of_kind(self) -> ServerSpec:
+        if self.memory == 0:
+            object.__setattr__(self, "memory", DEFAULT_MEMORY[self.kind])
+        least = MIN_MEMORY.get(self.kind, 1)
+        if self.memory < least:
+            raise ValueError(f"memory: {self.kind} needs at least {least // MIB} MiB, got {self.memory // MIB} MiB")
+        return self
 
     @model_validator(mode="after")
     def _one_size(self) -> ServerSpec:
@@ -119,6 +136,9 @@ class YcsbWorkload(_Frozen):
     target_ops: int | None = Field(
         default=None, ge=1, description="fixed rate per instance (ops/s); latency also from the intended start"
     )
+    consistency: Consistency | None = Field(
+        default=None, description="CQL servers only: the consistency level of reads and writes (default: one)"
+    )
 
     def label(self) -> str:
         return self.name
@@ -139,7 +159,9 @@ class PgbenchWorkload(_Frozen):
         return self.name
 
 
+CQL_SERVERS = frozenset({"cassandra"})  # servers a CQL client talks to (its consistency level applies)
+
 CLIENTS_OF: dict[str, frozenset[str]] = {
-    "ycsb": frozenset({"postgres", "redis"}),
+    "ycsb": frozenset({"postgres", "redis", "cassandra"}),
     "pgbench": frozenset({"postgres"}),
 }

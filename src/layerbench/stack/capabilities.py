@@ -67,7 +67,7 @@ def probe(runner: Runner, cache_dir: Path = DEFAULT_CACHE, guests: bool = False,
         docker_drivers=_drop_removed(drivers, _dockerd_major(runner, binaries), notes),
         podman_drivers=podman_drivers(filesystems, binaries),
         notes=tuple(notes),
-        servers=database_servers(notes),
+        servers=database_servers(notes, cache_dir),
         clients=clients(cache_dir, notes),
         remote=remote_needs.probe(runner, loadable),
         **(guest_caps(cache_dir) if guests else {}),
@@ -98,12 +98,12 @@ def profiler_missing(runner: Runner) -> str | None:
     return f"perf cannot record system-wide here (kernel.perf_event_paranoid={level}): {said}"
 
 
-def database_servers(notes: list[str]) -> frozenset[str]:
-    """The servers whose binaries this host has (each definition finds its own)."""
+def database_servers(notes: list[str], cache_dir: Path = DEFAULT_CACHE) -> frozenset[str]:
+    """The servers whose binaries this host has (each definition finds its own; Cassandra's jars in the cache)."""
     found = set()
     for kind, definition in SERVERS.items():
         try:
-            definition.binaries()
+            definition.binaries(cache_dir)
         except PrerequisiteError as exc:
             notes.append(f"{kind}: {exc}")
             continue

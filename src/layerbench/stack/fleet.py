@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from layerbench.errors import LayerbenchError, PrerequisiteError
-from layerbench.spec.databases import ServerSpec
+from layerbench.spec.databases import MIN_MEMORY, ServerSpec
 from layerbench.spec.models import Limits, StackSpec
 from layerbench.spec.profiles import Budget, instance_limits, needs_bandwidth
 from layerbench.stack import handle as handles
@@ -44,7 +44,6 @@ from layerbench.workloads.servers import SERVER_UID, SERVERS, ServerConfig, Serv
 if TYPE_CHECKING:  # the engines' own modules build fleets (a VM's servers): no import cycle at run time
     from layerbench.stack.engines import ContainerEngine, Engine
 
-READY_TIMEOUT_S = 120.0
 PREPARE_TIMEOUT_S = 300.0
 MAX_CLIENTS = 256  # per server: YCSB threads or pgbench clients, checked by the spec rules
 IMAGE_TOOLS = ["sleep", "mkdir", "chown"]
@@ -104,9 +103,19 @@ def fleet(stack: StackSpec, mount: Mount, engine: Engine | None, ctx: BuildConte
         yield Fleet(stack.server, definition, endpoints, mount.device, kind, info)
 
 
-def server_config(stack: StackSpec, data_dir: str, listen: str, port: int, limits: Limits) -> ServerConfig:
+def server_config(
+    stack: StackSpec, data_dir: str, listen: str, port: int, limits: Limits, cache_dir: Path
+) -> ServerConfig:
     assert stack.server is not None
-    return ServerConfig(data_dir, listen, port, server_memory(stack.server, limits), stack.server, MAX_CLIENTS)
+    memory = server_memory(stack.server, limits)
+    least = MIN_MEMORY.get(stack.server.kind, 0)
+    if memory < least:
+        # A resource profile's share is known only now (the budget is the host's, or the spec's resources).
+        raise ServerError(
+            f"{stack.server.kind} needs at least {least // 2**20} MiB and would get {memory // 2**20} MiB "
+            "(its container's memory limit): give the profile a larger resources.memory or fewer instances"
+        )
+    return ServerConfig(data_dir, listen, port, memory, stack.server, MAX_CLIENTS, cache_dir)
 
 
 @contextmanager
@@ -120,7 +129,7 @@ def _natively(
             path.mkdir(mode=0o700, exist_ok=True)
             os.chown(path, SERVER_UID, SERVER_UID)
         let_through(home.parent, ctx.work_dir)
-        config = server_config(stack, str(data), "127.0.0.1", free_port(), limits)
+        config = server_config(stack, str(data), "127.0.0.1", free_port(), limits, ctx.cache_dir)
         where = _Where(partial(handles.start_native, user=SERVER_UID), _write_native)
         with _bring_up(definition, config, where, ctx, index, "127.0.0.1") as h:
             yield Endpoint(index, "127.0.0.1", config.port, config.memory, limits, h, {"data_dir": str(data)})
@@ -134,7 +143,8 @@ def _in_container(
 ) -> Starter:
     """The per-instance starter for this engine: one image and one network for all instances."""
     docker: DockerEngine = engine.daemon
-    image = engine.image({**resolve(IMAGE_TOOLS), **definition.binaries()}, ctx, definition.files())
+    binaries = {**resolve(IMAGE_TOOLS), **definition.binaries(ctx.cache_dir)}
+    image = engine.image(binaries, ctx, definition.files(ctx.cache_dir))
     network = None if stack.tuning == "host-network" else exits.enter_context(bridge_network(docker, ctx))
 
     @contextmanager
@@ -148,7 +158,7 @@ def _in_container(
             data = f"{target.path}/{definition.kind}"
             for step in (["mkdir", "-p", data], ["chown", f"{SERVER_UID}:{SERVER_UID}", target.path, data]):
                 target.run(step, 60).check()
-            config = server_config(stack, data, listen, port, limits)
+            config = server_config(stack, data, listen, port, limits, ctx.cache_dir)
             container = docker.client.containers.get(target.info["container"])
             where = _Where(partial(_start_exec, docker.client.api, container.id), partial(_write_in, container))
             with _bring_up(definition, config, where, ctx, index, host) as h:
@@ -258,7 +268,7 @@ def _server(
 
 
 def wait_ready(h: handles.Handle, definition: ServerDef, host: str, port: int, ctx: BuildContext, index: int) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_S
+    deadline = time.monotonic() + definition.ready_timeout_s
     while time.monotonic() < deadline:
         if not h.alive():
             raise ServerError(f"{definition.kind} #{index} exited before serving:\n{handles.log_tail(h.log)}")
@@ -266,7 +276,7 @@ def wait_ready(h: handles.Handle, definition: ServerDef, host: str, port: int, c
             return
         time.sleep(0.2)
     raise ServerError(
-        f"{definition.kind} #{index} did not answer on {host}:{port} within {READY_TIMEOUT_S:.0f}s:\n"
+        f"{definition.kind} #{index} did not answer on {host}:{port} within {definition.ready_timeout_s:.0f}s:\n"
         f"{handles.log_tail(h.log)}"
     )
 

@@ -90,7 +90,7 @@ def starter(
     ) -> Iterator[Endpoint]:
         host_port, guest_port = ports[index]
         with _home(guest, definition, index) as data:
-            config = server_config(stack, data, "0.0.0.0", guest_port, limits)
+            config = server_config(stack, data, "0.0.0.0", guest_port, limits, ctx.cache_dir)
             prepare(guest, AS_SERVER, definition, config, index)
             for name, text in definition.config_files(config).items():
                 _write(guest, data, name, text)
@@ -114,8 +114,8 @@ def prepare(guest: Guest, prefix: list[str], definition: ServerDef, config: Serv
 @contextmanager
 def _server_root(guest: Guest, definition: ServerDef, ctx: BuildContext) -> Iterator[None]:
     """The server's image, unpacked in the guest, with the guest's data filesystem, /dev and /proc in it."""
-    paths = {**image.resolve(IMAGE_TOOLS), **definition.binaries()}
-    entries, _, tag = image.recipe(paths, ctx, definition.files())
+    paths = {**image.resolve(IMAGE_TOOLS), **definition.binaries(ctx.cache_dir)}
+    entries, _, tag = image.recipe(paths, ctx, definition.files(ctx.cache_dir))
     with guest.staged_rootfs(entries, f"server-{tag}.tar") as tar:
         _run(guest, ["mkdir", "-p", ROOT])
         _run(guest, ["tar", "-xf", tar, "-C", ROOT])

@@ -146,12 +146,15 @@ def binary_digests(binaries: list[str]) -> dict[str, str]:
 def closure(paths: dict[str, str], ctx: BuildContext, extra: list[str] | tuple[str, ...] = ()) -> list[str]:
     """The binaries, ``extra`` files, and every library they load (as ldd names them), loader included."""
     files = [*paths.values(), *extra]
+    # A library the image itself carries is not missing: the JDK's plugins (libnio.so, ...) need
+    # libjvm.so, which ldd cannot find from them but the JVM has loaded before it loads them.
+    carried = {os.path.basename(f) for f in files}
     for path in [*paths.values(), *(f for f in extra if f.endswith(".so"))]:
         done = ctx.runner(["ldd", path], timeout=30)
         if done.rc != 0 and "not a dynamic executable" in done.stdout + done.stderr:
             continue  # static: nothing to add
         text = done.check().stdout
-        if missing := missing_libraries(text):
+        if missing := [lib for lib in missing_libraries(text) if lib not in carried]:
             raise PrerequisiteError(f"{path} needs libraries this host lacks: {', '.join(missing)}")
         files += parse_ldd(text)
     return list(dict.fromkeys(files))

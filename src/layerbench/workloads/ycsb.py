@@ -1,7 +1,8 @@
 """The YCSB adapter: properties and command lines in, typed results out.
 
 layerbench runs YCSB's reference client core 0.17.0 with bindings of its own
-(java/ycsb-bindings, built by java/build-ycsb.sh into ``CACHE/ycsb/lib``).
+(java/ycsb-bindings, built by java/build-ycsb.sh into ``CACHE/ycsb/lib``): PostgreSQL
+over JDBC, Redis over Jedis, and CQL (Cassandra) over the Java driver 4.x.
 ``properties`` spells out every property of a phase, ``argv`` makes the
 command line, ``parse`` is a pure function over the client's text report,
 tested on output captured from real runs (tests/data/ycsb/0.17.0/), and
@@ -57,6 +58,7 @@ WORKLOAD_CLASS = "site.ycsb.workloads.CoreWorkload"
 BINDINGS: dict[str, str] = {
     "postgres": "dev.layerbench.ycsb.PostgresDB",
     "redis": "dev.layerbench.ycsb.RedisDB",
+    "cassandra": "dev.layerbench.ycsb.CassandraDB",
 }
 PERCENTILES = ("50", "95", "99", "99.9")
 OK_STATUSES = frozenset({"OK", "BATCHED_OK"})  # YCSB's Status.isOk()
@@ -167,6 +169,9 @@ def properties(
     }
     if w.distribution is not None:
         props["requestdistribution"] = w.distribution
+    if w.consistency is not None:  # the spec's rules allow it only against a CQL server
+        level = w.consistency.upper()
+        props |= {f"{server.kind}.readconsistencylevel": level, f"{server.kind}.writeconsistencylevel": level}
     if phase == "load":
         # operationcount too: a zipfian chooser reads it at init even when loading.
         props |= {"insertcount": str(records), "operationcount": str(records)}

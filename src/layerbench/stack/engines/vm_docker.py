@@ -77,7 +77,10 @@ class VmDockerEngine:
     def server_starter(self, definition: ServerDef, exits: contextlib.ExitStack, ctx: BuildContext) -> Starter:
         """A database fleet here: one container per server, on the guest's network (its port forwarded)."""
         ref, _ = _import_image(
-            self.guest, ctx, {**image.resolve(IMAGE_TOOLS), **definition.binaries()}, definition.files()
+            self.guest,
+            ctx,
+            {**image.resolve(IMAGE_TOOLS), **definition.binaries(ctx.cache_dir)},
+            definition.files(ctx.cache_dir),
         )
         return partial(_server, self, ref)
 
@@ -250,7 +253,7 @@ def _server(
         data = f"{DATA}/{definition.kind}"
         _docker(guest, "exec", "--user", "0", name, "mkdir", "-p", data)
         _docker(guest, "exec", "--user", "0", name, "chown", user, DATA, data)
-        config = server_config(stack, data, "0.0.0.0", guest_port, limits)
+        config = server_config(stack, data, "0.0.0.0", guest_port, limits, ctx.cache_dir)
         prepare(guest, [*DOCKER, "exec", name], definition, config, index)
         for file_name, text in definition.config_files(config).items():
             _docker(guest, "cp", guest.put(f"{name}-{file_name}", text), f"{name}:{data}/{file_name}")

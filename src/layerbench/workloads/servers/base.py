@@ -1,7 +1,8 @@
 """What layerbench needs to know to run a database server: one definition per kind.
 
 A definition is data and pure functions: which host binaries and files the
-server needs (the container image carries the same ones), the commands that
+server needs (the container image carries the same ones; the cache directory
+is passed in, for a server run from jars that set-up fetched there), the commands that
 prepare a data directory and start the server in the foreground, the probe
 that says it serves, and the signal that shuts it down cleanly. Adding a
 database is one module with one ``ServerDef`` (and a YCSB binding or native
@@ -14,6 +15,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from layerbench.proc import Runner
 from layerbench.spec.databases import ServerSpec
@@ -32,17 +34,19 @@ class ServerConfig:
     memory: int  # bytes it is sized to
     spec: ServerSpec
     max_clients: int
+    cache_dir: Path  # where set-up put what the server runs from (Cassandra's jars)
 
 
 @dataclass(frozen=True)
 class ServerDef:
     kind: str
     default_port: int
-    binaries: Callable[[], dict[str, str]]  # name → host path of what the image must carry
-    files: Callable[[], list[str]]  # other host files the server reads (share files, plugins, zoneinfo)
+    binaries: Callable[[Path], dict[str, str]]  # (cache dir) → name → host path of what the image must carry
+    files: Callable[[Path], list[str]]  # (cache dir) → other host files it reads (share files, plugins, jars)
     prepare: Callable[[ServerConfig], list[list[str]]]  # run as SERVER_UID before the first start
     argv: Callable[[ServerConfig], list[str]]  # the server, in the foreground
     ready: Callable[[str, int, Runner], bool]  # does it serve at host:port (probed from the host)
     config_files: Callable[[ServerConfig], dict[str, str]] = lambda c: {}  # data-dir file → text, after prepare
     stop_signal: int = signal.SIGTERM
     stop_grace_s: float = 60.0
+    ready_timeout_s: float = 120.0  # from its start to its first answer to the probe

@@ -39,13 +39,13 @@ def _version(path: str) -> tuple[int, ...]:
     return tuple(int(p) for p in Path(path).parent.parent.name.split(".") if p.isdigit())
 
 
-def binaries() -> dict[str, str]:
+def binaries(cache_dir: Path | None = None) -> dict[str, str]:
     here = bindir()
     # initdb runs `postgres -V` through popen(3), which needs /bin/sh by that very path.
     return {**{name: str(here / name) for name in ("postgres", "initdb")}, "sh": "/bin/sh"}
 
 
-def files() -> list[str]:
+def files(cache_dir: Path | None = None) -> list[str]:
     root = bindir().parent  # /usr/lib/postgresql/15
     share = Path("/usr/share/postgresql") / root.name
     found = [str(p) for p in share.rglob("*") if p.is_file() and "man" not in p.relative_to(share).parts[:1]]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 import signal
+from pathlib import Path
 
 from layerbench.errors import PrerequisiteError
 from layerbench.proc import Runner
@@ -26,14 +27,14 @@ PERSISTENCE = {
 CLIENT_HEADROOM = 32  # redis-cli probes and the like, beside the workload's threads
 
 
-def binaries() -> dict[str, str]:
+def binaries(cache_dir: Path | None = None) -> dict[str, str]:
     path = shutil.which("redis-server")
     if path is None:
         raise PrerequisiteError("redis-server is not installed", hint="apt-get install redis-server (make setup does)")
     return {"redis-server": path}
 
 
-def files() -> list[str]:
+def files(cache_dir: Path | None = None) -> list[str]:
     return []
 
 
