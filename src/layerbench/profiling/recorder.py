@@ -27,7 +27,7 @@ from pathlib import Path
 from layerbench.errors import LayerbenchError
 from layerbench.proc import spawn
 from layerbench.profiling import perf
-from layerbench.stack.handle import kill_if_same, start_time
+from layerbench.stack.handle import kill_if_same, marked_env, new_mark, start_time
 from layerbench.stack.ledger import Ledger, tracked
 from layerbench.stack.target import BuildContext
 from layerbench.store.db import ProfileRecord
@@ -96,8 +96,9 @@ def _preempted(switches: Path, comms: tuple[str, ...], ctx: BuildContext) -> dic
 
 @contextmanager
 def _perf(argv: list[str], log: Path, ledger: Ledger) -> Iterator[subprocess.Popen[bytes]]:
-    rid = ledger.record("process", argv[0], role="profiler")
-    process = spawn(argv, log)
+    mark = new_mark()
+    rid = ledger.record("process", argv[0], role="profiler", mark=mark)
+    process = spawn(argv, log, env=marked_env(mark))
     try:
         ledger.update(rid, pid=process.pid, start_time=start_time(process.pid))
         yield process

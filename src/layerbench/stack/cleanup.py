@@ -107,6 +107,8 @@ def _network(res: Resource, runner: Runner) -> None:
 def _process(res: Resource, runner: Runner) -> None:
     """A database server, a target's server, a native workload: ended only if it is still that process."""
     handle.kill_if_same(int(res.detail.get("pid", 0)), res.detail.get("start_time"))
+    if mark := res.detail.get("mark"):  # the run may have died before the row got the PID
+        handle.kill_marked(str(mark))
 
 
 def _mount(res: Resource, runner: Runner) -> None:

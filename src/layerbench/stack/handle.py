@@ -14,6 +14,7 @@ import signal
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,8 @@ from layerbench.proc import spawn
 
 POLL_S = 0.05
 PID_WAIT_S = 10.0
+# The environment variable that marks a process with its ledger row (see ``marked_env``).
+MARK_VARIABLE = "LAYERBENCH_RESOURCE"
 
 
 class Handle(Protocol):
@@ -158,6 +161,29 @@ def start_time(pid: int) -> str | None:
     except OSError:
         return None
     return None if fields[0] in ("Z", "X") else fields[19]
+
+
+def new_mark() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+def marked_env(mark: str) -> dict[str, str]:
+    """This process's environment, plus ``mark``. A row is recorded before its process exists and gets
+    the PID only after: a run killed in between leaves a row without a PID and a process that runs on.
+    The mark, inherited by the process and its children, lets cleanup find them all the same."""
+    return {**os.environ, MARK_VARIABLE: mark}
+
+
+def kill_marked(mark: str) -> None:
+    """Kill every process whose environment carries ``mark``, with its group, and wait for each to go."""
+    needle = f"{MARK_VARIABLE}={mark}".encode()
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            marked = needle in (proc / "environ").read_bytes().split(b"\0")
+        except OSError:  # gone meanwhile, or a kernel thread
+            continue
+        if marked:
+            kill_if_same(int(proc.name), start_time(int(proc.name)))
 
 
 def kill_if_same(pid: int, started: str | None, wait_s: float = 10.0) -> None:

@@ -38,7 +38,7 @@ from layerbench.spec.models import Limits, PlacementSpec
 from layerbench.stack.cell_cgroup import cell_cgroup
 from layerbench.stack.cgroups import majmin, process_dirs, read_limits
 from layerbench.stack.dockerd import API_ERRORS, DockerEngine
-from layerbench.stack.handle import start_time
+from layerbench.stack.handle import marked_env, new_mark, start_time
 from layerbench.stack.image import LABEL_PREFIX, binary_digests, image_labels
 from layerbench.stack.ledger import tracked
 from layerbench.stack.target import BuildContext, Exec, Mount, Put, Target
@@ -89,13 +89,14 @@ def _native_run(
 def recorded_run(argv: Sequence[str], timeout: float, ctx: BuildContext) -> Completed:
     """A native workload command, in the ledger while it runs: a run killed mid-trial leaves fio
     running in its own session, holding the device, until cleanup ends it."""
-    rid = ctx.ledger.record("process", argv[0])
+    mark = new_mark()
+    rid = ctx.ledger.record("process", argv[0], mark=mark)
 
     def started(pid: int) -> None:
         ctx.ledger.update(rid, pid=pid, start_time=start_time(pid))
 
     try:
-        return ctx.runner(argv, timeout=timeout, started=started)
+        return ctx.runner(argv, timeout=timeout, env=marked_env(mark), started=started)
     finally:
         ctx.ledger.removed(rid)
 

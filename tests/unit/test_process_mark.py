@@ -1,0 +1,53 @@
+"""A process started under a ledger row's mark is found and ended by the mark alone: a run killed
+after recording the row but before recording the PID leaves nothing running (real processes)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from layerbench.proc import spawn
+from layerbench.stack import handle
+
+# A parent that forks a child, as fio forks its jobs: both carry the mark, both must go.
+FORKING = "import os, time\nif os.fork() == 0:\n    time.sleep(600)\nelse:\n    time.sleep(600)\n"
+
+
+def _alive(pid: int) -> bool:
+    return handle.start_time(pid) is not None
+
+
+def test_kill_marked_ends_the_marked_process_and_its_children_and_nothing_else(tmp_path: Path) -> None:
+    mark, other = handle.new_mark(), handle.new_mark()
+    marked = spawn([sys.executable, "-c", FORKING], tmp_path / "m.log", env=handle.marked_env(mark))
+    bystander = spawn([sys.executable, "-c", FORKING], tmp_path / "o.log", env=handle.marked_env(other))
+    try:
+        children = _children_when_forked(marked.pid)
+        handle.kill_marked(mark)
+        marked.wait(30)
+        assert not _alive(marked.pid) and not any(_alive(c) for c in children)
+        assert _alive(bystander.pid)
+    finally:
+        handle.kill_if_same(bystander.pid, handle.start_time(bystander.pid))
+        bystander.wait(30)
+        handle.kill_marked(mark)
+
+
+def test_an_unknown_mark_kills_nothing(tmp_path: Path) -> None:
+    process = spawn(["sleep", "600"], tmp_path / "s.log", env=handle.marked_env(handle.new_mark()))
+    try:
+        handle.kill_marked(handle.new_mark())
+        assert process.poll() is None
+    finally:
+        process.kill()
+        process.wait(30)
+
+
+def _children_when_forked(pid: int) -> list[int]:
+    """Waits on state: the parent's child listed in /proc (pgrep -P reads the same)."""
+    while True:
+        assert _alive(pid), "the marked parent died before forking"
+        found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True, check=False).stdout
+        if found.split():
+            return [int(p) for p in found.split()]
