@@ -41,6 +41,7 @@ from layerbench.report.terminal import (
 from layerbench.report.view import comparison, view
 from layerbench.session import budget_for, cells_here, check_server_access, check_space, needed_bytes, running
 from layerbench.spec import load as spec_load
+from layerbench.spec import seeds
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Experiment, StackSpec
 from layerbench.store.db import RunRow, Store
@@ -453,19 +454,22 @@ def presets(
     ),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """List the built-in experiments, or print one as YAML."""
+    """List the built-in experiments grouped by the paper (seed) each reproduces, or print one as YAML."""
     with boundary():
         if name:
             typer.echo(spec_load.preset_text(name))
             return
         items = {n: spec_load.parse(spec_load.preset_text(n), n).description.strip() for n in spec_load.preset_names()}
+        groups = seeds.grouped(list(items))
         if as_json:
-            typer.echo(json.dumps(items, indent=2))
+            listed = {p: {"seed": seed, "description": items[p]} for seed, ps in groups.items() for p in ps}
+            typer.echo(json.dumps(listed, indent=2))
             return
-        table = Table("preset", "what it runs", show_lines=True)
-        for preset, text in items.items():
-            table.add_row(preset, text)
-        console.print(table)
+        for seed, names in groups.items():
+            table = Table("preset", "what it runs", title=seed, title_justify="left", show_lines=True)
+            for preset in names:
+                table.add_row(preset, items[preset])
+            console.print(table)
 
 
 @app.command()

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from layerbench.errors import SpecError
 from layerbench.spec.models import WORKLOAD_KINDS, Experiment
+from layerbench.spec.seeds import ALIASES
 
 PRESET_PACKAGE = "layerbench.spec.presets"
 
@@ -26,6 +27,7 @@ def preset_names() -> list[str]:
 
 
 def preset_text(name: str) -> str:
+    name = ALIASES.get(name, name)
     if name not in preset_names():
         raise SpecError(
             f"no preset named {name!r}",
