@@ -20,14 +20,19 @@ TEST_APT_PACKAGES := chromium fonts-dejavu-core
 # The test VM (a modern host: systemd, cgroup v2, every kernel module), built once into the cache.
 VM_APT_PACKAGES := qemu-system-x86 qemu-utils debootstrap
 
-.PHONY: run test test-vm vm-image setup apt apt-db apt-test apt-vm venv ycsb cassandra iozone lint clean-env
+.PHONY: run test test-seeds test-vm vm-image setup apt apt-db apt-test apt-vm venv ycsb cassandra iozone lint clean-env
 
 run: setup
 	$(VENV)/bin/layerbench run $(PRESET) --db $(DB)
 
 test: setup apt-test
 	$(PY) -m ruff check src tests bench
-	$(PY) -m pytest -q --ignore=tests/vm
+	$(PY) -m pytest -q --ignore=tests/vm --ignore=tests/seeds
+
+# The seeds' databases end to end (tests/seeds: Cassandra natively, in Docker, and scaled): minutes of
+# server start-ups that would stretch `make test` past ten minutes.
+test-seeds: setup apt-test
+	$(PY) -m pytest -q tests/seeds
 
 # The modern-host tier: tests/vm boots the test VM (cgroup v2, systemd) and runs the same tests in it.
 # About 10 minutes to build the image the first time (cached after), then one boot of some minutes.
