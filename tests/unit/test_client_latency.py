@@ -23,6 +23,8 @@ def test_percentiles_come_from_the_histograms_of_every_trial_merged() -> None:
     assert p99s == [100, 2000]  # each trial's own p99 (1% of trial 1 is its 10 slowest)
     assert np.mean(p99s) == 1050  # what averaging them would have claimed, instead of 2 ms
     assert abs(row["p50"] - 100) / 100 < 0.001
+    # Seed 001's tail: p90 (990 of 1500 at 100 µs is 66%, so p90 falls in the 2 ms trial) and the worst.
+    assert abs(row["p90"] - 2000) / 2000 < 0.001 and abs(row["max"] - 50_000) / 50_000 < 0.001
 
 
 def test_trials_without_histograms_and_pgbench_transactions() -> None:
