@@ -55,6 +55,7 @@ def test_a_wrong_profile_names_the_field_and_its_values() -> None:
         ("{filesystem: ext4, engine: native, placement: host-dir, tuning: seccomp-unconfined}", "use engine docker"),
         ("{filesystem: ext4, engine: 'docker:overlay2', placement: volume, tuning: cpuset}", "set limits.cpuset"),
         ("{filesystem: ext4, engine: 'docker:overlay2', placement: volume, tuning: host-network}", "has none"),
+        ("{filesystem: ext4, engine: 'docker:overlay2', placement: volume, tuning: all}", "seccomp-unconfined alone"),
     ],
 )
 def test_a_file_workloads_container_takes_seccomps_tuning_only(

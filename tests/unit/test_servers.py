@@ -16,12 +16,13 @@ import pytest
 
 from layerbench import proc
 from layerbench.errors import PrerequisiteError
-from layerbench.spec.databases import ServerSpec
+from layerbench.spec.databases import ServerSpec, tuned
 from layerbench.spec.models import StackSpec
 from layerbench.spec.profiles import Budget, instance_limits, needs_bandwidth
 from layerbench.stack import handle
 from layerbench.stack.fleet import SERVER_UID, ServerError, free_port, let_through, server_config, server_memory
 from layerbench.stack.network import bridge_name
+from layerbench.stack.placement import tuning_options
 from layerbench.workloads.servers import SERVERS, ServerConfig, cassandra
 
 GIB = 2**30
@@ -57,6 +58,13 @@ def test_explicit_limits_win_and_cpuset_pins_round_robin() -> None:
     s = stack(profile="MEM", limits={"memory": "1GiB"}, tuning="cpuset", instances=3)
     assert [instance_limits(s, BUDGET, i, 2).cpuset for i in range(3)] == ["0", "1", "0"]
     assert instance_limits(s, BUDGET, 0, 2).memory == GIB
+
+
+def test_all_tunings_together_pin_unconfine_and_take_the_host_network() -> None:
+    s = stack(tuning="all", instances=2)
+    assert [instance_limits(s, BUDGET, i, 2).cpuset for i in range(2)] == ["0", "1"]
+    assert tuning_options("all") == tuning_options("seccomp-unconfined") == {"security_opt": ["seccomp=unconfined"]}
+    assert tuning_options("cpuset") == {} and tuned("all", "host-network") and not tuned("cpuset", "host-network")
 
 
 def test_bandwidth_is_measured_only_when_a_profile_needs_it() -> None:

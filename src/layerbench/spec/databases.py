@@ -27,8 +27,15 @@ YcsbMix = Literal["a", "b", "c", "d", "e", "f", "write-heavy", "read-heavy"]
 Distribution = Literal["zipfian", "uniform", "latest"]
 # Seed 000's Table 2: which resources each container is given a share of.
 Profile = Literal["none", "CPU", "MEM", "CPU+MEM", "BW", "ALL"]
-# Seed 001's container tunings.
-Tuning = Literal["default", "cpuset", "host-network", "seccomp-unconfined"]
+# Seed 001's container tunings, each alone, and "all" of them together (as 001 measured too).
+Tuning = Literal["default", "cpuset", "host-network", "seccomp-unconfined", "all"]
+TUNINGS_IN_ALL = frozenset({"cpuset", "host-network", "seccomp-unconfined"})
+
+
+def tuned(tuning: str, part: str) -> bool:
+    """Does the stack's ``tuning`` set ``part`` (one of seed 001's), alone or among all of them?"""
+    return tuning == part or (tuning == "all" and part in TUNINGS_IN_ALL)
+
 
 PROFILE_RESOURCES: dict[str, frozenset[str]] = {
     "none": frozenset(),

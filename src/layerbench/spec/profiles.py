@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from layerbench.spec.databases import PROFILE_RESOURCES
+from layerbench.spec.databases import PROFILE_RESOURCES, tuned
 from layerbench.spec.models import Limits, StackSpec
 
 
@@ -46,6 +46,6 @@ def instance_limits(stack: StackSpec, budget: Budget, index: int, host_cpus: int
     if "bandwidth" in share and budget.read_bps and budget.write_bps:
         fields.setdefault("read_bps", budget.read_bps // n)
         fields.setdefault("write_bps", budget.write_bps // n)
-    if stack.tuning == "cpuset":
+    if tuned(stack.tuning, "cpuset"):
         fields.setdefault("cpuset", str(index % max(1, host_cpus)))  # one core each, round robin
     return Limits.model_validate(fields)

@@ -248,6 +248,11 @@ def tuning_fits_stack(s: StackSpec, caps: HostCaps) -> str | None:
         return f"tuning {s.tuning!r} is a container option: use engine docker"
     if s.tuning == "seccomp-unconfined":
         return None
+    if s.tuning == "all":
+        return (
+            "tuning 'all' pins database servers and gives them the host's network: "
+            "a file workload's container takes seccomp-unconfined alone"
+        )
     if s.tuning == "cpuset":
         return "tuning 'cpuset' pins database servers' containers: for a file workload set limits.cpuset"
     return f"tuning {s.tuning!r} is a database server's network: a file workload's container has none"

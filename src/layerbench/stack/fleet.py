@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from layerbench.errors import LayerbenchError, PrerequisiteError
-from layerbench.spec.databases import MIN_MEMORY, ServerSpec
+from layerbench.spec.databases import MIN_MEMORY, ServerSpec, tuned
 from layerbench.spec.models import Limits, StackSpec
 from layerbench.spec.profiles import Budget, instance_limits, needs_bandwidth
 from layerbench.stack import handle as handles
@@ -145,7 +145,7 @@ def _in_container(
     docker: DockerEngine = engine.daemon
     binaries = {**resolve(IMAGE_TOOLS), **definition.binaries(ctx.cache_dir)}
     image = engine.image(binaries, ctx, definition.files(ctx.cache_dir))
-    network = None if stack.tuning == "host-network" else exits.enter_context(bridge_network(docker, ctx))
+    network = None if tuned(stack.tuning, "host-network") else exits.enter_context(bridge_network(docker, ctx))
 
     @contextmanager
     def start(

@@ -34,6 +34,7 @@ from docker.models.containers import Container
 
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Completed
+from layerbench.spec.databases import tuned
 from layerbench.spec.models import Limits, PlacementSpec
 from layerbench.stack.cell_cgroup import cell_cgroup
 from layerbench.stack.cgroups import majmin, process_dirs, read_limits
@@ -161,7 +162,7 @@ def _init_pid(container: Container) -> int:
 def tuning_options(tuning: str) -> dict[str, Any]:
     """Seed 001's tunings that are container options, as Docker SDK arguments (its cpuset pinning is a
     limit: spec/profiles.py; its host network is the fleet's choice of network)."""
-    return {"security_opt": ["seccomp=unconfined"]} if tuning == "seccomp-unconfined" else {}
+    return {"security_opt": ["seccomp=unconfined"]} if tuned(tuning, "seccomp-unconfined") else {}
 
 
 def limit_kwargs(limits: Limits, device: str) -> dict[str, Any]:
