@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
+import sqlite3
 import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -55,3 +60,24 @@ def leftovers(work_dir: Path) -> list[str]:
 def bridges() -> set[str]:
     """Bridge links of Docker networks (br-<id>): a test compares them before and after."""
     return {p.name for p in Path("/sys/class/net").glob("br-*")}
+
+
+@contextmanager
+def server_dirs(prefix: str) -> Iterator[dict[str, Path]]:
+    """A run's dirs below /var/tmp, as the default work dir is: a native server's user must pass
+    (pytest's tmp is 0700). Removed after."""
+    base = Path(tempfile.mkdtemp(dir="/var/tmp", prefix=prefix))
+    base.chmod(0o711)
+    try:
+        yield {"db": base / "r.db", "work": base / "work", "state": base / "state", "spec": base / "spec.yaml"}
+    finally:
+        shutil.rmtree(base)
+
+
+def assert_nothing_left(dirs: dict[str, Path], bridges_before: set[str]) -> None:
+    """No mount, loop, process or bridge of the run, no live ledger row, an empty work dir."""
+    assert leftovers(dirs["work"]) == []
+    assert bridges() <= bridges_before
+    with sqlite3.connect(dirs["state"] / "ledger.db") as db:
+        assert db.execute("SELECT kind, ident FROM resources WHERE removed_at IS NULL").fetchall() == []
+    assert not dirs["work"].exists() or list(dirs["work"].iterdir()) == []

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 import sqlite3
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +22,7 @@ from layerbench.stack.environment import describe_host
 from layerbench.store.db import Store
 from layerbench.workloads.servers import SERVERS, postgres
 from tests import support
-from tests.integration.leftovers import bridges, leftovers
+from tests.integration.leftovers import assert_nothing_left, bridges, server_dirs
 
 pytestmark = [
     pytest.mark.requires_root,
@@ -59,11 +57,8 @@ SPEC = {
 
 @pytest.fixture
 def dirs() -> Iterator[dict[str, Path]]:
-    """Below /var/tmp, as the default work dir is: a native server's user must pass (pytest's tmp is 0700)."""
-    base = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="lb-db-test-"))
-    base.chmod(0o711)
-    yield {"db": base / "r.db", "work": base / "work", "state": base / "state", "spec": base / "db-it.yaml"}
-    shutil.rmtree(base)
+    with server_dirs("lb-db-test-") as made:
+        yield made
 
 
 def test_databases_natively_and_in_containers_then_nothing_left(dirs: dict[str, Path]) -> None:
@@ -97,7 +92,7 @@ def test_databases_natively_and_in_containers_then_nothing_left(dirs: dict[str, 
     budget = json.loads(info)["server"]["budget"]
     bw = json.loads(info)["endpoints"][0]["limits"]
     assert budget["read_bps"] > 0 and bw["read_bps"] == budget["read_bps"] // 2
-    _assert_nothing_left(dirs, before)
+    assert_nothing_left(dirs, before)
 
 
 def test_a_server_that_does_not_start_fails_its_trials_with_its_log(
@@ -121,12 +116,4 @@ def test_a_server_that_does_not_start_fails_its_trials_with_its_log(
     (failed,) = [t for t in store.trials(run_id) if t.status == "failed"]
     assert failed.category == "server-error"
     assert 'unrecognized configuration parameter "no_such_setting"' in failed.stderr  # the server's own log
-    _assert_nothing_left(dirs, set())
-
-
-def _assert_nothing_left(dirs: dict[str, Path], bridges_before: set[str]) -> None:
-    assert leftovers(dirs["work"]) == []
-    assert bridges() <= bridges_before
-    with sqlite3.connect(dirs["state"] / "ledger.db") as db:
-        assert db.execute("SELECT kind, ident FROM resources WHERE removed_at IS NULL").fetchall() == []
-    assert not dirs["work"].exists() or list(dirs["work"].iterdir()) == []
+    assert_nothing_left(dirs, set())

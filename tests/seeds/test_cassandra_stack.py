@@ -5,9 +5,7 @@ seed 000's scaling with one and two containers. Nothing of it may be left."""
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +13,7 @@ import pytest
 import yaml
 
 from tests import support
-from tests.integration.leftovers import bridges, leftovers
+from tests.integration.leftovers import assert_nothing_left, bridges, server_dirs
 
 pytestmark = [
     pytest.mark.requires_root,
@@ -43,11 +41,8 @@ SPEC = {
 
 @pytest.fixture
 def dirs() -> Iterator[dict[str, Path]]:
-    """Below /var/tmp, as the default work dir is: a native server's user must pass (pytest's tmp is 0700)."""
-    base = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="lb-cassandra-test-"))
-    base.chmod(0o711)
-    yield {"db": base / "r.db", "work": base / "work", "state": base / "state", "spec": base / "spec.yaml"}
-    shutil.rmtree(base)
+    with server_dirs("lb-cassandra-test-") as made:
+        yield made
 
 
 def test_cassandra_natively_and_in_a_container_under_a_and_d(dirs: dict[str, Path]) -> None:
@@ -70,7 +65,7 @@ def test_cassandra_natively_and_in_a_container_under_a_and_d(dirs: dict[str, Pat
     assert {("A", "read"), ("A", "update"), ("D", "read"), ("D", "insert")} <= directions
     assert errors == 0  # every operation succeeded, natively and in the container
     assert images and all(json.loads(i)["endpoints"][0]["container"] for (i,) in images)
-    _assert_nothing_left(dirs, before)
+    assert_nothing_left(dirs, before)
 
 
 SCALING = {
@@ -105,12 +100,4 @@ def test_cassandra_scaling_with_one_and_two_containers(dirs: dict[str, Path]) ->
         limits = db.execute("SELECT detail FROM checks WHERE name = 'limit-applied'").fetchall()
     assert {job for label, job in jobs if "x2[MEM]" in label} == {"i0", "i1"}  # a client per instance
     assert len(limits) == 3 and all(": read back from the cgroup: " in d for (d,) in limits)  # 1 GiB each
-    _assert_nothing_left(dirs, before)
-
-
-def _assert_nothing_left(dirs: dict[str, Path], bridges_before: set[str]) -> None:
-    assert leftovers(dirs["work"]) == []
-    assert bridges() <= bridges_before
-    with sqlite3.connect(dirs["state"] / "ledger.db") as db:
-        assert db.execute("SELECT kind, ident FROM resources WHERE removed_at IS NULL").fetchall() == []
-    assert not dirs["work"].exists() or list(dirs["work"].iterdir()) == []
+    assert_nothing_left(dirs, before)
