@@ -172,7 +172,7 @@ def _ycsb_report(done: Completed) -> ycsb.YcsbResult:
 
 def _ycsb_argv(fleet: Fleet, e: Endpoint, props: dict[str, str], phase: str, ctx: BuildContext) -> list[str]:
     java = shutil.which("java") or "java"
-    return ycsb.argv(java, str(ctx.cache_dir), fleet.definition.kind, phase, props)  # type: ignore[arg-type]
+    return ycsb.argv(java, str(ctx.cache_dir), fleet.server.protocol, phase, props)  # type: ignore[arg-type]
 
 
 def _endpoint(e: Endpoint) -> dict[str, str]:

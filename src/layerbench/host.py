@@ -18,10 +18,11 @@ from layerbench.stack.ledger import Ledger
 DEFAULT_CACHE = capabilities.DEFAULT_CACHE
 
 
-def caps(cache_dir: Path, guests: bool = False, profiler: bool = False) -> HostCaps:
+def caps(cache_dir: Path, guests: bool = False, profiler: bool = False, images: tuple[str, ...] = ()) -> HostCaps:
     """What this host supports (`doctor`, and every run's feasibility rules); with ``guests``, whether
-    and how a VM runs here too (a probe boot); with ``profiler``, whether perf records here."""
-    return capabilities.probe(proc.run, cache_dir, guests=guests, profiler=profiler)
+    and how a VM runs here too (a probe boot); with ``profiler``, whether perf records here; with
+    ``images``, whether the container engines can have each (pull it, or load its file)."""
+    return capabilities.probe(proc.run, cache_dir, guests=guests, profiler=profiler, images=images)
 
 
 def describe(cache_dir: Path) -> dict[str, Any]:

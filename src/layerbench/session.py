@@ -36,8 +36,10 @@ HEADROOM = 1 * 2**30
 def cells_here(exp: Experiment, cache_dir: Path) -> Matrix:
     """The experiment's cells on this host: refused where the host lacks a layer or a tool, or where a
     cell's files would not fit on its device."""
-    guests = any(s.engine.kind in VM_ENGINES for s in expand_stacks(exp))
-    caps = probe(proc.run, cache_dir, guests=guests, profiler=exp.profile != "none")
+    stacks = expand_stacks(exp)
+    guests = any(s.engine.kind in VM_ENGINES for s in stacks)
+    images = tuple(sorted({s.server.image for s in stacks if s.server is not None and s.server.image}))
+    caps = probe(proc.run, cache_dir, guests=guests, profiler=exp.profile != "none", images=images)
     return expand(exp, caps, files=footprint.files, usable_share=footprint.USABLE_SHARE)
 
 

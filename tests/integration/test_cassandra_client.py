@@ -58,7 +58,7 @@ def java() -> str:
 
 
 def _ycsb(java: str, phase: ycsb.Phase, props: dict[str, str]) -> tuple[ycsb.YcsbResult, str]:
-    done = proc.run(ycsb.argv(java, str(CACHE), "cassandra", phase, props), timeout=180).check()
+    done = proc.run(ycsb.argv(java, str(CACHE), "cql", phase, props), timeout=180).check()
     result = ycsb.parse(done.stdout)
     assert result.exceptions == (), done.stderr[-2000:]  # YCSB exits 0 even when a client thread failed
     return result, done.stderr
@@ -102,7 +102,7 @@ def test_load_and_workloads_a_d_e_read_update_insert_and_scan(
 def test_delete_and_a_missing_key_through_ycsb_s_command_line(java: str, server: tuple[Endpoint, float]) -> None:
     # CoreWorkload never deletes: YCSB's own shell drives the binding's insert, read, delete and scan.
     e = endpoint_of(server)
-    argv = [java, "-cp", ycsb.classpath(str(CACHE)), "site.ycsb.CommandLine", "-db", ycsb.BINDINGS["cassandra"]]
+    argv = [java, "-cp", ycsb.classpath(str(CACHE)), "site.ycsb.CommandLine", "-db", ycsb.BINDINGS["cql"]]
     argv += ["-p", f"cassandra.host={e.host}", "-p", f"cassandra.port={e.port}", "-p", "fieldcount=2"]
     script = "insert lbkey field0=a field1=b\nread lbkey\ndelete lbkey\nread lbkey\nscan lbkey 1\nquit\n"
     done = proc.run(argv, input=script, timeout=120).check()
@@ -125,7 +125,7 @@ def test_an_unknown_consistency_level_and_a_closed_port_fail_the_client_with_the
         (bad_level, "SOME is not a consistency level"),
         ({"host": "127.0.0.1", "port": "1"}, "Cassandra at 127.0.0.1:1"),
     ):
-        done = proc.run(ycsb.argv(java, str(CACHE), "cassandra", "run", ycsb.properties(w, spec, 10, endpoint, "run")))
+        done = proc.run(ycsb.argv(java, str(CACHE), "cql", "run", ycsb.properties(w, spec, 10, endpoint, "run")))
         assert reason in done.stdout + done.stderr
 
 

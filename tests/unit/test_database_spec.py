@@ -70,7 +70,7 @@ def test_missing_server_and_client_are_refused_with_the_install(full_caps: HostC
     ("fragment", "message"),
     [
         ("instances: 2", "only for stacks with a server"),
-        ("server: mysql", "'mysql' is not allowed; allowed values: 'postgres', 'redis' or 'cassandra'"),
+        ("server: mysql", "'mysql' is not allowed; allowed values: 'postgres', 'redis', 'cassandra' or 'image'"),
         ("server: redis, profile: HALF", "allowed values: 'none', 'CPU', 'MEM', 'CPU+MEM', 'BW' or 'ALL'"),
         ("server: {kind: redis, records: 5, data: 2}", "records or data"),
         ("server: {kind: cassandra, memory: 512MiB}", "memory: cassandra needs at least 1024 MiB, got 512 MiB"),
@@ -112,7 +112,7 @@ def test_memory_defaults_by_kind_and_a_cassandra_needs_a_gib() -> None:
         ("{filesystem: xfs, engine: vm, placement: host-dir, server: cassandra}", "{kind: ycsb, name: A}",
          "cassandra in a VM is not"),
         ("{filesystem: xfs, engine: native, server: cassandra}", "{kind: pgbench, name: T}",
-         "pgbench drives postgres, not cassandra"),
+         "pgbench drives postgres, not cassandra (it speaks cql)"),
     ],
 )  # fmt: skip
 def test_cassandra_cells_this_host_cannot_run_are_refused(
@@ -129,3 +129,63 @@ def test_cassandra_without_its_jars_is_refused_with_the_set_up_step(full_caps: H
     text = f"name: t\nstacks:\n  - {stack}\nworkloads:\n  - {{kind: ycsb, name: A}}\n"
     (refused,) = expand(load.parse(text), bare).refused
     assert "cassandra is not set up" in refused.reason and "make setup fetches them" in refused.reason
+
+
+IMAGE = "{image: mongo:7, port: 27017, client: ycsb-mongodb}"
+
+
+def test_an_image_server_is_known_by_its_image_and_speaks_its_clients_protocol() -> None:
+    server = ServerSpec.model_validate({"image": "/srv/images/pg.tar", "port": 5432, "client": "ycsb-postgres"})
+    assert (server.kind, server.protocol, server.name) == ("image", "postgres", "pg.tar")
+    assert server.data_path == "/var/lib/postgresql/data"  # where the official image keeps it
+    assert server.memory == 2**30  # its container's limit unless the spec says
+    mongo = ServerSpec.model_validate({"image": "mongo:7", "port": 27017, "client": "ycsb-mongodb", "env": {"B": 1}})
+    assert (mongo.name, mongo.data_path, mongo.env) == ("mongo:7", "/data/db", ("B=1",))
+    assert mongo.label() == "mongo:7(10000rec)"
+
+
+@pytest.mark.parametrize(
+    ("server", "message"),
+    [
+        ("{image: mongo:7}", "an image server needs port, client"),
+        ("{kind: postgres, port: 5433}", "port: only a server of kind image"),
+        ("{image: mongo:7, port: 27017, client: mongo}", "allowed values: 'ycsb-postgres', 'ycsb-redis'"),
+        ("{image: mongo:7, port: 27017, client: ycsb-mongodb, data_path: data}", "should match pattern '^/'"),
+        ("{image: mongo:7, port: 27017, client: ycsb-mongodb, env: [NOEQUALS]}", "KEY=VALUE strings"),
+    ],
+)
+def test_bad_image_servers_name_the_field(full_caps: HostCaps, server: str, message: str) -> None:
+    text = f"name: t\nstacks:\n  - {{filesystem: xfs, engine: 'docker:overlay2', placement: volume, server: {server}}}"
+    with pytest.raises(SpecError) as err:
+        expand(load.parse(text + "\nworkloads:\n  - {kind: ycsb, name: A}\n"), full_caps)
+    assert "stacks[0].server" in str(err.value) and message in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("stack", "workload", "reason"),
+    [
+        (f"{{filesystem: xfs, engine: native, server: {IMAGE}}}", "{kind: ycsb, name: A}",
+         "an image server (mongo:7) runs in a container: use engine docker or podman"),
+        (f"{{filesystem: xfs, engine: 'docker:overlay2', placement: volume, server: {IMAGE}, instances: 2, "
+         "tuning: host-network}", "{kind: ycsb, name: A}", "would all listen on port 27017"),
+        (f"{{filesystem: xfs, engine: 'docker:overlay2', placement: volume, server: {IMAGE}}}",
+         "{kind: pgbench, name: T}", "pgbench drives postgres, not mongo:7 (it speaks mongodb)"),
+        (f"{{filesystem: xfs, engine: 'docker:overlay2', placement: volume, server: {IMAGE}}}",
+         "{kind: ycsb, name: A}", "no registry here"),
+    ],
+)  # fmt: skip
+def test_image_cells_this_host_cannot_run_are_refused(
+    full_caps: HostCaps, stack: str, workload: str, reason: str
+) -> None:
+    pullable = reason != "no registry here"  # the stack's own rules come before the image's availability
+    caps = dataclasses.replace(full_caps, images={"mongo:7": None if pullable else "no registry here"})
+    text = f"name: t\nstacks:\n  - {stack}\nworkloads:\n  - {workload}\n"
+    m = expand(load.parse(text), caps)
+    assert not m.cells and reason in m.refused[0].reason
+
+
+def test_an_image_the_engine_can_have_runs(full_caps: HostCaps) -> None:
+    caps = dataclasses.replace(full_caps, images={"mongo:7": None})
+    text = f"name: t\nstacks:\n  - {{filesystem: xfs, engine: 'docker:overlay2', placement: volume, server: {IMAGE}}}"
+    m = expand(load.parse(text + "\nworkloads:\n  - {kind: ycsb, name: A}\n"), caps)
+    assert [c.label() for c in m.cells] == ["loop/xfs/docker:overlay2/volume/mongo:7(10000rec) · A"] and not m.refused

@@ -20,7 +20,7 @@ from layerbench.cli.progress import TrialProgress
 from layerbench.errors import PrerequisiteError, SpecError
 from layerbench.pipeline import execute, pending, register_cells
 from layerbench.report import markdown as markdown_report
-from layerbench.report.doctor import doctor_rows
+from layerbench.report.doctor import DOCTOR_IMAGES, doctor_rows
 from layerbench.report.export import FORMATS, write_samples
 from layerbench.report.terminal import (
     advice_json,
@@ -476,7 +476,7 @@ def presets(
 def doctor(as_json: bool = JSON_OPTION, cache_dir: Path = CACHE_OPTION) -> None:
     """What this host supports: devices, filesystems, Docker storage drivers, databases, tools, and why not."""
     with boundary():
-        caps = host.caps(cache_dir, guests=True, profiler=True)
+        caps = host.caps(cache_dir, guests=True, profiler=True, images=DOCTOR_IMAGES)
         rows = doctor_rows(caps)
         if as_json:
             typer.echo(json.dumps([r._asdict() for r in rows], indent=2))

@@ -17,6 +17,8 @@ from layerbench.spec.rules import (
     needs_root,
 )
 
+# Probed by `doctor`: Docker Hub, where the seeds' databases' official images are.
+DOCTOR_IMAGES = ("mongo:7",)
 TOOLS = ("fio", "dockerd", "containerd", "runc", "fuse-overlayfs", "losetup", "mount")
 
 
@@ -58,8 +60,10 @@ def doctor_rows(caps: HostCaps) -> list[DoctorRow]:
     rows.append(_guest_row(caps))
     rows.extend(_remote_rows(caps))
     for server in get_args(ServerKind):
-        reason = host_has_server(_stack(filesystem="xfs", placement="host-dir", server=server), caps)
-        rows.append(DoctorRow("database", server, reason is None, reason or ""))
+        if server != "image":
+            reason = host_has_server(_stack(filesystem="xfs", placement="host-dir", server=server), caps)
+            rows.append(DoctorRow("database", server, reason is None, reason or ""))
+    rows.extend(_image_rows(caps))
     for workload in (YcsbWorkload(name="y"), PgbenchWorkload(name="p")):
         reason = client_ready(workload, caps)
         rows.append(DoctorRow("client", workload.kind, reason is None, reason or ""))
@@ -68,6 +72,16 @@ def doctor_rows(caps: HostCaps) -> list[DoctorRow]:
         rows.append(DoctorRow("tool", tool, ok, "" if ok else "not on PATH (`make setup` installs it)"))
     rows.append(_profiler_row(caps))
     rows.extend(DoctorRow("note", "", True, note) for note in caps.notes)
+    return rows
+
+
+def _image_rows(caps: HostCaps) -> list[DoctorRow]:
+    """Whether image servers' images can be pulled here (one probe per registry, by a known image)."""
+    rows = []
+    for image in DOCTOR_IMAGES:
+        reason = caps.images.get(image, "not probed")
+        note = reason or "pulled by the engine's daemon when a spec names it (a docker-archive file always works)"
+        rows.append(DoctorRow("database image", image, reason is None, note))
     return rows
 
 

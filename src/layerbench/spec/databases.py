@@ -8,6 +8,7 @@ are loaded with belongs to the server, because every workload on it reads it.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
@@ -16,11 +17,25 @@ from layerbench.spec.sizes import parse_size
 
 ByteSize = Annotated[int, BeforeValidator(parse_size), Field(ge=0)]
 
-ServerKind = Literal["postgres", "redis", "cassandra"]
+ServerKind = Literal["postgres", "redis", "cassandra", "image"]
+# What a client speaks: each server kind one, an image server the one its spec's ``client`` names.
+Protocol = Literal["postgres", "redis", "cql", "mongodb"]
+KIND_PROTOCOL: dict[str, str] = {"postgres": "postgres", "redis": "redis", "cassandra": "cql"}
+ImageClient = Literal["ycsb-postgres", "ycsb-redis", "ycsb-cql", "ycsb-mongodb"]
+CLIENT_PROTOCOL: dict[str, str] = {"ycsb-postgres": "postgres", "ycsb-redis": "redis", "ycsb-cql": "cql",
+                                   "ycsb-mongodb": "mongodb"}  # fmt: skip
+# Where the official images keep their data, unless the spec's data_path says otherwise.
+IMAGE_DATA_PATH: dict[str, str] = {
+    "postgres": "/var/lib/postgresql/data",
+    "redis": "/data",
+    "cql": "/var/lib/cassandra",
+    "mongodb": "/data/db",
+}
 MIB, GIB = 2**20, 2**30
 # What a server is sized to unless the spec says: Cassandra is a JVM with a heap of half of it
-# (1 GiB of heap is about 1.5 GiB resident), so a few of them fill a small host.
-DEFAULT_MEMORY: dict[str, int] = {"postgres": 256 * MIB, "redis": 256 * MIB, "cassandra": 2 * GIB}
+# (1 GiB of heap is about 1.5 GiB resident), so a few of them fill a small host. An image server's
+# memory is its container's memory limit (how it sizes itself inside is the image's business).
+DEFAULT_MEMORY: dict[str, int] = {"postgres": 256 * MIB, "redis": 256 * MIB, "cassandra": 2 * GIB, "image": GIB}
 MIN_MEMORY: dict[str, int] = {"cassandra": GIB}  # a 512 MiB heap: below it Cassandra runs out of heap loading
 Consistency = Literal["one", "two", "three", "quorum", "all", "local_one", "local_quorum"]
 YcsbMix = Literal["a", "b", "c", "d", "e", "f", "write-heavy", "read-heavy"]
@@ -47,6 +62,15 @@ PROFILE_RESOURCES: dict[str, frozenset[str]] = {
 }
 
 
+def _env_list(value: Any) -> Any:
+    """An environment as Docker takes it (KEY=VALUE strings), from a mapping or a list; hashable, in order."""
+    if isinstance(value, dict):
+        return tuple(f"{k}={v}" for k, v in sorted(value.items()))
+    if isinstance(value, list | tuple) and not all(isinstance(v, str) and "=" in v for v in value):
+        raise ValueError("env: a mapping, or KEY=VALUE strings")
+    return value
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -55,6 +79,26 @@ class ServerSpec(_Frozen):
     """A database server and the data set it is loaded with before its trials."""
 
     kind: ServerKind
+    image: str | None = Field(
+        default=None,
+        min_length=1,
+        description="kind image: a registry reference (mongo:7, pulled by the engine's daemon) or a "
+        "docker-archive file (docker save's output, loaded without a registry)",
+    )
+    port: int | None = Field(
+        default=None, ge=1, le=65535, description="kind image: the port it serves in its container"
+    )
+    client: ImageClient | None = Field(default=None, description="kind image: the client that talks to it")
+    data_path: str | None = Field(
+        default=None,
+        pattern=r"^/",
+        description="kind image: where it keeps its data in the container (the placement goes there); default: "
+        "the official image's (/data/db, /var/lib/postgresql/data, /data, /var/lib/cassandra)",
+    )
+    env: Annotated[tuple[str, ...], BeforeValidator(_env_list)] = Field(
+        default=(), description="kind image: its container's environment (a mapping, or KEY=VALUE strings)"
+    )
+    command: tuple[str, ...] | None = Field(default=None, description="kind image: arguments instead of its CMD")
     memory: ByteSize = Field(
         default=0,  # unset: DEFAULT_MEMORY of its kind (an explicit 0 is refused by ge)
         ge=1,
@@ -81,7 +125,43 @@ class ServerSpec(_Frozen):
     @model_validator(mode="before")
     @classmethod
     def _from_name(cls, value: Any) -> Any:
-        return {"kind": value} if isinstance(value, str) else value
+        if isinstance(value, str):
+            return {"kind": value}
+        if isinstance(value, dict) and "image" in value and "kind" not in value:
+            return {"kind": "image", **value}
+        return value
+
+    @model_validator(mode="after")
+    def _image_fields(self) -> ServerSpec:
+        given = [f for f in IMAGE_FIELDS if getattr(self, f) not in (None, ())]
+        if self.kind != "image" and given:
+            raise ValueError(f"{', '.join(given)}: only a server of kind image (one with an image) takes these")
+        if self.kind == "image":
+            missing = [f for f in ("image", "port", "client") if getattr(self, f) is None]
+            if missing:
+                raise ValueError(
+                    f"an image server needs {', '.join(missing)} "
+                    "(e.g. image: mongo:7, port: 27017, client: ycsb-mongodb)"
+                )
+            if self.data_path is None:
+                object.__setattr__(self, "data_path", IMAGE_DATA_PATH[self.protocol])
+        return self
+
+    @property
+    def protocol(self) -> str:
+        """What its clients speak: the kind's own, or an image's client's."""
+        if self.kind == "image":
+            assert self.client is not None  # by _image_fields
+            return CLIENT_PROTOCOL[self.client]
+        return KIND_PROTOCOL[self.kind]
+
+    @property
+    def name(self) -> str:
+        """The kind, or the image by its reference (an archive by its file name)."""
+        if self.kind != "image":
+            return self.kind
+        assert self.image is not None
+        return Path(self.image).name if is_archive(self.image) else self.image
 
     @model_validator(mode="after")
     def _memory_of_kind(self) -> ServerSpec:
@@ -115,7 +195,7 @@ class ServerSpec(_Frozen):
 
     def label(self) -> str:
         size = f"{self.records}rec" if self.records is not None else f"{self.data:g}xmem"
-        return f"{self.kind}({size})"
+        return f"{self.name}({size})"
 
 
 class Resources(_Frozen):
@@ -166,9 +246,15 @@ class PgbenchWorkload(_Frozen):
         return self.name
 
 
-CQL_SERVERS = frozenset({"cassandra"})  # servers a CQL client talks to (its consistency level applies)
+IMAGE_FIELDS = ("image", "port", "client", "data_path", "env", "command")
 
+# Which protocols each client speaks (a CQL client's consistency level applies to "cql" alone).
 CLIENTS_OF: dict[str, frozenset[str]] = {
-    "ycsb": frozenset({"postgres", "redis", "cassandra"}),
+    "ycsb": frozenset({"postgres", "redis", "cql", "mongodb"}),
     "pgbench": frozenset({"postgres"}),
 }
+
+
+def is_archive(image: str) -> bool:
+    """An image named by a file (docker save's tar) rather than by a registry reference."""
+    return image.startswith(("/", "./", "../")) or image.endswith((".tar", ".tar.gz", ".tgz"))

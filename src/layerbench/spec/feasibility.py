@@ -39,3 +39,6 @@ class HostCaps:
     # Remote devices (stack/remote/needs.py): feature -> None where this host has it, else why not.
     # Features: storage-host, nbd, nbd-fuse, nbd-kernel, nvme-tcp, iscsi, netem, tbf; an absent one was not probed.
     remote: dict[str, str | None] = field(default_factory=dict)
+    # Images of image servers (spec/databases.py), probed only for experiments that name them:
+    # reference or archive path -> None where the engine can have it, else why not.
+    images: dict[str, str | None] = field(default_factory=dict)

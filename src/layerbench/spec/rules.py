@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from layerbench.spec.databases import CLIENTS_OF, CQL_SERVERS, YcsbWorkload
+from layerbench.spec.databases import CLIENTS_OF, YcsbWorkload, tuned
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.models import (
     CONTAINER_PLACEMENTS,
@@ -237,6 +237,19 @@ def server_fits_stack(s: StackSpec, caps: HostCaps) -> str | None:
         return f"tuning {s.tuning!r} is a container option: {where} there is nothing to tune (use engine docker)"
     if s.server.kind == "cassandra" and s.engine.kind in VM_ENGINES:
         return "cassandra in a VM is not supported yet (its JVM and jars have not been run in the test guest)"
+    return image_fits_stack(s) if s.server.kind == "image" else None
+
+
+def image_fits_stack(s: StackSpec) -> str | None:
+    """An image server is its container's own process: a container engine on this host runs it."""
+    assert s.server is not None
+    if s.engine.kind not in ("docker", "podman"):
+        return f"an image server ({s.server.name}) runs in a container: use engine docker or podman"
+    if tuned(s.tuning, "host-network") and s.instances > 1:
+        return (
+            f"{s.instances} instances of {s.server.name} on the host's network would all listen on "
+            f"port {s.server.port}: one instance, or the default (bridge) network"
+        )
     return None
 
 
@@ -261,6 +274,9 @@ def tuning_fits_stack(s: StackSpec, caps: HostCaps) -> str | None:
 def host_has_server(s: StackSpec, caps: HostCaps) -> str | None:
     if s.server is None or s.server.kind in caps.servers:
         return None
+    if s.server.kind == "image":
+        assert s.server.image is not None
+        return caps.images.get(s.server.image, f"image {s.server.image} was not probed")
     if s.server.kind == "cassandra":
         return "cassandra is not set up (java, and its jars in the cache: make setup fetches them)"
     package = {"postgres": "postgresql", "redis": "redis-server"}.get(s.server.kind, s.server.kind)
@@ -315,10 +331,12 @@ def job_source_kind(w: FioWorkload) -> str | None:
 
 def client_fits(stack: StackSpec, w: DbWorkload, caps: HostCaps | None = None) -> str | None:
     assert stack.server is not None  # paired by pairs()
-    if stack.server.kind not in CLIENTS_OF[w.kind]:
-        return f"{w.kind} drives {' and '.join(sorted(CLIENTS_OF[w.kind]))}, not {stack.server.kind}"
-    if isinstance(w, YcsbWorkload) and w.consistency is not None and stack.server.kind not in CQL_SERVERS:
-        return f"consistency is a CQL client's setting: {stack.server.kind} has none"
+    protocol = stack.server.protocol
+    if protocol not in CLIENTS_OF[w.kind]:
+        drives = f"{w.kind} drives {' and '.join(sorted(CLIENTS_OF[w.kind]))}, not {stack.server.name}"
+        return drives if stack.server.name == protocol else f"{drives} (it speaks {protocol})"
+    if isinstance(w, YcsbWorkload) and w.consistency is not None and protocol != "cql":
+        return f"consistency is a CQL client's setting: {stack.server.name} has none"
     clients = w.threads if isinstance(w, YcsbWorkload) else w.clients
     if clients > CLIENT_LIMIT:
         return f"{clients} client connections per server; layerbench starts servers for at most {CLIENT_LIMIT}"

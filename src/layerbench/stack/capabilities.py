@@ -19,7 +19,7 @@ from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Runner
 from layerbench.profiling import perf
 from layerbench.spec.feasibility import HostCaps
-from layerbench.stack import vm
+from layerbench.stack import image_source, vm
 from layerbench.stack.remote import needs as remote_needs
 from layerbench.workloads import iozone, ycsb
 from layerbench.workloads.servers import SERVERS
@@ -38,12 +38,19 @@ Loadable = Callable[[str], bool]
 DEFAULT_CACHE = Path("/var/cache/layerbench")
 
 
-def probe(runner: Runner, cache_dir: Path = DEFAULT_CACHE, guests: bool = False, profiler: bool = False) -> HostCaps:
+def probe(
+    runner: Runner,
+    cache_dir: Path = DEFAULT_CACHE,
+    guests: bool = False,
+    profiler: bool = False,
+    images: tuple[str, ...] = (),
+) -> HostCaps:
     """What this host offers, read from /proc, /sys, /dev and PATH; nothing is changed.
 
     With ``guests`` (an experiment with VM cells) it also learns whether KVM runs a guest here, which
     takes a probe boot of the guest's kernel (seconds with KVM, up to a minute without); with ``profiler``
-    (an experiment that profiles), whether perf records the whole machine here."""
+    (an experiment that profiles), whether perf records the whole machine here; for each of ``images``
+    (image servers' images), whether the engines can have it (a registry they reach, or a file)."""
     kernel = platform.release()
     notes: list[str] = []
     loadable = _module_prober(runner, kernel, notes)
@@ -70,6 +77,7 @@ def probe(runner: Runner, cache_dir: Path = DEFAULT_CACHE, guests: bool = False,
         servers=database_servers(notes, cache_dir),
         clients=clients(cache_dir, notes),
         remote=remote_needs.probe(runner, loadable),
+        images={image: image_source.missing(image) for image in images},
         **(guest_caps(cache_dir) if guests else {}),
         **({"profiler_missing": profiler_missing(runner)} if profiler else {}),
     )

@@ -32,14 +32,16 @@ from layerbench.spec.databases import MIN_MEMORY, ServerSpec, tuned
 from layerbench.spec.models import Limits, StackSpec
 from layerbench.spec.profiles import Budget, instance_limits, needs_bandwidth
 from layerbench.stack import handle as handles
+from layerbench.stack import image_source
 from layerbench.stack.calibrate import device_bandwidth
 from layerbench.stack.dockerd import DockerEngine
 from layerbench.stack.image import resolve
 from layerbench.stack.ledger import tracked
 from layerbench.stack.network import Network, bridge_network
-from layerbench.stack.placement import host_dir, tuning_options
+from layerbench.stack.placement import Role, host_dir, tuning_options
 from layerbench.stack.target import BuildContext, Device, Mount, Target
 from layerbench.workloads.servers import SERVER_UID, SERVERS, ServerConfig, ServerDef
+from layerbench.workloads.servers import image as image_server
 
 if TYPE_CHECKING:  # the engines' own modules build fleets (a VM's servers): no import cycle at run time
     from layerbench.stack.engines import ContainerEngine, Engine
@@ -83,7 +85,7 @@ def server_memory(spec: ServerSpec, limits: Limits) -> int:
 def fleet(stack: StackSpec, mount: Mount, engine: Engine | None, ctx: BuildContext) -> Iterator[Fleet]:
     """``engine`` is a running engine of stack/engines (native, or one with images and containers); None: native."""
     assert stack.server is not None  # a fleet is built only for stacks with a server
-    definition = SERVERS[stack.server.kind]
+    definition = image_server.definition(stack.server) if stack.server.kind == "image" else SERVERS[stack.server.kind]
     budget = ctx.budget or Budget(float(os.cpu_count() or 1), 0, stack.instances)
     if needs_bandwidth(stack, budget):
         budget = budget.with_bandwidth(*device_bandwidth(mount, ctx))
@@ -93,6 +95,8 @@ def fleet(stack: StackSpec, mount: Mount, engine: Engine | None, ctx: BuildConte
         own = getattr(engine, "server_starter", None)  # an engine that starts servers its own way (a VM)
         if own is not None:
             start = own(definition, exits, ctx)
+        elif stack.server.kind == "image":  # the rules send image servers to container engines only
+            start = _from_image(cast("ContainerEngine", engine), stack, exits, ctx)
         elif kind != "native":
             start = _in_container(cast("ContainerEngine", engine), stack, definition, mount, exits, ctx)
         endpoints = []
@@ -112,7 +116,7 @@ def server_config(
     if memory < least:
         # A resource profile's share is known only now (the budget is the host's, or the spec's resources).
         raise ServerError(
-            f"{stack.server.kind} needs at least {least // 2**20} MiB and would get {memory // 2**20} MiB "
+            f"{stack.server.name} needs at least {least // 2**20} MiB and would get {memory // 2**20} MiB "
             "(its container's memory limit): give the profile a larger resources.memory or fewer instances"
         )
     return ServerConfig(data_dir, listen, port, memory, stack.server, MAX_CLIENTS, cache_dir)
@@ -163,6 +167,38 @@ def _in_container(
             where = _Where(partial(_start_exec, docker.client.api, container.id), partial(_write_in, container))
             with _bring_up(definition, config, where, ctx, index, host) as h:
                 yield Endpoint(index, host, port, config.memory, limits, h, dict(target.info))
+
+    return start
+
+
+def _from_image(engine: ContainerEngine, stack: StackSpec, exits: ExitStack, ctx: BuildContext) -> Starter:
+    """The per-instance starter of an image server: the image in the daemon, one network for all instances.
+
+    The container's own process is the server; its memory is the container's limit unless a profile
+    or the spec's limits set one."""
+    server = stack.server
+    assert server is not None and server.image is not None and server.port is not None and server.data_path
+    docker: DockerEngine = engine.daemon
+    image = image_source.acquire(docker, server.image)
+    network = None if tuned(stack.tuning, "host-network") else exits.enter_context(bridge_network(docker, ctx))
+    command = list(server.command) if server.command is not None else None
+    role = Role(data_at=server.data_path, command=command, environment=list(server.env))
+
+    @contextmanager
+    def start(
+        index: int, stack: StackSpec, definition: ServerDef, limits: Limits, mount: Mount, ctx: BuildContext
+    ) -> Iterator[Endpoint]:
+        limits = limits if limits.memory else limits.model_copy(update={"memory": server.memory})
+        options = _container_options(stack, network)
+        room = data_bytes(server)
+        with engine.container(image, mount, stack.placement, limits, room, ctx, options, role) as target:
+            host = "127.0.0.1" if network is None else _bridge_address(docker, target, network)
+            config = server_config(stack, role.data_at, "0.0.0.0", server.port, limits, ctx.cache_dir)
+            container = docker.client.containers.get(target.info["container"])
+            with _log(ctx.work_dir / f"image-{index}-{uuid.uuid4().hex[:6]}.log") as log:
+                launch = partial(handles.follow_container, container, log)
+                with _server(definition, config, launch, ctx, index, host) as h:
+                    yield Endpoint(index, host, server.port, config.memory, limits, h, dict(target.info))
 
     return start
 
@@ -222,9 +258,13 @@ def _address(
     """(where the host reaches it, what it binds, its port)."""
     if network is None:  # the host's network: loopback, a port of its own
         return "127.0.0.1", "127.0.0.1", free_port()
+    # Its own network namespace: only the bridge reaches it.
+    return _bridge_address(docker, target, network), "0.0.0.0", definition.default_port
+
+
+def _bridge_address(docker: DockerEngine, target: Target, network: Network) -> str:
     container = docker.client.containers.get(target.info["container"])
-    address = container.attrs["NetworkSettings"]["Networks"][network.name]["IPAddress"]
-    return address, "0.0.0.0", definition.default_port  # its own network namespace: only the bridge reaches it
+    return str(container.attrs["NetworkSettings"]["Networks"][network.name]["IPAddress"])
 
 
 def data_bytes(server: ServerSpec | None) -> int:

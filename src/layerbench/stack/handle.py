@@ -116,6 +116,48 @@ def start_exec(api: Any, container_id: str, argv: Sequence[str], log: Path, user
     return handle
 
 
+@dataclass
+class ContainerHandle:
+    """A container whose own process is the server (an image server): its log is the container's."""
+
+    container: Any  # docker.models.containers.Container
+    log: Path
+    _pid: int = 0
+    _thread: threading.Thread | None = field(default=None, repr=False)
+
+    @property
+    def pid(self) -> int:
+        return self._pid
+
+    def alive(self) -> bool:
+        self.container.reload()
+        return bool(self.container.attrs["State"]["Running"])
+
+    def signal(self, sig: int) -> None:
+        with contextlib.suppress(Exception):  # gone already: nothing to signal
+            self.container.kill(signal=int(sig))
+
+    def wait(self, timeout: float) -> int | None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.alive():
+                if self._thread is not None:
+                    self._thread.join(1.0)
+                return int(self.container.attrs["State"]["ExitCode"])
+            time.sleep(POLL_S)
+        return None
+
+
+def follow_container(container: Any, log: Path) -> ContainerHandle:
+    """A started container as a server's handle; its output streamed into ``log`` by a thread."""
+    container.reload()
+    handle = ContainerHandle(container, log, int(container.attrs["State"]["Pid"]))
+    stream = container.logs(stream=True, follow=True)
+    handle._thread = threading.Thread(target=_drain, args=(stream, log), daemon=True)
+    handle._thread.start()
+    return handle
+
+
 def _drain(stream: Any, log: Path) -> None:
     with log.open("ab") as out, contextlib.suppress(Exception):  # the stream ends as the container goes
         for chunk in stream:

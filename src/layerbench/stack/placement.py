@@ -26,6 +26,7 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,19 @@ from layerbench.stack.target import BuildContext, Exec, Mount, Put, Target
 
 DATA = "/data"
 TMPFS_HEADROOM = 64 * 2**20  # fio's own files beside the test file
+IDLE = ["sleep", "infinity"]  # a tools container's own process: every command is an exec beside it
+
+
+@dataclass(frozen=True)
+class Role:
+    """What a container runs, and where its data directory is: a tools container idles with /data;
+    an image server runs its image's own command with the data where that image keeps it."""
+
+    data_at: str = DATA
+    command: list[str] | None = field(default_factory=lambda: list(IDLE))  # None: the image's CMD
+    environment: list[str] = field(default_factory=list)  # KEY=VALUE
+
+
 EXIT_CODE_WAIT_S = 5.0
 
 
@@ -122,19 +136,23 @@ def container_placement(
     data_bytes: int,
     ctx: BuildContext,
     options: dict[str, Any] | None = None,
+    role: Role | None = None,
 ) -> Iterator[Target]:
     """A container holding /data at the placement; ``options`` are more Docker SDK arguments
-    (a network for a database server, a seccomp profile); without them it has no network."""
+    (a network for a database server, a seccomp profile); without them it has no network.
+    ``role`` is what it runs, and where its data goes: by default ``sleep infinity`` and /data."""
+    role = role or Role()
     with contextlib.ExitStack() as stack:
         options = options or {}
         networked = "network" in options or "network_mode" in options
         kwargs = {
             **({} if networked else {"network_mode": "none"}),
+            **({"environment": role.environment} if role.environment else {}),
             **options,
             **limit_kwargs(limits, mount.device.path),
-            **_data_kwargs(engine, mount, spec, data_bytes, ctx, stack),
+            **_data_kwargs(engine, mount, spec, data_bytes, ctx, stack, role.data_at),
         }
-        container = stack.enter_context(_container(engine, image, spec, kwargs, ctx))
+        container = stack.enter_context(_container(engine, image, spec, kwargs, ctx, role.command))
         info = {
             "placement": spec.kind,
             "container": container.id[:12],
@@ -150,7 +168,7 @@ def container_placement(
             # What the kernel enforces, not what Docker accepted: the limit-applied check compares.
             info["limits_enforced"] = read_limits(dirs, majmin(mount.device.path))
         run = exec_in(engine, container)
-        yield Target(run, _put_in(container), DATA, False, mount.device, engine.kind, info)
+        yield Target(run, _put_in(container), role.data_at, False, mount.device, engine.kind, info)
 
 
 def _init_pid(container: Container) -> int:
@@ -188,19 +206,21 @@ def _data_kwargs(
     data_bytes: int,
     ctx: BuildContext,
     stack: contextlib.ExitStack,
+    data_at: str = DATA,
 ) -> dict[str, Any]:
-    """How /data is provided; the volume or host directory it needs is entered on ``stack``."""
+    """How the data directory (``data_at``) is provided; the volume or host directory it needs is entered
+    on ``stack``."""
     if spec.kind == "writable-layer":
         return {}
     if spec.kind == "volume":
         name = stack.enter_context(_volume(engine, ctx))
-        return {"volumes": {name: {"bind": DATA, "mode": "rw"}}}
+        return {"volumes": {name: {"bind": data_at, "mode": "rw"}}}
     if spec.kind == "bind" and mount.mountpoint is not None:
         host = stack.enter_context(host_dir(mount.mountpoint / f"lb-bind-{uuid.uuid4().hex[:8]}", ctx))
-        return {"volumes": {str(host): {"bind": DATA, "mode": "rw"}}}
+        return {"volumes": {str(host): {"bind": data_at, "mode": "rw"}}}
     if spec.kind == "tmpfs":
         # tmpfs takes memory only for what is written, so the cap can be generous.
-        return {"tmpfs": {DATA: f"size={data_bytes + TMPFS_HEADROOM}"}}
+        return {"tmpfs": {data_at: f"size={data_bytes + TMPFS_HEADROOM}"}}
     raise PrerequisiteError(f"placement {spec.kind!r} is not a container placement on {mount.fs_type!r}")
 
 
@@ -221,14 +241,19 @@ def _volume(engine: DockerEngine, ctx: BuildContext) -> Iterator[str]:
 
 @contextmanager
 def _container(
-    engine: DockerEngine, image: str, spec: PlacementSpec, kwargs: dict[str, Any], ctx: BuildContext
+    engine: DockerEngine,
+    image: str,
+    spec: PlacementSpec,
+    kwargs: dict[str, Any],
+    ctx: BuildContext,
+    command: list[str] | None = IDLE,
 ) -> Iterator[Container]:
     name = f"lb-{uuid.uuid4().hex[:8]}"
 
     def create(rid: int) -> Container:
         container = engine.client.containers.create(
             image,
-            ["sleep", "infinity"],
+            command,
             name=name,
             labels={"layerbench.run": ctx.run_id, "layerbench.placement": spec.kind},
             **kwargs,

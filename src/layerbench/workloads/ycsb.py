@@ -55,11 +55,14 @@ Phase = Literal["load", "run", "warmup"]
 
 CLIENT_CLASS = "site.ycsb.Client"
 WORKLOAD_CLASS = "site.ycsb.workloads.CoreWorkload"
+# Our bindings (java/ycsb-bindings), by the protocol they speak (spec/databases.py's ServerSpec.protocol).
 BINDINGS: dict[str, str] = {
     "postgres": "dev.layerbench.ycsb.PostgresDB",
     "redis": "dev.layerbench.ycsb.RedisDB",
-    "cassandra": "dev.layerbench.ycsb.CassandraDB",
+    "cql": "dev.layerbench.ycsb.CassandraDB",
 }
+# Each binding's properties are named after it: `cassandra.host`, `postgres.port`, ...
+PROPERTY_PREFIX: dict[str, str] = {"cql": "cassandra"}
 PERCENTILES = ("50", "95", "99", "99.9")
 OK_STATUSES = frozenset({"OK", "BATCHED_OK"})  # YCSB's Status.isOk()
 INT_MAX = 2**31 - 1  # operationcount, recordcount and target are Java ints
@@ -165,13 +168,14 @@ def properties(
         "threadcount": str(w.threads),
         "measurementtype": "hdrhistogram",
         "hdrhistogram.percentiles": ",".join(PERCENTILES),
-        **_endpoint(server.kind, endpoint),
+        **_endpoint(prefix(server.protocol), endpoint),
     }
     if w.distribution is not None:
         props["requestdistribution"] = w.distribution
     if w.consistency is not None:  # the spec's rules allow it only against a CQL server
         level = w.consistency.upper()
-        props |= {f"{server.kind}.readconsistencylevel": level, f"{server.kind}.writeconsistencylevel": level}
+        cql = prefix(server.protocol)
+        props |= {f"{cql}.readconsistencylevel": level, f"{cql}.writeconsistencylevel": level}
     if phase == "load":
         # operationcount too: a zipfian chooser reads it at init even when loading.
         props |= {"insertcount": str(records), "operationcount": str(records)}
@@ -183,8 +187,12 @@ def properties(
     return props
 
 
-def _endpoint(kind: str, endpoint: Mapping[str, str]) -> dict[str, str]:
-    return {(key if "." in key else f"{kind}.{key}"): value for key, value in endpoint.items()}
+def prefix(protocol: str) -> str:
+    return PROPERTY_PREFIX.get(protocol, protocol)
+
+
+def _endpoint(prefix: str, endpoint: Mapping[str, str]) -> dict[str, str]:
+    return {(key if "." in key else f"{prefix}.{key}"): value for key, value in endpoint.items()}
 
 
 def _time_bounded(
@@ -230,10 +238,10 @@ def _chooses_keys(props: Mapping[str, str]) -> bool:
     return any(float(props[p]) > 0 for p in chosen)
 
 
-def argv(java: str, cache_dir: str, server_kind: str, phase: Phase, props: Mapping[str, str]) -> list[str]:
+def argv(java: str, cache_dir: str, protocol: str, phase: Phase, props: Mapping[str, str]) -> list[str]:
     """The client's command line: each property as ``-p key=value`` (values are never split by a shell)."""
     args = [java, "-cp", classpath(cache_dir), CLIENT_CLASS, "-load" if phase == "load" else "-t"]
-    args += ["-db", BINDINGS[server_kind]]
+    args += ["-db", BINDINGS[protocol]]
     for key, value in props.items():
         args += ["-p", f"{key}={value}"]
     return args

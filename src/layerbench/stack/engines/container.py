@@ -14,7 +14,7 @@ from typing import Any
 from layerbench.spec.models import Limits, PlacementSpec, StackSpec
 from layerbench.stack.dockerd import DockerEngine
 from layerbench.stack.image import ensure_image, resolve
-from layerbench.stack.placement import container_placement, tuning_options
+from layerbench.stack.placement import Role, container_placement, tuning_options
 from layerbench.stack.target import BuildContext, Mount, Target
 from layerbench.workloads import iozone
 
@@ -57,9 +57,10 @@ class ApiEngine:
         data_bytes: int,
         ctx: BuildContext,
         options: dict[str, Any] | None = None,
+        role: Role | None = None,
     ) -> AbstractContextManager[Target]:
         merged = {**self.options, **(options or {})}
-        return container_placement(self.daemon, image, mount, placement, limits, data_bytes, ctx, merged)
+        return container_placement(self.daemon, image, mount, placement, limits, data_bytes, ctx, merged, role)
 
 
 def tools(ctx: BuildContext) -> dict[str, str]:

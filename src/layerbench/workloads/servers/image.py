@@ -1,0 +1,37 @@
+"""A server from an image: all layerbench knows of it is its port and the protocol its client speaks.
+
+The image brings its own command, configuration and data layout; the fleet
+starts its container (stack/fleet.py) with the placement where the image keeps
+its data, and waits for the protocol's own readiness probe, the one the server
+of that protocol layerbench builds itself answers to. First starts initialise
+data directories (an official image's initdb), so the wait is generous.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+
+from layerbench.proc import Runner
+from layerbench.spec.databases import ServerSpec
+from layerbench.workloads.servers import cassandra, postgres, redis
+from layerbench.workloads.servers.base import ServerDef
+
+Probe = Callable[[str, int, Runner], bool]
+PROBES: dict[str, Probe] = {"postgres": postgres.ready, "redis": redis.ready, "cql": cassandra.ready}
+READY_TIMEOUT_S = 300.0  # an image's first start (initialising its data) and a JVM's
+
+
+def definition(server: ServerSpec) -> ServerDef:
+    assert server.kind == "image" and server.port is not None  # by ServerSpec's validation
+    return ServerDef(
+        kind="image",
+        default_port=server.port,
+        binaries=lambda cache: {},
+        files=lambda cache: [],
+        prepare=lambda config: [],
+        argv=lambda config: [],  # the image's own command (or the spec's) runs as the container's process
+        ready=PROBES[server.protocol],
+        stop_signal=signal.SIGTERM,  # what `docker stop` sends: every official image shuts down cleanly on it
+        ready_timeout_s=READY_TIMEOUT_S,
+    )
