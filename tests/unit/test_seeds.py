@@ -26,7 +26,7 @@ def test_each_seed_leads_with_its_own_preset() -> None:
     assert firsts == {
         "000/003": "xu-local-storage",
         "001": "scylla-docker-tuning",
-        "002": "seybold-models",
+        "002": "seybold-mongodb",
         "004": "wu-filesystems",
     }
     assert "quick" in groups[seeds.OWN] and "smoke" in groups[seeds.OWN]

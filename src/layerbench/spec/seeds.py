@@ -31,7 +31,7 @@ SEEDS: tuple[Seed, ...] = (
     Seed(
         "002",
         "Seybold et al., the operational models of a containerized DBMS",
-        ("seybold-models", "operational-models"),
+        ("seybold-mongodb", "seybold-models", "operational-models"),
     ),
     Seed(
         "004",
