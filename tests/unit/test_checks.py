@@ -33,6 +33,7 @@ def test_device_accounting_flags_a_cache_hit_and_passes_a_real_read() -> None:
     assert cached.status == "flag" and "page cache" in cached.detail and "vda" in cached.detail
     real = device_accounting("vda", fio_read=1024 * MiB, fio_written=0, dev_read=1030 * MiB, dev_written=0)
     assert real.status == "pass"
+    assert "fio read 1024 MiB, vda read 1030 MiB (101%)" in real.detail  # the figures, as a flag gives them
 
 
 def test_write_amplification_is_not_a_flag() -> None:

@@ -59,15 +59,18 @@ def device_accounting(device: str, fio_read: int, fio_written: int, dev_read: in
     if max(fio_read, fio_written) < ACCOUNTING_MIN_BYTES:
         moved = max(fio_read, fio_written) / 2**20
         return Check("device-accounting", "skip", f"fio moved {moved:.1f} MiB: too little to tell a cache from noise")
-    problems = []
+    problems, seen = [], []
     for what, fio_b, dev_b in (("read", fio_read, dev_read), ("written", fio_written, dev_written)):
-        if fio_b >= ACCOUNTING_MIN_BYTES and dev_b < ACCOUNTING_MIN_SHARE * fio_b:
-            share = dev_b / fio_b
-            problems.append(
-                f"fio {what} {fio_b / 2**20:.0f} MiB but {device} {what} {dev_b / 2**20:.0f} MiB ({share:.0%})"
-            )
+        if fio_b < ACCOUNTING_MIN_BYTES:
+            continue
+        figures = f"fio {what} {fio_b / 2**20:.0f} MiB, {device} {what} {dev_b / 2**20:.0f} MiB ({dev_b / fio_b:.0%})"
+        (problems if dev_b < ACCOUNTING_MIN_SHARE * fio_b else seen).append(figures)
     if not problems:
-        return Check("device-accounting", "pass", f"{device} moved at least {ACCOUNTING_MIN_SHARE:.0%} of fio's bytes")
+        return Check(
+            "device-accounting",
+            "pass",
+            f"{device} moved at least {ACCOUNTING_MIN_SHARE:.0%} of fio's bytes: {'; '.join(seen)}",
+        )
     why = (
         "; ".join(problems) + ": the page cache or an unwritten (sparse) file answered, not the device. "
         "Use direct I/O end to end (loop --direct-io=on, fio direct=1) and fill files before reading them."
