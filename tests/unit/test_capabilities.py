@@ -14,7 +14,7 @@ import pytest
 from layerbench import proc
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.models import Driver
-from layerbench.stack.capabilities import TOOLS, docker_drivers, probe
+from layerbench.stack.capabilities import TOOLS, dm_target, docker_drivers, probe
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +35,8 @@ def test_probe_describes_this_host(caps: HostCaps) -> None:
         assert caps.zram
     assert caps.docker_drivers <= set(get_args(Driver))
     assert ("vfs" in caps.docker_drivers) == ("dockerd" in caps.binaries)
+    assert caps.device_mapper or not caps.dm_thin  # no thin pool without device-mapper
+    assert ("devicemapper" in caps.docker_drivers) <= caps.dm_thin
     assert all(isinstance(n, str) and n for n in caps.notes)
 
 
@@ -61,3 +63,15 @@ def test_new_dockerd_loses_removed_drivers() -> None:
     assert "devicemapper" not in caps.docker_drivers and "aufs" not in caps.docker_drivers
     if "dockerd" in caps.binaries:
         assert ["dockerd", "--version"] in runner.calls
+
+
+def test_a_device_mapper_target_counts_loaded_built_in_or_loadable(tmp_path: Path) -> None:
+    (tmp_path / "dm_thin_pool").mkdir()  # /sys/module/<name>: loaded, or built in with parameters
+    assert dm_target("dm_thin_pool", lambda module: False, tmp_path)
+    assert not dm_target("dm_cache", lambda module: False, tmp_path)
+    assert dm_target("dm_cache", lambda module: module == "dm_cache", tmp_path)
+
+
+def test_the_dockerd_version_is_kept_for_the_reason() -> None:
+    caps = probe(proc.FakeRunner({"dockerd": (0, "Docker version 26.1.4, build 5650f9b\n", "")}))
+    assert caps.dockerd_major == (26 if "dockerd" in caps.binaries else None)

@@ -172,3 +172,41 @@ def test_cell_ids_are_stable_and_distinct() -> None:
     a = {s.label(): s for s in expand_stacks(exp)}
     b = {s.label(): s for s in expand_stacks(load.load("quick"))}
     assert a == b
+
+
+DM_LOOP = "  - {filesystem: ext4, engine: 'docker:devicemapper'}\n"
+DM_DIRECT = "  - {filesystem: ext4, engine: {kind: docker, driver: devicemapper, mode: direct-lvm}}\n"
+
+
+def _refusal(entry: str, caps: HostCaps) -> str | None:
+    m = expand(load.parse(spec(entry)), caps)
+    return m.refused[0].reason if m.refused else None
+
+
+def test_devicemapper_is_refused_with_what_the_kernel_dockerd_or_lvm_lack(full_caps: HostCaps) -> None:
+    assert "needs device-mapper, which this kernel lacks" in (_refusal(DM_LOOP, full_caps) or "")
+    ready = dataclasses.replace(
+        full_caps,
+        device_mapper=True,
+        dm_thin=True,
+        docker_drivers=full_caps.docker_drivers | {"devicemapper"},
+        binaries=full_caps.binaries | {"dmsetup", "lvcreate", "thin_check"},
+    )
+    assert _refusal(DM_LOOP, ready) is None and _refusal(DM_DIRECT, ready) is None
+    no_thin = dataclasses.replace(ready, dm_thin=False, docker_drivers=full_caps.docker_drivers)
+    assert "thin pool (dm-thin-pool), which this kernel lacks" in (_refusal(DM_DIRECT, no_thin) or "")
+    docker25 = dataclasses.replace(ready, dockerd_major=25, docker_drivers=full_caps.docker_drivers)
+    assert "dockerd 25.x no longer has the devicemapper" in (_refusal(DM_LOOP, docker25) or "")
+    no_lvm = dataclasses.replace(ready, binaries=ready.binaries - {"lvcreate"})
+    assert _refusal(DM_LOOP, no_lvm) is None  # loop-lvm needs no LVM tools: dockerd builds its pool itself
+    assert "apt-get install lvm2 thin-provisioning-tools" in (_refusal(DM_DIRECT, no_lvm) or "")
+    no_dmsetup = dataclasses.replace(ready, binaries=ready.binaries - {"dmsetup"})
+    assert "dmsetup" in (_refusal(DM_LOOP, no_dmsetup) or "")
+
+
+def test_a_devicemapper_mode_is_named_with_its_allowed_values() -> None:
+    entry = "  - {filesystem: ext4, engine: {kind: docker, driver: devicemapper, mode: thin}}\n"
+    with pytest.raises(SpecError, match=r"stacks\[0\]\.engine\.mode: 'thin' is not allowed; allowed values: "):
+        expand_stacks(load.parse(spec(entry)))
+    with pytest.raises(SpecError, match="devicemapper driver's"):
+        expand_stacks(load.parse(spec("  - {filesystem: ext4, engine: {kind: docker, mode: direct-lvm}}\n")))

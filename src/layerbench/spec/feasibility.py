@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# Docker releases that dropped a storage driver: (driver, first major without it).
+DRIVERS_REMOVED = (("aufs", 24), ("devicemapper", 25))
+
 
 @dataclass(frozen=True)
 class HostCaps:
@@ -27,6 +30,8 @@ class HostCaps:
     fuse: bool  # /dev/fuse exists and its driver is there or loadable
     binaries: frozenset[str]  # which of capabilities.TOOLS are on PATH
     docker_drivers: frozenset[str]  # storage drivers this host could run (see capabilities.docker_drivers)
+    dm_thin: bool = False  # device-mapper's thin-pool target (dm-thin-pool) is built in, loaded or loadable
+    dockerd_major: int | None = None  # dockerd's major version (Docker 24 dropped aufs, 25 devicemapper)
     podman_drivers: frozenset[str] = frozenset()  # Podman's storage drivers this host could run (overlay, vfs, btrfs)
     notes: tuple[str, ...] = ()  # human-readable remarks from probing
     servers: frozenset[str] = frozenset()  # database servers installed (postgres, redis)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from layerbench.spec.databases import CLIENTS_OF, YcsbWorkload, tuned
-from layerbench.spec.feasibility import HostCaps
+from layerbench.spec.feasibility import DRIVERS_REMOVED, HostCaps
 from layerbench.spec.models import (
     CONTAINER_PLACEMENTS,
     DbWorkload,
@@ -157,6 +157,23 @@ def _docker_ready(s: StackSpec, caps: HostCaps) -> str | None:
     driver = s.engine.driver or "overlay2"
     if driver not in caps.docker_drivers:
         return _why_no_driver(driver, caps)
+    return _devicemapper_ready(s, caps) if driver == "devicemapper" else None
+
+
+def _devicemapper_ready(s: StackSpec, caps: HostCaps) -> str | None:
+    """What the devicemapper driver needs beyond the kernel's device-mapper (in docker_drivers)."""
+    if "dmsetup" not in caps.binaries:
+        return "the devicemapper driver's devices are removed with dmsetup, which is missing (apt-get install dmsetup)"
+    if s.engine.mode != "direct-lvm":
+        return None
+    if not caps.loop:
+        return "direct-lvm's thin pool sits on a loop device, and this host has no loop devices"
+    missing = [b for b in ("lvcreate", "thin_check") if b not in caps.binaries]
+    if missing:
+        return (
+            f"direct-lvm builds an LVM thin pool; {', '.join(missing)} missing "
+            "(apt-get install lvm2 thin-provisioning-tools)"
+        )
     return None
 
 
@@ -214,6 +231,12 @@ ENGINE_NAMES = {"docker": "Docker", "podman": "Podman", "vm": "a VM", "vm+docker
 
 
 def _why_no_driver(driver: str, caps: HostCaps) -> str:
+    major = caps.dockerd_major
+    for gone, since in DRIVERS_REMOVED:
+        if driver == gone and major is not None and major >= since:
+            return f"dockerd {major}.x no longer has the {driver} storage driver (Docker {since} removed it)"
+    if driver == "devicemapper" and caps.device_mapper and not caps.dm_thin:
+        return "the devicemapper driver needs device-mapper's thin pool (dm-thin-pool), which this kernel lacks"
     reasons = {
         "devicemapper": "the devicemapper driver needs device-mapper, which this kernel lacks",
         "aufs": "the aufs driver needs aufs, which this kernel lacks (it was never in mainline)",

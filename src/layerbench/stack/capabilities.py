@@ -18,20 +18,33 @@ from pathlib import Path
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Runner
 from layerbench.profiling import perf
-from layerbench.spec.feasibility import HostCaps
+from layerbench.spec.feasibility import DRIVERS_REMOVED, HostCaps
 from layerbench.stack import image_source, vm
 from layerbench.stack.remote import needs as remote_needs
 from layerbench.workloads import iozone, ycsb
 from layerbench.workloads.servers import SERVERS
 
-TOOLS = ("fio", "dockerd", "containerd", "runc", "fuse-overlayfs", "losetup", "mount", "podman", "conmon")
+TOOLS = (
+    "fio",
+    "dockerd",
+    "containerd",
+    "runc",
+    "fuse-overlayfs",
+    "losetup",
+    "mount",
+    "podman",
+    "conmon",
+    # The devicemapper driver's: dmsetup removes what a killed dockerd left; direct-lvm's thin pool is LVM's
+    # (lvm2), which checks the pool's metadata with thin_check (thin-provisioning-tools) as it activates it.
+    "dmsetup",
+    "lvcreate",
+    "thin_check",
+)
 MKFS_TYPES = ("ext4", "xfs", "btrfs", "reiserfs")
 # Filesystems a layer may need that a kernel often ships as modules (same names as the modules).
 MODULE_FILESYSTEMS = ("ext4", "xfs", "btrfs", "reiserfs", "overlay", "aufs", "fuse")
 SBIN_DIRS = ("/usr/sbin", "/sbin", "/usr/local/sbin")
 ZRAM_HOT_ADD = Path("/sys/class/zram-control/hot_add")
-# Docker releases that dropped a storage driver: (driver, first major without it).
-DRIVERS_REMOVED = (("aufs", 24), ("devicemapper", 25))
 
 Loadable = Callable[[str], bool]
 # Where `make setup` puts what the database clients need (the YCSB jars); --cache-dir elsewhere.
@@ -60,7 +73,9 @@ def probe(
     binaries = _on_path(TOOLS, notes)
     fuse = _char_driver(Path("/dev/fuse"), "fuse", "fuse", misc, loadable, notes)
     device_mapper = _char_driver(Path("/dev/mapper/control"), "device-mapper", "dm_mod", misc, loadable, notes)
-    drivers = docker_drivers(filesystems, binaries, fuse, device_mapper)
+    dm_thin = device_mapper and dm_target("dm_thin_pool", loadable)
+    drivers = docker_drivers(filesystems, binaries, fuse, device_mapper and dm_thin)
+    dockerd_major = _dockerd_major(runner, binaries)
     return HostCaps(
         is_root=os.geteuid() == 0,
         kernel=kernel,
@@ -69,9 +84,11 @@ def probe(
         loop=_char_driver(Path("/dev/loop-control"), "loop-control", "loop", misc, loadable, notes),
         zram=ZRAM_HOT_ADD.exists() or loadable("zram"),
         device_mapper=device_mapper,
+        dm_thin=dm_thin,
+        dockerd_major=dockerd_major,
         fuse=fuse,
         binaries=binaries,
-        docker_drivers=_drop_removed(drivers, _dockerd_major(runner, binaries), notes),
+        docker_drivers=_drop_removed(drivers, dockerd_major, notes),
         podman_drivers=podman_drivers(filesystems, binaries),
         notes=tuple(notes),
         servers=database_servers(notes, cache_dir),
@@ -130,8 +147,13 @@ def clients(cache_dir: Path, notes: list[str]) -> frozenset[str]:
     return frozenset(found)
 
 
+def dm_target(module: str, loadable: Loadable, sys_module: Path = Path("/sys/module")) -> bool:
+    """A device-mapper target: loaded or built in (its parameters are in /sys/module), or loadable."""
+    return (sys_module / module).is_dir() or loadable(module)
+
+
 def docker_drivers(filesystems: frozenset[str], binaries: frozenset[str], fuse: bool, dm: bool) -> frozenset[str]:
-    """The storage drivers whose kernel and tool needs this host meets."""
+    """The storage drivers whose kernel and tool needs this host meets (``dm``: device-mapper and its thin pool)."""
     needs = {
         "overlay2": "overlay" in filesystems,
         "btrfs": "btrfs" in filesystems,
