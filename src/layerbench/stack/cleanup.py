@@ -19,7 +19,7 @@ import docker
 
 from layerbench.errors import LayerbenchError
 from layerbench.proc import Runner
-from layerbench.stack import dockerd, handle, network
+from layerbench.stack import devmapper, dockerd, handle, network
 from layerbench.stack.cell_cgroup import remove_dirs
 from layerbench.stack.device import read_or_empty, release_zram, why_unsafe
 from layerbench.stack.engines import removers
@@ -174,6 +174,11 @@ def _iscsi_session(res: Resource, runner: Runner) -> None:
     iscsi.logout(res.ident, res.detail.get("portal", ""), runner)
 
 
+def _thinpool(res: Resource, runner: Runner) -> None:
+    """direct-lvm's volume group, and whatever a killed dockerd left active on its pool."""
+    devmapper.remove_pool(res.ident, res.detail.get("loop", ""), res.detail.get("backing", ""), runner)
+
+
 def _file(res: Resource, runner: Runner) -> None:
     Path(res.ident).unlink(missing_ok=True)
 
@@ -196,6 +201,7 @@ REMOVERS: dict[str, Remover] = {
     "mount": _mount,
     "loop": _loop,
     "zram": _zram,
+    "thinpool": _thinpool,
     "netns": _netns,
     "veth": _veth,
     "qdisc": _qdisc,

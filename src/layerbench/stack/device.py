@@ -43,22 +43,26 @@ def device(spec: DeviceSpec, ctx: BuildContext) -> Iterator[Device]:
 def loop_device(spec: DeviceSpec, ctx: BuildContext) -> Iterator[Device]:
     size = _checked_size(spec)
     backing = ctx.work_dir / f"loop-{uuid.uuid4().hex[:8]}.img"
+    with written_file(backing, size, ctx), attached_loop(backing, size, spec.direct_io, ctx) as dev:
+        yield dev
+
+
+@contextmanager
+def written_file(path: Path, size: int, ctx: BuildContext) -> Iterator[Path]:
+    """A new file of ``size`` bytes, every one written (no holes), removed on exit."""
 
     def create_file(rid: int) -> Path:
         # O_EXCL: a name collision must fail, never overwrite (or then delete) someone's file.
-        os.close(os.open(backing, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         try:
-            return _fill(backing, size, ctx)
+            return _fill(path, size, ctx)
         except BaseException:
-            backing.unlink(missing_ok=True)
+            path.unlink(missing_ok=True)
             ctx.ledger.removed(rid)  # known gone: nothing for cleanup to chase
             raise
 
-    with (
-        tracked(ctx.ledger, "file", str(backing), create_file, _unlink),
-        attached_loop(backing, size, spec.direct_io, ctx) as dev,
-    ):
-        yield dev
+    with tracked(ctx.ledger, "file", str(path), create_file, _unlink) as made:
+        yield made
 
 
 @contextmanager

@@ -35,6 +35,7 @@ from docker.errors import DockerException
 
 from layerbench.errors import PrerequisiteError, TeardownError, ToolError
 from layerbench.proc import Runner, spawn
+from layerbench.stack import devmapper
 from layerbench.stack.cgroups import CGROUP_ROOT, remove_parent
 from layerbench.stack.ledger import tracked
 from layerbench.stack.target import BuildContext, Mount
@@ -97,7 +98,7 @@ def daemon_config(exec_root: Path) -> dict[str, Any]:
     return {"deprecated-key-path": str(exec_root / "key.json")}
 
 
-def dockerd_argv(data_root: Path, exec_root: Path, driver: str) -> list[str]:
+def dockerd_argv(data_root: Path, exec_root: Path, driver: str, storage_opts: Iterable[str] = ()) -> list[str]:
     namespace = f"layerbench-{exec_root.name}"
     return [
         "dockerd",
@@ -108,6 +109,7 @@ def dockerd_argv(data_root: Path, exec_root: Path, driver: str) -> list[str]:
         f"--host=unix://{exec_root}/docker.sock",
         "--group=root",
         f"--storage-driver={driver}",
+        *(f"--storage-opt={opt}" for opt in storage_opts),
         "--bridge=none",
         "--iptables=false",
         "--ip6tables=false",
@@ -127,7 +129,10 @@ def dockerd_argv(data_root: Path, exec_root: Path, driver: str) -> list[str]:
 
 
 @contextmanager
-def private_dockerd(mount: Mount, driver: str, ctx: BuildContext) -> Iterator[DockerEngine]:
+def private_dockerd(
+    mount: Mount, driver: str, ctx: BuildContext, storage_opts: tuple[str, ...] = ()
+) -> Iterator[DockerEngine]:
+    """A dockerd with ``driver`` (and its ``storage_opts``) whose data-root is on ``mount``."""
     if mount.mountpoint is None:
         raise PrerequisiteError("Docker needs a filesystem for its data-root", hint="set a filesystem for this stack")
     exec_root = RUN_ROOT / uuid.uuid4().hex[:8]  # short: unix socket paths are limited to 108 bytes
@@ -137,7 +142,7 @@ def private_dockerd(mount: Mount, driver: str, ctx: BuildContext) -> Iterator[Do
 
     def start(rid: int) -> DockerEngine:
         try:
-            process = _spawn(data_root, exec_root, driver, log)
+            process = _spawn(data_root, exec_root, driver, log, storage_opts)
         except (OSError, ToolError) as exc:  # no dockerd binary, or /run not writable: nothing runs yet
             shutil.rmtree(exec_root, ignore_errors=True)
             ctx.ledger.removed(rid)
@@ -160,19 +165,27 @@ def private_dockerd(mount: Mount, driver: str, ctx: BuildContext) -> Iterator[Do
         stop_and_sweep(engine.process, exec_root, data_root, host_dirs, ctx.runner)
         log.unlink(missing_ok=True)  # a daemon that stopped cleanly leaves nothing, its log included
 
-    detail = {"driver": driver, "log": str(log), "data_root": str(data_root), "cgroup_parent": cgroup_parent(exec_root)}
+    detail = {
+        "driver": driver,
+        "storage_opts": list(storage_opts),
+        "log": str(log),
+        "data_root": str(data_root),
+        "cgroup_parent": cgroup_parent(exec_root),
+    }
     with tracked(ctx.ledger, "dockerd", str(exec_root), start, stop, **detail) as engine:
         yield engine
 
 
-def _spawn(data_root: Path, exec_root: Path, driver: str, log: Path) -> subprocess.Popen[bytes]:
+def _spawn(
+    data_root: Path, exec_root: Path, driver: str, log: Path, storage_opts: tuple[str, ...] = ()
+) -> subprocess.Popen[bytes]:
     RUN_ROOT.mkdir(mode=0o700, parents=True, exist_ok=True)
     exec_root.mkdir(mode=0o700)
     (exec_root / "daemon.json").write_text(json.dumps(daemon_config(exec_root)))
     # The daemon's environment: nothing that redirects its temp dir or root (DOCKER_TMPDIR,
     # DOCKER_RAMDISK) and no systemd notify socket that is not ours.
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKER_") and k != "NOTIFY_SOCKET"}
-    return spawn(dockerd_argv(data_root, exec_root, driver), log, env=env)
+    return spawn(dockerd_argv(data_root, exec_root, driver, storage_opts), log, env=env)
 
 
 def _ready(process: subprocess.Popen[bytes], exec_root: Path, data_root: Path, driver: str, log: Path) -> DockerEngine:
@@ -287,7 +300,8 @@ def stop_and_sweep(
 
 
 def sweep(exec_root: Path, data_root: Path, runner: Runner) -> list[str]:
-    """Kill what a daemon started and unmount what it mounted; return what is still left.
+    """Kill what a daemon started, unmount what it mounted, remove the devices it made (devicemapper's
+    loop-lvm: device-mapper devices over loop devices of files in its data-root); return what is left.
 
     Works on a daemon that is gone (killed, or from a dead run): everything is found
     from its two roots and its cgroup parent, nothing from its API.
@@ -302,6 +316,8 @@ def sweep(exec_root: Path, data_root: Path, runner: Runner) -> list[str]:
     for sock in shim_sockets:
         sock.unlink(missing_ok=True)
     left = [f"mount {m}" for root in roots for m in mounts_below(root)]
+    if not left:  # a device under a mount that stayed is busy: removing it would only fail
+        left += devmapper.release_below(data_root, runner)
     return left + [f"process {pid}" for pid in _strays(roots, parent)]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -10,7 +11,7 @@ from pathlib import Path
 from layerbench.errors import LayerbenchError
 from layerbench.proc import Runner
 from layerbench.spec.models import EngineSpec
-from layerbench.stack import dockerd
+from layerbench.stack import devmapper, dockerd
 from layerbench.stack.cgroups import remove_parent
 from layerbench.stack.engines.container import ApiEngine
 from layerbench.stack.ledger import Resource
@@ -22,7 +23,12 @@ EXEC_FAILED_RC = 125
 
 @contextmanager
 def start(mount: Mount, spec: EngineSpec, ctx: BuildContext) -> Iterator[ApiEngine]:
-    with dockerd.private_dockerd(mount, spec.driver or "overlay2", ctx) as daemon:
+    """A private dockerd on ``mount``; for devicemapper's direct-lvm, on a thin pool built for it first
+    (and removed after the daemon)."""
+    with contextlib.ExitStack() as stack:
+        pool = stack.enter_context(devmapper.thin_pool(mount, ctx)) if spec.mode == "direct-lvm" else None
+        opts = tuple(devmapper.storage_opts(spec.mode, pool))
+        daemon = stack.enter_context(dockerd.private_dockerd(mount, spec.driver or "overlay2", ctx, opts))
         yield ApiEngine(daemon)
 
 
