@@ -6,7 +6,7 @@ from typing import NamedTuple, get_args
 
 from layerbench.spec.databases import PgbenchWorkload, ServerKind, YcsbWorkload
 from layerbench.spec.feasibility import HostCaps
-from layerbench.spec.models import DRIVERS, DeviceKind, DeviceSpec, FsType, StackSpec
+from layerbench.spec.models import DRIVERS, DeviceKind, DeviceSpec, DmMode, FsType, StackSpec
 from layerbench.spec.rules import (
     client_ready,
     host_has_device,
@@ -50,13 +50,18 @@ def doctor_rows(caps: HostCaps) -> list[DoctorRow]:
             rows.append(DoctorRow("filesystem", fs, reason is None, reason or ""))
     for engine, drivers in DRIVERS.items():
         for driver in drivers:
-            stack = _stack(
-                filesystem="btrfs" if driver == "btrfs" else "xfs",
-                engine=f"{engine}:{driver}",
-                placement="writable-layer",
-            )
-            reason = host_has_engine(stack, caps)
-            rows.append(DoctorRow(f"{engine} driver", driver, reason is None, reason or ""))
+            # devicemapper's two modes need different things (direct-lvm: LVM's tools): a row each.
+            modes = get_args(DmMode) if driver == "devicemapper" else (None,)
+            for mode in modes:
+                stack = _stack(
+                    filesystem="btrfs" if driver == "btrfs" else "xfs",
+                    engine={"kind": engine, "driver": driver, "mode": mode},
+                    placement="writable-layer",
+                )
+                reason = host_has_engine(stack, caps)
+                rows.append(
+                    DoctorRow(f"{engine} driver", stack.engine.label().partition(":")[2], reason is None, reason or "")
+                )
     rows.append(_guest_row(caps))
     rows.extend(_remote_rows(caps))
     for server in get_args(ServerKind):
