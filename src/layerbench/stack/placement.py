@@ -158,6 +158,8 @@ def container_placement(
             "container": container.id[:12],
             "image": image,
             "driver": engine.driver,
+            # The daemon's own account of its driver (devicemapper: its pool, loop files, deferred removal).
+            "driver_status": engine.info.get("DriverStatus"),
             "pid": _init_pid(container),  # whose /proc/<pid>/mountinfo shows the container's mounts
             "limits": limits.model_dump(mode="json", exclude_none=True),
             "fio_sha256": image_labels(engine, image).get(f"{LABEL_PREFIX}fio"),
