@@ -98,7 +98,7 @@ def _create_pool(vg: str, device: str, backing: str, rid: int, ctx: BuildContext
         # Docker's recipe for direct-lvm: 512 KiB chunks, no zeroing of new blocks.
         [
             *("lvcreate", "--type", "thin-pool", "--extents", "90%FREE", "--chunksize", "512k", "--zero", "n"),
-            *("--poolmetadataspare", "n", "--name", POOL_LV, vg),
+            *("--poolmetadataspare", "n", "--yes", "--name", POOL_LV, vg),
         ],
     ]
     try:
@@ -128,7 +128,14 @@ def remove_pool(vg: str, device: str, backing: str, runner: Runner, sys_block: P
         raise TeardownError(f"thin pool {vg}: {', '.join(left)} still in use", hint="run `layerbench cleanup`")
     listed = runner(lvm(["vgs", "--noheadings", "-o", "vg_name"], device), timeout=LVM_TIMEOUT_S)
     if vg in listed.stdout.split():
-        runner(lvm(["vgremove", "--force", "--yes", vg], device), timeout=LVM_TIMEOUT_S).check()
+        remove = lvm(["vgremove", "--force", "--yes", vg], device)
+        if runner(remove, timeout=LVM_TIMEOUT_S).rc != 0:
+            # LVM may refuse to deactivate a pool whose transaction id dockerd moved on: take its devices
+            # down with dmsetup, then remove the volume group, inactive now, from its metadata alone.
+            left = remove_holders(name, runner, sys_block=sys_block)
+            if left:
+                raise TeardownError(f"thin pool {vg}: {', '.join(left)} still in use", hint="run `layerbench cleanup`")
+            runner(remove, timeout=LVM_TIMEOUT_S).check()
     pvs = runner(lvm(["pvs", "--noheadings", "-o", "pv_name"], device), timeout=LVM_TIMEOUT_S).stdout
     if device in pvs.split():
         runner(lvm(["pvremove", "--yes", device], device), timeout=LVM_TIMEOUT_S).check()
