@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 # Which options each command takes (the others would be refused as unknown).
 DIR_OPTIONS = {"run": ("db", "work", "state"), "resume": ("db", "work", "state"), "cleanup": ("state",)}
@@ -22,3 +23,16 @@ def run(args: list[str], dirs: dict[str, Path], timeout: float = 600) -> subproc
 
 def start(args: list[str], dirs: dict[str, Path]) -> subprocess.Popen[str]:
     return subprocess.Popen(argv(args, dirs), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def refused(spec: dict[str, Any]) -> str | None:
+    """Why this host refuses any of ``spec``'s cells, as `layerbench run` would say it; None if it refuses none.
+
+    A test of a stack this host cannot build skips with that reason (and runs where it can: the test VM)."""
+    from layerbench import proc
+    from layerbench.spec.load import validate
+    from layerbench.spec.matrix import expand
+    from layerbench.stack.capabilities import probe
+
+    reasons = sorted({r.reason for r in expand(validate(spec), probe(proc.run)).refused})
+    return "; ".join(reasons) or None

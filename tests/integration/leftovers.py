@@ -34,9 +34,21 @@ def _storage_hosts() -> set[str]:
     return names | {f"link {p.name}" for p in Path("/sys/class/net").glob("lb*h")}
 
 
+def _dm_devices() -> set[str]:
+    """Device-mapper devices by name: the devicemapper driver's thin devices and pools, direct-lvm's volumes."""
+    found = set()
+    for name in Path("/sys/block").glob("dm-*/dm/name"):
+        try:
+            found.add(name.read_text().strip())
+        except OSError:  # removed while we looked
+            continue
+    return found
+
+
 # What another, earlier process left there is not this session's to blame (nor to remove):
 # the tests judge only what appeared while they ran.
 _BEFORE_TESTS = _shared_mounts()
+_DM_BEFORE = _dm_devices()
 _PIDS_BEFORE = set(_processes())
 _HOSTS_BEFORE = _storage_hosts()
 
@@ -49,6 +61,7 @@ def leftovers(work_dir: Path) -> list[str]:
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True, check=False).stdout
     found += [f"loop {line}" for line in loops.splitlines() if work in line]
     found += sorted(_storage_hosts() - _HOSTS_BEFORE)
+    found += [f"device-mapper device {name}" for name in sorted(_dm_devices() - _DM_BEFORE)]
     for pid, cmd in _processes().items():
         # A daemon of ours, or a database server natively (its data directory is below the work dir).
         ours = any(d in cmd for d in ("dockerd", "containerd", "podman", "conmon")) and "/run/layerbench" in cmd

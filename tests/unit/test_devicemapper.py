@@ -148,3 +148,24 @@ def test_the_mode_is_devicemappers_and_shows_in_the_label() -> None:
     assert "mode" not in EngineSpec.model_validate("docker:overlay2").model_dump()  # cell ids stay as they were
     with pytest.raises(ValueError, match="devicemapper driver's"):
         EngineSpec.model_validate({"kind": "docker", "driver": "overlay2", "mode": "direct-lvm"})
+
+
+def test_a_pool_lvm_will_not_deactivate_is_taken_down_with_dmsetup(sysfs: FakeSysfs) -> None:
+    sysfs.loop("loop5", "/mnt/lb-thinpool-ab.img")
+    sysfs.dm("dm-2", "lbab-pool_tmeta", on=["loop5"])
+    sysfs.dm("dm-3", "lbab-pool_tdata", on=["loop5"])
+    sysfs.dm("dm-4", "lbab-pool", on=["dm-2", "dm-3"])
+    refusals = iter([1, 0])
+
+    def runner(argv: Sequence[str], **kw: object) -> Completed:
+        done = sysfs(argv, **kw)
+        if argv[0] == "vgs":
+            return Completed(list(argv), 0, "  lbab\n", "")
+        if argv[0] == "vgremove":
+            return Completed(list(argv), next(refusals), "", "transaction_id mismatch")
+        return done
+
+    devmapper.remove_pool("lbab", "/dev/loop5", "/mnt/lb-thinpool-ab.img", runner, sysfs.root)
+    removed = [c[-1] for c in sysfs.calls if c[0] == "dmsetup"]
+    assert removed[0] == "lbab-pool" and set(removed[1:]) == {"lbab-pool_tdata", "lbab-pool_tmeta"}
+    assert len([c for c in sysfs.calls if c[0] == "vgremove"]) == 2
