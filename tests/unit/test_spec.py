@@ -128,6 +128,7 @@ def test_unknown_preset_lists_presets() -> None:
             "ftype=1",
         ),
         ("{filesystem: xfs, engine: 'docker:devicemapper'}", "device-mapper"),
+        ("{filesystem: reiserfs, engine: 'docker:overlay2', placement: volume}", "d_type, which reiserfs never"),
         ("{filesystem: reiserfs}", "has no reiserfs"),
         ("{filesystem: none, engine: 'docker:vfs'}", "data-root"),
         ("{filesystem: ext4, placement: raw}", "bare device"),
