@@ -45,10 +45,16 @@ def _dm_devices() -> set[str]:
     return found
 
 
+def _lvm_online() -> set[str]:
+    """LVM's autoactivation records (udev's pvscan writes one per volume group and physical volume it saw)."""
+    return {f"{p.parent.name}/{p.name}" for p in Path("/run/lvm").glob("*_online/*")}
+
+
 # What another, earlier process left there is not this session's to blame (nor to remove):
 # the tests judge only what appeared while they ran.
 _BEFORE_TESTS = _shared_mounts()
 _DM_BEFORE = _dm_devices()
+_LVM_BEFORE = _lvm_online()
 _PIDS_BEFORE = set(_processes())
 _HOSTS_BEFORE = _storage_hosts()
 
@@ -62,6 +68,7 @@ def leftovers(work_dir: Path) -> list[str]:
     found += [f"loop {line}" for line in loops.splitlines() if work in line]
     found += sorted(_storage_hosts() - _HOSTS_BEFORE)
     found += [f"device-mapper device {name}" for name in sorted(_dm_devices() - _DM_BEFORE)]
+    found += [f"LVM record /run/lvm/{name}" for name in sorted(_lvm_online() - _LVM_BEFORE)]
     for pid, cmd in _processes().items():
         # A daemon of ours, or a database server natively (its data directory is below the work dir).
         ours = any(d in cmd for d in ("dockerd", "containerd", "podman", "conmon")) and "/run/layerbench" in cmd

@@ -169,3 +169,14 @@ def test_a_pool_lvm_will_not_deactivate_is_taken_down_with_dmsetup(sysfs: FakeSy
     removed = [c[-1] for c in sysfs.calls if c[0] == "dmsetup"]
     assert removed[0] == "lbab-pool" and set(removed[1:]) == {"lbab-pool_tdata", "lbab-pool_tmeta"}
     assert len([c for c in sysfs.calls if c[0] == "vgremove"]) == 2
+
+
+def test_lvms_online_records_of_the_pool_go_with_it(tmp_path: Path) -> None:
+    (tmp_path / "vgs_online").mkdir()
+    (tmp_path / "pvs_online").mkdir()
+    (tmp_path / "vgs_online" / "lbab").write_text("")
+    (tmp_path / "vgs_online" / "system").write_text("")
+    (tmp_path / "pvs_online" / "Xy1").write_text("7:5\nvg:lbab\ndev:/dev/loop5\n")
+    (tmp_path / "pvs_online" / "Zz9").write_text("8:1\nvg:system\ndev:/dev/sda1\n")
+    devmapper.forget_online("lbab", tmp_path)
+    assert sorted(p.name for p in tmp_path.glob("*/*")) == ["Zz9", "system"]

@@ -28,6 +28,7 @@ from layerbench.stack.ledger import tracked
 from layerbench.stack.target import BuildContext, Mount
 
 SYS_BLOCK = Path("/sys/block")
+RUN_LVM = Path("/run/lvm")
 # The pool takes this share of the free space of the stack's filesystem; dockerd's data-root shares the rest.
 POOL_SHARE = 0.5
 POOL_MIN = 256 * MIB  # the tools image (about 90 MB) and a test file must fit, with Docker's 10% kept free
@@ -139,6 +140,20 @@ def remove_pool(vg: str, device: str, backing: str, runner: Runner, sys_block: P
     pvs = runner(lvm(["pvs", "--noheadings", "-o", "pv_name"], device), timeout=LVM_TIMEOUT_S).stdout
     if device in pvs.split():
         runner(lvm(["pvremove", "--yes", device], device), timeout=LVM_TIMEOUT_S).check()
+    # udev's pvscan saw the new physical volume and marked it and the group online; nothing unmarks them.
+    with contextlib.suppress(ToolError):  # no udevadm: no udev, and no pvscan either
+        runner(["udevadm", "settle", "--timeout=60"], timeout=90)
+    forget_online(vg)
+
+
+def forget_online(vg: str, run_lvm: Path = RUN_LVM) -> None:
+    """Remove LVM's autoactivation records of ``vg`` (/run/lvm/vgs_online/<vg>, and pvs_online/<pvid>
+    files naming it): written by udev's pvscan for the pool's volume, never removed with it."""
+    (run_lvm / "vgs_online" / vg).unlink(missing_ok=True)
+    for record in run_lvm.glob("pvs_online/*"):
+        with contextlib.suppress(OSError):
+            if f"vg:{vg}" in record.read_text().split():
+                record.unlink()
 
 
 def holders(name: str, sys_block: Path = SYS_BLOCK) -> list[str]:
