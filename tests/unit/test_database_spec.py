@@ -70,7 +70,10 @@ def test_missing_server_and_client_are_refused_with_the_install(full_caps: HostC
     ("fragment", "message"),
     [
         ("instances: 2", "only for stacks with a server"),
-        ("server: mysql", "'mysql' is not allowed; allowed values: 'postgres', 'redis', 'cassandra' or 'image'"),
+        (
+            "server: mysql",
+            "'mysql' is not allowed; allowed values: 'postgres', 'redis', 'cassandra', 'ferretdb' or 'image'",
+        ),
         ("server: redis, profile: HALF", "allowed values: 'none', 'CPU', 'MEM', 'CPU+MEM', 'BW' or 'ALL'"),
         ("server: {kind: redis, records: 5, data: 2}", "records or data"),
         ("server: {kind: cassandra, memory: 512MiB}", "memory: cassandra needs at least 1024 MiB, got 512 MiB"),
