@@ -4,7 +4,8 @@
 // built with `go install` (its version is read from files a release build generates); the
 // embeddable package does not, so this wrapper runs that: one TCP listener, one SQLite directory
 // (one database file per MongoDB database), logs on stderr, and a clean exit (listener and
-// connections closed, SQLite databases closed) on SIGTERM or SIGINT.
+// connections closed, SQLite databases closed) on SIGTERM or SIGINT. tools/build-ferretdb.sh
+// builds it against a copy of FerretDB with one fix (see there).
 package main
 
 import (
@@ -71,10 +72,14 @@ func run(listen, dir, level string) error {
 	return f.Run(ctx) // returns once ctx is cancelled and everything is closed
 }
 
-// ferretDBVersion is the FerretDB module version this binary was built with.
+// ferretDBVersion is the FerretDB module version this binary was built with, and whether
+// tools/build-ferretdb.sh's patched copy replaced it.
 func ferretDBVersion() string {
 	if info, ok := debug.ReadBuildInfo(); ok {
 		for _, dep := range info.Deps {
+			if dep.Path == module && dep.Replace != nil {
+				return "FerretDB " + dep.Version + " (patched by layerbench: _id lookups use the _id index)"
+			}
 			if dep.Path == module {
 				return "FerretDB " + dep.Version
 			}
