@@ -3,9 +3,10 @@
 No MongoDB server can be had without a registry, so layerbench drives MongoDB's protocol through
 FerretDB (tools/ferretdb, built by tools/build-ferretdb.sh into the cache): one static binary
 that keeps each MongoDB database as one SQLite file (WAL journal, FerretDB's defaults) in its
-data directory. Its numbers are FerretDB's on SQLite, not MongoDB's. It has no memory setting
-of its own: SQLite's page cache is per connection, at SQLite's default size. The image carries the
-same binary (static: no libraries). It serves when it answers a MongoDB ``isMaster`` command;
+data directory. Its numbers are FerretDB's on SQLite, not MongoDB's (with one fix the build
+applies: _id lookups use the _id index; scans still read the whole collection). It has no
+memory setting of its own: SQLite's page cache is per connection, at SQLite's default size. The
+image carries the same binary (static: no libraries). It serves when it answers a MongoDB ``isMaster`` command;
 SIGTERM closes its listener, connections and databases, and it exits.
 """
 
