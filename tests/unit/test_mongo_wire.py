@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from layerbench import proc
-from layerbench.workloads.servers import mongo_wire
+from layerbench.spec.databases import ServerSpec
+from layerbench.workloads.servers import image, mongo_wire
 
 DATA = Path(__file__).parent.parent / "data" / "mongo" / "ferretdb-1.24.2"
 REQUEST_IDS = {"ismaster": 7, "hello": 8, "no-such-command": 9, "count": 11, "find-one": 12}
@@ -117,3 +118,8 @@ def _answer(listener: socket.socket, reply: bytes) -> None:
         if reply[12:16] == struct.pack("<i", mongo_wire.OP_MSG):
             reply = reply[:8] + head[4:8] + reply[12:]
         conn.sendall(reply)
+
+
+def test_a_mongodb_image_server_waits_for_the_same_probe() -> None:
+    mongo = ServerSpec.model_validate({"image": "mongo:7", "port": 27017, "client": "ycsb-mongodb"})
+    assert image.definition(mongo).ready is mongo_wire.ready
