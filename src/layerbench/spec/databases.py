@@ -11,7 +11,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from layerbench.spec.sizes import parse_size
 
@@ -152,6 +160,15 @@ class ServerSpec(_Frozen):
             if self.data_path is None:
                 object.__setattr__(self, "data_path", IMAGE_DATA_PATH[self.protocol])
         return self
+
+    @model_serializer(mode="wrap")
+    def _without_image_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Servers of a kind dump as they did before image servers: their cells' ids (hashes) stay stable.
+        data: dict[str, Any] = handler(self)
+        if self.kind != "image":
+            for name in IMAGE_FIELDS:
+                data.pop(name, None)
+        return data
 
     @property
     def protocol(self) -> str:
