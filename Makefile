@@ -20,7 +20,7 @@ TEST_APT_PACKAGES := chromium fonts-dejavu-core
 # The test VM (a modern host: systemd, cgroup v2, every kernel module), built once into the cache.
 VM_APT_PACKAGES := qemu-system-x86 qemu-utils debootstrap
 
-.PHONY: run test test-seeds test-vm vm-image setup apt apt-db apt-test apt-vm venv ycsb cassandra iozone lint clean-env
+.PHONY: run test test-seeds test-vm vm-image setup apt apt-db apt-test apt-vm venv ycsb cassandra ferretdb iozone lint clean-env
 
 run: setup
 	$(VENV)/bin/layerbench run $(PRESET) --db $(DB)
@@ -42,7 +42,7 @@ test-vm: setup apt-test vm-image
 vm-image: apt-vm venv
 	HOST_PYTHON=$(PY) tools/vm/build-image.sh $(CACHE)
 
-setup: apt apt-db venv ycsb cassandra iozone
+setup: apt apt-db venv ycsb cassandra ferretdb iozone
 
 # Debian's docker.io only where no dockerd is installed: a host with Docker's
 # own packages (docker-ce) keeps them.
@@ -77,6 +77,14 @@ ycsb: apt-db
 # from its jars with the host's JDK; offline once fetched.
 cassandra: apt-db
 	java/fetch-cassandra.sh $(CACHE)
+
+# FerretDB 1.24 (MongoDB's wire protocol on SQLite: no MongoDB server can be had without a registry),
+# layerbench's wrapper in tools/ferretdb built with Go from the Go module proxy; offline once built.
+# Go 1.24 or later (Debian 12's golang-go is 1.19): the official tarball in /usr/local/go (https://go.dev/dl/).
+ferretdb:
+	@if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then \
+	  echo "make: no Go (FerretDB needs Go 1.24 or later: unpack https://go.dev/dl/go1.24.x.linux-amd64.tar.gz into /usr/local)"; exit 3; fi
+	tools/build-ferretdb.sh $(CACHE)
 
 # IOzone itself (iozone3: Debian's non-free, Ubuntu's multiverse), unpacked into the cache without
 # changing apt's configuration. Optional: without it layerbench refuses iozone workloads and says why.

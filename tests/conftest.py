@@ -34,6 +34,10 @@ REQUIREMENTS = {
         lambda: _cassandra_missing() is None,
         "needs java, Cassandra's jars and the YCSB jars with the CQL driver in the cache (make setup fetches them)",
     ),
+    "requires_ferretdb": (
+        lambda: _ferretdb_missing() is None,
+        "needs FerretDB in the cache (make ferretdb builds it with Go 1.24), java and the YCSB jars (make setup)",
+    ),
     "requires_remote": (
         lambda: all(shutil.which(b) for b in ("qemu-nbd", "nbdinfo", "nbdfuse", "tc")),
         "needs qemu-nbd, nbdinfo and nbdfuse (make setup installs qemu-utils and libnbd-bin)",
@@ -89,6 +93,18 @@ def _cassandra_missing() -> str | None:
     # A YCSB lib built before the CQL binding (an older checkout's build-ycsb.sh) lacks its driver.
     if not list((DEFAULT_CACHE / "ycsb" / "lib").glob("java-driver-core-*.jar")):
         return "the YCSB jars lack the CQL driver (java/build-ycsb.sh rebuilds them)"
+    return None
+
+
+def _ferretdb_missing() -> str | None:
+    from layerbench.stack.capabilities import DEFAULT_CACHE, clients, database_servers
+
+    notes: list[str] = []
+    if "ferretdb" not in database_servers(notes, DEFAULT_CACHE) or "ycsb" not in clients(DEFAULT_CACHE, notes):
+        return "; ".join(notes)
+    # A YCSB lib built before the MongoDB binding (an older checkout's build-ycsb.sh) lacks its driver.
+    if not list((DEFAULT_CACHE / "ycsb" / "lib").glob("mongodb-driver-sync-*.jar")):
+        return "the YCSB jars lack the MongoDB driver (java/build-ycsb.sh rebuilds them)"
     return None
 
 

@@ -1,7 +1,8 @@
 """An image server through the whole pipeline: a PostgreSQL image made here (no registry) as a
 docker-archive file, loaded by the private daemon and run by its own entrypoint, which initialises
 its data where the placement is, as the official image does; YCSB and pgbench against it; a
-registry image (mongo:7) refused before the run with the reason; then nothing left."""
+MongoDB-protocol image (FerretDB's static binary) under YCSB's MongoDB binding; a registry image
+(mongo:7) refused before the run with the reason; then nothing left."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from layerbench.stack.capabilities import DEFAULT_CACHE
 from layerbench.stack.image import resolve
-from layerbench.workloads.servers import postgres
+from layerbench.workloads.servers import ferretdb, postgres
 from tests import support
 from tests.image_archive import ImageRecipe, write_archive
 from tests.integration.leftovers import assert_nothing_left, bridges, server_dirs
@@ -23,6 +25,7 @@ pytestmark = [
     pytest.mark.requires_root,
     pytest.mark.requires_docker,
     pytest.mark.requires_db,
+    pytest.mark.requires_ferretdb,
     pytest.mark.slow,
 ]
 
@@ -59,10 +62,19 @@ def postgres_archive(where: Path) -> Path:
     return write_archive(recipe, where / "postgres-image.tar")
 
 
+def mongodb_archive(where: Path) -> Path:
+    """A MongoDB-protocol server as an image: FerretDB's static binary is its entrypoint."""
+    binary = ferretdb.binaries(DEFAULT_CACHE)
+    entrypoint = [binary["ferretdb"], "-listen-addr", "0.0.0.0:27017", "-sqlite-dir", "/data/db", "-log-level", "warn"]
+    return write_archive(ImageRecipe("lbtest/ferretdb:1", binary, [], entrypoint, 27017), where / "ferret-image.tar")
+
+
 def test_an_image_server_from_a_file_runs_and_a_registry_image_is_refused(dirs: dict[str, Path]) -> None:
     before = bridges()
     archive = postgres_archive(dirs["work"].parent)
     image = {"image": str(archive), "port": 5432, "client": "ycsb-postgres", "records": 1000, "memory": "256MiB"}
+    ferret = {"image": str(mongodb_archive(dirs["work"].parent)), "port": 27017, "client": "ycsb-mongodb",
+              "records": 1000}  # fmt: skip
     mongo = {"image": "mongo:7", "port": 27017, "client": "ycsb-mongodb", "records": 1000}
     spec = {
         "name": "image-it",
@@ -70,6 +82,7 @@ def test_an_image_server_from_a_file_runs_and_a_registry_image_is_refused(dirs: 
         "stacks": [
             {"filesystem": "ext4", "engine": "docker:overlay2", "placement": ["volume", "bind"], "server": image},
             {"filesystem": "ext4", "engine": "docker:overlay2", "placement": "volume", "server": mongo},
+            {"filesystem": "ext4", "engine": "docker:overlay2", "placement": "bind", "server": ferret},
         ],
         "workloads": [
             {"kind": "ycsb", "name": "A", "mix": "a", "threads": 2, "runtime_s": 2, "warmup_s": 1},
@@ -82,12 +95,11 @@ def test_an_image_server_from_a_file_runs_and_a_registry_image_is_refused(dirs: 
     assert "mongo:7 must be pulled from registry-1.docker.io, which this host cannot reach" in done.stdout
     shown = json.loads(support.run(["show", "latest", "--json"], dirs).stdout)
     cells = {c["stack_label"] + " · " + c["workload"]: c for c in shown["cells"]}
-    assert set(cells) == {
-        f"zram/ext4/docker:overlay2/{p}/postgres-image.tar(1000rec) · {w}" for p in ("volume", "bind") for w in "AS"
-    }
+    pg = {f"zram/ext4/docker:overlay2/{p}/postgres-image.tar(1000rec) · {w}" for p in ("volume", "bind") for w in "AS"}
+    assert set(cells) == pg | {"zram/ext4/docker:overlay2/bind/ferret-image.tar(1000rec) · A"}  # pgbench: not MongoDB
     assert all(c["summary"]["n"] == 1 and c["summary"]["mean"] > 0 for c in cells.values())
     with sqlite3.connect(dirs["db"]) as db:
         infos = [json.loads(i) for (i,) in db.execute("SELECT info_json FROM trials")]
     assert all(i["endpoints"][0]["container"] for i in infos)  # each served from a container of the image
-    assert {i["endpoints"][0]["limits"]["memory"] for i in infos} == {256 * 2**20}  # its memory: the limit
+    assert {i["endpoints"][0]["limits"]["memory"] for i in infos} == {256 * 2**20, 2**30}  # its memory: the limit
     assert_nothing_left(dirs, before)

@@ -8,7 +8,7 @@ import pytest
 
 from layerbench.errors import SpecError
 from layerbench.spec import load
-from layerbench.spec.databases import ServerSpec
+from layerbench.spec.databases import ServerSpec, YcsbWorkload
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.matrix import expand
 
@@ -70,7 +70,10 @@ def test_missing_server_and_client_are_refused_with_the_install(full_caps: HostC
     ("fragment", "message"),
     [
         ("instances: 2", "only for stacks with a server"),
-        ("server: mysql", "'mysql' is not allowed; allowed values: 'postgres', 'redis', 'cassandra' or 'image'"),
+        (
+            "server: mysql",
+            "'mysql' is not allowed; allowed values: 'postgres', 'redis', 'cassandra', 'ferretdb' or 'image'",
+        ),
         ("server: redis, profile: HALF", "allowed values: 'none', 'CPU', 'MEM', 'CPU+MEM', 'BW' or 'ALL'"),
         ("server: {kind: redis, records: 5, data: 2}", "records or data"),
         ("server: {kind: cassandra, memory: 512MiB}", "memory: cassandra needs at least 1024 MiB, got 512 MiB"),
@@ -189,3 +192,16 @@ def test_an_image_the_engine_can_have_runs(full_caps: HostCaps) -> None:
     text = f"name: t\nstacks:\n  - {{filesystem: xfs, engine: 'docker:overlay2', placement: volume, server: {IMAGE}}}"
     m = expand(load.parse(text + "\nworkloads:\n  - {kind: ycsb, name: A}\n"), caps)
     assert [c.label() for c in m.cells] == ["loop/xfs/docker:overlay2/volume/mongo:7(10000rec) · A"] and not m.refused
+
+
+def test_servers_of_a_kind_keep_their_cell_ids_from_before_image_servers() -> None:
+    # The hash of a cell's dump identifies it across runs (resume, compare): fields a kind never
+    # uses must not enter its dump. The ids below are those layerbench gave before image servers.
+    from layerbench.spec.models import Cell, StackSpec
+
+    ids = []
+    for server in ({"kind": "postgres", "records": 5}, "redis", {"kind": "cassandra"}):
+        stack = {"device": {"kind": "zram", "size": "1GiB"}, "filesystem": "xfs", "engine": "native",
+                 "placement": "host-dir", "server": server}  # fmt: skip
+        ids.append(Cell(stack=StackSpec.model_validate(stack), workload=YcsbWorkload(name="A")).id)
+    assert ids == ["0a694010aabb", "1e67598b1d13", "3da026fc7585"]

@@ -68,8 +68,9 @@ def test_argv_phases_and_bindings() -> None:
     assert ycsb.argv("java", "/c", "redis", "load", {})[4:] == ["-load", "-db", "dev.layerbench.ycsb.RedisDB"]
     assert ycsb.argv("java", "/c", "redis", "warmup", {})[4] == "-t"  # a warmup is a run whose output is dropped
     assert ycsb.classpath("/c") == "/c/ycsb/lib/*"
-    assert set(ycsb.BINDINGS) == {"postgres", "redis", "cql"}
+    assert set(ycsb.BINDINGS) == {"postgres", "redis", "cql", "mongodb"}
     assert ycsb.argv("java", "/c", "cql", "run", {})[5:] == ["-db", "dev.layerbench.ycsb.CassandraDB"]
+    assert ycsb.argv("java", "/c", "mongodb", "run", {})[5:] == ["-db", "dev.layerbench.ycsb.MongoDB"]
 
 
 def test_a_consistency_level_sets_reads_and_writes_of_the_cql_binding() -> None:

@@ -11,16 +11,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from layerbench.spec.sizes import parse_size
 
 ByteSize = Annotated[int, BeforeValidator(parse_size), Field(ge=0)]
 
-ServerKind = Literal["postgres", "redis", "cassandra", "image"]
+ServerKind = Literal["postgres", "redis", "cassandra", "ferretdb", "image"]
 # What a client speaks: each server kind one, an image server the one its spec's ``client`` names.
 Protocol = Literal["postgres", "redis", "cql", "mongodb"]
-KIND_PROTOCOL: dict[str, str] = {"postgres": "postgres", "redis": "redis", "cassandra": "cql"}
+KIND_PROTOCOL: dict[str, str] = {"postgres": "postgres", "redis": "redis", "cassandra": "cql", "ferretdb": "mongodb"}
 ImageClient = Literal["ycsb-postgres", "ycsb-redis", "ycsb-cql", "ycsb-mongodb"]
 CLIENT_PROTOCOL: dict[str, str] = {"ycsb-postgres": "postgres", "ycsb-redis": "redis", "ycsb-cql": "cql",
                                    "ycsb-mongodb": "mongodb"}  # fmt: skip
@@ -35,7 +43,13 @@ MIB, GIB = 2**20, 2**30
 # What a server is sized to unless the spec says: Cassandra is a JVM with a heap of half of it
 # (1 GiB of heap is about 1.5 GiB resident), so a few of them fill a small host. An image server's
 # memory is its container's memory limit (how it sizes itself inside is the image's business).
-DEFAULT_MEMORY: dict[str, int] = {"postgres": 256 * MIB, "redis": 256 * MIB, "cassandra": 2 * GIB, "image": GIB}
+DEFAULT_MEMORY: dict[str, int] = {
+    "postgres": 256 * MIB,
+    "redis": 256 * MIB,
+    "cassandra": 2 * GIB,
+    "ferretdb": 256 * MIB,
+    "image": GIB,
+}
 MIN_MEMORY: dict[str, int] = {"cassandra": GIB}  # a 512 MiB heap: below it Cassandra runs out of heap loading
 Consistency = Literal["one", "two", "three", "quorum", "all", "local_one", "local_quorum"]
 YcsbMix = Literal["a", "b", "c", "d", "e", "f", "write-heavy", "read-heavy"]
@@ -103,8 +117,8 @@ class ServerSpec(_Frozen):
         default=0,  # unset: DEFAULT_MEMORY of its kind (an explicit 0 is refused by ge)
         ge=1,
         description="what the server is sized to (PostgreSQL shared_buffers = 1/4, Redis maxmemory = 3/4, "
-        "Cassandra's heap = 1/2, at least 1 GiB); a container memory limit, when smaller, takes its place; "
-        "default 256 MiB, Cassandra 2 GiB",
+        "Cassandra's heap = 1/2, at least 1 GiB; FerretDB has no such setting, SQLite's cache is its own); "
+        "a container memory limit, when smaller, takes its place; default 256 MiB, Cassandra 2 GiB",
     )
     records: int | None = Field(default=None, ge=1, le=10**9, description="YCSB records loaded per instance")
     data: float | None = Field(
@@ -146,6 +160,15 @@ class ServerSpec(_Frozen):
             if self.data_path is None:
                 object.__setattr__(self, "data_path", IMAGE_DATA_PATH[self.protocol])
         return self
+
+    @model_serializer(mode="wrap")
+    def _without_image_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Servers of a kind dump as they did before image servers: their cells' ids (hashes) stay stable.
+        data: dict[str, Any] = handler(self)
+        if self.kind != "image":
+            for name in IMAGE_FIELDS:
+                data.pop(name, None)
+        return data
 
     @property
     def protocol(self) -> str:

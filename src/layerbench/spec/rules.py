@@ -308,6 +308,8 @@ def host_has_server(s: StackSpec, caps: HostCaps) -> str | None:
         return caps.images.get(s.server.image, f"image {s.server.image} was not probed")
     if s.server.kind == "cassandra":
         return "cassandra is not set up (java, and its jars in the cache: make setup fetches them)"
+    if s.server.kind == "ferretdb":
+        return "ferretdb is not built (its binary in the cache: make ferretdb builds it, with Go 1.24 or later)"
     package = {"postgres": "postgresql", "redis": "redis-server"}.get(s.server.kind, s.server.kind)
     return f"{s.server.kind} is not installed on this host (apt-get install {package}; make setup does)"
 

@@ -124,7 +124,7 @@ def profiler_missing(runner: Runner) -> str | None:
 
 
 def database_servers(notes: list[str], cache_dir: Path = DEFAULT_CACHE) -> frozenset[str]:
-    """The servers whose binaries this host has (each definition finds its own; Cassandra's jars in the cache)."""
+    """The servers whose binaries this host has (each definition finds its own; Cassandra and FerretDB in the cache)."""
     found = set()
     for kind, definition in SERVERS.items():
         try:

@@ -2,7 +2,8 @@
 
 layerbench runs YCSB's reference client core 0.17.0 with bindings of its own
 (java/ycsb-bindings, built by java/build-ycsb.sh into ``CACHE/ycsb/lib``): PostgreSQL
-over JDBC, Redis over Jedis, and CQL (Cassandra) over the Java driver 4.x.
+over JDBC, Redis over Jedis, CQL (Cassandra) over the Java driver 4.x, and MongoDB's
+protocol (FerretDB, a MongoDB image) over MongoDB's sync driver.
 ``properties`` spells out every property of a phase, ``argv`` makes the
 command line, ``parse`` is a pure function over the client's text report,
 tested on output captured from real runs (tests/data/ycsb/0.17.0/), and
@@ -60,6 +61,7 @@ BINDINGS: dict[str, str] = {
     "postgres": "dev.layerbench.ycsb.PostgresDB",
     "redis": "dev.layerbench.ycsb.RedisDB",
     "cql": "dev.layerbench.ycsb.CassandraDB",
+    "mongodb": "dev.layerbench.ycsb.MongoDB",
 }
 # Each binding's properties are named after it: `cassandra.host`, `postgres.port`, ...
 PROPERTY_PREFIX: dict[str, str] = {"cql": "cassandra"}

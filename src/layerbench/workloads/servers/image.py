@@ -14,11 +14,16 @@ from collections.abc import Callable
 
 from layerbench.proc import Runner
 from layerbench.spec.databases import ServerSpec
-from layerbench.workloads.servers import cassandra, postgres, redis
+from layerbench.workloads.servers import cassandra, mongo_wire, postgres, redis
 from layerbench.workloads.servers.base import ServerDef
 
 Probe = Callable[[str, int, Runner], bool]
-PROBES: dict[str, Probe] = {"postgres": postgres.ready, "redis": redis.ready, "cql": cassandra.ready}
+PROBES: dict[str, Probe] = {
+    "postgres": postgres.ready,
+    "redis": redis.ready,
+    "cql": cassandra.ready,
+    "mongodb": mongo_wire.ready,
+}
 READY_TIMEOUT_S = 300.0  # an image's first start (initialising its data) and a JVM's
 
 
