@@ -57,6 +57,13 @@ fail() {
   echo "build-k8s: $* (log above, kept in $log)" >&2
   exit 1
 }
+# What Kubernetes' own build stamps into every binary: without it each says v0.0.0-master, and the
+# version skew a kubelet and an apiserver check (and the apiserver's emulated version) go by it.
+release=$(cd "$module" && go list -mod=readonly -m -f '{{.Version}}' k8s.io/kubernetes)
+[[ $release =~ ^v([0-9]+)\.([0-9]+)\. ]] || fail "cannot read Kubernetes' version from tools/k8s/go.mod"
+v=k8s.io/component-base/version
+stamps="-X $v.gitVersion=$release -X $v.gitMajor=${BASH_REMATCH[1]} -X $v.gitMinor=${BASH_REMATCH[2]}"
+stamps+=" -X $v.gitTreeState=clean -X $v.buildDate=1970-01-01T00:00:00Z"
 staging="$dest/bin.new"
 rm -rf "$staging"
 mkdir -p "$staging"
@@ -65,7 +72,7 @@ started=$SECONDS
 for cmd in "${COMMANDS[@]}"; do
   echo "build-k8s: $cmd ($((SECONDS - started)) s so far; about 22 minutes in all the first time)"
   # CGO off as Kubernetes' own release builds do for these; -mod=readonly: go.sum is the pinned truth.
-  (cd "$module" && CGO_ENABLED=0 go build -mod=readonly -buildvcs=false -trimpath -ldflags='-s -w' \
+  (cd "$module" && CGO_ENABLED=0 go build -mod=readonly -buildvcs=false -trimpath -ldflags="-s -w $stamps" \
     -o "$staging/$cmd" "k8s.io/kubernetes/cmd/$cmd") >>"$log" 2>&1 || fail "the Go build of $cmd failed"
 done
 pause=$(cd "$module" && go list -mod=readonly -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/linux/pause.c
