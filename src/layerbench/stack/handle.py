@@ -15,7 +15,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -92,15 +92,12 @@ class ExecHandle:
                 os.kill(self._pid, sig)
 
     def wait(self, timeout: float) -> int | None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            state = self.api.exec_inspect(self.exec_id)
-            if not state.get("Running") and state.get("ExitCode") is not None:
-                if self._thread is not None:
-                    self._thread.join(1.0)
-                return int(state["ExitCode"])
-            time.sleep(POLL_S)
-        return None
+        return _await_exit(self._exit_code, self._thread, timeout)
+
+    def _exit_code(self) -> int | None:
+        state = self.api.exec_inspect(self.exec_id)
+        done = not state.get("Running") and state.get("ExitCode") is not None
+        return int(state["ExitCode"]) if done else None
 
 
 def start_exec(api: Any, container_id: str, argv: Sequence[str], log: Path, user: int | None) -> ExecHandle:
@@ -109,9 +106,7 @@ def start_exec(api: Any, container_id: str, argv: Sequence[str], log: Path, user
     owner = f"{user}:{user}" if user is not None else ""
     exec_id = api.exec_create(container_id, args, stdout=True, stderr=True, user=owner)["Id"]
     handle = ExecHandle(api, exec_id, log)
-    stream = api.exec_start(exec_id, stream=True)
-    handle._thread = threading.Thread(target=_drain, args=(stream, log), daemon=True)
-    handle._thread.start()
+    handle._thread = _follow(api.exec_start(exec_id, stream=True), log)
     handle._pid = _exec_pid(api, exec_id, args)
     return handle
 
@@ -138,24 +133,38 @@ class ContainerHandle:
             self.container.kill(signal=int(sig))
 
     def wait(self, timeout: float) -> int | None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self.alive():
-                if self._thread is not None:
-                    self._thread.join(1.0)
-                return int(self.container.attrs["State"]["ExitCode"])
-            time.sleep(POLL_S)
-        return None
+        return _await_exit(self._exit_code, self._thread, timeout)
+
+    def _exit_code(self) -> int | None:
+        return None if self.alive() else int(self.container.attrs["State"]["ExitCode"])
 
 
 def follow_container(container: Any, log: Path) -> ContainerHandle:
     """A started container as a server's handle; its output streamed into ``log`` by a thread."""
     container.reload()
     handle = ContainerHandle(container, log, int(container.attrs["State"]["Pid"]))
-    stream = container.logs(stream=True, follow=True)
-    handle._thread = threading.Thread(target=_drain, args=(stream, log), daemon=True)
-    handle._thread.start()
+    handle._thread = _follow(container.logs(stream=True, follow=True), log)
     return handle
+
+
+def _await_exit(exit_code: Callable[[], int | None], drain: threading.Thread | None, timeout: float) -> int | None:
+    """Poll ``exit_code`` (None while running) for up to ``timeout`` s; once it ends, let its log catch up."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        code = exit_code()
+        if code is not None:
+            if drain is not None:
+                drain.join(1.0)
+            return code
+        time.sleep(POLL_S)
+    return None
+
+
+def _follow(stream: Any, log: Path) -> threading.Thread:
+    """A thread that copies ``stream`` into ``log`` until it ends."""
+    thread = threading.Thread(target=_drain, args=(stream, log), daemon=True)
+    thread.start()
+    return thread
 
 
 def _drain(stream: Any, log: Path) -> None:

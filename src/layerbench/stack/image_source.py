@@ -16,16 +16,11 @@ import tarfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import requests
-from docker.errors import DockerException
-
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.spec.databases import is_archive
 
 if TYPE_CHECKING:  # the host's capabilities probe images before any daemon exists: no import cycle
     from layerbench.stack.dockerd import DockerEngine
-
-API_ERRORS = (DockerException, requests.RequestException)  # as stack/dockerd.py's
 
 DOCKER_HUB = "registry-1.docker.io"  # what the daemon asks for a reference with no registry in it
 CONNECT_TIMEOUT_S = 5.0
@@ -74,6 +69,8 @@ def _registry_missing(reference: str) -> str | None:
 
 def acquire(engine: DockerEngine, image: str) -> str:
     """The image in this daemon (loaded from its file, or pulled); the reference to create containers from."""
+    from layerbench.stack.dockerd import API_ERRORS  # here: capabilities imports this module, dockerd it
+
     if is_archive(image):
         return _load(engine, Path(image))
     try:
@@ -89,6 +86,8 @@ def acquire(engine: DockerEngine, image: str) -> str:
 
 
 def _load(engine: DockerEngine, path: Path) -> str:
+    from layerbench.stack.dockerd import API_ERRORS
+
     tags = archive_tags(path)
     try:
         with path.open("rb") as f:
