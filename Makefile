@@ -17,17 +17,20 @@ DB_APT_PACKAGES := postgresql postgresql-client redis-server redis-tools default
 
 # Only the tests need a browser (the HTML report is opened in headless Chromium).
 TEST_APT_PACKAGES := chromium fonts-dejavu-core
+# The local Kubernetes cluster's parts beside the Kubernetes binaries (make k8s builds those; gcc
+# compiles the pause binary). etcd-server is installed without starting its service (a policy-rc.d).
+K8S_APT_PACKAGES := etcd-server containerd containernetworking-plugins openssl gcc libc6-dev
 # The test VM (a modern host: systemd, cgroup v2, every kernel module), built once into the cache.
 VM_APT_PACKAGES := qemu-system-x86 qemu-utils debootstrap
 
-.PHONY: run test test-seeds test-vm vm-image setup apt apt-db apt-test apt-vm venv ycsb cassandra ferretdb iozone lint clean-env
+.PHONY: run test test-seeds test-vm test-k8s vm-image setup apt apt-db apt-test apt-vm apt-k8s venv ycsb cassandra ferretdb k8s iozone lint clean-env
 
 run: setup
 	$(VENV)/bin/layerbench run $(PRESET) --db $(DB)
 
 test: setup apt-test
 	$(PY) -m ruff check src tests bench
-	$(PY) -m pytest -q --ignore=tests/vm --ignore=tests/seeds
+	$(PY) -m pytest -q --ignore=tests/vm --ignore=tests/seeds --ignore=tests/k8s
 
 # The seeds' databases end to end (tests/seeds: Cassandra natively, in Docker, and scaled): minutes of
 # server start-ups that would stretch `make test` past ten minutes.
@@ -38,6 +41,28 @@ test-seeds: setup apt-test
 # About 10 minutes to build the image the first time (cached after), then one boot of some minutes.
 test-vm: setup apt-test vm-image
 	$(PY) -m pytest -q tests/vm
+
+# The Kubernetes tier: tests/k8s brings up a three-node cluster on this host (tools/localcluster),
+# runs cells as pods on it, and takes it down. Its Kubernetes is built once into the cache.
+test-k8s: setup apt-test apt-k8s k8s
+	$(PY) -m pytest -q tests/k8s
+
+# Kubernetes v1.32.2 from the Go module proxy (tools/build-k8s.sh): minutes of compiling the first
+# time (cached after). Go 1.23 or later, as for FerretDB.
+k8s: apt-k8s
+	@if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then \
+	  echo "make: no Go (Kubernetes 1.32 needs Go 1.23 or later: unpack https://go.dev/dl/ into /usr/local)"; exit 3; fi
+	tools/build-k8s.sh $(CACHE)
+
+apt-k8s:
+	@missing=""; for p in $(K8S_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; policy=""; \
+	  if [ ! -e /usr/sbin/policy-rc.d ]; then printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; \
+	    chmod +x /usr/sbin/policy-rc.d; policy=1; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	  rc=$$?; [ -n "$$policy" ] && rm -f /usr/sbin/policy-rc.d; exit $$rc; \
+	fi
 
 vm-image: apt-vm venv
 	HOST_PYTHON=$(PY) tools/vm/build-image.sh $(CACHE)

@@ -46,11 +46,26 @@ REQUIREMENTS = {
         lambda: _perf_missing() is None,
         "needs perf recording the whole machine (make setup installs linux-perf)",
     ),
+    "requires_k8s": (
+        lambda: _k8s_missing() is None,
+        "needs Kubernetes in the cache (make k8s builds it), etcd, containerd and the CNI plugins (make test-k8s)",
+    ),
     "requires_vm": (
         lambda: _vm_missing() is None,
         "needs qemu and the test VM image (make vm-image builds it; make test-vm runs this tier)",
     ),
 }
+
+
+def _k8s_missing() -> str | None:
+    from layerbench.stack.capabilities import DEFAULT_CACHE
+
+    bins = DEFAULT_CACHE / "k8s" / "bin"
+    needed = [bins / b for b in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "pause")]
+    missing = [str(p) for p in needed if not p.exists()]
+    missing += [b for b in ("etcd", "containerd", "ctr", "runc", "openssl") if shutil.which(b) is None]
+    missing += [p for p in ("/usr/lib/cni/bridge", "/usr/lib/cni/host-local") if not os.path.exists(p)]
+    return ", ".join(missing) or None
 
 
 def _perf_missing() -> str | None:

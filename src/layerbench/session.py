@@ -39,7 +39,8 @@ def cells_here(exp: Experiment, cache_dir: Path) -> Matrix:
     stacks = expand_stacks(exp)
     guests = any(s.engine.kind in VM_ENGINES for s in stacks)
     images = tuple(sorted({s.server.image for s in stacks if s.server is not None and s.server.image}))
-    caps = probe(proc.run, cache_dir, guests=guests, profiler=exp.profile != "none", images=images)
+    kube = any(s.engine.kind == "kubernetes" for s in stacks)
+    caps = probe(proc.run, cache_dir, guests=guests, profiler=exp.profile != "none", images=images, kube=kube)
     return expand(exp, caps, files=footprint.files, usable_share=footprint.USABLE_SHARE)
 
 

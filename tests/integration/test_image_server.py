@@ -16,9 +16,9 @@ import yaml
 
 from layerbench.stack.capabilities import DEFAULT_CACHE
 from layerbench.stack.image import resolve
+from layerbench.stack.image_archive import ImageRecipe, write_archive
 from layerbench.workloads.servers import ferretdb, postgres
 from tests import support
-from tests.image_archive import ImageRecipe, write_archive
 from tests.integration.leftovers import assert_nothing_left, bridges, server_dirs
 
 pytestmark = [

@@ -20,7 +20,7 @@ from layerbench.cli.progress import TrialProgress
 from layerbench.errors import PrerequisiteError, SpecError
 from layerbench.pipeline import execute, pending, register_cells
 from layerbench.report import markdown as markdown_report
-from layerbench.report.doctor import DOCTOR_IMAGES, doctor_rows
+from layerbench.report.doctor import DOCTOR_IMAGES, DoctorRow, doctor_rows
 from layerbench.report.export import FORMATS, write_samples
 from layerbench.report.terminal import (
     advice_json,
@@ -84,6 +84,22 @@ STATE_OPTION = typer.Option(
     envvar="LAYERBENCH_STATE_DIR",
     help="Where the ledger of created resources lives (shared by all runs on this host).",
 )
+KUBECONFIG_OPTION = typer.Option(
+    None,
+    "--kubeconfig",
+    envvar="KUBECONFIG",
+    metavar="FILE",
+    help="The Kubernetes cluster of kubernetes cells (engine: {kind: kubernetes, node: NAME}); "
+    "default: $KUBECONFIG, then ~/.kube/config.",
+)
+
+
+def use_kubeconfig(path: Path | None) -> None:
+    """Where the engine, the probe and a later `cleanup` (through the ledger) find the cluster."""
+    if path is not None:
+        os.environ["KUBECONFIG"] = str(path.resolve())
+
+
 CACHE_OPTION = typer.Option(
     host.DEFAULT_CACHE,
     "--cache-dir",
@@ -118,6 +134,7 @@ def run(
         help="cpu: record the whole machine with perf during each cell's first trial, for the report's flame "
         "graphs and `advise` (the spec's `profile:` field, overridden).",
     ),
+    kubeconfig: Path | None = KUBECONFIG_OPTION,
 ) -> None:
     """Run an experiment: build every stack, run every trial, save each as it ends.
 
@@ -126,6 +143,7 @@ def run(
     succeeded, 1 when some failed (they are saved with the tool's stderr).
     """
     with boundary():
+        use_kubeconfig(kubeconfig)
         exp = spec_load.load(spec)
         if profile is not None:
             exp = Experiment.model_validate({**exp.model_dump(), "profile": profile.value})
@@ -203,6 +221,7 @@ def resume(
     state_dir: Path = STATE_OPTION,
     cache_dir: Path = CACHE_OPTION,
     format_device: list[str] = FORMAT_OPTION,
+    kubeconfig: Path | None = KUBECONFIG_OPTION,
 ) -> None:
     """Continue a run that was interrupted (Ctrl-C, kill -9, a crash, a reboot).
 
@@ -212,6 +231,7 @@ def resume(
     same cells, so results of unlike conditions are never mixed in one run.
     """
     with boundary():
+        use_kubeconfig(kubeconfig)
         store = Store.open(db, create=False)
         run_id = store.resolve_run(run_ref)
         row = store.run(run_id)
@@ -473,11 +493,18 @@ def presets(
 
 
 @app.command()
-def doctor(as_json: bool = JSON_OPTION, cache_dir: Path = CACHE_OPTION) -> None:
-    """What this host supports: devices, filesystems, Docker storage drivers, databases, tools, and why not."""
+def doctor(
+    as_json: bool = JSON_OPTION, cache_dir: Path = CACHE_OPTION, kubeconfig: Path | None = KUBECONFIG_OPTION
+) -> None:
+    """What this host supports: devices, filesystems, Docker storage drivers, databases, tools, and why not.
+
+    With --kubeconfig (or $KUBECONFIG), also the Kubernetes cluster: its version, each node (Ready, and
+    whether it is this host, where the filesystem under test can reach its pods), its StorageClasses.
+    """
     with boundary():
+        use_kubeconfig(kubeconfig)
         caps = host.caps(cache_dir, guests=True, profiler=True, images=DOCTOR_IMAGES)
-        rows = doctor_rows(caps)
+        rows = doctor_rows(caps) + _kube_rows()
         if as_json:
             typer.echo(json.dumps([r._asdict() for r in rows], indent=2))
             return
@@ -486,6 +513,14 @@ def doctor(as_json: bool = JSON_OPTION, cache_dir: Path = CACHE_OPTION) -> None:
             status = "[green]yes[/]" if r.ok else "[red]no[/]"
             table.add_row(r.axis, r.value, status, r.note)
         console.print(table)
+
+
+def _kube_rows() -> list[DoctorRow]:
+    if not os.environ.get("KUBECONFIG"):
+        return [DoctorRow("kubernetes", "cluster", False, "not probed: pass --kubeconfig FILE (or set KUBECONFIG)")]
+    from layerbench.stack import kube  # the Kubernetes client only where a cluster is named
+
+    return [DoctorRow("kubernetes", what, ok, note) for what, ok, note in kube.describe(os.environ["KUBECONFIG"])]
 
 
 PLAN_NAMES_SHOWN = 12

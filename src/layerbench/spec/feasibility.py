@@ -13,6 +13,14 @@ DRIVERS_REMOVED = (("aufs", 24), ("devicemapper", 25))
 
 
 @dataclass(frozen=True)
+class ClusterNode:
+    """A Kubernetes node as the rules see it."""
+
+    ready: bool
+    local: bool  # its boot id is this host's: it shares this host's filesystems and cgroups
+
+
+@dataclass(frozen=True)
 class HostCaps:
     """What this host has, as probed once per run: root, kernel, filesystems, devices, tools.
 
@@ -47,3 +55,6 @@ class HostCaps:
     # Images of image servers (spec/databases.py), probed only for experiments that name them:
     # reference or archive path -> None where the engine can have it, else why not.
     images: dict[str, str | None] = field(default_factory=dict)
+    # The Kubernetes cluster (stack/kube.py), probed only for experiments with kubernetes cells: its nodes
+    # by name, or why it could not be reached.
+    kube: dict[str, ClusterNode] | str = "not probed: the experiment has no kubernetes cells"

@@ -35,7 +35,7 @@ DeviceKind = Literal["loop", "zram", "block"]
 Transport = Literal["nbd", "nvme-tcp", "iscsi"]
 RemoteClient = Literal["kernel", "fuse", "fio"]
 FsType = Literal["none", "ext4", "xfs", "btrfs", "reiserfs"]
-EngineKind = Literal["native", "docker", "podman", "vm", "vm+docker"]
+EngineKind = Literal["native", "docker", "podman", "vm", "vm+docker", "kubernetes"]
 Driver = Literal["overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "aufs", "overlay"]
 # Each container engine's storage drivers, the first its default (Podman calls overlay "overlay").
 DRIVERS: dict[str, tuple[str, ...]] = {
@@ -161,6 +161,10 @@ class EngineSpec(Frozen):
         description="devicemapper only: loop-lvm (sparse files on loop devices, Docker's default) or direct-lvm"
         " (an LVM thin pool on a block device layerbench makes)",
     )
+    node: str | None = Field(
+        default=None,
+        description="kubernetes only (and required there): the node the pod is pinned to, by its name in the cluster",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -181,6 +185,12 @@ class EngineSpec(Frozen):
             raise ValueError(f"{self.kind} has no storage driver {self.driver!r}; allowed values: {allowed}")
         if self.driver == "devicemapper" and self.mode is None:
             object.__setattr__(self, "mode", "loop-lvm")  # what dockerd does without a thin pool
+        if (self.kind == "kubernetes") != (self.node is not None):
+            raise ValueError(
+                "engine kubernetes needs node: the node to run on (its name in the cluster)"
+                if self.kind == "kubernetes"
+                else f"node is the kubernetes engine's (the node a pod is pinned to); {self.kind} has none"
+            )
         if self.mode is not None and self.driver != "devicemapper":
             engine = f"{self.kind}:{self.driver}" if self.driver else self.kind
             raise ValueError(
@@ -192,13 +202,15 @@ class EngineSpec(Frozen):
     def _without_mode(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # Engines without a mode dump as they did before it existed: their cell ids (hashes) stay stable.
         data = handler(self)
-        if data.get("mode") is None:
-            data.pop("mode", None)
+        for optional in ("mode", "node"):
+            if data.get(optional) is None:
+                data.pop(optional, None)
         return data
 
     def label(self) -> str:
         base = f"{self.kind}:{self.driver}" if self.driver else self.kind
-        return f"{base}({self.mode})" if self.mode else base
+        detail = self.mode or self.node
+        return f"{base}({detail})" if detail else base
 
 
 class PlacementSpec(Frozen):

@@ -227,13 +227,51 @@ def profile_refused(s: StackSpec, caps: HostCaps, profile: str) -> str | None:
     return f"profile cpu: {caps.profiler_missing}" if caps.profiler_missing else None
 
 
+def _kubernetes_ready(s: StackSpec, caps: HostCaps) -> str | None:
+    if isinstance(caps.kube, str):
+        return f"no Kubernetes cluster: {caps.kube}"
+    node = caps.kube.get(s.engine.node or "")
+    if node is None:
+        return f"node {s.engine.node!r} is not in the cluster; its nodes: {', '.join(sorted(caps.kube)) or 'none'}"
+    if not node.ready:
+        return f"node {s.engine.node!r} is not Ready"
+    if s.placement.kind in KUBE_LOCAL_PLACEMENTS and not node.local:
+        return (
+            f"placement {s.placement.kind!r} keeps the pod's data on the filesystem layerbench builds on this host, "
+            f"and node {s.engine.node!r} is another machine (its boot id is not this host's): "
+            "use tmpfs or writable-layer there"
+        )
+    if s.placement.kind == "writable-layer":
+        return (
+            "a pod's writable layer is wherever the node's container runtime keeps its root, not on the "
+            "filesystem layerbench builds: use bind (a hostPath), volume (a claim on a local volume) or tmpfs"
+        )
+    if s.limits.cpuset or s.limits.read_bps or s.limits.write_bps:
+        return (
+            "a pod's limits are cpus and memory: drop cpuset (the kubelet's static CPU manager pins, not a pod) "
+            "and read_bps/write_bps (Kubernetes has no block-I/O limit)"
+        )
+    if s.server is not None:
+        return "database servers on Kubernetes are not supported yet: run them with engine docker"
+    return None
+
+
 ENGINE_RULES: dict[str, Rule] = {
     "docker": _docker_ready,
     "podman": _podman_ready,
     "vm": _vm_ready,
     "vm+docker": _vm_ready,
+    "kubernetes": _kubernetes_ready,
 }
-ENGINE_NAMES = {"docker": "Docker", "podman": "Podman", "vm": "a VM", "vm+docker": "Docker in a VM"}
+ENGINE_NAMES = {
+    "docker": "Docker",
+    "podman": "Podman",
+    "vm": "a VM",
+    "vm+docker": "Docker in a VM",
+    "kubernetes": "Kubernetes",
+}
+# A pod's placements on the filesystem layerbench builds here: a hostPath (bind) and a local volume's claim.
+KUBE_LOCAL_PLACEMENTS = frozenset({"bind", "volume"})
 
 
 def _why_no_driver(driver: str, caps: HostCaps) -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Runner
 from layerbench.profiling import perf
-from layerbench.spec.feasibility import DRIVERS_REMOVED, HostCaps
+from layerbench.spec.feasibility import DRIVERS_REMOVED, ClusterNode, HostCaps
 from layerbench.stack import image_source, vm
 from layerbench.stack.remote import needs as remote_needs
 from layerbench.workloads import iozone, ycsb
@@ -57,13 +57,15 @@ def probe(
     guests: bool = False,
     profiler: bool = False,
     images: tuple[str, ...] = (),
+    kube: bool = False,
 ) -> HostCaps:
     """What this host offers, read from /proc, /sys, /dev and PATH; nothing is changed.
 
     With ``guests`` (an experiment with VM cells) it also learns whether KVM runs a guest here, which
     takes a probe boot of the guest's kernel (seconds with KVM, up to a minute without); with ``profiler``
     (an experiment that profiles), whether perf records the whole machine here; for each of ``images``
-    (image servers' images), whether the engines can have it (a registry they reach, or a file)."""
+    (image servers' images), whether the engines can have it (a registry they reach, or a file); with
+    ``kube`` (kubernetes cells), the cluster's nodes (the kubeconfig of $KUBECONFIG: `--kubeconfig`)."""
     kernel = platform.release()
     notes: list[str] = []
     loadable = _module_prober(runner, kernel, notes)
@@ -97,7 +99,14 @@ def probe(
         images={image: image_source.missing(image) for image in images},
         **(guest_caps(cache_dir) if guests else {}),
         **({"profiler_missing": profiler_missing(runner)} if profiler else {}),
+        **({"kube": _kube_nodes()} if kube else {}),
     )
+
+
+def _kube_nodes() -> dict[str, ClusterNode] | str:
+    from layerbench.stack import kube  # the Kubernetes client is imported only where a cell needs it
+
+    return kube.cluster_nodes(os.environ.get("KUBECONFIG") or None)
 
 
 def guest_caps(cache_dir: Path) -> dict[str, str | None]:

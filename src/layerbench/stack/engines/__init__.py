@@ -22,8 +22,8 @@ from typing import Any, Protocol
 
 from layerbench.proc import Runner
 from layerbench.spec.models import EngineSpec, Limits, PlacementSpec, StackSpec
-from layerbench.stack import guest
-from layerbench.stack.engines import docker, native, podman, vm, vm_docker
+from layerbench.stack import guest, kube
+from layerbench.stack.engines import docker, kubernetes, native, podman, vm, vm_docker
 from layerbench.stack.ledger import Resource
 from layerbench.stack.target import BuildContext, Mount, Target
 
@@ -75,6 +75,11 @@ ENGINES: dict[str, EngineType] = {
     "podman": EngineType("podman", podman.start, podman.failure, {"podman": podman.reclaim}),
     "vm": EngineType("vm", vm.start, vm.failure, {"vm": guest.reclaim}),
     "vm+docker": EngineType("vm+docker", vm_docker.start, vm_docker.failure),  # its guest is the vm engine's
+    "kubernetes": EngineType(
+        "kubernetes",
+        kubernetes.start,
+        removers={"k8s-namespace": kube.reclaim, "k8s-object": kube.reclaim_object, "k8s-image": kube.reclaim_image},
+    ),
 }
 
 

@@ -1,9 +1,10 @@
 """Docker-archive files (``docker save``'s format) made from this host's binaries, with no daemon.
 
-What a user without a registry brings to an image server: here the tests make one, so the image path
-(load the file, run the image's own entrypoint, reach it on its port) is exercised for real. The
-rootfs is layerbench's own host-binary recipe (stack/image.py); the archive around it is the format
-``docker load`` reads: manifest.json, the image's config, one layer.
+What a user without a registry brings to an image server (the tests make one, so the image path is
+exercised for real), and how layerbench hands its tools image to engines it cannot build images in
+(a Kubernetes node's containerd imports the file). The rootfs is layerbench's own host-binary recipe
+(stack/image.py); the archive around it is the format ``docker load`` and ``ctr images import`` read:
+manifest.json, the image's config, one layer.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ class ImageRecipe:
     binaries: dict[str, str]  # name -> host path
     files: list[str]  # other host files (the entrypoint script among them)
     entrypoint: list[str]
-    port: int
+    port: int | None = None
     env: tuple[str, ...] = ()
 
 
@@ -59,7 +60,7 @@ def _config(recipe: ImageRecipe, diff_id: str) -> dict[str, Any]:
         "config": {
             "Env": [*path_env, *recipe.env],
             "Entrypoint": recipe.entrypoint,
-            "ExposedPorts": {f"{recipe.port}/tcp": {}},
+            "ExposedPorts": {f"{recipe.port}/tcp": {}} if recipe.port else {},
         },
         "rootfs": {"type": "layers", "diff_ids": [diff_id]},
     }

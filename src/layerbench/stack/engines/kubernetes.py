@@ -1,0 +1,185 @@
+"""The Kubernetes engine: the workload in a pod pinned to a named node of a cluster layerbench did not make.
+
+A stack's engine layer is a namespace of the run's own; its placement is a pod (``sleep infinity``,
+every command of the trial an exec through the API, as on Docker) on ``engine.node``, holding /data:
+
+- bind: a hostPath volume on the filesystem under test (the node must be this host);
+- volume: a PersistentVolumeClaim bound to a local PersistentVolume layerbench makes on that
+  filesystem (a static volume, as a local-storage class gives: the node must be this host);
+- tmpfs: an emptyDir in memory (a control, as on Docker).
+
+(No writable-layer: a pod's own layer is wherever the node's runtime keeps its root, not on the
+filesystem layerbench builds, so the stack's label would lie; spec/rules.py refuses it.)
+
+The image is layerbench's tools image (host binaries), handed to the node's containerd as a
+docker-archive when the node lacks it (no registry needed), and removed from it after. Limits are the
+container's resource limits (requests equal: the Guaranteed class), read back from the kernel's
+cgroup where the node is this host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+
+from layerbench.errors import PrerequisiteError
+from layerbench.spec.models import EngineSpec, Limits, StackSpec
+from layerbench.spec.rules import KUBE_LOCAL_PLACEMENTS
+from layerbench.stack import kube
+from layerbench.stack.cgroups import majmin, process_dirs, read_limits
+from layerbench.stack.engines.container import tools
+from layerbench.stack.image import REPOSITORY, binary_digests, recipe
+from layerbench.stack.image_archive import ImageRecipe, write_archive
+from layerbench.stack.placement import host_dir
+from layerbench.stack.target import BuildContext, Mount, Target
+
+
+def kubeconfig() -> str | None:
+    """The cluster's kubeconfig: `--kubeconfig` (the CLI sets KUBECONFIG), else the client's default."""
+    return os.environ.get("KUBECONFIG") or None
+
+
+@dataclass
+class KubeEngine:
+    core: client.CoreV1Api
+    namespace: str
+    node: kube.NodeFacts
+    exits: contextlib.ExitStack  # what lives as long as the engine: the tools image on the node
+    tools_image: str | None = None
+    kind: str = "kubernetes"
+
+    def place(
+        self, mount: Mount, stack: StackSpec, data_bytes: int, ctx: BuildContext
+    ) -> AbstractContextManager[Target]:
+        if self.tools_image is None:
+            self.tools_image = self._load_tools(ctx)
+        return _placement(self, self.tools_image, mount, stack, data_bytes, ctx)
+
+    def _load_tools(self, ctx: BuildContext) -> str:
+        binaries = tools(ctx)
+        _, _, tag = recipe(binaries, ctx)
+        ref = f"{REPOSITORY}:{tag}"
+        if kube.qualified(ref) in self.node.images:
+            return ref
+        archive = ctx.work_dir / f"k8s-tools-{tag}.tar"
+        write_archive(ImageRecipe(ref, binaries, [], ["sleep", "infinity"]), archive)
+        try:
+            self.exits.enter_context(kube.load_image(self.node, archive, ref, ctx))
+        finally:
+            archive.unlink(missing_ok=True)
+        return ref
+
+
+@contextmanager
+def start(mount: Mount, spec: EngineSpec, ctx: BuildContext) -> Iterator[KubeEngine]:
+    """The run's namespace on the cluster, once the pinned node is found Ready."""
+    config = kubeconfig()
+    core = kube.connect(config)
+    facts = kube.nodes(core)
+    node = facts.get(spec.node or "")
+    if node is None or not node.ready:
+        state = "is not Ready" if node else f"is not in the cluster (its nodes: {', '.join(sorted(facts))})"
+        raise PrerequisiteError(f"Kubernetes node {spec.node!r} {state}")
+    with contextlib.ExitStack() as exits:
+        ns = exits.enter_context(kube.namespace(core, ctx, config))
+        images = exits.enter_context(contextlib.ExitStack())  # closed before the namespace goes
+        yield KubeEngine(core, ns, node, images)
+
+
+@contextmanager
+def _placement(
+    engine: KubeEngine, image: str, mount: Mount, stack: StackSpec, data_bytes: int, ctx: BuildContext
+) -> Iterator[Target]:
+    kind = stack.placement.kind
+    if kind in KUBE_LOCAL_PLACEMENTS and not engine.node.local:
+        raise PrerequisiteError(f"placement {kind!r} on node {engine.node.name}: the node is not this host")
+    name = f"lb-{secrets.token_hex(4)}"
+    with contextlib.ExitStack() as exits:
+        volume = _volume(engine, name, kind, mount, data_bytes, ctx, exits)
+        body = _pod(name, image, engine.node.name, stack.limits, volume, ctx.run_id)
+        running = exits.enter_context(kube.pod(engine.core, engine.namespace, body, ctx))
+        info = {"placement": kind, **_info(engine, running, image, stack.limits, mount)}
+        run = kube.exec_in(engine.core, engine.namespace, name)
+        put = kube.put_in(engine.core, engine.namespace, name)
+        yield Target(run, put, kube.DATA, False, mount.device, "kubernetes", info)
+
+
+def _volume(
+    engine: KubeEngine,
+    name: str,
+    kind: str,
+    mount: Mount,
+    data_bytes: int,
+    ctx: BuildContext,
+    exits: contextlib.ExitStack,
+) -> client.V1Volume | None:
+    if kind == "tmpfs":
+        size = str(data_bytes + 64 * 2**20)
+        return client.V1Volume(name="data", empty_dir=client.V1EmptyDirVolumeSource(medium="Memory", size_limit=size))
+    assert mount.mountpoint is not None  # a container placement has a filesystem (spec/rules.py)
+    path = exits.enter_context(host_dir(mount.mountpoint / f"{name}-data", ctx))
+    if kind == "bind":
+        return client.V1Volume(name="data", host_path=client.V1HostPathVolumeSource(path=str(path), type="Directory"))
+    claim = exits.enter_context(kube.local_claim(engine.core, engine.namespace, name, engine.node.name, path, ctx))
+    source = client.V1PersistentVolumeClaimVolumeSource(claim_name=claim)
+    return client.V1Volume(name="data", persistent_volume_claim=source)
+
+
+def _pod(name: str, image: str, node: str, limits: Limits, volume: client.V1Volume | None, run_id: str) -> client.V1Pod:
+    resources = _resources(limits)
+    container = client.V1Container(
+        name="tools",
+        image=image,
+        image_pull_policy="Never",  # no registry: the image was loaded onto the node
+        command=["sleep", "infinity"],
+        resources=client.V1ResourceRequirements(limits=resources, requests=resources) if resources else None,
+        volume_mounts=[client.V1VolumeMount(name="data", mount_path=kube.DATA)] if volume else None,
+    )
+    spec = client.V1PodSpec(
+        containers=[container],
+        node_selector={"kubernetes.io/hostname": node},
+        restart_policy="Never",
+        automount_service_account_token=False,
+        enable_service_links=False,
+        termination_grace_period_seconds=1,  # sleep as PID 1 ignores SIGTERM
+        volumes=[volume] if volume else None,
+    )
+    meta = client.V1ObjectMeta(name=name, labels={kube.RUN_LABEL: kube.label(run_id)})
+    return client.V1Pod(metadata=meta, spec=spec)
+
+
+def _resources(limits: Limits) -> dict[str, str]:
+    """cpus and memory; cpuset and block-I/O limits have no pod field (spec/rules.py refuses them)."""
+    found = {}
+    if limits.cpus is not None:
+        found["cpu"] = f"{round(limits.cpus * 1000)}m"
+    if limits.memory is not None:
+        found["memory"] = str(int(limits.memory))
+    return found
+
+
+def _info(engine: KubeEngine, running: client.V1Pod, image: str, limits: Limits, mount: Mount) -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "pod": running.metadata.name,
+        "namespace": engine.namespace,
+        "node": engine.node.name,
+        "image": image,
+        "limits": limits.model_dump(mode="json", exclude_none=True),
+        "fio_sha256": binary_digests(["fio"])["fio"],  # the image holds this host's fio
+    }
+    status = (running.status.container_statuses or [None])[0]
+    pid = kube.container_pid(status.container_id) if engine.node.local and status and status.container_id else None
+    if pid is not None:
+        info["pid"] = pid  # whose /proc/<pid>/mountinfo the checks read
+        dirs = process_dirs(pid)
+        info["cgroup"] = {controller: str(path) for controller, path in dirs.items()}
+        if info["limits"]:
+            info["limits_enforced"] = read_limits(dirs, majmin(mount.device.path))
+    return info

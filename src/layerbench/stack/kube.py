@@ -1,0 +1,387 @@
+"""Kubernetes through its official Python client: the cluster's nodes, a run's namespace, pods, exec.
+
+Everything layerbench creates in a cluster carries the label ``layerbench.run=<run id>`` and lives in
+a namespace of the run's own (pods, claims), except persistent volumes, which are cluster-wide: the
+namespace is recorded in the ledger before it is made, and removing it (after a SIGKILL, by
+``cleanup``) deletes the namespace and every volume with the run's label.
+
+What layerbench can see of a node beyond the API depends on where it is. A node whose boot id is
+this host's (a local cluster, or a one-node cluster on this machine) shares this host's filesystem
+and cgroups: its pods can use the filesystem under test, and their limits are read back from the
+kernel. Any other node is reached through the API only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import time
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import urllib3
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.stream import stream
+
+from layerbench.errors import LayerbenchError, PrerequisiteError
+from layerbench.proc import Completed
+from layerbench.spec.feasibility import ClusterNode
+from layerbench.stack.ledger import Resource, tracked
+from layerbench.stack.target import BuildContext, Exec, Put
+
+RUN_LABEL = "layerbench.run"
+CRI_SOCKET = "kubeadm.alpha.kubernetes.io/cri-socket"  # where kubeadm (and our local cluster) say the runtime is
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+POD_LIMIT_S = 300.0  # a guard against a pod that never starts (an image pull loop), not a deadline
+GONE_LIMIT_S = 300.0
+EXEC_POLL_S = 1.0
+DATA = "/data"
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    name: str
+    ready: bool
+    local: bool  # its boot id is this host's: it shares this host's filesystem and cgroups
+    cri_socket: str | None  # unix path of its containerd, where it says
+    images: frozenset[str]  # the image names its runtime holds
+
+
+def connect(kubeconfig: str | None = None) -> client.CoreV1Api:
+    """The cluster of ``kubeconfig`` (default: $KUBECONFIG, then ~/.kube/config)."""
+    # A kubeconfig with insecure-skip-tls-verify asked for it; urllib3 would say so at every request.
+    warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
+    try:
+        return client.CoreV1Api(config.new_client_from_config(config_file=kubeconfig))
+    except (config.ConfigException, OSError) as exc:
+        raise PrerequisiteError(
+            f"no Kubernetes cluster to reach: {exc}", hint="pass --kubeconfig FILE, or set KUBECONFIG"
+        ) from exc
+
+
+def nodes(core: client.CoreV1Api) -> dict[str, NodeFacts]:
+    here = BOOT_ID.read_text().strip()
+    found = {}
+    for n in core.list_node(_request_timeout=30).items:
+        conditions = n.status.conditions or []
+        socket = (n.metadata.annotations or {}).get(CRI_SOCKET, "")
+        found[n.metadata.name] = NodeFacts(
+            n.metadata.name,
+            any(c.type == "Ready" and c.status == "True" for c in conditions),
+            n.status.node_info.boot_id == here,
+            socket.removeprefix("unix://") or None,
+            frozenset(name for image in n.status.images or [] for name in image.names or []),
+        )
+    return found
+
+
+def cluster_nodes(kubeconfig: str | None) -> dict[str, ClusterNode] | str:
+    """The cluster's nodes as the feasibility rules see them, or why the cluster could not be reached."""
+    try:
+        found = nodes(connect(kubeconfig))
+    except (PrerequisiteError, ApiException, OSError) as exc:
+        return str(exc).splitlines()[0]
+    except Exception as exc:  # urllib3's connection errors: the cluster is not there
+        return f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return {name: ClusterNode(n.ready, n.local) for name, n in found.items()}
+
+
+def describe(kubeconfig: str | None) -> list[tuple[str, bool, str]]:
+    """`doctor`'s rows for the cluster: (what, usable, note): the cluster, each node, its StorageClasses."""
+    try:
+        core = connect(kubeconfig)
+        version = client.VersionApi(core.api_client).get_code(_request_timeout=30).git_version
+        found = nodes(core)
+        classes = client.StorageV1Api(core.api_client).list_storage_class(_request_timeout=30).items
+    except Exception as exc:  # what the client raises when the cluster is not there varies (urllib3, API)
+        return [("cluster", False, f"{type(exc).__name__}: {exc}".splitlines()[0])]
+    rows = [("cluster", True, f"Kubernetes {version} at {core.api_client.configuration.host}")]
+    for n in found.values():
+        where = (
+            "this host: bind, volume (a local volume layerbench makes) and tmpfs"
+            if n.local
+            else "another machine: tmpfs only (the filesystem under test is this host's)"
+        )
+        rows.append((f"node {n.name}", n.ready, where if n.ready else "not Ready"))
+    named = ", ".join(f"{c.metadata.name} ({c.provisioner})" for c in classes)
+    rows.append(("storage classes", True, named or "none (layerbench makes local volumes itself)"))
+    return rows
+
+
+def safe_name(text: str) -> str:
+    """A DNS label from a run id (lower case, digits and dashes)."""
+    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")[:40]
+
+
+@contextmanager
+def namespace(core: client.CoreV1Api, ctx: BuildContext, kubeconfig: str | None) -> Iterator[str]:
+    """A namespace of the run's own, recorded first; removed last with the run's volumes."""
+    name = f"lb-{safe_name(ctx.run_id)}-{secrets.token_hex(2)}"
+
+    def create(rid: int) -> str:
+        body = client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels={RUN_LABEL: label(ctx.run_id)}))
+        core.create_namespace(body)
+        return name
+
+    with tracked(
+        ctx.ledger, "k8s-namespace", name, create, lambda ns: remove_namespace(core, ns, ctx.run_id),
+        kubeconfig=kubeconfig or "", run=ctx.run_id,
+    ) as made:  # fmt: skip
+        yield made
+
+
+def label(run_id: str) -> str:
+    return safe_name(run_id)
+
+
+def remove_namespace(core: client.CoreV1Api, name: str, run_id: str) -> None:
+    """The namespace (its pods and claims with it), then the run's volumes; waits until they are gone."""
+    with contextlib.suppress(ApiException):
+        core.delete_namespace(name, grace_period_seconds=0)
+    selector = f"{RUN_LABEL}={label(run_id)}"
+    for pv in core.list_persistent_volume(label_selector=selector).items:
+        with contextlib.suppress(ApiException):
+            core.delete_persistent_volume(pv.metadata.name)
+    _wait(lambda: not _exists(core.read_namespace, name), GONE_LIMIT_S, f"namespace {name} to go")
+    _wait(lambda: not core.list_persistent_volume(label_selector=selector).items, GONE_LIMIT_S, "the run's volumes")
+
+
+def reclaim(res: Resource, runner: Any) -> None:
+    """A dead run's namespace and volumes (``cleanup``), through the kubeconfig it was made with."""
+    core = connect(res.detail.get("kubeconfig") or None)
+    remove_namespace(core, res.ident, res.detail.get("run", ""))
+
+
+def reclaim_object(res: Resource, runner: Any) -> None:
+    """A dead run's pod, claim or volume: each goes with the namespace or by the run's label, whose
+    ledger row (older, so reclaimed after this one) removes them and waits."""
+
+
+def reclaim_image(res: Resource, runner: Any) -> None:
+    ctr = ["ctr", "--address", res.detail["socket"], "-n", "k8s.io"]
+    runner([*ctr, "images", "rm", *res.detail.get("refs", [qualified(res.ident)])], timeout=120)
+
+
+def _exists(read: Any, *args: str) -> bool:
+    try:
+        read(*args)
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
+
+
+def _wait(done: Any, limit_s: float, what: str) -> None:
+    deadline = time.monotonic() + limit_s
+    while not done():
+        if time.monotonic() > deadline:
+            raise LayerbenchError(f"Kubernetes: gave up waiting for {what} after {limit_s:.0f} s")
+        time.sleep(0.5)
+
+
+@contextmanager
+def load_image(node: NodeFacts, archive: Path, ref: str, ctx: BuildContext) -> Iterator[str]:
+    """Import a docker-archive into a node's containerd (no registry needed), recorded and removed after."""
+    if not (node.local and node.cri_socket):
+        raise PrerequisiteError(
+            f"node {node.name} lacks the image {ref}, and layerbench can load images only on nodes of this host "
+            f"whose runtime socket is annotated ({CRI_SOCKET})",
+            hint=f"import it there: `ctr -n k8s.io images import FILE` of the archive layerbench writes to {archive}",
+        )
+    ctr = ["ctr", "--address", node.cri_socket, "-n", "k8s.io", "images"]
+
+    def refs() -> set[str]:
+        return set(ctx.runner([*ctr, "ls", "-q"], timeout=120).check().stdout.split())
+
+    def create(rid: int) -> list[str]:
+        # The runtime names an imported image twice (its tag, and its config's digest): both are ours.
+        before = refs()
+        ctx.runner([*ctr, "import", str(archive)], timeout=600).check()
+        made = sorted(refs() - before)
+        ctx.ledger.update(rid, refs=made)
+        return made
+
+    def remove(made: list[str]) -> None:
+        if made:
+            ctx.runner([*ctr, "rm", *made], timeout=120)
+
+    with tracked(ctx.ledger, "k8s-image", ref, create, remove, socket=node.cri_socket, refs=[qualified(ref)]):
+        yield ref
+
+
+def qualified(ref: str) -> str:
+    """How containerd names an image the way Docker does (docker.io/ for a bare name)."""
+    first = ref.split("/", 1)[0]
+    return ref if "/" in ref and ("." in first or ":" in first) else f"docker.io/{ref}"
+
+
+@contextmanager
+def pod(core: client.CoreV1Api, ns: str, body: client.V1Pod, ctx: BuildContext) -> Iterator[client.V1Pod]:
+    """Create ``body`` and wait until it runs; deleted (and waited for) after."""
+    name = body.metadata.name
+
+    def create(rid: int) -> client.V1Pod:
+        core.create_namespaced_pod(ns, body)
+        return _running(core, ns, name)
+
+    def remove(_: client.V1Pod) -> None:
+        with contextlib.suppress(ApiException):
+            core.delete_namespaced_pod(name, ns, grace_period_seconds=0)
+        _wait(lambda: not _exists(core.read_namespaced_pod, name, ns), GONE_LIMIT_S, f"pod {name} to go")
+
+    with tracked(ctx.ledger, "k8s-object", f"pod/{ns}/{name}", create, remove) as made:
+        yield made
+
+
+@contextmanager
+def local_claim(core: client.CoreV1Api, ns: str, name: str, node: str, path: Path, ctx: BuildContext) -> Iterator[str]:
+    """A claim bound to a local volume at ``path`` on ``node``, as a static local-storage class gives;
+    both removed after (the volume also by the run's label, should the run die)."""
+    labels = {RUN_LABEL: label(ctx.run_id)}
+    size = "1Gi"  # a local volume's capacity is its directory's filesystem, whatever this says
+    hostname = client.V1NodeSelectorRequirement(key="kubernetes.io/hostname", operator="In", values=[node])
+    pv = client.V1PersistentVolume(
+        metadata=client.V1ObjectMeta(name=f"{ns}-{name}", labels=labels),
+        spec=client.V1PersistentVolumeSpec(
+            capacity={"storage": size},
+            access_modes=["ReadWriteOnce"],
+            persistent_volume_reclaim_policy="Retain",
+            storage_class_name="",
+            local=client.V1LocalVolumeSource(path=str(path)),
+            node_affinity=client.V1VolumeNodeAffinity(
+                required=client.V1NodeSelector(
+                    node_selector_terms=[client.V1NodeSelectorTerm(match_expressions=[hostname])]
+                )
+            ),
+            claim_ref=client.V1ObjectReference(namespace=ns, name=name),
+        ),
+    )
+    pvc = client.V1PersistentVolumeClaim(
+        metadata=client.V1ObjectMeta(name=name, labels=labels),
+        spec=client.V1PersistentVolumeClaimSpec(
+            access_modes=["ReadWriteOnce"],
+            storage_class_name="",
+            volume_name=pv.metadata.name,
+            resources=client.V1VolumeResourceRequirements(requests={"storage": size}),
+        ),
+    )
+
+    def create_pv(rid: int) -> str:
+        core.create_persistent_volume(pv)
+        return pv.metadata.name
+
+    def remove_pv(pv_name: str) -> None:
+        with contextlib.suppress(ApiException):
+            core.delete_persistent_volume(pv_name)
+        _wait(lambda: not _exists(core.read_persistent_volume, pv_name), GONE_LIMIT_S, f"volume {pv_name} to go")
+
+    def create_pvc(rid: int) -> str:
+        core.create_namespaced_persistent_volume_claim(ns, pvc)
+        _wait(lambda: core.read_namespaced_persistent_volume_claim(name, ns).status.phase == "Bound",
+              POD_LIMIT_S, f"claim {name} to be bound (is kube-controller-manager running?)")  # fmt: skip
+        return name
+
+    def remove_pvc(_: str) -> None:
+        with contextlib.suppress(ApiException):
+            core.delete_namespaced_persistent_volume_claim(name, ns)
+        _wait(lambda: not _exists(core.read_namespaced_persistent_volume_claim, name, ns), GONE_LIMIT_S,
+              f"claim {name} to go")  # fmt: skip
+
+    with (
+        tracked(ctx.ledger, "k8s-object", f"pv/{pv.metadata.name}", create_pv, remove_pv),
+        tracked(ctx.ledger, "k8s-object", f"pvc/{ns}/{name}", create_pvc, remove_pvc) as claim,
+    ):
+        yield claim
+
+
+def _running(core: client.CoreV1Api, ns: str, name: str) -> client.V1Pod:
+    deadline = time.monotonic() + POD_LIMIT_S
+    while True:
+        p = core.read_namespaced_pod(name, ns)
+        if p.status.phase == "Running" and all(s.ready for s in p.status.container_statuses or [False]):
+            return p
+        problem = _stuck(p)
+        if problem or p.status.phase in ("Failed", "Succeeded") or time.monotonic() > deadline:
+            events = core.list_namespaced_event(ns, field_selector=f"involvedObject.name={name}").items
+            said = "; ".join(f"{e.reason}: {e.message}" for e in events[-5:])
+            raise LayerbenchError(f"pod {name} did not start ({problem or p.status.phase}): {said}")
+        time.sleep(0.5)
+
+
+def _stuck(p: client.V1Pod) -> str | None:
+    """A waiting reason that will not resolve by itself (no registry will ever answer ErrImageNeverPull)."""
+    for s in p.status.container_statuses or []:
+        waiting = s.state.waiting if s.state else None
+        if waiting and waiting.reason in ("ErrImageNeverPull", "InvalidImageName", "CreateContainerConfigError"):
+            return f"{waiting.reason}: {waiting.message}"
+    return None
+
+
+def exec_in(core: client.CoreV1Api, ns: str, name: str) -> Exec:
+    def run(argv: Sequence[str], timeout: float) -> Completed:
+        return _exec(core, ns, name, list(argv), timeout)
+
+    return run
+
+
+def _exec(core: client.CoreV1Api, ns: str, name: str, argv: list[str], timeout: float) -> Completed:
+    """One command through the API's exec (as `kubectl exec`); past ``timeout``, every process of the
+    container but its first is killed, as a timed-out exec on Docker is."""
+    resp = stream(
+        core.connect_get_namespaced_pod_exec, name, ns, command=argv,
+        stdout=True, stderr=True, stdin=False, tty=False, _preload_content=False,
+    )  # fmt: skip
+    out, err = [], []
+    deadline = time.monotonic() + timeout
+    try:
+        while resp.is_open():
+            resp.update(timeout=EXEC_POLL_S)
+            out.append(resp.read_stdout() if resp.peek_stdout() else "")
+            err.append(resp.read_stderr() if resp.peek_stderr() else "")
+            if time.monotonic() > deadline:
+                _exec(core, ns, name, ["sh", "-c", "kill -9 -1"], 60)
+                said = f"\nkubernetes exec: timed out after {timeout:.0f} s"
+                return Completed(argv, 124, "".join(out), "".join(err) + said)
+        rc = resp.returncode
+    finally:
+        resp.close()
+    return Completed(argv, rc if rc is not None else 125, "".join(out), "".join(err))
+
+
+def put_in(core: client.CoreV1Api, ns: str, name: str) -> Put:
+    """A small file (a job file) into the pod's /tmp, as an argument of the exec that writes it."""
+
+    def put(file_name: str, text: str) -> str:
+        path = f"/tmp/{file_name}"
+        done = _exec(core, ns, name, ["sh", "-c", 'printf %s "$1" > "$2"', "sh", text, path], 60)
+        if done.rc != 0:
+            raise LayerbenchError(f"could not put {file_name} into pod {name}: {done.stderr.strip()}")
+        return path
+
+    return put
+
+
+def container_pid(container_id: str, proc: Path = Path("/proc")) -> int | None:
+    """The host PID of a container's first process (a local node only): of the processes whose cgroup
+    path holds the container's id, the one whose parent's does not (the shim's child)."""
+    cid = container_id.split("://", 1)[-1]
+
+    def inside(pid: str) -> bool:
+        try:
+            return cid in (proc / pid / "cgroup").read_text()
+        except OSError:
+            return False
+
+    for entry in proc.glob("[0-9]*"):
+        if entry.name.isdigit() and inside(entry.name):
+            with contextlib.suppress(OSError, IndexError):
+                parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
+                if not inside(parent):
+                    return int(entry.name)
+    return None

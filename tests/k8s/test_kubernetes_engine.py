@@ -1,0 +1,174 @@
+"""fio as pods on a named node of a real three-node cluster: a hostPath, a claim on a local volume, an
+emptyDir in memory; limits read back from the kernel; refusals with reasons; nothing left after a run,
+nor after a SIGKILL and `cleanup`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client, config
+
+from tests import support
+from tests.integration.leftovers import assert_nothing_left, bridges, leftovers, server_dirs
+
+pytestmark = [pytest.mark.requires_root, pytest.mark.requires_fio, pytest.mark.requires_k8s, pytest.mark.slow]
+
+NODE = "node2"
+RR = {"name": "RR", "rw": "randread", "bs": "4k", "size": "64MiB", "runtime_s": 2}
+
+
+def spec(placements: list[str], workload: dict[str, Any] = RR, **stack: Any) -> dict[str, Any]:
+    return {
+        "name": "k8s-test",
+        "device": {"kind": "zram", "size": "512MiB"},
+        "stacks": [
+            {"filesystem": "ext4", "engine": {"kind": "kubernetes", "node": NODE}, "placement": placements, **stack}
+        ],
+        "workloads": [workload],
+        "trials": {"repetitions": 1},
+    }
+
+
+def layerbench(args: list[str], dirs: dict[str, Path], kubeconfig: Path) -> subprocess.CompletedProcess[str]:
+    return support.run([*args, "--kubeconfig", str(kubeconfig)] if args[0] != "cleanup" else args, dirs)
+
+
+def api(kubeconfig: Path) -> client.CoreV1Api:
+    warnings.filterwarnings("ignore")
+    return client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig)))
+
+
+def node_images(root: Path) -> set[str]:
+    """Every image name on every node's containerd (the pause image among them: the cluster's own)."""
+    found = set()
+    for sock in root.glob("node*/containerd.sock"):
+        listed = subprocess.run(["ctr", "--address", str(sock), "-n", "k8s.io", "images", "ls", "-q"],
+                                capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+        found |= {f"{sock.parent.name}:{ref}" for ref in listed}
+    return found
+
+
+def cluster_leftovers(core: client.CoreV1Api, root: Path, images_before: set[str]) -> list[str]:
+    """What a run may leave in the cluster: its namespaces, volumes, pods, and images on the nodes."""
+    found = [f"namespace {n.metadata.name}" for n in core.list_namespace().items if n.metadata.name.startswith("lb-")]
+    found += [f"volume {v.metadata.name}" for v in core.list_persistent_volume().items]
+    found += [f"pod {p.metadata.name}" for p in core.list_pod_for_all_namespaces().items]
+    return found + [f"image {i}" for i in sorted(node_images(root) - images_before)]
+
+
+def test_fio_runs_in_pods_on_the_named_node_and_nothing_is_left(cluster: Any) -> None:
+    core = api(cluster.kubeconfig)
+    before, images = bridges(), node_images(Path(cluster.root))
+    with server_dirs("lbk8s-run-") as dirs:
+        dirs["spec"].write_text(yaml.safe_dump(spec(["bind", "volume", "tmpfs"])))
+        done = layerbench(["run", str(dirs["spec"])], dirs, cluster.kubeconfig)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "3 trials ok, 0 failed" in done.stdout
+        with sqlite3.connect(dirs["db"]) as db:
+            rows = db.execute("SELECT c.label, t.info_json, t.status FROM trials t JOIN cells c USING (cell_id)")
+            trials = {label: (json.loads(info), status) for label, info, status in rows}
+        assert len(trials) == 3
+        for label, (info, status) in trials.items():
+            assert status == "ok", label
+            target = info["target"]
+            assert target["node"] == NODE and target["pod"].startswith("lb-"), target
+            assert target["pid"] > 1  # found on this host by the container's cgroup
+        assert_nothing_left(dirs, before)
+    assert cluster_leftovers(core, Path(cluster.root), images) == []
+
+
+def test_a_pods_limits_are_read_back_from_its_cgroup(cluster: Any) -> None:
+    with server_dirs("lbk8s-limits-") as dirs:
+        limited = spec(["tmpfs"], limits={"cpus": 0.5, "memory": "256MiB"})
+        dirs["spec"].write_text(yaml.safe_dump(limited))
+        done = layerbench(["run", str(dirs["spec"])], dirs, cluster.kubeconfig)
+        assert done.returncode == 0, done.stdout + done.stderr
+        with sqlite3.connect(dirs["db"]) as db:
+            (info,) = db.execute("SELECT info_json FROM trials").fetchone()
+        enforced = json.loads(info)["target"]["limits_enforced"]
+        assert enforced["cpus"] == pytest.approx(0.5)
+        assert enforced["memory"] == 256 * 2**20
+
+
+def test_cells_a_cluster_cannot_run_are_refused_with_reasons(cluster: Any) -> None:
+    with server_dirs("lbk8s-refused-") as dirs:
+        wrong = spec(["writable-layer"])
+        wrong["stacks"].append({"filesystem": "ext4", "engine": {"kind": "kubernetes", "node": "node9"},
+                                "placement": "tmpfs"})  # fmt: skip
+        wrong["stacks"].append({"filesystem": "ext4", "engine": {"kind": "kubernetes", "node": NODE},
+                                "placement": "tmpfs", "limits": {"write_bps": "10MiB"}})  # fmt: skip
+        dirs["spec"].write_text(yaml.safe_dump(wrong))
+        done = layerbench(["run", str(dirs["spec"]), "--dry-run"], dirs, cluster.kubeconfig)
+        assert done.returncode == 0, done.stderr
+        text = " ".join(done.stdout.split())
+        assert "writable layer is wherever the node's container runtime keeps its root" in text
+        assert "node 'node9' is not in the cluster; its nodes: node1, node2, node3" in text
+        assert "Kubernetes has no block-I/O limit" in text
+
+
+def test_sigkill_then_cleanup_leaves_nothing_in_the_cluster(cluster: Any) -> None:
+    core = api(cluster.kubeconfig)
+    before, images = bridges(), node_images(Path(cluster.root))
+    with server_dirs("lbk8s-kill-") as dirs:
+        long = {**RR, "runtime_s": 600}
+        dirs["spec"].write_text(yaml.safe_dump(spec(["volume"], workload=long)))
+        proc = support.start(["run", str(dirs["spec"]), "--kubeconfig", str(cluster.kubeconfig)], dirs)
+        try:
+            _wait_for_fio(core, proc)
+        finally:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.communicate()
+        assert [n for n in core.list_namespace().items if n.metadata.name.startswith("lb-")]  # the kill left it
+        cleaned = support.run(["cleanup"], dirs)
+        assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
+        assert "k8s-namespace" in cleaned.stdout
+        assert leftovers(dirs["work"]) == [] and bridges() <= before  # the run's dir stays, for `resume`
+        with sqlite3.connect(dirs["state"] / "ledger.db") as db:
+            assert db.execute("SELECT kind, ident FROM resources WHERE removed_at IS NULL").fetchall() == []
+    assert cluster_leftovers(core, Path(cluster.root), images) == []
+
+
+def _wait_for_fio(core: client.CoreV1Api, proc: subprocess.Popen[str]) -> None:
+    """Until a pod of the run is running fio (a state, whatever the machine's speed)."""
+    while proc.poll() is None:
+        pods = [p for p in core.list_pod_for_all_namespaces(label_selector="layerbench.run").items]
+        if pods and pods[0].status.phase == "Running" and _fio_in(pods[0]):
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"the run ended before fio started: {proc.communicate()}")
+
+
+def _fio_in(pod: client.V1Pod) -> bool:
+    status = (pod.status.container_statuses or [None])[0]
+    if status is None or not status.container_id:
+        return False
+    cid = status.container_id.split("://")[-1]
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if b"fio" in cmdline.read_bytes().split(b"\0")[0] and cid in (cmdline.parent / "cgroup").read_text():
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def test_doctor_reports_the_cluster_its_nodes_and_storage_classes(cluster: Any) -> None:
+    argv = [sys.executable, "-m", "layerbench.cli", "doctor", "--json", "--kubeconfig", str(cluster.kubeconfig)]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    rows = {r["value"]: r for r in json.loads(done.stdout) if r["axis"] == "kubernetes"}
+    assert rows["cluster"]["ok"] and "Kubernetes v1.32.2" in rows["cluster"]["note"]
+    for name in ("node1", "node2", "node3"):
+        assert rows[f"node {name}"]["ok"] and rows[f"node {name}"]["note"].startswith("this host")
+    assert "storage classes" in rows

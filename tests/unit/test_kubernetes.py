@@ -1,0 +1,90 @@
+"""The kubernetes engine's spec, its feasibility rules, and the adapter's pure parts."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from layerbench.spec.feasibility import ClusterNode, HostCaps
+from layerbench.spec.load import validate
+from layerbench.spec.matrix import expand
+from layerbench.spec.models import EngineSpec, Limits
+from layerbench.stack import kube
+from layerbench.stack.engines.kubernetes import _resources
+
+
+def cluster(full_caps: HostCaps, **nodes: ClusterNode) -> HostCaps:
+    return dataclasses.replace(full_caps, kube=nodes)
+
+
+def refusals(caps: HostCaps, placement: str, node: str = "n1", **stack: object) -> list[str]:
+    engine = {"kind": "kubernetes", "node": node}
+    one = {"device": {"kind": "zram"}, "filesystem": "ext4", "engine": engine, "placement": placement, **stack}
+    spec = {"name": "k", "stacks": [one], "workloads": [{"name": "RR", "rw": "randread"}]}
+    return [r.reason for r in expand(validate(spec), caps).refused]
+
+
+def test_the_kubernetes_engine_needs_a_node_and_only_it_takes_one() -> None:
+    assert EngineSpec.model_validate({"kind": "kubernetes", "node": "n1"}).label() == "kubernetes(n1)"
+    with pytest.raises(ValidationError, match="engine kubernetes needs node"):
+        EngineSpec.model_validate({"kind": "kubernetes"})
+    with pytest.raises(ValidationError, match="node is the kubernetes engine's"):
+        EngineSpec.model_validate({"kind": "docker", "node": "n1"})
+
+
+def test_engines_without_a_node_dump_as_before_so_their_cell_ids_stay() -> None:
+    assert EngineSpec.model_validate("docker:overlay2").model_dump() == {"kind": "docker", "driver": "overlay2"}
+
+
+def test_a_local_node_runs_bind_volume_and_tmpfs(full_caps: HostCaps) -> None:
+    caps = cluster(full_caps, n1=ClusterNode(ready=True, local=True))
+    for placement in ("bind", "volume", "tmpfs"):
+        assert refusals(caps, placement) == [], placement
+
+
+def test_the_filesystem_under_test_is_refused_on_a_node_of_another_machine(full_caps: HostCaps) -> None:
+    caps = cluster(full_caps, n1=ClusterNode(ready=True, local=False))
+    (reason,) = refusals(caps, "volume")
+    assert "node 'n1' is another machine" in reason and "use tmpfs" in reason
+    assert refusals(caps, "tmpfs") == []
+
+
+def test_what_a_pod_cannot_be_is_refused_with_the_reason(full_caps: HostCaps) -> None:
+    caps = cluster(full_caps, n1=ClusterNode(ready=True, local=True), n2=ClusterNode(ready=False, local=True))
+    assert "node's container runtime keeps its root" in refusals(caps, "writable-layer")[0]
+    assert refusals(caps, "tmpfs", node="n3") == ["node 'n3' is not in the cluster; its nodes: n1, n2"]
+    assert refusals(caps, "tmpfs", node="n2") == ["node 'n2' is not Ready"]
+    assert "no block-I/O limit" in refusals(caps, "tmpfs", limits={"read_bps": "10MiB"})[0]
+    assert "static CPU manager" in refusals(caps, "tmpfs", limits={"cpuset": "0"})[0]
+
+
+def test_an_unreachable_cluster_refuses_its_cells_with_why(full_caps: HostCaps) -> None:
+    caps = dataclasses.replace(full_caps, kube="connection refused by 10.0.0.1:6443")
+    assert refusals(caps, "tmpfs") == ["no Kubernetes cluster: connection refused by 10.0.0.1:6443"]
+
+
+def test_limits_become_a_guaranteed_pods_resources() -> None:
+    assert _resources(Limits(cpus=0.5, memory="256MiB")) == {"cpu": "500m", "memory": str(256 * 2**20)}
+    assert _resources(Limits()) == {}
+
+
+def test_image_names_are_qualified_as_containerd_names_them() -> None:
+    assert kube.qualified("layerbench/tools:abc") == "docker.io/layerbench/tools:abc"
+    assert kube.qualified("registry.local:5000/x/y:1") == "registry.local:5000/x/y:1"
+    assert kube.safe_name("20261126-040542-FD16") == "20261126-040542-fd16"
+
+
+def test_a_containers_first_process_is_found_by_its_cgroup(tmp_path: Path) -> None:
+    cid = "7ddf5598579d19ac3620ca0b3a22904c3ad373473d750e93a20a380c494795d0"
+    shim, init, exec_ = tmp_path / "100", tmp_path / "200", tmp_path / "300"
+    cgroup = f"4:memory:/lb30bf-node2/kubepods/besteffort/pod62/{cid}\n"
+    for d, parent, group in ((shim, 1, "4:memory:/\n"), (init, 100, cgroup), (exec_, 100, cgroup)):
+        d.mkdir()
+        (d / "cgroup").write_text(group)
+        (d / "stat").write_text(f"{d.name} (x) S {parent} 0 0\n")
+    (exec_ / "stat").write_text("300 (fio) S 100 0 0\n")  # an exec is also the shim's child: the lower wins
+    assert kube.container_pid(f"containerd://{cid}", tmp_path) in (200, 300)
+    assert kube.container_pid("containerd://absent", tmp_path) is None

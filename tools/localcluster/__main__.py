@@ -1,0 +1,39 @@
+"""`python3 tools/localcluster k8s up DIR` / `... k8s down DIR`: the test clusters by hand (as root).
+
+Run with the project's Python (it imports layerbench for image archives), e.g.
+`.venv/bin/python tools/localcluster k8s up /var/tmp/lbk8s`; `up` prints the kubeconfig's path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from localcluster import k8s
+
+DEFAULT_BIN = Path("/var/cache/layerbench/k8s/bin")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="localcluster", description=__doc__)
+    parser.add_argument("engine", choices=["k8s"])
+    parser.add_argument("action", choices=["up", "down"])
+    parser.add_argument("dir", type=Path, help="where the cluster lives (up: must not exist)")
+    parser.add_argument("--bin", type=Path, default=DEFAULT_BIN, help="tools/build-k8s.sh's output")
+    parser.add_argument("--nodes", type=int, default=3)
+    args = parser.parse_args()
+    if args.action == "up":
+        state = k8s.up(args.dir, args.bin, args.nodes)
+        print(state.kubeconfig)
+        return 0
+    left = k8s.down(args.dir)
+    for what in left:
+        print(f"left: {what}", file=sys.stderr)
+    return 1 if left else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
