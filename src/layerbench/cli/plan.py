@@ -11,11 +11,9 @@ import typer
 import yaml
 from rich.console import Console
 
-from layerbench.analysis.plan import STRATEGIES, Curve, Plan, Proposal, Target, curves_of, plan, recommended
-from layerbench.analysis.plan_check import check, proposal_file, read_proposal, spec_for
-from layerbench.analysis.scaling import points_of_run
 from layerbench.cli.boundary import UsageError, boundary, err_console
-from layerbench.report.plan import check_json, check_table, plan_json, plan_lines, plan_table
+from layerbench.report import plan as planner
+from layerbench.report.plan import STRATEGIES, Target, check_json, check_table, plan_json, plan_lines, plan_table
 from layerbench.spec import load as spec_load
 from layerbench.store.db import Store
 from layerbench.store.read import collector_paused, load
@@ -64,7 +62,7 @@ def plan_command(
     """
     with boundary(), collector_paused():
         curves = _curves(runs or [], db or [DEFAULT_DB], alias, only)
-        result = plan(curves, hosts, Target(target_ops, None if p99_ms is None else 1000 * p99_ms))
+        result = planner.make_plan(curves, hosts, Target(target_ops, None if p99_ms is None else 1000 * p99_ms))
         if emit_spec is not None:
             _emit(result, emit_spec, strategy)
         if as_json:
@@ -75,14 +73,14 @@ def plan_command(
             console.print(line, markup=False, highlight=False)
 
 
-def _curves(runs: list[str], dbs: list[Path], aliases: list[str], only: str | None) -> list[Curve]:
+def _curves(runs: list[str], dbs: list[Path], aliases: list[str], only: str | None) -> list[planner.Curve]:
     sources = _sources(runs, dbs)
     if aliases and len(aliases) != len(sources):
         raise UsageError(f"{len(aliases)} --host-name for {len(sources)} runs: give one per run, in order")
-    curves: list[Curve] = []
+    curves: list[planner.Curve] = []
     for i, (db, ref) in enumerate(sources):
         data = load(Store.open(db, create=False), ref)
-        found = curves_of(data, aliases[i] if aliases else None)
+        found = planner.curves(data, aliases[i] if aliases else None)
         if not found:
             raise UsageError(
                 f"run {data.run.id} ({data.run.name}) in {db} has no cells that differ only in instances",
@@ -116,35 +114,19 @@ def _scaling_presets() -> str:
     return ", ".join(names)
 
 
-def _emit(result: Plan, path: Path, strategy: str | None) -> None:
-    chosen = _chosen(result, strategy)
+def _emit(result: planner.Plan, path: Path, strategy: str | None) -> None:
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", path.stem)[:80] or "plan-check"
-    spec = spec_for(chosen, name)
-    spec_load.validate(spec, str(path))  # what `run` will read: refuse to write a spec it would refuse
     record = path.with_name(path.name + ".proposal.json")
+    chosen, spec, proposal = planner.emitted(result, strategy, name, str(path))
+    spec_load.validate(spec, str(path))  # what `run` will read: refuse to write a spec it would refuse
     header = (
         f"# layerbench plan: {chosen.strategy} {chosen.name} for {chosen.curve.label}\n"
         f"# measure: layerbench run {path} --db CHECK.db\n"
         f"# compare: layerbench plan-check --db CHECK.db --proposal {record}\n"
     )
     path.write_text(header + yaml.safe_dump(spec, sort_keys=False, allow_unicode=True))
-    record.write_text(json.dumps(proposal_file(chosen, str(path)), indent=2) + "\n")
+    record.write_text(json.dumps(proposal, indent=2) + "\n")
     err_console.print(f"wrote {path} and {record}")
-
-
-def _chosen(result: Plan, strategy: str | None) -> Proposal:
-    if strategy is not None and strategy not in STRATEGIES:
-        raise UsageError(f"--strategy {strategy!r} is not one of: {', '.join(STRATEGIES)}")
-    if strategy is None:
-        best = recommended(result)
-        if best is None:
-            raise UsageError("no proposal meets the target: nothing to emit", hint="name one with --strategy")
-        return best
-    matching = [p for p in result.proposals if p.strategy == strategy]
-    if len(matching) != 1:
-        where = "this plan has none" if not matching else f"{len(matching)} curves have one: narrow with --only"
-        raise UsageError(f"--strategy {strategy}: {where}")
-    return matching[0]
 
 
 def check_command(
@@ -165,9 +147,8 @@ def check_command(
             data = json.loads(proposal.read_text())
         except (OSError, json.JSONDecodeError) as exc:
             raise UsageError(f"cannot read {proposal}: {exc}") from exc
-        wanted = read_proposal(data, str(proposal))
         run = load(Store.open(db, create=False), run_ref)
-        result = check(wanted, points_of_run(run), run.run.id)
+        result = planner.measured_against(data, str(proposal), run)
         if as_json:
             typer.echo(json.dumps(check_json(result), indent=2))
             return

@@ -1,4 +1,8 @@
-"""`layerbench plan` and `plan-check` on a terminal (Rich tables) and for scripts (JSON)."""
+"""`layerbench plan` and `plan-check`: what the commands ask of analysis.plan, and its tables and JSON.
+
+The CLI's door to the planner (it imports no analysis module itself): curves
+of a loaded run, the plan, the proposal it writes down, and the check of one.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +12,48 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from layerbench.analysis.plan import Curve, Plan, recommended
-from layerbench.analysis.plan_check import Check, proposal_record
+from layerbench.analysis.plan import STRATEGIES, Curve, Plan, Proposal, Target, curves_of, plan, recommended
+from layerbench.analysis.plan_check import Check, check, proposal_file, proposal_record, read_proposal, spec_for
+from layerbench.analysis.scaling import points_of_run
+from layerbench.errors import SpecError
 from layerbench.report.terminal import plain
+from layerbench.store.read import RunData
 
 PLAN_SCHEMA = "layerbench.plan/1"
+__all__ = ["STRATEGIES", "Curve", "Plan", "Target", "curves", "emitted", "make_plan", "measured_against"]
+
+
+def curves(data: RunData, host: str | None = None) -> list[Curve]:
+    """The run's scaling curves, labelled with ``host`` or the host name the run recorded."""
+    return curves_of(data, host)
+
+
+def make_plan(found: list[Curve], hosts: int, target: Target) -> Plan:
+    return plan(found, hosts, target)
+
+
+def emitted(
+    p: Plan, strategy: str | None, name: str, spec_path: str
+) -> tuple[Proposal, dict[str, Any], dict[str, Any]]:
+    """The proposal to measure (``strategy``'s, or the recommended one), its spec and its proposal file."""
+    if strategy is not None and strategy not in STRATEGIES:
+        raise SpecError(f"--strategy {strategy!r} is not one of: {', '.join(STRATEGIES)}")
+    if strategy is None:
+        chosen = recommended(p)
+        if chosen is None:
+            raise SpecError("no proposal meets the target: nothing to emit", hint="name one with --strategy")
+    else:
+        matching = [x for x in p.proposals if x.strategy == strategy]
+        if len(matching) != 1:
+            where = "this plan has none" if not matching else f"{len(matching)} curves have one: narrow with --only"
+            raise SpecError(f"--strategy {strategy}: {where}")
+        chosen = matching[0]
+    return chosen, spec_for(chosen, name), proposal_file(chosen, spec_path)
+
+
+def measured_against(data: Any, source: str, run: RunData) -> Check:
+    """A proposal file's parsed JSON against the run that measured it."""
+    return check(read_proposal(data, source), points_of_run(run), run.run.id)
 
 
 def plan_json(p: Plan) -> dict[str, Any]:
