@@ -71,8 +71,10 @@ def spec_for(p: Proposal, name: str) -> dict[str, Any]:
     if origin is None:
         raise SpecError(f"{p.curve.label}: this curve does not say which stack it was measured on")
     counts = sorted(set(p.counts))
-    stack = origin.stack.model_dump(mode="json", exclude={"instances"})
+    # Defaults left out, for a spec a person reads; each kind kept, since it picks the model that reads the rest.
+    stack = {**origin.stack.model_dump(mode="json", exclude={"instances"}, exclude_defaults=True)}
     stack["instances"] = counts if len(counts) > 1 else counts[0]
+    workload = {"kind": origin.workload.kind, **origin.workload.model_dump(mode="json", exclude_defaults=True)}
     out: dict[str, Any] = {
         "name": name,
         "description": (
@@ -80,7 +82,7 @@ def spec_for(p: Proposal, name: str) -> dict[str, Any]:
             f"measures {', '.join(map(str, counts))} containers on one host; `layerbench plan-check` compares."
         ),
         "stacks": [stack],
-        "workloads": [origin.workload.model_dump(mode="json")],
+        "workloads": [workload],
         "trials": {"repetitions": origin.repetitions},
     }
     resources = _resources(p, max(counts))

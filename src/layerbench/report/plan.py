@@ -46,7 +46,8 @@ def emitted(
         matching = [x for x in p.proposals if x.strategy == strategy]
         if len(matching) != 1:
             where = "this plan has none" if not matching else f"{len(matching)} curves have one: narrow with --only"
-            raise SpecError(f"--strategy {strategy}: {where}")
+            hint = "saturate-each and peak-each need --hosts 2 or more; a target strategy needs its target"
+            raise SpecError(f"--strategy {strategy}: {where}", hint=hint if not matching else None)
         chosen = matching[0]
     return chosen, spec_for(chosen, name), proposal_file(chosen, spec_path)
 
