@@ -40,6 +40,7 @@ SATURATE_EACH = "saturate-each"
 PEAK_EACH = "peak-each"
 CHEAPEST = "cheapest-for-target"
 BEST_UNDER_P99 = "best-under-p99"
+ROUGH_PCT = 25.0  # a measured point's CI half-width beyond which predictions from its curve are called rough
 STRATEGIES = (SATURATE_BANDWIDTH, PEAK_ONE_HOST, SATURATE_EACH, PEAK_EACH, CHEAPEST, BEST_UNDER_P99)
 
 CAVEATS = (
@@ -221,7 +222,7 @@ def estimate(sc: Scaling, instances: int) -> Estimate | None:
     return Estimate(
         instances,
         between(ta.mean, tb.mean),
-        between(ta.ci_low, tb.ci_low),
+        between(max(0.0, ta.ci_low), max(0.0, tb.ci_low)),
         between(ta.ci_high, tb.ci_high),
         between(a.p99_us, b.p99_us),
         (a.instances, b.instances),
@@ -230,7 +231,8 @@ def estimate(sc: Scaling, instances: int) -> Estimate | None:
 
 def _measured(p: ScalePoint) -> Estimate:
     t = p.throughput
-    return Estimate(p.instances, t.mean, t.ci_low, t.ci_high, p.p99_us, (p.instances,))
+    # Two noisy trials give a t-interval reaching below zero; no host serves negative operations.
+    return Estimate(p.instances, t.mean, max(0.0, t.ci_low), t.ci_high, p.p99_us, (p.instances,))
 
 
 def plan(curves: Sequence[Curve], hosts: int = 1, target: Target = Target()) -> Plan:
@@ -260,6 +262,8 @@ def _paper_strategies(curve: Curve, hosts: int) -> list[Proposal]:
     sc = curve.scaling
     saturation, saturation_note = _saturation(curve)
     peak_note = _peak_note(sc)
+    rough = _rough(sc)
+    saturation_note, peak_note = saturation_note + rough, peak_note + rough
     at_saturation = _measured_at(sc, saturation)
     at_peak = _measured_at(sc, sc.peak)
     why_sat = f"containers added until the device saturated (≥90% busy): {saturation}"
@@ -289,7 +293,25 @@ def _saturation(curve: Curve) -> tuple[int, tuple[str, ...]]:
         f"the device never saturated (at most {max(p.usage.disk_util for p in sc.points):.0f}% busy, up to "
         f"{top.instances} containers): the largest measured count stands in; measure more to find saturation"
     )
+    if sc.bottleneck is not None:  # the paper's disk-bound reasoning does not hold where something else ran out
+        first = min(sc.saturated.values())
+        note += f"; {sc.bottleneck} saturated first, at {first}: it, not the device, limits this host"
     return top.instances, (note,)
+
+
+def _rough(sc: Scaling) -> tuple[str, ...]:
+    """Wide intervals make every prediction from the curve rough: say so with the widest."""
+    widths = [(p.throughput.ci_halfwidth_pct, p.instances) for p in sc.points if p.throughput.n >= 2]
+    worst = max(((w, n) for w, n in widths if not math.isnan(w)), default=None)
+    if worst is None:
+        return ("one trial per count: no interval; predictions are single measurements",)
+    if worst[0] <= ROUGH_PCT:
+        return ()
+    trials = min(p.throughput.n for p in sc.points)
+    return (
+        f"the curve is noisy (±{worst[0]:.0f}% at {worst[1]} over {trials} trials): the predictions are rough; "
+        "measure more rounds (trials.repetitions) on a quieter host",
+    )
 
 
 def _peak_note(sc: Scaling) -> tuple[str, ...]:
@@ -389,7 +411,8 @@ def _out_of_reach(curve: Curve, hosts: int, target: Target, allowed: dict[int, E
     return (
         f"{curve.label}: {target.ops:,.0f} ops/s cannot be reached within what was measured: {hosts} "
         f"host{'s' if hosts > 1 else ''} give at most {hosts * best.throughput:,.0f} ops/s{under} "
-        f"({best.instances} containers each; measured {curve.counts[0]} to {curve.counts[-1]}); "
+        f"({best.instances} container{'s' if best.instances > 1 else ''} each; measured {curve.counts[0]} to "
+        f"{curve.counts[-1]}); "
         "add hosts (--hosts), or measure more instance counts"
     )
 

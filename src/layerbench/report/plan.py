@@ -126,9 +126,11 @@ def plan_lines(p: Plan) -> list[str]:
     if best is not None:
         lines.append(f"★ {best.strategy} {best.name}: {best.throughput:,.0f} ops/s predicted on {len(best.hosts)} "
                      f"host{'s' if len(best.hosts) > 1 else ''} ({best.curve.label})")  # fmt: skip
+    said: set[str] = set()
     for x in p.proposals:
         lines.append(f"{x.strategy} {x.name}: {x.why}")
-        lines += [f"    note: {n}" for n in x.notes]
+        lines += [f"    note: {n}" for n in x.notes if n not in said]  # a curve's note once, under its first
+        said.update(x.notes)
     lines += [f"cannot: {u}" for u in p.unreachable]
     lines += [f"caveat: {c}" for c in p.caveats]
     return lines
