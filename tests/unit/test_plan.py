@@ -35,6 +35,7 @@ from layerbench.cli.app import app
 from layerbench.errors import SpecError
 from layerbench.report.plan import plan_json
 from layerbench.spec import load as spec_load
+from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.matrix import expand_stacks
 from layerbench.spec.models import Cell
 from layerbench.store.db import Store
@@ -197,3 +198,13 @@ def test_plan_command_emits_a_spec_and_plan_check_reads_it(tmp_path: Path) -> No
     assert json.loads(checked.output)["throughput"]["error_pct"] == 0.0  # measured points predict themselves
     wrong = runner.invoke(app, ["plan", "--db", str(DB), "--strategy", "peak-each", "--emit-spec", str(spec)])
     assert wrong.exit_code == 2 and "this plan has none" in wrong.output
+
+
+def test_a_run_without_an_instances_axis_names_the_presets_that_have_one(tmp_path: Path, full_caps: HostCaps) -> None:
+    from tests.unit.test_advice import stored_run
+
+    _, db = stored_run(tmp_path, full_caps, rounds=2)  # file workloads: no servers, no instance counts
+    result = CliRunner().invoke(app, ["plan", "--db", str(db)])
+    said = " ".join(result.output.split())  # Rich wraps the message at the terminal's width
+    assert result.exit_code == 2
+    assert "has no cells that differ only in instances" in said and "(db-scaling, xu-cassandra)" in said
