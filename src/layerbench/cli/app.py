@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from layerbench import host
+from layerbench.cli import plan as plan_cli
 from layerbench.cli.boundary import EXIT_TRIALS_FAILED, UsageError, boundary, err_console
 from layerbench.cli.progress import TrialProgress
 from layerbench.errors import PrerequisiteError, SpecError
@@ -549,6 +550,11 @@ def _print_plan(matrix: Matrix, header: str | None = None) -> None:
         console.print(f"  [cyan]{escape(stack.label())}[/]" + ("" if shared else f"  {_names(names)}"))
     for refusal in {r.cell.stack.label(): r for r in matrix.refused}.values():
         console.print(f"  [red]refused[/] {escape(refusal.cell.stack.label())}: {escape(refusal.reason)}")
+
+
+# Registered here, not by importing cli/plan.py for its side effects: the list of commands stays in this file.
+app.command("plan")(plan_cli.plan_command)
+app.command("plan-check")(plan_cli.check_command)
 
 
 def main() -> None:
