@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+import shutil
 from pathlib import Path
 
 import pytest
@@ -41,7 +42,7 @@ from layerbench.spec.models import Cell
 from layerbench.store.db import Store
 from layerbench.store.read import RunData, load
 
-DB = Path(__file__).parent.parent / "data" / "plan" / "scaling.db"
+CAPTURED = Path(__file__).parent.parent / "data" / "plan" / "scaling.db"
 STORAGE = "zram/ext4/docker:overlay2/volume/postgres(20000rec)"
 # What the run measured: aggregate ops/s and merged p99 (µs) at 1, 2, 3 containers. Two cores run the servers and
 # their clients: the CPU saturated at one container, the device (zram) stayed under 6% busy, throughput fell.
@@ -52,8 +53,16 @@ SATURATION = 3  # the device never saturated: the largest measured count stands 
 
 
 @pytest.fixture(scope="module")
-def data() -> RunData:
-    return load(Store.open(DB, create=False), "latest")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy: opening a store may set its journal mode, and the captured file must stay as committed."""
+    copy = tmp_path_factory.mktemp("plan") / "scaling.db"
+    shutil.copyfile(CAPTURED, copy)
+    return copy
+
+
+@pytest.fixture(scope="module")
+def data(db: Path) -> RunData:
+    return load(Store.open(db, create=False), "latest")
 
 
 @pytest.fixture(scope="module")
@@ -185,18 +194,18 @@ def test_a_check_sets_measured_beside_predicted(data: RunData, curve: Curve) -> 
         check(missing, points_of_run(data), data.run.id)
 
 
-def test_plan_command_emits_a_spec_and_plan_check_reads_it(tmp_path: Path) -> None:
+def test_plan_command_emits_a_spec_and_plan_check_reads_it(tmp_path: Path, db: Path) -> None:
     runner = CliRunner()
     spec = tmp_path / "check.yaml"
-    shown = runner.invoke(app, ["plan", "--db", str(DB), "--hosts", "2", "--emit-spec", str(spec)])
+    shown = runner.invoke(app, ["plan", "--db", str(db), "--hosts", "2", "--emit-spec", str(spec)])
     assert shown.exit_code == 0, shown.output
     assert "peak-each ★" in shown.output and f"({PEAK},{PEAK})" in shown.output
     assert yaml.safe_load(spec.read_text())["stacks"][0]["instances"] == PEAK
     proposal = tmp_path / "check.yaml.proposal.json"
-    checked = runner.invoke(app, ["plan-check", "--db", str(DB), "--proposal", str(proposal), "--json"])
+    checked = runner.invoke(app, ["plan-check", "--db", str(db), "--proposal", str(proposal), "--json"])
     assert checked.exit_code == 0, checked.output
     assert json.loads(checked.output)["throughput"]["error_pct"] == 0.0  # measured points predict themselves
-    wrong = runner.invoke(app, ["plan", "--db", str(DB), "--strategy", "peak-each", "--emit-spec", str(spec)])
+    wrong = runner.invoke(app, ["plan", "--db", str(db), "--strategy", "peak-each", "--emit-spec", str(spec)])
     assert wrong.exit_code == 2 and "this plan has none" in wrong.output
 
 
