@@ -136,10 +136,19 @@ def plan_lines(p: Plan) -> list[str]:
     return lines
 
 
+# What plan-check measures and what it does not: a reader of the aggregate row must not take it for a
+# measurement of several hosts at once.
+SUMMED = (
+    "each host's count was measured on one host; the aggregate is their sum, so sharing nothing between hosts "
+    "is assumed here, not measured"
+)
+
+
 def check_table(c: Check) -> Table:
     table = Table(
         "host", "containers", "predicted ops/s", "measured ops/s", "error", "predicted p99 ms", "measured p99 ms",
         "error", title=escape(f"plan-check · {c.strategy} {c.assignment} · {c.label}"), title_justify="left",
+        caption=SUMMED if len(c.hosts) > 1 else None,
     )  # fmt: skip
     for h in c.hosts:
         mark = " (interpolated)" if h.interpolated else ""
@@ -168,6 +177,7 @@ def check_json(c: Check) -> dict[str, Any]:
     ]
     return plain(
         {
+            "note": SUMMED,
             "strategy": c.strategy,
             "assignment": c.assignment,
             "curve": c.label,
