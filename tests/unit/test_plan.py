@@ -7,8 +7,8 @@ README): the numbers below are that run's, read back through the store as `layer
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
