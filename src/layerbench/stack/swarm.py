@@ -215,7 +215,12 @@ def service(
     def create(rid: int) -> tuple[Service, Container]:
         made = manager.services.create(**body)
         ctx.ledger.update(rid, service=made.id)
-        return made, daemon.containers.get(_running(made))
+        try:
+            return made, daemon.containers.get(_running(made))
+        except BaseException:  # a task that never ran: its service goes now, not at the next cleanup
+            remove_service(manager_at, socket, name)
+            ctx.ledger.removed(rid)
+            raise
 
     with tracked(
         ctx.ledger, "swarm-service", name, create, lambda _: remove_service(manager_at, socket, name),
