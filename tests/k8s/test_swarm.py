@@ -59,7 +59,7 @@ def node_state(local_swarm: Any) -> dict[str, set[str]]:
         found["services"] = {s.name for s in manager.services.list()}
     for name in local_swarm.names:
         with daemon(local_swarm.url(name)) as d:
-            found["containers"] |= {f"{name}:{c.name}" for c in d.containers.list(all=True)}
+            found["containers"] |= {f"{name}:{c.id[:12]}" for c in d.containers.list(all=True, sparse=True)}
             found["images"] |= {f"{name}:{i.id} {i.tags}" for i in d.images.list(all=True)}
             found["volumes"] |= {f"{name}:{v.name}" for v in d.volumes.list()}
     return found
@@ -158,8 +158,8 @@ def _wait_for_fio(url: str, proc: subprocess.Popen[str]) -> None:
     """Until a container of the run on the node runs fio (a state, whatever the machine's speed)."""
     with daemon(url) as d:
         while proc.poll() is None:
-            for c in d.containers.list(filters={"label": "layerbench.run"}):
-                with contextlib.suppress(docker.errors.APIError):
+            for c in d.containers.list(filters={"label": "layerbench.run"}, sparse=True):
+                with contextlib.suppress(docker.errors.APIError):  # NotFound among them: gone meanwhile
                     if any("fio" in " ".join(p) for p in c.top().get("Processes") or []):
                         return
             time.sleep(0.5)

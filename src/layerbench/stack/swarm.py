@@ -148,7 +148,7 @@ def remove_labelled(manager_at: str, socket: str, run_id: str) -> None:
         for service in manager.services.list(filters=selector):
             with contextlib.suppress(NotFound):
                 service.remove()
-        _wait(lambda: not daemon.containers.list(all=True, filters=selector), f"the containers of run {run_id}")
+        _wait(lambda: not _containers(daemon, selector), f"the containers of run {run_id}")
         for volume in daemon.volumes.list(filters=selector):
             with contextlib.suppress(NotFound):
                 volume.remove(force=True)
@@ -234,7 +234,13 @@ def remove_service(manager_at: str, socket: str, name: str) -> None:
     with contextlib.closing(client(manager_at)) as manager, contextlib.closing(client(socket)) as daemon:
         with contextlib.suppress(NotFound):
             manager.services.get(name).remove()
-        _wait(lambda: not daemon.containers.list(all=True, filters=selector), f"service {name}'s containers to go")
+        _wait(lambda: not _containers(daemon, selector), f"service {name}'s containers to go")
+
+
+def _containers(daemon: docker.DockerClient, selector: dict[str, str]) -> list[Container]:
+    """The node's containers that match, as listed (sparse: without inspecting each, which fails with
+    NotFound for one the node removes meanwhile, as it does a removed service's)."""
+    return list(daemon.containers.list(all=True, filters=selector, sparse=True))
 
 
 def _running(made: Service) -> str:
