@@ -12,7 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +86,12 @@ def test_fio_runs_in_services_on_the_named_node_and_nothing_is_left(local_swarm:
             target = info["target"]
             assert target["node"] == NODE and target["service"].startswith("lb-"), target
             assert target["pid"] > 1  # the task's container, on this host
+            on = target["data_mount"]  # /data in the task: the filesystem under test, or memory
+            placement = target["placement"]
+            assert (on["fs_type"], on["source"].startswith("/dev/zram")) == (
+                ("tmpfs", False) if placement == "tmpfs" else ("ext4", True)
+            ), (placement, on)
+            assert placement == "tmpfs" or on["root"].endswith("-data"), on  # the directory layerbench made
         assert_nothing_left(dirs, before)
     assert swarm_leftovers(local_swarm, baseline) == []
 
@@ -103,9 +109,13 @@ def test_a_services_limits_are_read_back_from_its_cgroup(local_swarm: Any) -> No
 
 
 def test_cells_a_swarm_cannot_run_are_refused_with_reasons(local_swarm: Any) -> None:
-    with server_dirs("lbswarm-refused-") as dirs, _unlabelled(local_swarm, "node3"):
+    with (
+        server_dirs("lbswarm-refused-") as dirs,
+        _changed(local_swarm, "node3", lambda s: {**s, "Labels": {}}),  # as a node of another swarm is
+        _changed(local_swarm, "node1", lambda s: {**s, "Availability": "drain"}),
+    ):
         wrong = spec(["writable-layer"])
-        for node, extra in (("node9", {}), ("node3", {}), (NODE, {"limits": {"write_bps": "10MiB"}})):
+        for node, extra in (("node9", {}), ("node3", {}), ("node1", {}), (NODE, {"limits": {"write_bps": "10MiB"}})):
             wrong["stacks"].append(
                 {"filesystem": "ext4", "engine": {"kind": "swarm", "node": node}, "placement": "tmpfs", **extra}
             )
@@ -116,22 +126,22 @@ def test_cells_a_swarm_cannot_run_are_refused_with_reasons(local_swarm: Any) -> 
         assert "writable layer is under the node daemon's data-root" in text
         assert "node 'node9' is not in the swarm; its nodes: node1, node2, node3" in text
         assert "swarm node 'node3': it has no label layerbench.socket" in text
+        assert "swarm node 'node1' is not ready (or not active)" in text
         assert "a service has no cpuset and no block-I/O limit" in text
 
 
 @contextlib.contextmanager
-def _unlabelled(local_swarm: Any, name: str) -> Iterator[None]:
-    """``name`` without its socket label for a while (as a node of someone else's swarm would be)."""
+def _changed(local_swarm: Any, name: str, change: Callable[[dict[str, Any]], dict[str, Any]]) -> Iterator[None]:
+    """Node ``name``'s spec changed for a while (its labels, its availability), then put back."""
     with daemon(local_swarm.manager) as manager:
         (node,) = [n for n in manager.nodes.list() if n.attrs["Description"]["Hostname"] == name]
-        spec_ = node.attrs["Spec"]
-        labels = dict(spec_["Labels"])
-        node.update({**spec_, "Labels": {k: v for k, v in labels.items() if k != "layerbench.socket"}})
+        was = dict(node.attrs["Spec"])
+        node.update(change(was))
         try:
             yield
         finally:
-            node.reload()
-            node.update({**node.attrs["Spec"], "Labels": labels})
+            node.reload()  # its version moved on with the update
+            node.update(was)
 
 
 def test_sigkill_then_cleanup_leaves_nothing_on_the_swarm(local_swarm: Any) -> None:

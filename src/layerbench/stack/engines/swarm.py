@@ -33,7 +33,7 @@ from docker.types import Mount as SwarmMount
 
 from layerbench.errors import PrerequisiteError
 from layerbench.spec.models import EngineSpec, Limits, StackSpec
-from layerbench.stack import swarm
+from layerbench.stack import mountinfo, swarm
 from layerbench.stack.cgroups import majmin, process_dirs, read_limits
 from layerbench.stack.dockerd import DockerEngine
 from layerbench.stack.engines.container import tools
@@ -193,12 +193,17 @@ def _resources(limits: Limits) -> dict[str, int]:
 
 def _info(engine: SwarmEngine, container: Any, image: str) -> dict[str, Any]:
     container.reload()
+    pid = int(container.attrs["State"]["Pid"])  # a host PID: the node's daemon is on this host
+    (data, *_) = mountinfo.holding(mountinfo.parse(mountinfo.read(pid)), DATA)
     return {
         "node": engine.node.name,
         "container": container.id[:12],
         "image": image,
         "fio_sha256": binary_digests(["fio"])["fio"],  # the image holds this host's fio
-        "pid": int(container.attrs["State"]["Pid"]),  # a host PID: the node's daemon is on this host
+        "pid": pid,
+        # What /data is in the task, as its own mount table says: the filesystem under test (bind, volume)
+        # or a tmpfs; a volume that landed under the node's data-root instead would show its filesystem.
+        "data_mount": {"source": data.source, "fs_type": data.fs_type, "root": data.root},
     }
 
 
