@@ -15,7 +15,8 @@ takes the swarm apart from another process, after a crash too.
 
 Measured in issue 14 (Docker 20.10, a kernel without IPVS, cgroup v1, no systemd):
 DOCKER_SERVICE_PREFER_OFFLINE_IMAGE=1 (else every task asks a registry, and none answers here);
-services take --endpoint-mode dnsrr and publish no ingress ports (no IPVS); the daemons run with
+services take --endpoint-mode dnsrr and publish no ingress ports (no IPVS: the ingress network is
+removed after `init`, else every daemon waits 5 s at shutdown for its sandbox to go); the daemons run with
 --iptables=false (nothing here needs their NAT: fio reaches no network).
 """
 
@@ -27,6 +28,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import socket
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -156,6 +158,10 @@ def _form(state: State) -> None:
     with contextlib.closing(_client(state, nodes[0].name)) as manager:
         first = nodes[0]
         manager.swarm.init(advertise_addr=first.ip, listen_addr=f"{first.ip}:2377")
+        # The routing mesh needs IPVS, which this kernel lacks, and its sandbox on every node made each
+        # daemon's shutdown wait 5 s for its removal ("timeout while waiting for ingress network removal").
+        # layerbench publishes no port: the swarm goes without it.
+        manager.networks.get("ingress").remove()
         token = manager.swarm.attrs["JoinTokens"]["Worker"]
         for node in nodes[1:]:
             with contextlib.closing(_client(state, node.name)) as c:
@@ -182,8 +188,7 @@ def down(root: Path) -> list[str]:
         shutil.rmtree(root, ignore_errors=True)
         return []
     state = load(root)
-    for node in state.network.nodes:
-        _stop_daemon(state, node)
+    _stop_daemons(state)
     left = procs.unmount_under(root)
     for node in state.network.nodes:
         left += procs.remove_cgroup(_cgroup_root(state, node))
@@ -194,21 +199,35 @@ def down(root: Path) -> list[str]:
     return left
 
 
-def _stop_daemon(state: State, node: Node) -> None:
-    """The node's containers (by its daemon, while it answers), then the daemon; its containerd and shims
-    after it, should they outlive it."""
-    pid = state.pids.get(node.name)
-    if pid is None:
-        return
-    if procs.alive(pid) and state.socket(node.name).is_socket():
-        with contextlib.suppress(docker.errors.DockerException), contextlib.closing(_client(state, node.name)) as c:
-            for container in c.containers.list(all=True):
-                container.remove(force=True)
-    procs.stop(pid)
-    state.pids.pop(node.name)
+def _stop_daemons(state: State) -> None:
+    """Each node's containers (by its daemon, while it answers), then the daemons: the workers together,
+    then the manager; then any containerd or shim that outlived its daemon."""
+    running = {name: pid for name, pid in state.pids.items() if procs.alive(pid)}
+    for name in running:
+        if state.socket(name).is_socket():
+            with contextlib.suppress(docker.errors.DockerException), contextlib.closing(_client(state, name)) as c:
+                for container in c.containers.list(all=True, sparse=True):
+                    with contextlib.suppress(docker.errors.NotFound):
+                        container.remove(force=True)
+    manager = state.names[0]
+    _stop_together([pid for name, pid in running.items() if name != manager])
+    _stop_together([pid for name, pid in running.items() if name == manager])
+    state.pids.clear()
     state.save()
-    for leftover, _ in _processes_under(state.node_dir(node.name)):
+    for leftover, _ in _processes_under(Path(state.root)):
         procs.stop(leftover, grace_s=5.0)
+
+
+def _stop_together(pids: list[int]) -> None:
+    """SIGTERM to each, then wait for each (a dockerd takes seconds to shut down); SIGKILL if it hangs."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    for pid in pids:
+        try:
+            procs.wait_for(lambda p=pid: not procs.alive(p), 30.0, f"dockerd {pid} to exit", every_s=0.1)
+        except TimeoutError:
+            procs.stop(pid, grace_s=5.0)  # SIGTERM again, then SIGKILL
 
 
 def _processes_under(d: Path) -> list[tuple[int, str]]:
