@@ -172,3 +172,45 @@ def test_doctor_reports_the_cluster_its_nodes_and_storage_classes(cluster: Any) 
     for name in ("node1", "node2", "node3"):
         assert rows[f"node {name}"]["ok"] and rows[f"node {name}"]["note"].startswith("this host")
     assert "storage classes" in rows
+
+
+@pytest.mark.requires_db
+def test_postgresql_serves_from_pods_on_a_hostpath_and_a_claim(cluster: Any) -> None:
+    core = api(cluster.kubeconfig)
+    before, images = bridges(), node_images(Path(cluster.root))
+    server = {"kind": "postgres", "records": 2000, "scale": 2}
+    workloads = [
+        {"kind": "ycsb", "name": "A", "mix": "a", "threads": 2, "runtime_s": 2, "warmup_s": 1},
+        {"kind": "pgbench", "name": "tpcb", "clients": 2, "runtime_s": 2},
+    ]
+    with server_dirs("lbk8s-db-") as dirs:
+        db_spec = {**spec(["bind", "volume"], server=server), "workloads": workloads}
+        dirs["spec"].write_text(yaml.safe_dump(db_spec))
+        done = layerbench(["run", str(dirs["spec"])], dirs, cluster.kubeconfig)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "4 trials ok, 0 failed" in done.stdout
+        with sqlite3.connect(dirs["db"]) as db:
+            ops = db.execute("SELECT COUNT(*) FROM samples WHERE metric='ops' AND value > 0").fetchone()[0]
+        assert ops >= 4  # every trial measured operations against the server in its pod
+        assert_nothing_left(dirs, before)
+    assert cluster_leftovers(core, Path(cluster.root), images) == []
+
+
+def test_parallel_nodes_gives_one_run_per_node(cluster: Any) -> None:
+    core = api(cluster.kubeconfig)
+    before, images = bridges(), node_images(Path(cluster.root))
+    with server_dirs("lbk8s-nodes-") as dirs:
+        two = spec(["tmpfs"])
+        two["stacks"][0]["engine"] = [{"kind": "kubernetes", "node": n} for n in ("node1", "node3")]
+        dirs["spec"].write_text(yaml.safe_dump(two))
+        done = layerbench(["run", str(dirs["spec"]), "--parallel-nodes"], dirs, cluster.kubeconfig)
+        assert done.returncode == 0, done.stdout + done.stderr
+        said = " ".join(done.stdout.split())
+        assert "[node1]" in said and "[node3]" in said
+        with sqlite3.connect(dirs["db"]) as db:
+            runs = db.execute("SELECT id, host_json, status FROM runs").fetchall()
+            per_run = dict(db.execute("SELECT run_id, COUNT(*) FROM trials WHERE status='ok' GROUP BY run_id"))
+        assert sorted(json.loads(h)["node"] for _, h, _ in runs) == ["node1", "node3"]
+        assert all(status == "finished" and per_run[rid] == 1 for rid, _, status in runs)
+        assert_nothing_left(dirs, before)
+    assert cluster_leftovers(core, Path(cluster.root), images) == []

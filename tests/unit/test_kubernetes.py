@@ -21,9 +21,10 @@ def cluster(full_caps: HostCaps, **nodes: ClusterNode) -> HostCaps:
 
 
 def refusals(caps: HostCaps, placement: str, node: str = "n1", **stack: object) -> list[str]:
+    workload = {"kind": "ycsb", "name": "A", "mix": "a"} if "server" in stack else {"name": "RR", "rw": "randread"}
     engine = {"kind": "kubernetes", "node": node}
     one = {"device": {"kind": "zram"}, "filesystem": "ext4", "engine": engine, "placement": placement, **stack}
-    spec = {"name": "k", "stacks": [one], "workloads": [{"name": "RR", "rw": "randread"}]}
+    spec = {"name": "k", "stacks": [one], "workloads": [workload]}
     return [r.reason for r in expand(validate(spec), caps).refused]
 
 
@@ -88,3 +89,11 @@ def test_a_containers_first_process_is_found_by_its_cgroup(tmp_path: Path) -> No
     (exec_ / "stat").write_text("300 (fio) S 100 0 0\n")  # an exec is also the shim's child: the lower wins
     assert kube.container_pid(f"containerd://{cid}", tmp_path) in (200, 300)
     assert kube.container_pid("containerd://absent", tmp_path) is None
+
+
+def test_a_database_server_needs_a_node_of_this_host(full_caps: HostCaps) -> None:
+    caps = cluster(full_caps, n1=ClusterNode(ready=True, local=False), n2=ClusterNode(ready=True, local=True))
+    server = {"kind": "postgres", "records": 1000}
+    (reason,) = refusals(caps, "tmpfs", node="n1", server=server)
+    assert "reaches its server at the pod's IP" in reason
+    assert refusals(caps, "tmpfs", node="n2", server=server) == []

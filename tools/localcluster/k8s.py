@@ -165,7 +165,13 @@ def _cgroup_root(state: State, node: Node) -> str:
 
 
 def _cni(state: State, node: Node, i: int, d: Path) -> dict[str, Any]:
-    ipam = {"type": "host-local", "ranges": [[{"subnet": _pod_cidr(state, i)}]], "dataDir": str(d / "ipam")}
+    # The default route: a pod answers this host (a database client) through its node.
+    ipam = {
+        "type": "host-local",
+        "ranges": [[{"subnet": _pod_cidr(state, i)}]],
+        "routes": [{"dst": "0.0.0.0/0"}],
+        "dataDir": str(d / "ipam"),
+    }
     bridge = {"type": "bridge", "bridge": "cni0", "isGateway": True, "ipMasq": False, "ipam": ipam}
     return {"cniVersion": "1.0.0", "name": f"lb{state.tag}-{node.name}", "plugins": [bridge]}
 

@@ -21,6 +21,7 @@ from layerbench.analysis import precision
 from layerbench.analysis.latency import client_percentiles
 from layerbench.analysis.resources import Usage, mean_usage, usage_by_trial
 from layerbench.analysis.stats import Summary, cell_values, ratio, summarize
+from layerbench.spec.models import StackSpec
 from layerbench.store.read import RunData, StoredCell, StoredTrial
 
 # Use at or above these counts as saturation: CPU and device busy %, memory as a share of the limit.
@@ -82,22 +83,41 @@ def scaling(
 ) -> list[Scaling]:
     """One Scaling per group of cells that differ only in instance count; ``confidence`` of the throughput
     intervals (``precision.confidence``)."""
+    groups = scale_points(cells, samples, monitor, trials, confidence)
+    return [_curve(group, workload, points) for (group, workload), points in groups.items() if len(points) >= 2]
+
+
+def points_of_run(data: RunData) -> dict[tuple[str, str], list[ScalePoint]]:
+    """``scale_points`` of a loaded run, at the confidence its trials rule needs."""
+    return scale_points(data.cells, data.samples, data.monitor, data.trials, precision.confidence(data.trials_rule))
+
+
+def scale_points(
+    cells: Sequence[StoredCell],
+    samples: pd.DataFrame,
+    monitor: pd.DataFrame,
+    trials: Sequence[StoredTrial],
+    confidence: float = 0.95,
+) -> dict[tuple[str, str], list[ScalePoint]]:
+    """Every database cell as a point of its group, (stack without its instance count, workload), in order of
+    instance count; a group of one count too: a run checking a plan may measure a single count."""
     groups: dict[tuple[str, str], list[tuple[int, StoredCell]]] = {}
     for c in cells:
         if c.stack.server is not None:
             # A workload's name is unique in its run: with the stack, it names the group.
-            key = (c.stack.model_copy(update={"instances": 1}).label(), c.workload)
-            groups.setdefault(key, []).append((c.stack.instances, c))
+            groups.setdefault((group_of(c.stack), c.workload), []).append((c.stack.instances, c))
     ops = cell_values(samples, "ops") if not samples.empty else {}
     usage = usage_by_trial(monitor, {t.id: t.info for t in trials})
     tails = _merged_p99(samples, trials)
-    out = []
-    for (group, workload), members in groups.items():
-        if len({n for n, _ in members}) < 2:
-            continue
-        points = [_point(n, c, ops, samples, usage, tails, confidence) for n, c in sorted(members, key=lambda m: m[0])]
-        out.append(_curve(group, workload, points))
-    return out
+    return {
+        key: [_point(n, c, ops, samples, usage, tails, confidence) for n, c in sorted(members, key=lambda m: m[0])]
+        for key, members in groups.items()
+    }
+
+
+def group_of(stack: StackSpec) -> str:
+    """The stack's label without its instance count: what names a scaling curve."""
+    return stack.model_copy(update={"instances": 1}).label()
 
 
 def _point(

@@ -14,7 +14,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from layerbench import host
+from layerbench import host, nodes
+from layerbench.cli import plan as plan_cli
 from layerbench.cli.boundary import EXIT_TRIALS_FAILED, UsageError, boundary, err_console
 from layerbench.cli.progress import TrialProgress
 from layerbench.errors import PrerequisiteError, SpecError
@@ -153,6 +154,15 @@ def run(
     ),
     kubeconfig: Path | None = KUBECONFIG_OPTION,
     swarm_manager: str | None = SWARM_OPTION,
+    node: str | None = typer.Option(
+        None, "--node", metavar="NAME", help="Run only the cells on this node (engine.node; 'this host' for the rest)."
+    ),
+    parallel_nodes: bool = typer.Option(
+        False,
+        "--parallel-nodes",
+        help="Cells on different nodes at once: one run per node (each as with --node), in parallel; "
+        "on each node one cell at a time. Nodes that share one machine contend: for numbers there, run without.",
+    ),
 ) -> None:
     """Run an experiment: build every stack, run every trial, save each as it ends.
 
@@ -167,6 +177,13 @@ def run(
         if profile is not None:
             exp = Experiment.model_validate({**exp.model_dump(), "profile": profile.value})
         matrix = cells_here(exp, cache_dir)
+        if node is not None:
+            matrix = nodes.only(matrix, node)
+        if parallel_nodes and not dry_run:
+            own = _own_argv(spec, db, work_dir, state_dir, cache_dir, seed, format_device, profile)
+            _print_plan(matrix)
+            code = nodes.run_all(nodes.children(matrix, own), typer.echo)
+            raise typer.Exit(code)
         if dry_run:
             _print_plan(matrix)
             return
@@ -174,9 +191,26 @@ def run(
             _print_plan(matrix)
             raise SpecError(f"every cell of {exp.name!r} was refused on this host", hint="see the reasons above")
         confirm_formatting(matrix, format_device)
-        failed = _run(exp, matrix, db, Places(work_dir, state_dir, cache_dir), seed)
+        failed = _run(exp, matrix, db, Places(work_dir, state_dir, cache_dir), seed, node)
         if failed:
             raise typer.Exit(EXIT_TRIALS_FAILED)
+
+
+def _own_argv(
+    spec: str,
+    db: Path,
+    work_dir: Path,
+    state_dir: Path,
+    cache_dir: Path,
+    seed: int,
+    format_device: list[str],
+    profile: ProfileKind | None,
+) -> list[str]:
+    """This `run`'s arguments for a child run of one node (KUBECONFIG is inherited)."""
+    argv = ["run", spec, "--db", str(db), "--work-dir", str(work_dir), "--state-dir", str(state_dir)]
+    argv += ["--cache-dir", str(cache_dir), "--seed", str(seed)]
+    argv += [x for dev in format_device for x in ("--format-device", dev)]
+    return argv + (["--profile", profile.value] if profile is not None else [])
 
 
 def confirm_formatting(matrix: Matrix, agreed: list[str]) -> None:
@@ -209,11 +243,11 @@ class Places:
     cache_dir: Path
 
 
-def _run(exp: Experiment, matrix: Matrix, db: Path, places: Places, seed: int) -> int:
+def _run(exp: Experiment, matrix: Matrix, db: Path, places: Places, seed: int, node: str | None = None) -> int:
     check_space(places.work_dir, needed_bytes(matrix))
     check_server_access(places.work_dir, matrix)
     store = Store.open(db)
-    described = {**host.describe(places.cache_dir), "seed": seed}
+    described = {**host.describe(places.cache_dir), "seed": seed, **({"node": node} if node else {})}
     run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), described)
     register_cells(store, run_id, matrix)
     _print_plan(matrix, header=f"run {run_id}: {exp.name}")
@@ -264,6 +298,8 @@ def resume(
                 hint="start a new run: layerbench run SPEC",
             )
         matrix = cells_here(exp, cache_dir)
+        if "node" in row.host:  # one node's run of --parallel-nodes: that node's cells only
+            matrix = nodes.only(matrix, row.host["node"])
         stored = {c.cell_id for c in store.cells(run_id)}
         if not stored:  # it died between recording the run and its cells
             register_cells(store, run_id, matrix)
@@ -584,6 +620,11 @@ def _print_plan(matrix: Matrix, header: str | None = None) -> None:
         console.print(f"  [cyan]{escape(stack.label())}[/]" + ("" if shared else f"  {_names(names)}"))
     for refusal in {r.cell.stack.label(): r for r in matrix.refused}.values():
         console.print(f"  [red]refused[/] {escape(refusal.cell.stack.label())}: {escape(refusal.reason)}")
+
+
+# Registered here, not by importing cli/plan.py for its side effects: the list of commands stays in this file.
+app.command("plan")(plan_cli.plan_command)
+app.command("plan-check")(plan_cli.check_command)
 
 
 def main() -> None:

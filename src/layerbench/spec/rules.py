@@ -251,8 +251,13 @@ def _kubernetes_ready(s: StackSpec, caps: HostCaps) -> str | None:
             "a pod's limits are cpus and memory: drop cpuset (the kubelet's static CPU manager pins, not a pod) "
             "and read_bps/write_bps (Kubernetes has no block-I/O limit)"
         )
-    if s.server is not None:
-        return "database servers on Kubernetes are not supported yet: run them with engine docker"
+    if s.server is not None and not node.local:
+        return (
+            f"the database client runs on this host and reaches its server at the pod's IP: node {s.engine.node!r} "
+            "is another machine, whose pods this host may not route to"
+        )
+    if s.server is not None and (s.profile != "none" or s.tuning != "default"):
+        return "profiles and tunings of database servers on Kubernetes are not supported yet: drop them"
     return None
 
 

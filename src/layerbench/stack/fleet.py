@@ -195,9 +195,9 @@ def _from_image(engine: ContainerEngine, stack: StackSpec, exits: ExitStack, ctx
             host = "127.0.0.1" if network is None else _bridge_address(docker, target, network)
             config = server_config(stack, role.data_at, "0.0.0.0", server.port, limits, ctx.cache_dir)
             container = docker.client.containers.get(target.info["container"])
-            with _log(ctx.work_dir / f"image-{index}-{uuid.uuid4().hex[:6]}.log") as log:
+            with server_log(ctx.work_dir / f"image-{index}-{uuid.uuid4().hex[:6]}.log") as log:
                 launch = partial(handles.follow_container, container, log)
-                with _server(definition, config, launch, ctx, index, host) as h:
+                with serving(definition, config, launch, ctx, index, host) as h:
                     yield Endpoint(index, host, server.port, config.memory, limits, h, dict(target.info))
 
     return start
@@ -216,13 +216,13 @@ def _bring_up(
     definition: ServerDef, config: ServerConfig, where: _Where, ctx: BuildContext, index: int, host: str
 ) -> Iterator[handles.Handle]:
     """Prepare the data directory, write the config files, start the server; its log goes with it."""
-    with _log(ctx.work_dir / f"{definition.kind}-{index}-{uuid.uuid4().hex[:6]}.log") as log:
+    with server_log(ctx.work_dir / f"{definition.kind}-{index}-{uuid.uuid4().hex[:6]}.log") as log:
         for step in definition.prepare(config):
             _finish(where.start(step, log), step, definition, index)
         for name, text in definition.config_files(config).items():
             where.write(config.data_dir, name, text)
         launch = partial(where.start, definition.argv(config), log)
-        with _server(definition, config, launch, ctx, index, host) as h:
+        with serving(definition, config, launch, ctx, index, host) as h:
             yield h
 
 
@@ -274,7 +274,7 @@ def data_bytes(server: ServerSpec | None) -> int:
 
 
 @contextmanager
-def _log(path: Path) -> Iterator[Path]:
+def server_log(path: Path) -> Iterator[Path]:
     """The server's log: its tail goes into any error; the file itself goes with the server."""
     try:
         yield path
@@ -283,7 +283,7 @@ def _log(path: Path) -> Iterator[Path]:
 
 
 @contextmanager
-def _server(
+def serving(
     definition: ServerDef,
     config: ServerConfig,
     launch: Callable[[], handles.Handle],

@@ -14,12 +14,14 @@ kernel. Any other node is reached through the API only.
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
+import threading
 import time
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,8 @@ BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 POD_LIMIT_S = 300.0  # a guard against a pod that never starts (an image pull loop), not a deadline
 GONE_LIMIT_S = 300.0
 EXEC_POLL_S = 1.0
+PID_WAIT_S = 30.0
+PROTECTION_WAIT_S = 30.0
 DATA = "/data"
 
 
@@ -143,12 +147,23 @@ def remove_namespace(core: client.CoreV1Api, name: str, run_id: str) -> None:
     """The namespace (its pods and claims with it), then the run's volumes; waits until they are gone."""
     with contextlib.suppress(ApiException):
         core.delete_namespace(name, grace_period_seconds=0)
-    selector = f"{RUN_LABEL}={label(run_id)}"
-    for pv in core.list_persistent_volume(label_selector=selector).items:
-        with contextlib.suppress(ApiException):
-            core.delete_persistent_volume(pv.metadata.name)
     _wait(lambda: not _exists(core.read_namespace, name), GONE_LIMIT_S, f"namespace {name} to go")
-    _wait(lambda: not core.list_persistent_volume(label_selector=selector).items, GONE_LIMIT_S, "the run's volumes")
+    for pv in core.list_persistent_volume(label_selector=f"{RUN_LABEL}={label(run_id)}").items:
+        delete_volume(core, pv.metadata.name)
+
+
+def delete_volume(core: client.CoreV1Api, name: str) -> None:
+    """Delete one of the run's local volumes once its claim and pod are gone. Its protection finalizer
+    (which waits for the controller to see it unused) is dropped if the controller has not done so
+    within PROTECTION_WAIT_S: measured here, it sometimes kept a released volume for minutes."""
+    with contextlib.suppress(ApiException):
+        core.delete_persistent_volume(name)
+    try:
+        _wait(lambda: not _exists(core.read_persistent_volume, name), PROTECTION_WAIT_S, f"volume {name} to go")
+    except LayerbenchError:
+        with contextlib.suppress(ApiException):
+            core.patch_persistent_volume(name, {"metadata": {"finalizers": None}})
+        _wait(lambda: not _exists(core.read_persistent_volume, name), GONE_LIMIT_S, f"volume {name} to go")
 
 
 def reclaim(res: Resource, runner: Any) -> None:
@@ -215,6 +230,23 @@ def load_image(node: NodeFacts, archive: Path, ref: str, ctx: BuildContext) -> I
         yield ref
 
 
+def source_address(pod_ip: str, runner: Any) -> str:
+    """This host's address as a pod sees it (the source of the route to the pod's IP)."""
+    words = runner(["ip", "-o", "route", "get", pod_ip], timeout=30).check().stdout.split()
+    if "src" not in words:
+        raise LayerbenchError(f"this host has no route to the pod at {pod_ip}: {' '.join(words)}")
+    return words[words.index("src") + 1]
+
+
+def has_image(node: NodeFacts, ref: str, runner: Any) -> bool:
+    """Whether the node's runtime holds ``ref``: asked of the runtime itself where it is on this host (the
+    node's status lists images only every so often, and may still list one just removed)."""
+    if not (node.local and node.cri_socket):
+        return qualified(ref) in node.images
+    listed = runner(["ctr", "--address", node.cri_socket, "-n", "k8s.io", "images", "ls", "-q"], timeout=120)
+    return qualified(ref) in listed.check().stdout.split()
+
+
 def qualified(ref: str) -> str:
     """How containerd names an image the way Docker does (docker.io/ for a bare name)."""
     first = ref.split("/", 1)[0]
@@ -277,9 +309,7 @@ def local_claim(core: client.CoreV1Api, ns: str, name: str, node: str, path: Pat
         return pv.metadata.name
 
     def remove_pv(pv_name: str) -> None:
-        with contextlib.suppress(ApiException):
-            core.delete_persistent_volume(pv_name)
-        _wait(lambda: not _exists(core.read_persistent_volume, pv_name), GONE_LIMIT_S, f"volume {pv_name} to go")
+        delete_volume(core, pv_name)
 
     def create_pvc(rid: int) -> str:
         core.create_namespaced_persistent_volume_claim(ns, pvc)
@@ -355,16 +385,107 @@ def _exec(core: client.CoreV1Api, ns: str, name: str, argv: list[str], timeout: 
 
 
 def put_in(core: client.CoreV1Api, ns: str, name: str) -> Put:
-    """A small file (a job file) into the pod's /tmp, as an argument of the exec that writes it."""
+    """A small file (a job file) into the pod's /tmp."""
 
     def put(file_name: str, text: str) -> str:
-        path = f"/tmp/{file_name}"
-        done = _exec(core, ns, name, ["sh", "-c", 'printf %s "$1" > "$2"', "sh", text, path], 60)
-        if done.rc != 0:
-            raise LayerbenchError(f"could not put {file_name} into pod {name}: {done.stderr.strip()}")
-        return path
+        return write_file(core, ns, name, f"/tmp/{file_name}", text)
 
     return put
+
+
+def write_file(core: client.CoreV1Api, ns: str, name: str, path: str, text: str) -> str:
+    """``text`` into ``path`` in the pod, as the exec that writes it gets it (an argument), owned by the
+    container's user."""
+    done = _exec(core, ns, name, ["sh", "-c", 'printf %s "$1" > "$2"', "sh", text, path], 60)
+    if done.rc != 0:
+        raise LayerbenchError(f"could not write {path} in pod {name}: {done.stderr.strip()}")
+    return path
+
+
+@dataclass
+class ExecHandle:
+    """A long-lived process exec'd in a pod of a node of this host (a database server): its output
+    streamed into ``log`` by a thread, its host PID found by the container's cgroup, signalled by it."""
+
+    log: Path
+    _pid: int = 0
+    _rc: int | None = None
+    _thread: threading.Thread | None = field(default=None, repr=False)
+
+    @property
+    def pid(self) -> int:
+        return self._pid
+
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def signal(self, sig: int) -> None:
+        if self._pid > 0:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self._pid, sig)
+
+    def wait(self, timeout: float) -> int | None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return None if self.alive() else self._rc
+
+
+def start_exec(
+    core: client.CoreV1Api, ns: str, name: str, container_id: str, argv: Sequence[str], log: Path
+) -> ExecHandle:
+    before = set(pids_in(container_id))
+    resp = stream(
+        core.connect_get_namespaced_pod_exec, name, ns, command=list(argv),
+        stdout=True, stderr=True, stdin=False, tty=False, _preload_content=False,
+    )  # fmt: skip
+    handle = ExecHandle(log)
+    handle._thread = threading.Thread(target=_pump, args=(resp, handle), daemon=True)
+    handle._thread.start()
+    deadline = time.monotonic() + PID_WAIT_S
+    while handle.alive() and time.monotonic() < deadline:
+        new = [p for p in pids_in(container_id) if p not in before and _argv0(p) == argv[0]]
+        if new:
+            handle._pid = min(new)
+            break
+        time.sleep(0.05)
+    return handle
+
+
+def _pump(resp: Any, handle: ExecHandle) -> None:
+    with handle.log.open("a") as out:
+        try:
+            while resp.is_open():
+                resp.update(timeout=EXEC_POLL_S)
+                for chunk in (
+                    resp.read_stdout() if resp.peek_stdout() else "",
+                    resp.read_stderr() if resp.peek_stderr() else "",
+                ):
+                    out.write(chunk)
+                out.flush()
+            handle._rc = resp.returncode
+        except Exception as exc:  # the pod went away under it: the server is gone
+            out.write(f"\nkubernetes exec ended: {exc}\n")
+            handle._rc = 137
+        finally:
+            resp.close()
+
+
+def _argv0(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+    except OSError:
+        return ""
+
+
+def pids_in(container_id: str, proc: Path = Path("/proc")) -> list[int]:
+    """Host PIDs of a container's processes (a node of this host), by its id in their cgroup paths."""
+    cid = container_id.split("://", 1)[-1]
+    found = []
+    for entry in proc.glob("[0-9]*"):
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and cid in (entry / "cgroup").read_text():
+                found.append(int(entry.name))
+    return found
 
 
 def container_pid(container_id: str, proc: Path = Path("/proc")) -> int | None:

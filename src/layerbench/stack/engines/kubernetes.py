@@ -20,11 +20,14 @@ cgroup where the node is this host.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import secrets
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 from kubernetes import client
@@ -35,10 +38,22 @@ from layerbench.spec.rules import KUBE_LOCAL_PLACEMENTS
 from layerbench.stack import kube
 from layerbench.stack.cgroups import majmin, process_dirs, read_limits
 from layerbench.stack.engines.container import tools
-from layerbench.stack.image import REPOSITORY, binary_digests, recipe
+from layerbench.stack.fleet import (
+    IMAGE_TOOLS,
+    PREPARE_TIMEOUT_S,
+    Endpoint,
+    ServerError,
+    Starter,
+    data_bytes,
+    server_config,
+    server_log,
+    serving,
+)
+from layerbench.stack.image import REPOSITORY, binary_digests, recipe, resolve
 from layerbench.stack.image_archive import ImageRecipe, write_archive
 from layerbench.stack.placement import host_dir
 from layerbench.stack.target import BuildContext, Mount, Target
+from layerbench.workloads.servers import SERVER_UID, ServerDef
 
 
 def kubeconfig() -> str | None:
@@ -59,17 +74,22 @@ class KubeEngine:
         self, mount: Mount, stack: StackSpec, data_bytes: int, ctx: BuildContext
     ) -> AbstractContextManager[Target]:
         if self.tools_image is None:
-            self.tools_image = self._load_tools(ctx)
+            self.tools_image = self._load(tools(ctx), ctx)
         return _placement(self, self.tools_image, mount, stack, data_bytes, ctx)
 
-    def _load_tools(self, ctx: BuildContext) -> str:
-        binaries = tools(ctx)
-        _, _, tag = recipe(binaries, ctx)
+    def server_starter(self, definition: ServerDef, exits: contextlib.ExitStack, ctx: BuildContext) -> Starter:
+        """A database fleet here: a pod per server on the node, reached from this host at the pod's IP."""
+        binaries = {**resolve(IMAGE_TOOLS), **definition.binaries(ctx.cache_dir)}
+        return partial(_server, self, self._load(binaries, ctx, definition.files(ctx.cache_dir)))
+
+    def _load(self, binaries: dict[str, str], ctx: BuildContext, files: tuple[str, ...] = ()) -> str:
+        """The image of these host binaries on the node: loaded there unless the node has it."""
+        _, _, tag = recipe(binaries, ctx, files)
         ref = f"{REPOSITORY}:{tag}"
-        if kube.qualified(ref) in self.node.images:
+        if kube.has_image(self.node, ref, ctx.runner):
             return ref
-        archive = ctx.work_dir / f"k8s-tools-{tag}.tar"
-        write_archive(ImageRecipe(ref, binaries, [], ["sleep", "infinity"]), archive)
+        archive = ctx.work_dir / f"k8s-image-{tag}.tar"
+        write_archive(ImageRecipe(ref, binaries, list(files), ["sleep", "infinity"]), archive)
         try:
             self.exits.enter_context(kube.load_image(self.node, archive, ref, ctx))
         finally:
@@ -94,16 +114,57 @@ def start(mount: Mount, spec: EngineSpec, ctx: BuildContext) -> Iterator[KubeEng
 
 
 @contextmanager
+def _server(
+    engine: KubeEngine,
+    image: str,
+    index: int,
+    stack: StackSpec,
+    definition: ServerDef,
+    limits: Limits,
+    mount: Mount,
+    ctx: BuildContext,
+) -> Iterator[Endpoint]:
+    """One server in a pod of its own, run as the server's user: its data at the placement, prepared,
+    configured and started by exec, reached at the pod's IP."""
+    assert stack.server is not None  # a fleet is built only for stacks with a server
+    placed = stack.model_copy(update={"limits": limits})
+    with _placement(engine, image, mount, placed, data_bytes(stack.server), ctx, SERVER_UID) as target:
+        pod, host = target.info["pod"], target.info["pod_ip"]
+        data = f"{target.path}/{definition.kind}"
+        target.run(["mkdir", "-p", data], 60).check()
+        config = server_config(stack, data, "0.0.0.0", definition.default_port, limits, ctx.cache_dir)
+        config = dataclasses.replace(config, client_address=kube.source_address(host, ctx.runner))
+        for step in definition.prepare(config):
+            done = target.run(step, PREPARE_TIMEOUT_S)
+            if done.rc != 0:
+                raise ServerError(f"{definition.kind} #{index}: {Path(step[0]).name} exited {done.rc}:\n{done.stderr}")
+        for name, text in definition.config_files(config).items():
+            kube.write_file(engine.core, engine.namespace, pod, f"{data}/{name}", text)
+        with server_log(ctx.work_dir / f"{definition.kind}-{index}-{pod}.log") as log:
+            cid = target.info["container_id"]
+            launch = partial(kube.start_exec, engine.core, engine.namespace, pod, cid, definition.argv(config), log)
+            with serving(definition, config, launch, ctx, index, host) as h:
+                yield Endpoint(index, host, config.port, config.memory, limits, h, dict(target.info))
+
+
+@contextmanager
 def _placement(
-    engine: KubeEngine, image: str, mount: Mount, stack: StackSpec, data_bytes: int, ctx: BuildContext
+    engine: KubeEngine,
+    image: str,
+    mount: Mount,
+    stack: StackSpec,
+    data_bytes: int,
+    ctx: BuildContext,
+    user: int | None = None,
 ) -> Iterator[Target]:
+    """A pod holding /data at the placement; as ``user`` (a server's), the data owned by it."""
     kind = stack.placement.kind
     if kind in KUBE_LOCAL_PLACEMENTS and not engine.node.local:
         raise PrerequisiteError(f"placement {kind!r} on node {engine.node.name}: the node is not this host")
     name = f"lb-{secrets.token_hex(4)}"
     with contextlib.ExitStack() as exits:
-        volume = _volume(engine, name, kind, mount, data_bytes, ctx, exits)
-        body = _pod(name, image, engine.node.name, stack.limits, volume, ctx.run_id)
+        volume = _volume(engine, name, kind, mount, data_bytes, ctx, exits, user)
+        body = _pod(name, image, engine.node.name, stack.limits, volume, ctx.run_id, user)
         running = exits.enter_context(kube.pod(engine.core, engine.namespace, body, ctx))
         info = {"placement": kind, **_info(engine, running, image, stack.limits, mount)}
         run = kube.exec_in(engine.core, engine.namespace, name)
@@ -119,12 +180,15 @@ def _volume(
     data_bytes: int,
     ctx: BuildContext,
     exits: contextlib.ExitStack,
+    user: int | None = None,
 ) -> client.V1Volume | None:
     if kind == "tmpfs":
         size = str(data_bytes + 64 * 2**20)
         return client.V1Volume(name="data", empty_dir=client.V1EmptyDirVolumeSource(medium="Memory", size_limit=size))
     assert mount.mountpoint is not None  # a container placement has a filesystem (spec/rules.py)
     path = exits.enter_context(host_dir(mount.mountpoint / f"{name}-data", ctx))
+    if user is not None:
+        os.chown(path, user, user)
     if kind == "bind":
         return client.V1Volume(name="data", host_path=client.V1HostPathVolumeSource(path=str(path), type="Directory"))
     claim = exits.enter_context(kube.local_claim(engine.core, engine.namespace, name, engine.node.name, path, ctx))
@@ -132,7 +196,9 @@ def _volume(
     return client.V1Volume(name="data", persistent_volume_claim=source)
 
 
-def _pod(name: str, image: str, node: str, limits: Limits, volume: client.V1Volume | None, run_id: str) -> client.V1Pod:
+def _pod(
+    name: str, image: str, node: str, limits: Limits, volume: client.V1Volume | None, run_id: str, user: int | None
+) -> client.V1Pod:
     resources = _resources(limits)
     container = client.V1Container(
         name="tools",
@@ -150,6 +216,10 @@ def _pod(name: str, image: str, node: str, limits: Limits, volume: client.V1Volu
         enable_service_links=False,
         termination_grace_period_seconds=1,  # sleep as PID 1 ignores SIGTERM
         volumes=[volume] if volume else None,
+        # fsGroup: an emptyDir is made writable for the server's group.
+        security_context=client.V1PodSecurityContext(run_as_user=user, run_as_group=user, fs_group=user)
+        if user is not None
+        else None,
     )
     meta = client.V1ObjectMeta(name=name, labels={kube.RUN_LABEL: kube.label(run_id)})
     return client.V1Pod(metadata=meta, spec=spec)
@@ -168,6 +238,7 @@ def _resources(limits: Limits) -> dict[str, str]:
 def _info(engine: KubeEngine, running: client.V1Pod, image: str, limits: Limits, mount: Mount) -> dict[str, Any]:
     info: dict[str, Any] = {
         "pod": running.metadata.name,
+        "pod_ip": running.status.pod_ip,
         "namespace": engine.namespace,
         "node": engine.node.name,
         "image": image,
@@ -176,6 +247,8 @@ def _info(engine: KubeEngine, running: client.V1Pod, image: str, limits: Limits,
     }
     status = (running.status.container_statuses or [None])[0]
     pid = kube.container_pid(status.container_id) if engine.node.local and status and status.container_id else None
+    if status and status.container_id:
+        info["container_id"] = status.container_id
     if pid is not None:
         info["pid"] = pid  # whose /proc/<pid>/mountinfo the checks read
         dirs = process_dirs(pid)

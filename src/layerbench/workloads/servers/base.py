@@ -35,6 +35,9 @@ class ServerConfig:
     spec: ServerSpec
     max_clients: int
     cache_dir: Path  # where set-up put what the server runs from (Cassandra's jars)
+    # Where the client connects from when that is not the server's own subnet (a pod reached through its
+    # node from this host): a server that admits clients by address admits this one too.
+    client_address: str | None = None
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,8 @@ def argv(c: ServerConfig) -> list[str]:
 def config_files(c: ServerConfig) -> dict[str, str]:
     # initdb trusts loopback only; in a container the host connects from the bridge's gateway.
     # "samenet" is the server's own subnets: the private bridge in a container, loopback natively.
-    return {"pg_hba.conf": "host all all 127.0.0.1/32 trust\nhost all all samenet trust\n"}
+    routed = f"host all all {c.client_address}/32 trust\n" if c.client_address else ""
+    return {"pg_hba.conf": f"host all all 127.0.0.1/32 trust\nhost all all samenet trust\n{routed}"}
 
 
 def ready(host: str, port: int, runner: Runner) -> bool:

@@ -1,0 +1,41 @@
+"""Splitting a matrix by node for --parallel-nodes: every cell in exactly one part, baselines within."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from layerbench import nodes
+from layerbench.spec.feasibility import ClusterNode, HostCaps
+from layerbench.spec.load import validate
+from layerbench.spec.matrix import expand
+
+
+def test_cells_are_split_by_node_and_baselines_stay_within_a_part(full_caps: HostCaps) -> None:
+    caps = dataclasses.replace(full_caps, kube={n: ClusterNode(True, True) for n in ("a", "b")})
+    pods = [{"kind": "kubernetes", "node": "a"}, {"kind": "kubernetes", "node": "b"}]
+    native = {"filesystem": "ext4", "engine": "native", "placement": "host-dir"}
+    spec = {
+        "name": "n",
+        "device": {"kind": "zram"},
+        "stacks": [native, {"filesystem": "ext4", "engine": pods, "placement": ["bind", "tmpfs"]}],
+        "workloads": [{"name": "RR", "rw": "randread"}],
+        "baseline": native,
+    }
+    matrix = expand(validate(spec), caps)
+    parts = nodes.split(matrix)
+    assert sorted(parts) == ["a", "b", nodes.THIS_HOST]
+    assert [len(parts[n].cells) for n in ("a", "b", nodes.THIS_HOST)] == [2, 2, 1]
+    assert sorted(c.id for p in parts.values() for c in p.cells) == sorted(c.id for c in matrix.cells)
+    base = parts[nodes.THIS_HOST].cells[0].id
+    assert all(matrix.baseline_of[c.id] == base for c in parts["a"].cells)  # the whole run's baseline...
+    assert all(parts["a"].baseline_of[c.id] is None for c in parts["a"].cells)  # ...is on another part
+    assert nodes.only(matrix, "b").cells == parts["b"].cells
+    assert nodes.only(matrix, "z").cells == []
+
+
+def test_each_child_is_this_run_with_its_node(full_caps: HostCaps) -> None:
+    caps = dataclasses.replace(full_caps, kube={"a": ClusterNode(True, True)})
+    one = {"filesystem": "ext4", "engine": {"kind": "kubernetes", "node": "a"}, "placement": "tmpfs"}
+    spec = {"name": "n", "device": {"kind": "zram"}, "stacks": [one], "workloads": [{"name": "RR", "rw": "read"}]}
+    (kid,) = nodes.children(expand(validate(spec), caps), ["run", "spec.yaml", "--db", "r.db"])
+    assert kid.node == "a" and kid.argv[-6:] == ["run", "spec.yaml", "--db", "r.db", "--node", "a"]

@@ -1,0 +1,219 @@
+"""The container-count planner (seed 000, sec. 6.3) on a real stored run: 1, 2 and 3 PostgreSQL containers.
+
+tests/data/plan/scaling.db is a real run of tests/data/plan/capture.yaml on the development machine (see its
+README): the numbers below are that run's, read back through the store as `layerbench plan` reads them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from layerbench.analysis.plan import (
+    BEST_UNDER_P99,
+    CHEAPEST,
+    PEAK_EACH,
+    PEAK_ONE_HOST,
+    SATURATE_BANDWIDTH,
+    SATURATE_EACH,
+    Curve,
+    Proposal,
+    Target,
+    curves_of,
+    estimate,
+    plan,
+    recommended,
+)
+from layerbench.analysis.plan_check import check, proposal_file, spec_for
+from layerbench.analysis.scaling import points_of_run
+from layerbench.cli.app import app
+from layerbench.errors import SpecError
+from layerbench.report.plan import plan_json
+from layerbench.spec import load as spec_load
+from layerbench.spec.feasibility import HostCaps
+from layerbench.spec.matrix import expand_stacks
+from layerbench.spec.models import Cell
+from layerbench.store.db import Store
+from layerbench.store.read import RunData, load
+
+CAPTURED = Path(__file__).parent.parent / "data" / "plan" / "scaling.db"
+STORAGE = "zram/ext4/docker:overlay2/volume/postgres(20000rec)"
+# What the run measured: aggregate ops/s and merged p99 (µs) at 1, 2, 3 containers. Two cores run the servers and
+# their clients: the CPU saturated at one container, the device (zram) stayed under 6% busy, throughput fell.
+MEANS = [10776, 7634, 6350]
+P99S = [3985, 6563, 14127]
+PEAK = 1
+SATURATION = 3  # the device never saturated: the largest measured count stands in
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy: opening a store may set its journal mode, and the captured file must stay as committed."""
+    copy = tmp_path_factory.mktemp("plan") / "scaling.db"
+    shutil.copyfile(CAPTURED, copy)
+    return copy
+
+
+@pytest.fixture(scope="module")
+def data(db: Path) -> RunData:
+    return load(Store.open(db, create=False), "latest")
+
+
+@pytest.fixture(scope="module")
+def curve(data: RunData) -> Curve:
+    (only,) = curves_of(data)
+    return only
+
+
+def test_a_stored_run_gives_one_curve_per_stack_and_workload(curve: Curve) -> None:
+    assert (curve.host, curve.storage, curve.workload) == ("vm", STORAGE, "A")
+    assert curve.counts == [1, 2, 3]
+    assert [round(p.throughput.mean) for p in curve.scaling.points] == MEANS
+    assert [round(p.p99_us) for p in curve.scaling.points] == P99S
+    assert curve.scaling.peak == PEAK
+
+
+def test_an_alias_names_the_host(data: RunData) -> None:
+    (c,) = curves_of(data, "small")
+    assert c.label == f"small: {STORAGE} · A"
+
+
+def test_the_papers_four_strategies_from_the_measured_points(curve: Curve) -> None:
+    p = plan([curve], hosts=2)
+    by = {x.strategy: x for x in p.proposals}
+    assert list(by) == [SATURATE_BANDWIDTH, PEAK_ONE_HOST, SATURATE_EACH, PEAK_EACH]
+    assert by[PEAK_ONE_HOST].counts == (PEAK,) and by[PEAK_EACH].counts == (PEAK, PEAK)
+    assert round(by[PEAK_EACH].throughput) == round(2 * curve.scaling.points[PEAK - 1].throughput.mean)
+    assert by[SATURATE_BANDWIDTH].counts == (SATURATION,) and by[SATURATE_EACH].counts == (SATURATION, SATURATION)
+    assert all(x.meets_target is None for x in p.proposals)  # no target: nothing to meet
+    assert recommended(p) is by[PEAK_EACH]
+    assert any("share nothing" in c for c in p.caveats) and any("every host of its kind" in c for c in p.caveats)
+    never, noisy = by[SATURATE_BANDWIDTH].notes
+    assert never.startswith("the device never saturated (at most 5% busy, up to 3 containers)")
+    assert never.endswith("CPU saturated first, at 1: it, not the device, limits this host")
+    assert noisy.startswith("the curve is noisy (±392% at 3 over 2 trials): the predictions are rough")
+    assert by[PEAK_EACH].notes == ("the trials cannot tell the peak at 1 from 2, 3", noisy)
+
+
+def test_one_host_has_no_per_host_strategies(curve: Curve) -> None:
+    assert [x.strategy for x in plan([curve], hosts=1).proposals] == [SATURATE_BANDWIDTH, PEAK_ONE_HOST]
+
+
+def test_between_measured_counts_the_line_beyond_them_nothing(curve: Curve) -> None:
+    sc = curve.scaling
+    one, _, three = sc.points
+    gapped = replace(sc, points=[one, three])  # as if 2 had not been measured
+    e = estimate(gapped, 2)
+    assert e is not None and e.basis == (1, 3) and not e.measured
+    assert e.throughput == pytest.approx((one.throughput.mean + three.throughput.mean) / 2)
+    assert e.p99_us == pytest.approx((one.p99_us + three.p99_us) / 2)
+    assert (round(e.throughput), round(e.p99_us)) == (8563, 9056)  # 2 measured 7634 and 6563
+    stretched = replace(sc, points=[one, replace(three, instances=4)])  # off the midpoint: a third of the way
+    assert [round(estimate(stretched, n).throughput) for n in (2, 3)] == [9300, 7825]
+    assert estimate(sc, 4) is None and estimate(sc, 0) is None
+    assert estimate(sc, 2) is not None and estimate(sc, 2).measured
+
+
+def test_the_cheapest_assignment_reaching_a_target(curve: Curve) -> None:
+    # 12,000 ops/s: two containers on two hosts (2 x 10776) beat two on one (7634), and one alone falls short.
+    p = plan([curve], hosts=3, target=Target(ops=12_000))
+    (cheapest,) = [x for x in p.proposals if x.strategy == CHEAPEST]
+    assert cheapest.counts == (1, 1) and round(cheapest.throughput) == 21551 and cheapest.meets_target
+    assert recommended(p) is cheapest and p.unreachable == ()
+    # 30,000 needs the third host.
+    (three,) = [x for x in plan([curve], hosts=3, target=Target(ops=30_000)).proposals if x.strategy == CHEAPEST]
+    assert three.counts == (1, 1, 1) and round(three.throughput) == 32327
+
+
+def test_a_target_beyond_what_was_measured_is_said_to_be_out_of_reach(curve: Curve) -> None:
+    p = plan([curve], hosts=2, target=Target(ops=1e9))
+    assert [x.strategy for x in p.proposals if x.strategy == CHEAPEST] == []
+    (why,) = p.unreachable
+    best = max(pt.throughput.mean for pt in curve.scaling.points)
+    assert "1,000,000,000 ops/s cannot be reached within what was measured" in why
+    assert f"2 hosts give at most {2 * best:,.0f} ops/s" in why and "(1 container each; measured 1 to 3)" in why
+    assert "21,551" in why
+    assert all(x.meets_target is False for x in p.proposals)
+    assert recommended(p) is None
+
+
+def test_a_p99_ceiling_keeps_the_counts_under_it(curve: Curve) -> None:
+    points = curve.scaling.points
+    ceiling = (points[0].p99_us + points[1].p99_us) / 2  # between 1's p99 and 2's
+    p = plan([curve], hosts=2, target=Target(p99_us=ceiling))
+    (best,) = [x for x in p.proposals if x.strategy == BEST_UNDER_P99]
+    assert best.counts == (1, 1) and best.p99_us <= ceiling
+    below_all = plan([curve], hosts=2, target=Target(p99_us=1.0))
+    (why,) = below_all.unreachable
+    assert "no measured count keeps p99 under 0.001 ms" in why
+
+
+def test_plan_json_is_strict_and_complete(curve: Curve) -> None:
+    out = plan_json(plan([curve], hosts=2, target=Target(ops=12_000)))
+    text = json.dumps(out, allow_nan=False)  # NaN would break strict parsers
+    back = json.loads(text)
+    assert back["schema"] == "layerbench.plan/1" and back["hosts_per_curve"] == 2
+    assert set(back) == {"schema", "target", "hosts_per_curve", "curves", "proposals", "recommended", "unreachable",
+                         "caveats"}  # fmt: skip
+    first = back["proposals"][0]
+    assert set(first) >= {"strategy", "assignment", "hosts", "containers", "throughput", "p99_us", "meets_target"}
+    assert set(first["hosts"][0]) == {"host", "instances", "throughput", "ci_low", "ci_high", "p99_us",
+                                      "measured_counts", "interpolated"}  # fmt: skip
+    assert [pt["instances"] for pt in back["curves"][0]["points"]] == [1, 2, 3]
+
+
+def test_the_emitted_spec_rebuilds_the_measured_cells(data: RunData, curve: Curve) -> None:
+    peak_each = next(x for x in plan([curve], hosts=2).proposals if x.strategy == PEAK_EACH)
+    exp = spec_load.validate(spec_for(peak_each, "check"), "emitted")
+    (stack,) = expand_stacks(exp)
+    measured = next(c for c in data.cells if c.stack.instances == PEAK)
+    assert Cell(stack=stack, workload=exp.workloads[0]).id == measured.cell_id  # the very cell the curve measured
+    assert exp.trials.repetitions == data.trials_rule.repetitions
+
+
+def test_a_check_sets_measured_beside_predicted(data: RunData, curve: Curve) -> None:
+    """Predict 2 containers from 1 and 3 alone, then check against what 2 measured: the line overshot by 12%."""
+    one, _, three = curve.scaling.points
+    gapped = replace(curve, scaling=replace(curve.scaling, points=[one, three]))
+    at_two = estimate(gapped.scaling, 2)
+    assert at_two is not None
+    guess = Proposal(CHEAPEST, gapped, (at_two, at_two), "test")
+    result = check(proposal_file(guess, "check.yaml")["proposal"], points_of_run(data), data.run.id)
+    assert [h.instances for h in result.hosts] == [2, 2] and all(h.interpolated for h in result.hosts)
+    assert round(result.measured) == 2 * MEANS[1] + 1  # 2 x 7634.28
+    assert round(result.error_pct, 1) == -10.8  # (7634 - 8563) / 8563
+    assert round(result.p99_error_pct, 1) == -27.5  # (6563 - 9056) / 9056
+    missing = proposal_file(replace(guess, hosts=(at_two, replace(at_two, instances=4))), "x")["proposal"]
+    with pytest.raises(SpecError, match="has no 4-container cell"):
+        check(missing, points_of_run(data), data.run.id)
+
+
+def test_plan_command_emits_a_spec_and_plan_check_reads_it(tmp_path: Path, db: Path) -> None:
+    runner = CliRunner()
+    spec = tmp_path / "check.yaml"
+    shown = runner.invoke(app, ["plan", "--db", str(db), "--hosts", "2", "--emit-spec", str(spec)])
+    assert shown.exit_code == 0, shown.output
+    assert "peak-each ★" in shown.output and f"({PEAK},{PEAK})" in shown.output
+    assert yaml.safe_load(spec.read_text())["stacks"][0]["instances"] == PEAK
+    proposal = tmp_path / "check.yaml.proposal.json"
+    checked = runner.invoke(app, ["plan-check", "--db", str(db), "--proposal", str(proposal), "--json"])
+    assert checked.exit_code == 0, checked.output
+    assert json.loads(checked.output)["throughput"]["error_pct"] == 0.0  # measured points predict themselves
+    wrong = runner.invoke(app, ["plan", "--db", str(db), "--strategy", "peak-each", "--emit-spec", str(spec)])
+    assert wrong.exit_code == 2 and "this plan has none" in wrong.output
+
+
+def test_a_run_without_an_instances_axis_names_the_presets_that_have_one(tmp_path: Path, full_caps: HostCaps) -> None:
+    from tests.unit.test_advice import stored_run
+
+    _, db = stored_run(tmp_path, full_caps, rounds=2)  # file workloads: no servers, no instance counts
+    result = CliRunner().invoke(app, ["plan", "--db", str(db)])
+    said = " ".join(result.output.split())  # Rich wraps the message at the terminal's width
+    assert result.exit_code == 2
+    assert "has no cells that differ only in instances" in said and "(db-scaling, xu-cassandra)" in said
