@@ -43,7 +43,8 @@ test-vm: setup apt-test vm-image
 	$(PY) -m pytest -q tests/vm
 
 # The Kubernetes tier: tests/k8s brings up a three-node cluster on this host (tools/localcluster),
-# runs cells as pods on it, and takes it down. Its Kubernetes is built once into the cache.
+# runs cells as pods on it, and takes it down. Its Kubernetes is built once into the cache. The same
+# tier brings up a three-node Docker Swarm (Debian's dockerd, from `make apt`) for the swarm engine.
 test-k8s: setup apt-test apt-k8s k8s
 	$(PY) -m pytest -q tests/k8s
 

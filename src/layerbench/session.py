@@ -40,7 +40,9 @@ def cells_here(exp: Experiment, cache_dir: Path) -> Matrix:
     guests = any(s.engine.kind in VM_ENGINES for s in stacks)
     images = tuple(sorted({s.server.image for s in stacks if s.server is not None and s.server.image}))
     kube = any(s.engine.kind == "kubernetes" for s in stacks)
-    caps = probe(proc.run, cache_dir, guests=guests, profiler=exp.profile != "none", images=images, kube=kube)
+    swarm = any(s.engine.kind == "swarm" for s in stacks)
+    profiler = exp.profile != "none"
+    caps = probe(proc.run, cache_dir, guests=guests, profiler=profiler, images=images, kube=kube, swarm=swarm)
     return expand(exp, caps, files=footprint.files, usable_share=footprint.USABLE_SHARE)
 
 

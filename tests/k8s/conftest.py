@@ -1,4 +1,5 @@
-"""The local Kubernetes cluster (tools/localcluster): three nodes, up once for the tier, down after."""
+"""The local clusters (tools/localcluster): three Kubernetes nodes, and three Docker Swarm nodes, each up
+once for the tier (when a test asks for it), down after."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from layerbench.stack.capabilities import DEFAULT_CACHE
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 
-from localcluster import k8s
+from localcluster import k8s, swarm
 
 
 @pytest.fixture(scope="session")
@@ -26,3 +27,16 @@ def cluster() -> Iterator[k8s.State]:
         left = k8s.down(root)
         root.parent.rmdir()
         assert left == [], f"the local cluster left {left}"
+
+
+@pytest.fixture(scope="session")
+def local_swarm() -> Iterator[swarm.State]:
+    """Three dockerd in network namespaces, one swarm (node1 its manager); down after, leaving nothing."""
+    root = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="lbswarm-")) / "cluster"
+    state = swarm.up(root, nodes=3)
+    try:
+        yield state
+    finally:
+        left = swarm.down(root)
+        root.parent.rmdir()
+        assert left == [], f"the local swarm left {left}"

@@ -1,7 +1,8 @@
-"""`python3 tools/localcluster k8s up DIR` / `... k8s down DIR`: the test clusters by hand (as root).
+"""`python3 tools/localcluster {k8s,swarm} up DIR` / `... down DIR`: the test clusters by hand (as root).
 
-Run with the project's Python (it imports layerbench for image archives), e.g.
-`.venv/bin/python tools/localcluster k8s up /var/tmp/lbk8s`; `up` prints the kubeconfig's path.
+Run with the project's Python (it imports layerbench for image archives and the Docker SDK), e.g.
+`.venv/bin/python tools/localcluster k8s up /var/tmp/lbk8s`; `up` prints the kubeconfig's path (k8s)
+or the manager's Docker socket (swarm: what `layerbench --swarm-manager` takes).
 """
 
 from __future__ import annotations
@@ -12,24 +13,26 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from localcluster import k8s
+from localcluster import k8s, swarm
 
 DEFAULT_BIN = Path("/var/cache/layerbench/k8s/bin")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="localcluster", description=__doc__)
-    parser.add_argument("engine", choices=["k8s"])
+    parser.add_argument("engine", choices=["k8s", "swarm"])
     parser.add_argument("action", choices=["up", "down"])
     parser.add_argument("dir", type=Path, help="where the cluster lives (up: must not exist)")
-    parser.add_argument("--bin", type=Path, default=DEFAULT_BIN, help="tools/build-k8s.sh's output")
+    parser.add_argument("--bin", type=Path, default=DEFAULT_BIN, help="tools/build-k8s.sh's output (k8s)")
     parser.add_argument("--nodes", type=int, default=3)
     args = parser.parse_args()
-    if args.action == "up":
-        state = k8s.up(args.dir, args.bin, args.nodes)
-        print(state.kubeconfig)
+    if args.action == "up" and args.engine == "k8s":
+        print(k8s.up(args.dir, args.bin, args.nodes).kubeconfig)
         return 0
-    left = k8s.down(args.dir)
+    if args.action == "up":
+        print(swarm.up(args.dir, args.nodes).manager)
+        return 0
+    left = k8s.down(args.dir) if args.engine == "k8s" else swarm.down(args.dir)
     for what in left:
         print(f"left: {what}", file=sys.stderr)
     return 1 if left else 0

@@ -15,8 +15,16 @@ T = TypeVar("T")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
-def start(argv: Sequence[str], log: Path, env: dict[str, str] | None = None) -> int:
-    """``argv`` in its own session, its output in ``log``; its PID (the caller records it)."""
+def start(
+    argv: Sequence[str],
+    log: Path,
+    env: dict[str, str] | None = None,
+    clear_env: bool = False,
+    before: Callable[[], None] | None = None,
+) -> int:
+    """``argv`` in its own session, its output in ``log``; its PID (the caller records it). ``env`` is
+    added to this process's environment, or with ``clear_env`` is the whole of it; ``before`` runs in
+    the child before the exec (a namespace of its own)."""
     with log.open("ab") as out:
         proc = subprocess.Popen(
             list(argv),
@@ -24,7 +32,8 @@ def start(argv: Sequence[str], log: Path, env: dict[str, str] | None = None) -> 
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
-            env={**os.environ, **(env or {})},
+            env=dict(env or {}) if clear_env else {**os.environ, **(env or {})},
+            preexec_fn=before,  # the cluster tools start daemons from one thread
         )
     return proc.pid
 

@@ -101,6 +101,23 @@ def use_kubeconfig(path: Path | None) -> None:
         os.environ["KUBECONFIG"] = str(path.resolve())
 
 
+SWARM_ENV = "LAYERBENCH_SWARM_MANAGER"  # stack/swarm.py's MANAGER_ENV (the CLI imports no stack module)
+SWARM_OPTION = typer.Option(
+    None,
+    "--swarm-manager",
+    envvar=SWARM_ENV,
+    metavar="URL",
+    help="The Docker Swarm of swarm cells (engine: {kind: swarm, node: HOSTNAME}): a manager's Docker socket, "
+    "unix:///PATH/docker.sock (a bare path is taken as one).",
+)
+
+
+def use_swarm_manager(url: str | None) -> None:
+    """Where the engine and the probe find the swarm's manager (a later `cleanup` finds it in the ledger)."""
+    if url:
+        os.environ[SWARM_ENV] = url if "://" in url else f"unix://{Path(url).resolve()}"
+
+
 CACHE_OPTION = typer.Option(
     host.DEFAULT_CACHE,
     "--cache-dir",
@@ -136,6 +153,7 @@ def run(
         "graphs and `advise` (the spec's `profile:` field, overridden).",
     ),
     kubeconfig: Path | None = KUBECONFIG_OPTION,
+    swarm_manager: str | None = SWARM_OPTION,
     node: str | None = typer.Option(
         None, "--node", metavar="NAME", help="Run only the cells on this node (engine.node; 'this host' for the rest)."
     ),
@@ -154,6 +172,7 @@ def run(
     """
     with boundary():
         use_kubeconfig(kubeconfig)
+        use_swarm_manager(swarm_manager)
         exp = spec_load.load(spec)
         if profile is not None:
             exp = Experiment.model_validate({**exp.model_dump(), "profile": profile.value})
@@ -256,6 +275,7 @@ def resume(
     cache_dir: Path = CACHE_OPTION,
     format_device: list[str] = FORMAT_OPTION,
     kubeconfig: Path | None = KUBECONFIG_OPTION,
+    swarm_manager: str | None = SWARM_OPTION,
 ) -> None:
     """Continue a run that was interrupted (Ctrl-C, kill -9, a crash, a reboot).
 
@@ -266,6 +286,7 @@ def resume(
     """
     with boundary():
         use_kubeconfig(kubeconfig)
+        use_swarm_manager(swarm_manager)
         store = Store.open(db, create=False)
         run_id = store.resolve_run(run_ref)
         row = store.run(run_id)
@@ -530,17 +551,23 @@ def presets(
 
 @app.command()
 def doctor(
-    as_json: bool = JSON_OPTION, cache_dir: Path = CACHE_OPTION, kubeconfig: Path | None = KUBECONFIG_OPTION
+    as_json: bool = JSON_OPTION,
+    cache_dir: Path = CACHE_OPTION,
+    kubeconfig: Path | None = KUBECONFIG_OPTION,
+    swarm_manager: str | None = SWARM_OPTION,
 ) -> None:
     """What this host supports: devices, filesystems, Docker storage drivers, databases, tools, and why not.
 
     With --kubeconfig (or $KUBECONFIG), also the Kubernetes cluster: its version, each node (Ready, and
     whether it is this host, where the filesystem under test can reach its pods), its StorageClasses.
+    With --swarm-manager, also the Docker Swarm: its manager and each node (ready, and whether its own
+    daemon answers on this host, where layerbench loads the image and runs commands).
     """
     with boundary():
         use_kubeconfig(kubeconfig)
+        use_swarm_manager(swarm_manager)
         caps = host.caps(cache_dir, guests=True, profiler=True, images=DOCTOR_IMAGES)
-        rows = doctor_rows(caps) + _kube_rows()
+        rows = doctor_rows(caps) + _kube_rows() + _swarm_rows()
         if as_json:
             typer.echo(json.dumps([r._asdict() for r in rows], indent=2))
             return
@@ -557,6 +584,14 @@ def _kube_rows() -> list[DoctorRow]:
     from layerbench.stack import kube  # the Kubernetes client only where a cluster is named
 
     return [DoctorRow("kubernetes", what, ok, note) for what, ok, note in kube.describe(os.environ["KUBECONFIG"])]
+
+
+def _swarm_rows() -> list[DoctorRow]:
+    if not os.environ.get(SWARM_ENV):
+        return [DoctorRow("swarm", "swarm", False, f"not probed: pass --swarm-manager URL (or set {SWARM_ENV})")]
+    from layerbench.stack import swarm  # the swarm is asked only where a manager is named
+
+    return [DoctorRow("swarm", what, ok, note) for what, ok, note in swarm.describe(os.environ[SWARM_ENV])]
 
 
 PLAN_NAMES_SHOWN = 12

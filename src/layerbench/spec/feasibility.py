@@ -21,6 +21,14 @@ class ClusterNode:
 
 
 @dataclass(frozen=True)
+class SwarmNode:
+    """A Docker Swarm node as the rules see it."""
+
+    ready: bool
+    unreachable: str | None  # why its own daemon cannot be used from this host (stack/swarm.py); None: it can
+
+
+@dataclass(frozen=True)
 class HostCaps:
     """What this host has, as probed once per run: root, kernel, filesystems, devices, tools.
 
@@ -58,3 +66,6 @@ class HostCaps:
     # The Kubernetes cluster (stack/kube.py), probed only for experiments with kubernetes cells: its nodes
     # by name, or why it could not be reached.
     kube: dict[str, ClusterNode] | str = "not probed: the experiment has no kubernetes cells"
+    # The Docker Swarm (stack/swarm.py), probed only for experiments with swarm cells: its nodes by
+    # hostname, or why the manager could not be reached.
+    swarm: dict[str, SwarmNode] | str = "not probed: the experiment has no swarm cells"

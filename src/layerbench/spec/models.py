@@ -35,8 +35,10 @@ DeviceKind = Literal["loop", "zram", "block"]
 Transport = Literal["nbd", "nvme-tcp", "iscsi"]
 RemoteClient = Literal["kernel", "fuse", "fio"]
 FsType = Literal["none", "ext4", "xfs", "btrfs", "reiserfs"]
-EngineKind = Literal["native", "docker", "podman", "vm", "vm+docker", "kubernetes"]
+EngineKind = Literal["native", "docker", "podman", "vm", "vm+docker", "kubernetes", "swarm"]
 Driver = Literal["overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "aufs", "overlay"]
+# Engines that run a cell on one named node of a cluster (engine.node), and what names a node there.
+NODE_ENGINES = {"kubernetes": "its name in the cluster", "swarm": "its hostname in the swarm"}
 # Each container engine's storage drivers, the first its default (Podman calls overlay "overlay").
 DRIVERS: dict[str, tuple[str, ...]] = {
     "docker": ("overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "aufs"),
@@ -163,7 +165,8 @@ class EngineSpec(Frozen):
     )
     node: str | None = Field(
         default=None,
-        description="kubernetes only (and required there): the node the pod is pinned to, by its name in the cluster",
+        description="kubernetes and swarm only (and required there): the node the pod or service is pinned to, "
+        "by its name in the cluster (a swarm node's hostname)",
     )
 
     @model_validator(mode="before")
@@ -185,11 +188,12 @@ class EngineSpec(Frozen):
             raise ValueError(f"{self.kind} has no storage driver {self.driver!r}; allowed values: {allowed}")
         if self.driver == "devicemapper" and self.mode is None:
             object.__setattr__(self, "mode", "loop-lvm")  # what dockerd does without a thin pool
-        if (self.kind == "kubernetes") != (self.node is not None):
+        if (self.kind in NODE_ENGINES) != (self.node is not None):
             raise ValueError(
-                "engine kubernetes needs node: the node to run on (its name in the cluster)"
-                if self.kind == "kubernetes"
-                else f"node is the kubernetes engine's (the node a pod is pinned to); {self.kind} has none"
+                f"engine {self.kind} needs node: the node to run on ({NODE_ENGINES[self.kind]})"
+                if self.kind in NODE_ENGINES
+                else f"node is the kubernetes engine's and the swarm engine's (the node a pod or a service is "
+                f"pinned to); {self.kind} has none"
             )
         if self.mode is not None and self.driver != "devicemapper":
             engine = f"{self.kind}:{self.driver}" if self.driver else self.kind

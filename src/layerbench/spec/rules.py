@@ -261,12 +261,43 @@ def _kubernetes_ready(s: StackSpec, caps: HostCaps) -> str | None:
     return None
 
 
+def _swarm_ready(s: StackSpec, caps: HostCaps) -> str | None:
+    """A swarm node this host reaches through its own daemon (stack/swarm.py), with what a service has."""
+    if isinstance(caps.swarm, str):
+        return f"no Docker Swarm: {caps.swarm}"
+    node = caps.swarm.get(s.engine.node or "")
+    if node is None:
+        return f"node {s.engine.node!r} is not in the swarm; its nodes: {', '.join(sorted(caps.swarm)) or 'none'}"
+    if not node.ready:
+        return f"swarm node {s.engine.node!r} is not ready (or not active)"
+    if node.unreachable:
+        return (
+            f"swarm node {s.engine.node!r}: {node.unreachable}; layerbench loads its image and runs every command "
+            "through the node's own daemon, on this host (docker node update --label-add "
+            f"layerbench.socket=unix:///PATH/docker.sock {s.engine.node})"
+        )
+    if s.placement.kind == "writable-layer":
+        return (
+            "a task's writable layer is under the node daemon's data-root, not on the filesystem layerbench "
+            "builds: use bind, volume (a local volume bound to that filesystem) or tmpfs"
+        )
+    if s.limits.cpuset or s.limits.read_bps or s.limits.write_bps:
+        return (
+            "a swarm service's limits are cpus and memory: drop cpuset and read_bps/write_bps "
+            "(a service has no cpuset and no block-I/O limit)"
+        )
+    if s.server is not None:
+        return "database servers on Docker Swarm are not supported yet: run them with engine docker"
+    return None
+
+
 ENGINE_RULES: dict[str, Rule] = {
     "docker": _docker_ready,
     "podman": _podman_ready,
     "vm": _vm_ready,
     "vm+docker": _vm_ready,
     "kubernetes": _kubernetes_ready,
+    "swarm": _swarm_ready,
 }
 ENGINE_NAMES = {
     "docker": "Docker",
@@ -274,6 +305,7 @@ ENGINE_NAMES = {
     "vm": "a VM",
     "vm+docker": "Docker in a VM",
     "kubernetes": "Kubernetes",
+    "swarm": "Docker Swarm",
 }
 # A pod's placements on the filesystem layerbench builds here: a hostPath (bind) and a local volume's claim.
 KUBE_LOCAL_PLACEMENTS = frozenset({"bind", "volume"})

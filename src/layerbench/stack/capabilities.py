@@ -18,7 +18,7 @@ from pathlib import Path
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Runner
 from layerbench.profiling import perf
-from layerbench.spec.feasibility import DRIVERS_REMOVED, ClusterNode, HostCaps
+from layerbench.spec.feasibility import DRIVERS_REMOVED, ClusterNode, HostCaps, SwarmNode
 from layerbench.stack import image_source, vm
 from layerbench.stack.remote import needs as remote_needs
 from layerbench.workloads import iozone, ycsb
@@ -58,6 +58,7 @@ def probe(
     profiler: bool = False,
     images: tuple[str, ...] = (),
     kube: bool = False,
+    swarm: bool = False,
 ) -> HostCaps:
     """What this host offers, read from /proc, /sys, /dev and PATH; nothing is changed.
 
@@ -65,7 +66,8 @@ def probe(
     takes a probe boot of the guest's kernel (seconds with KVM, up to a minute without); with ``profiler``
     (an experiment that profiles), whether perf records the whole machine here; for each of ``images``
     (image servers' images), whether the engines can have it (a registry they reach, or a file); with
-    ``kube`` (kubernetes cells), the cluster's nodes (the kubeconfig of $KUBECONFIG: `--kubeconfig`)."""
+    ``kube`` (kubernetes cells), the cluster's nodes (the kubeconfig of $KUBECONFIG: `--kubeconfig`); with
+    ``swarm`` (swarm cells), the swarm's nodes (the manager of $LAYERBENCH_SWARM_MANAGER: `--swarm-manager`)."""
     kernel = platform.release()
     notes: list[str] = []
     loadable = _module_prober(runner, kernel, notes)
@@ -100,6 +102,7 @@ def probe(
         **(guest_caps(cache_dir) if guests else {}),
         **({"profiler_missing": profiler_missing(runner)} if profiler else {}),
         **({"kube": _kube_nodes()} if kube else {}),
+        **({"swarm": _swarm_nodes()} if swarm else {}),
     )
 
 
@@ -107,6 +110,12 @@ def _kube_nodes() -> dict[str, ClusterNode] | str:
     from layerbench.stack import kube  # the Kubernetes client is imported only where a cell needs it
 
     return kube.cluster_nodes(os.environ.get("KUBECONFIG") or None)
+
+
+def _swarm_nodes() -> dict[str, SwarmNode] | str:
+    from layerbench.stack import swarm
+
+    return swarm.swarm_nodes(swarm.manager_url())
 
 
 def guest_caps(cache_dir: Path) -> dict[str, str | None]:

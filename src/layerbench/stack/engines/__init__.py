@@ -23,7 +23,8 @@ from typing import Any, Protocol
 from layerbench.proc import Runner
 from layerbench.spec.models import EngineSpec, Limits, PlacementSpec, StackSpec
 from layerbench.stack import guest, kube
-from layerbench.stack.engines import docker, kubernetes, native, podman, vm, vm_docker
+from layerbench.stack import swarm as swarm_adapter  # the engine module below is `swarm`
+from layerbench.stack.engines import docker, kubernetes, native, podman, swarm, vm, vm_docker
 from layerbench.stack.ledger import Resource
 from layerbench.stack.target import BuildContext, Mount, Target
 
@@ -33,7 +34,7 @@ Remover = Callable[[Resource, Runner], None]
 class Engine(Protocol):
     """A running engine, as the stack builder and the database fleet use it."""
 
-    kind: str  # "native", "docker", "podman", "vm": also Target.engine and Fleet.engine
+    kind: str  # "native", "docker", "podman", "vm", "kubernetes", "swarm": also Target.engine and Fleet.engine
 
     def place(
         self, mount: Mount, stack: StackSpec, data_bytes: int, ctx: BuildContext
@@ -79,6 +80,17 @@ ENGINES: dict[str, EngineType] = {
         "kubernetes",
         kubernetes.start,
         removers={"k8s-namespace": kube.reclaim, "k8s-object": kube.reclaim_object, "k8s-image": kube.reclaim_image},
+    ),
+    "swarm": EngineType(
+        "swarm",
+        swarm.start,
+        swarm.failure,
+        removers={
+            "swarm-run": swarm_adapter.reclaim_run,
+            "swarm-service": swarm_adapter.reclaim_service,
+            "swarm-volume": swarm_adapter.reclaim_volume,
+            "swarm-image": swarm_adapter.reclaim_image,
+        },
     ),
 }
 

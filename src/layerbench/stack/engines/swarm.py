@@ -1,0 +1,220 @@
+"""The Docker Swarm engine: the workload in a one-replica service pinned to a named node of a swarm.
+
+A stack's engine layer is the run's row on the swarm (the manager's URL, the node's socket); its
+placement is a service (``sleep infinity``, restart policy none, constrained to
+``node.hostname==<node>``, labelled with the run) holding /data:
+
+- bind: a bind mount of a directory on the filesystem under test;
+- volume: a named volume of the node's daemon, local driver, bound to a directory on that filesystem
+  (``type=none, o=bind, device=<dir>``: Docker's own way to put a volume on a chosen filesystem);
+- tmpfs: a tmpfs mount (a control, as on Docker).
+
+(No writable-layer: a task's own layer is under the node daemon's data-root, not on the filesystem
+layerbench builds, so the stack's label would lie; spec/rules.py refuses it.)
+
+The manager schedules; everything else goes through the node's own daemon (its label
+``layerbench.socket``): the tools image is loaded there from a docker-archive, and every command of a
+trial is an exec into the task's container, as on Docker. Limits are the service's resource limits
+(cpus, memory), read back from the kernel's cgroup of the container's first process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from typing import Any, cast
+
+import docker
+from docker.types import EndpointSpec, Resources, RestartPolicy
+from docker.types import Mount as SwarmMount
+
+from layerbench.errors import PrerequisiteError
+from layerbench.spec.models import EngineSpec, Limits, StackSpec
+from layerbench.stack import mountinfo, swarm
+from layerbench.stack.cgroups import majmin, process_dirs, read_limits
+from layerbench.stack.dockerd import DockerEngine
+from layerbench.stack.engines.container import tools
+from layerbench.stack.image import REPOSITORY, binary_digests, recipe
+from layerbench.stack.image_archive import ImageRecipe, write_archive
+from layerbench.stack.placement import DATA, IDLE, TMPFS_HEADROOM, _put_in, exec_in, host_dir
+from layerbench.stack.target import BuildContext, Mount, Target
+
+# What the Docker API's exec answers when the container or its daemon is gone (stack/placement.py).
+EXEC_FAILED_RC = 125
+STOP_GRACE_NS = 1_000_000_000  # sleep as PID 1 ignores SIGTERM: a second, not Docker's ten
+
+
+@dataclass
+class NodeDaemon:
+    """The node's own daemon, as placement.exec_in uses a DockerEngine: its client, and a kind for messages."""
+
+    client: docker.DockerClient
+    kind: str = "swarm"
+
+
+@dataclass
+class SwarmEngine:
+    manager: docker.DockerClient
+    manager_at: str
+    node: swarm.NodeFacts
+    daemon: docker.DockerClient  # the node's own
+    exits: contextlib.ExitStack  # what lives as long as the engine: the tools image on the node
+    tools_image: str | None = None
+    kind: str = "swarm"
+
+    @property
+    def socket(self) -> str:
+        assert self.node.socket is not None  # start() refuses a node without one
+        return self.node.socket
+
+    def place(
+        self, mount: Mount, stack: StackSpec, data_bytes: int, ctx: BuildContext
+    ) -> AbstractContextManager[Target]:
+        if self.tools_image is None:
+            self.tools_image = self._load_tools(ctx)
+        return _placement(self, self.tools_image, mount, stack, data_bytes, ctx)
+
+    def _load_tools(self, ctx: BuildContext) -> str:
+        binaries = tools(ctx)
+        _, _, tag = recipe(binaries, ctx)
+        ref = f"{REPOSITORY}:{tag}"
+        if swarm.has_image(self.daemon, ref):
+            return ref  # the node's own (an image it had before is left there)
+        archive = ctx.work_dir / f"swarm-tools-{tag}.tar"
+        write_archive(ImageRecipe(ref, binaries, [], IDLE), archive)
+        try:
+            self.exits.enter_context(swarm.loaded_image(self.daemon, self.socket, archive, ref, ctx))
+        finally:
+            archive.unlink(missing_ok=True)
+        return ref
+
+
+@contextmanager
+def start(mount: Mount, spec: EngineSpec, ctx: BuildContext) -> Iterator[SwarmEngine]:
+    """The run's row on the swarm, once the pinned node is found ready, with a daemon of its own here."""
+    url = swarm.manager_url()
+    manager = swarm.connect(url)
+    assert url is not None  # connect refuses none
+    with contextlib.ExitStack() as exits:
+        exits.callback(manager.close)
+        facts = swarm.nodes(manager)
+        node = facts.get(spec.node or "")
+        if node is None or not node.ready or node.unreachable:
+            state = (
+                f"is not in the swarm (its nodes: {', '.join(sorted(facts))})"
+                if node is None
+                else "is not ready"
+                if not node.ready
+                else f"cannot be used from here: {node.unreachable}"
+            )
+            raise PrerequisiteError(f"swarm node {spec.node!r} {state}")
+        assert node.socket is not None  # reachable, so labelled
+        daemon = swarm.client(node.socket)
+        exits.callback(daemon.close)
+        exits.enter_context(swarm.run_scope(url, node, ctx))
+        images = exits.enter_context(contextlib.ExitStack())  # closed before the run's row goes
+        yield SwarmEngine(manager, url, node, daemon, images)
+
+
+def failure(rc: int | None, stderr: str) -> str | None:
+    """An exec the node's daemon could not run: the stack must be rebuilt, the tool is not to blame."""
+    return "engine-error" if rc == EXEC_FAILED_RC and "swarm exec" in stderr else None
+
+
+@contextmanager
+def _placement(
+    engine: SwarmEngine, image: str, mount: Mount, stack: StackSpec, data_bytes: int, ctx: BuildContext
+) -> Iterator[Target]:
+    kind = stack.placement.kind
+    name = f"lb-{secrets.token_hex(4)}"
+    with contextlib.ExitStack() as exits:
+        mounts = _mounts(engine, name, kind, mount, data_bytes, ctx, exits)
+        body = _service(name, image, engine.node.name, stack.limits, mounts, ctx.run_id)
+        made, container = exits.enter_context(
+            swarm.service(engine.manager, engine.manager_at, engine.daemon, engine.socket, body, ctx)
+        )
+        info = {"placement": kind, "service": name, "service_id": made.id[:12], **_info(engine, container, image)}
+        info.update(_limits(container, stack.limits, mount))
+        run = exec_in(cast(DockerEngine, NodeDaemon(engine.daemon)), container)
+        yield Target(run, _put_in(container), DATA, False, mount.device, "swarm", info)
+
+
+def _mounts(
+    engine: SwarmEngine,
+    name: str,
+    kind: str,
+    mount: Mount,
+    data_bytes: int,
+    ctx: BuildContext,
+    exits: contextlib.ExitStack,
+) -> list[SwarmMount]:
+    if kind == "tmpfs":
+        return [SwarmMount(DATA, None, type="tmpfs", tmpfs_size=data_bytes + TMPFS_HEADROOM)]
+    if kind not in ("bind", "volume") or mount.mountpoint is None:
+        raise PrerequisiteError(f"placement {kind!r} is not a swarm placement (bind, volume, tmpfs)")
+    path = exits.enter_context(host_dir(mount.mountpoint / f"{name}-data", ctx))
+    if kind == "bind":
+        return [SwarmMount(DATA, str(path), type="bind")]
+    volume = exits.enter_context(swarm.bound_volume(engine.daemon, engine.socket, name, path, ctx))
+    return [SwarmMount(DATA, volume, type="volume")]
+
+
+def _service(name: str, image: str, node: str, limits: Limits, mounts: list[SwarmMount], run_id: str) -> dict[str, Any]:
+    """The Docker SDK's arguments of the cell's service: one task on ``node``, never restarted, reached by
+    name only (dnsrr: no virtual IP, no ingress: a kernel without IPVS runs it too)."""
+    labels = {swarm.RUN_LABEL: run_id}
+    return {
+        "image": image,
+        "command": IDLE,
+        "name": name,
+        "labels": labels,
+        "container_labels": labels,
+        "constraints": [f"node.hostname=={node}"],
+        "restart_policy": RestartPolicy(condition="none"),
+        "endpoint_spec": EndpointSpec(mode="dnsrr"),
+        "mounts": mounts,
+        "stop_grace_period": STOP_GRACE_NS,
+        **({"resources": Resources(**_resources(limits))} if _resources(limits) else {}),
+    }
+
+
+def _resources(limits: Limits) -> dict[str, int]:
+    """cpus and memory; cpuset and block-I/O limits have no service field (spec/rules.py refuses them)."""
+    found = {}
+    if limits.cpus is not None:
+        found["cpu_limit"] = round(limits.cpus * 1e9)
+    if limits.memory is not None:
+        found["mem_limit"] = int(limits.memory)
+    return found
+
+
+def _info(engine: SwarmEngine, container: Any, image: str) -> dict[str, Any]:
+    container.reload()
+    pid = int(container.attrs["State"]["Pid"])  # a host PID: the node's daemon is on this host
+    (data, *_) = mountinfo.holding(mountinfo.parse(mountinfo.read(pid)), DATA)
+    return {
+        "node": engine.node.name,
+        "container": container.id[:12],
+        "image": image,
+        "fio_sha256": binary_digests(["fio"])["fio"],  # the image holds this host's fio
+        "pid": pid,
+        # What /data is in the task, as its own mount table says: the filesystem under test (bind, volume)
+        # or a tmpfs; a volume that landed under the node's data-root instead would show its filesystem.
+        "data_mount": {"source": data.source, "fs_type": data.fs_type, "root": data.root},
+    }
+
+
+def _limits(container: Any, limits: Limits, mount: Mount) -> dict[str, Any]:
+    pid = int(container.attrs["State"]["Pid"])
+    dirs = process_dirs(pid)
+    found: dict[str, Any] = {
+        "limits": limits.model_dump(mode="json", exclude_none=True),
+        "cgroup": {controller: str(path) for controller, path in dirs.items()},  # for the monitor
+    }
+    if found["limits"]:
+        # What the kernel enforces, not what Swarm accepted: the limit-applied check compares.
+        found["limits_enforced"] = read_limits(dirs, majmin(mount.device.path))
+    return found

@@ -1,0 +1,241 @@
+"""A real Docker Swarm on this host: three dockerd, each in a network namespace of its own, one swarm.
+
+Every node is a network namespace (netns.py, subnet 88: the Kubernetes cluster's is 77) and a UTS
+namespace with the node's own hostname (Swarm names a node by its daemon's hostname), with Debian's
+dockerd and the containerd it starts and manages for itself: its own --data-root, --exec-root (where
+that containerd keeps its state and socket), --pidfile, socket and cgroup parent, all under one
+directory. node1 initialises the swarm and advertises its namespace's address; node2 and node3 join
+as workers (one manager is all a test needs: three would replicate the raft log between daemons on a
+2-core host for nothing, and a worker is what a benchmark node usually is; it also makes the tests
+prove that layerbench reaches a node that is not the manager through that node's own daemon).
+
+Each node is labelled `layerbench.socket=unix://<its daemon's socket>`: the swarm engine loads its
+image on the node and runs commands there through that daemon. State lives in state.json, so `down`
+takes the swarm apart from another process, after a crash too.
+
+Measured in issue 14 (Docker 20.10, a kernel without IPVS, cgroup v1, no systemd):
+DOCKER_SERVICE_PREFER_OFFLINE_IMAGE=1 (else every task asks a registry, and none answers here);
+services take --endpoint-mode dnsrr and publish no ingress ports (no IPVS: the ingress network is
+removed after `init`, else every daemon waits 5 s at shutdown for its sandbox to go); the daemons run with
+--iptables=false (nothing here needs their NAT: fio reaches no network).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import docker
+
+from localcluster import netns, procs
+from localcluster.netns import Network, Node
+
+SOCKET_LABEL = "layerbench.socket"  # where the node's own daemon listens; the swarm engine reads it
+START_LIMIT_S = 300.0
+CLONE_NEWUTS = 0x04000000
+
+
+@dataclass
+class State:
+    root: str
+    tag: str
+    subnet: int
+    names: list[str]
+    pids: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def network(self) -> Network:
+        return netns.plan(self.tag, self.subnet, self.names)
+
+    def node_dir(self, name: str) -> Path:
+        return Path(self.root) / name
+
+    def socket(self, name: str) -> Path:
+        return self.node_dir(name) / "docker.sock"
+
+    def url(self, name: str) -> str:
+        return f"unix://{self.socket(name)}"
+
+    @property
+    def manager(self) -> str:
+        """The manager's Docker socket: what `layerbench --swarm-manager` takes."""
+        return self.url(self.names[0])
+
+    def save(self) -> None:
+        (Path(self.root) / "state.json").write_text(json.dumps(asdict(self), indent=1))
+
+
+def load(root: Path) -> State:
+    return State(**json.loads((root / "state.json").read_text()))
+
+
+def up(root: Path, nodes: int = 3, subnet: int = 88) -> State:
+    """A swarm of ``nodes`` Ready nodes under ``root`` (which must not exist); on failure, nothing left."""
+    root.mkdir(parents=True)
+    names = [f"node{i + 1}" for i in range(nodes)]
+    state = State(str(root), secrets.token_hex(2), subnet, names)
+    state.save()
+    try:
+        netns.create(state.network)
+        for node in state.network.nodes:
+            _daemon(state, node)
+        for node in state.network.nodes:
+            procs.wait_for(lambda n=node: _answers(state, n.name), START_LIMIT_S, f"{node.name}'s dockerd")
+        _form(state)
+    except BaseException:
+        down(root)
+        raise
+    return state
+
+
+def _daemon(state: State, node: Node) -> None:
+    d = state.node_dir(node.name)
+    d.mkdir()
+    (d / "daemon.json").write_text(json.dumps({"deprecated-key-path": str(d / "key.json")}))
+    argv = [
+        *node.enter(), "dockerd",
+        f"--config-file={d / 'daemon.json'}", f"--data-root={d / 'data'}", f"--exec-root={d / 'exec'}",
+        f"--pidfile={d / 'dockerd.pid'}", f"--host={state.url(node.name)}", "--group=root",
+        "--storage-driver=overlay2", "--iptables=false", "--ip6tables=false", "--ip-masq=false",
+        "--userland-proxy=false", "--exec-opt=native.cgroupdriver=cgroupfs",
+        f"--cgroup-parent=/{_cgroup_root(state, node)}",
+        # Namespaces of its own in case a system containerd at /run/containerd is found and shared.
+        f"--containerd-namespace=lbswarm-{state.tag}-{node.name}",
+        f"--containerd-plugins-namespace=lbswarm-{state.tag}-{node.name}-plugins",
+    ]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKER_") and k != "NOTIFY_SOCKET"}
+    env["DOCKER_SERVICE_PREFER_OFFLINE_IMAGE"] = "1"  # no registry answers here: use the node's own image
+    state.pids[node.name] = procs.start(argv, d / "dockerd.log", env=env, clear_env=True, before=_named(node.name))
+    state.save()
+
+
+def _named(hostname: str) -> Callable[[], None]:
+    """Run in the child before exec: a UTS namespace of its own, with the node's hostname (what Swarm
+    names the node by). No shell: nsenter then execs dockerd in the node's network namespace."""
+
+    def before() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(CLONE_NEWUTS) != 0:
+            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWUTS)")
+        socket.sethostname(hostname)
+
+    return before
+
+
+def _cgroup_root(state: State, node: Node) -> str:
+    return f"lbswarm{state.tag}-{node.name}"
+
+
+def _client(state: State, name: str) -> docker.DockerClient:
+    return docker.DockerClient(base_url=state.url(name), timeout=60)
+
+
+def _answers(state: State, name: str) -> bool:
+    if not procs.alive(state.pids[name]):
+        log = (state.node_dir(name) / "dockerd.log").read_text(errors="replace").splitlines()[-5:]
+        raise RuntimeError(f"{name}'s dockerd exited: {' | '.join(log)}")
+    if not state.socket(name).is_socket():
+        return False
+    try:
+        with contextlib.closing(_client(state, name)) as c:
+            return bool(c.ping())
+    except docker.errors.DockerException:
+        return False
+
+
+def _form(state: State) -> None:
+    """node1 initialises the swarm; the others join as workers; each node is labelled with its socket."""
+    nodes = state.network.nodes
+    with contextlib.closing(_client(state, nodes[0].name)) as manager:
+        first = nodes[0]
+        manager.swarm.init(advertise_addr=first.ip, listen_addr=f"{first.ip}:2377")
+        # The routing mesh needs IPVS, which this kernel lacks, and its sandbox on every node made each
+        # daemon's shutdown wait 5 s for its removal ("timeout while waiting for ingress network removal").
+        # layerbench publishes no port: the swarm goes without it.
+        manager.networks.get("ingress").remove()
+        token = manager.swarm.attrs["JoinTokens"]["Worker"]
+        for node in nodes[1:]:
+            with contextlib.closing(_client(state, node.name)) as c:
+                c.swarm.join(
+                    remote_addrs=[f"{first.ip}:2377"], join_token=token,
+                    advertise_addr=node.ip, listen_addr=f"{node.ip}:2377",
+                )  # fmt: skip
+        procs.wait_for(lambda: _ready(manager, state.names), START_LIMIT_S, f"{len(nodes)} swarm nodes ready")
+        for n in manager.nodes.list():
+            spec = n.attrs["Spec"]
+            name = n.attrs["Description"]["Hostname"]
+            spec["Labels"] = {**spec.get("Labels", {}), SOCKET_LABEL: state.url(name)}
+            n.update(spec)
+
+
+def _ready(manager: docker.DockerClient, names: list[str]) -> bool:
+    ready = [n.attrs["Description"]["Hostname"] for n in manager.nodes.list() if n.attrs["Status"]["State"] == "ready"]
+    return sorted(ready) == sorted(names)
+
+
+def down(root: Path) -> list[str]:
+    """Take the swarm under ``root`` apart, whatever state it is in; what could not be removed, named."""
+    if not (root / "state.json").exists():
+        shutil.rmtree(root, ignore_errors=True)
+        return []
+    state = load(root)
+    _stop_daemons(state)
+    left = procs.unmount_under(root)
+    for node in state.network.nodes:
+        left += procs.remove_cgroup(_cgroup_root(state, node))
+    left += netns.delete(state.network)
+    left += [f"process {pid}: {cmd}" for pid, cmd in _processes_under(root)]
+    if not left:
+        shutil.rmtree(root, ignore_errors=True)
+    return left
+
+
+def _stop_daemons(state: State) -> None:
+    """Each node's containers (by its daemon, while it answers), then the daemons: the workers together,
+    then the manager; then any containerd or shim that outlived its daemon."""
+    running = {name: pid for name, pid in state.pids.items() if procs.alive(pid)}
+    for name in running:
+        if state.socket(name).is_socket():
+            with contextlib.suppress(docker.errors.DockerException), contextlib.closing(_client(state, name)) as c:
+                for container in c.containers.list(all=True, sparse=True):
+                    with contextlib.suppress(docker.errors.NotFound):
+                        container.remove(force=True)
+    manager = state.names[0]
+    _stop_together([pid for name, pid in running.items() if name != manager])
+    _stop_together([pid for name, pid in running.items() if name == manager])
+    state.pids.clear()
+    state.save()
+    for leftover, _ in _processes_under(Path(state.root)):
+        procs.stop(leftover, grace_s=5.0)
+
+
+def _stop_together(pids: list[int]) -> None:
+    """SIGTERM to each, then wait for each (a dockerd takes seconds to shut down); SIGKILL if it hangs."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    for pid in pids:
+        try:
+            procs.wait_for(lambda p=pid: not procs.alive(p), 30.0, f"dockerd {pid} to exit", every_s=0.1)
+        except TimeoutError:
+            procs.stop(pid, grace_s=5.0)  # SIGTERM again, then SIGKILL
+
+
+def _processes_under(d: Path) -> list[tuple[int, str]]:
+    """Processes whose arguments name a path below ``d``: a node's containerd and its shims."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            args = cmdline.read_bytes().split(b"\0")
+            if any(str(d).encode() in a for a in args):
+                found.append((int(cmdline.parent.name), b" ".join(args).decode(errors="replace")[:160]))
+    return [(pid, cmd) for pid, cmd in found if pid != os.getpid()]
