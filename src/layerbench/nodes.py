@@ -46,6 +46,17 @@ def only(matrix: Matrix, node: str) -> Matrix:
     return Matrix(part.cells, matrix.refused, part.baseline_of)
 
 
+def on_this_machine(matrix: Matrix, kube_nodes: dict[str, bool]) -> list[str]:
+    """The parts that would run on this very machine: its own cells, every Swarm node (their daemons are
+    this host's), and Kubernetes nodes whose boot id is this host's (``kube_nodes``: name → local)."""
+    found = []
+    for node, part in split(matrix).items():
+        kinds = {c.stack.engine.kind for c in part.cells}
+        if node == THIS_HOST or "swarm" in kinds or kube_nodes.get(node, False):
+            found.append(node)
+    return found
+
+
 @dataclass(frozen=True)
 class Child:
     node: str

@@ -207,6 +207,8 @@ def test_parallel_nodes_gives_one_run_per_node(cluster: Any) -> None:
         assert done.returncode == 0, done.stdout + done.stderr
         said = " ".join(done.stdout.split())
         assert "[node1]" in said and "[node3]" in said
+        warned = " ".join(done.stderr.split())
+        assert "node1, node3 run on this one machine and contend" in warned  # the local cluster shares one host
         with sqlite3.connect(dirs["db"]) as db:
             runs = db.execute("SELECT id, host_json, status FROM runs").fetchall()
             per_run = dict(db.execute("SELECT run_id, COUNT(*) FROM trials WHERE status='ok' GROUP BY run_id"))

@@ -39,3 +39,13 @@ def test_each_child_is_this_run_with_its_node(full_caps: HostCaps) -> None:
     spec = {"name": "n", "device": {"kind": "zram"}, "stacks": [one], "workloads": [{"name": "RR", "rw": "read"}]}
     (kid,) = nodes.children(expand(validate(spec), caps), ["run", "spec.yaml", "--db", "r.db"])
     assert kid.node == "a" and kid.argv[-6:] == ["run", "spec.yaml", "--db", "r.db", "--node", "a"]
+
+
+def test_parts_on_this_machine_are_named_for_the_contention_warning(full_caps: HostCaps) -> None:
+    caps = dataclasses.replace(full_caps, kube={n: ClusterNode(True, True) for n in ("a", "b")})
+    pods = [{"kind": "kubernetes", "node": "a"}, {"kind": "kubernetes", "node": "b"}]
+    one = {"filesystem": "ext4", "engine": pods, "placement": "tmpfs"}
+    spec = {"name": "n", "device": {"kind": "zram"}, "stacks": [one], "workloads": [{"name": "RR", "rw": "read"}]}
+    matrix = expand(validate(spec), caps)
+    assert sorted(nodes.on_this_machine(matrix, {"a": True, "b": True})) == ["a", "b"]
+    assert nodes.on_this_machine(matrix, {"a": True, "b": False}) == ["a"]

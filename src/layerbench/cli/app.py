@@ -182,6 +182,7 @@ def run(
         if parallel_nodes and not dry_run:
             own = _own_argv(spec, db, work_dir, state_dir, cache_dir, seed, format_device, profile)
             _print_plan(matrix)
+            _warn_shared(matrix)
             code = nodes.run_all(nodes.children(matrix, own), typer.echo)
             raise typer.Exit(code)
         if dry_run:
@@ -194,6 +195,22 @@ def run(
         failed = _run(exp, matrix, db, Places(work_dir, state_dir, cache_dir), seed, node)
         if failed:
             raise typer.Exit(EXIT_TRIALS_FAILED)
+
+
+def _warn_shared(matrix: Matrix) -> None:
+    """Parallel parts on one machine compete for its CPUs and memory: say so before their numbers exist."""
+    local: dict[str, bool] = {}
+    if any(c.stack.engine.kind == "kubernetes" for c in matrix.cells):
+        from layerbench.stack import kube  # the Kubernetes client only where a cell needs it
+
+        found = kube.cluster_nodes(os.environ.get("KUBECONFIG") or None)
+        local = {name: n.local for name, n in found.items()} if isinstance(found, dict) else {}
+    shared = nodes.on_this_machine(matrix, local)
+    if len(shared) > 1:
+        err_console.print(
+            f"[yellow]warning:[/] {', '.join(shared)} run on this one machine and contend for its CPUs and memory: "
+            "their numbers test function, not speed (run without --parallel-nodes for those)"
+        )
 
 
 def _own_argv(
