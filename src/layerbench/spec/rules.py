@@ -239,7 +239,7 @@ def _kubernetes_ready(s: StackSpec, caps: HostCaps) -> str | None:
         return (
             f"placement {s.placement.kind!r} keeps the pod's data on the filesystem layerbench builds on this host, "
             f"and node {s.engine.node!r} is another machine (its boot id is not this host's): "
-            "use tmpfs or writable-layer there"
+            "use tmpfs there"
         )
     if s.placement.kind == "writable-layer":
         return (
