@@ -21,23 +21,9 @@ from kubernetes import client, config
 
 from tests import support
 from tests.integration.leftovers import assert_nothing_left, bridges, leftovers, server_dirs
+from tests.k8s.cells import NODE, RR, enforced_limits, node_spec, trials_by_label
 
 pytestmark = [pytest.mark.requires_root, pytest.mark.requires_fio, pytest.mark.requires_k8s, pytest.mark.slow]
-
-NODE = "node2"
-RR = {"name": "RR", "rw": "randread", "bs": "4k", "size": "64MiB", "runtime_s": 2}
-
-
-def spec(placements: list[str], workload: dict[str, Any] = RR, **stack: Any) -> dict[str, Any]:
-    return {
-        "name": "k8s-test",
-        "device": {"kind": "zram", "size": "512MiB"},
-        "stacks": [
-            {"filesystem": "ext4", "engine": {"kind": "kubernetes", "node": NODE}, "placement": placements, **stack}
-        ],
-        "workloads": [workload],
-        "trials": {"repetitions": 1},
-    }
 
 
 def layerbench(args: list[str], dirs: dict[str, Path], kubeconfig: Path) -> subprocess.CompletedProcess[str]:
@@ -71,13 +57,11 @@ def test_fio_runs_in_pods_on_the_named_node_and_nothing_is_left(cluster: Any) ->
     core = api(cluster.kubeconfig)
     before, images = bridges(), node_images(Path(cluster.root))
     with server_dirs("lbk8s-run-") as dirs:
-        dirs["spec"].write_text(yaml.safe_dump(spec(["bind", "volume", "tmpfs"])))
+        dirs["spec"].write_text(yaml.safe_dump(node_spec("kubernetes", ["bind", "volume", "tmpfs"])))
         done = layerbench(["run", str(dirs["spec"])], dirs, cluster.kubeconfig)
         assert done.returncode == 0, done.stdout + done.stderr
         assert "3 trials ok, 0 failed" in done.stdout
-        with sqlite3.connect(dirs["db"]) as db:
-            rows = db.execute("SELECT c.label, t.info_json, t.status FROM trials t JOIN cells c USING (cell_id)")
-            trials = {label: (json.loads(info), status) for label, info, status in rows}
+        trials = trials_by_label(dirs["db"])
         assert len(trials) == 3
         for label, (info, status) in trials.items():
             assert status == "ok", label
@@ -90,20 +74,18 @@ def test_fio_runs_in_pods_on_the_named_node_and_nothing_is_left(cluster: Any) ->
 
 def test_a_pods_limits_are_read_back_from_its_cgroup(cluster: Any) -> None:
     with server_dirs("lbk8s-limits-") as dirs:
-        limited = spec(["tmpfs"], limits={"cpus": 0.5, "memory": "256MiB"})
+        limited = node_spec("kubernetes", ["tmpfs"], limits={"cpus": 0.5, "memory": "256MiB"})
         dirs["spec"].write_text(yaml.safe_dump(limited))
         done = layerbench(["run", str(dirs["spec"])], dirs, cluster.kubeconfig)
         assert done.returncode == 0, done.stdout + done.stderr
-        with sqlite3.connect(dirs["db"]) as db:
-            (info,) = db.execute("SELECT info_json FROM trials").fetchone()
-        enforced = json.loads(info)["target"]["limits_enforced"]
+        enforced = enforced_limits(dirs["db"])
         assert enforced["cpus"] == pytest.approx(0.5)
         assert enforced["memory"] == 256 * 2**20
 
 
 def test_cells_a_cluster_cannot_run_are_refused_with_reasons(cluster: Any) -> None:
     with server_dirs("lbk8s-refused-") as dirs:
-        wrong = spec(["writable-layer"])
+        wrong = node_spec("kubernetes", ["writable-layer"])
         wrong["stacks"].append({"filesystem": "ext4", "engine": {"kind": "kubernetes", "node": "node9"},
                                 "placement": "tmpfs"})  # fmt: skip
         wrong["stacks"].append({"filesystem": "ext4", "engine": {"kind": "kubernetes", "node": NODE},
@@ -122,7 +104,7 @@ def test_sigkill_then_cleanup_leaves_nothing_in_the_cluster(cluster: Any) -> Non
     before, images = bridges(), node_images(Path(cluster.root))
     with server_dirs("lbk8s-kill-") as dirs:
         long = {**RR, "runtime_s": 600}
-        dirs["spec"].write_text(yaml.safe_dump(spec(["volume"], workload=long)))
+        dirs["spec"].write_text(yaml.safe_dump(node_spec("kubernetes", ["volume"], workload=long)))
         proc = support.start(["run", str(dirs["spec"]), "--kubeconfig", str(cluster.kubeconfig)], dirs)
         try:
             _wait_for_fio(core, proc)
@@ -184,7 +166,7 @@ def test_postgresql_serves_from_pods_on_a_hostpath_and_a_claim(cluster: Any) -> 
         {"kind": "pgbench", "name": "tpcb", "clients": 2, "runtime_s": 2},
     ]
     with server_dirs("lbk8s-db-") as dirs:
-        db_spec = {**spec(["bind", "volume"], server=server), "workloads": workloads}
+        db_spec = {**node_spec("kubernetes", ["bind", "volume"], server=server), "workloads": workloads}
         dirs["spec"].write_text(yaml.safe_dump(db_spec))
         done = layerbench(["run", str(dirs["spec"])], dirs, cluster.kubeconfig)
         assert done.returncode == 0, done.stdout + done.stderr
@@ -200,7 +182,7 @@ def test_parallel_nodes_gives_one_run_per_node(cluster: Any) -> None:
     core = api(cluster.kubeconfig)
     before, images = bridges(), node_images(Path(cluster.root))
     with server_dirs("lbk8s-nodes-") as dirs:
-        two = spec(["tmpfs"])
+        two = node_spec("kubernetes", ["tmpfs"])
         two["stacks"][0]["engine"] = [{"kind": "kubernetes", "node": n} for n in ("node1", "node3")]
         dirs["spec"].write_text(yaml.safe_dump(two))
         done = layerbench(["run", str(dirs["spec"]), "--parallel-nodes"], dirs, cluster.kubeconfig)

@@ -22,21 +22,9 @@ import yaml
 
 from tests import support
 from tests.integration.leftovers import assert_nothing_left, bridges, leftovers, server_dirs
+from tests.k8s.cells import NODE, RR, enforced_limits, node_spec, trials_by_label
 
 pytestmark = [pytest.mark.requires_root, pytest.mark.requires_fio, pytest.mark.requires_docker, pytest.mark.slow]
-
-NODE = "node2"
-RR = {"name": "RR", "rw": "randread", "bs": "4k", "size": "64MiB", "runtime_s": 2}
-
-
-def spec(placements: list[str], workload: dict[str, Any] = RR, **stack: Any) -> dict[str, Any]:
-    return {
-        "name": "swarm-test",
-        "device": {"kind": "zram", "size": "512MiB"},
-        "stacks": [{"filesystem": "ext4", "engine": {"kind": "swarm", "node": NODE}, "placement": placements, **stack}],
-        "workloads": [workload],
-        "trials": {"repetitions": 1},
-    }
 
 
 def layerbench(args: list[str], dirs: dict[str, Path], manager: str) -> subprocess.CompletedProcess[str]:
@@ -73,13 +61,11 @@ def swarm_leftovers(local_swarm: Any, before: dict[str, set[str]]) -> list[str]:
 def test_fio_runs_in_services_on_the_named_node_and_nothing_is_left(local_swarm: Any) -> None:
     before, baseline = bridges(), node_state(local_swarm)
     with server_dirs("lbswarm-run-") as dirs:
-        dirs["spec"].write_text(yaml.safe_dump(spec(["bind", "volume", "tmpfs"])))
+        dirs["spec"].write_text(yaml.safe_dump(node_spec("swarm", ["bind", "volume", "tmpfs"])))
         done = layerbench(["run", str(dirs["spec"])], dirs, local_swarm.manager)
         assert done.returncode == 0, done.stdout + done.stderr
         assert "3 trials ok, 0 failed" in done.stdout
-        with sqlite3.connect(dirs["db"]) as db:
-            rows = db.execute("SELECT c.label, t.info_json, t.status FROM trials t JOIN cells c USING (cell_id)")
-            trials = {label: (json.loads(info), status) for label, info, status in rows}
+        trials = trials_by_label(dirs["db"])
         assert len(trials) == 3
         for label, (info, status) in trials.items():
             assert status == "ok", label
@@ -98,12 +84,10 @@ def test_fio_runs_in_services_on_the_named_node_and_nothing_is_left(local_swarm:
 
 def test_a_services_limits_are_read_back_from_its_cgroup(local_swarm: Any) -> None:
     with server_dirs("lbswarm-limits-") as dirs:
-        dirs["spec"].write_text(yaml.safe_dump(spec(["tmpfs"], limits={"cpus": 0.5, "memory": "256MiB"})))
+        dirs["spec"].write_text(yaml.safe_dump(node_spec("swarm", ["tmpfs"], limits={"cpus": 0.5, "memory": "256MiB"})))
         done = layerbench(["run", str(dirs["spec"])], dirs, local_swarm.manager)
         assert done.returncode == 0, done.stdout + done.stderr
-        with sqlite3.connect(dirs["db"]) as db:
-            (info,) = db.execute("SELECT info_json FROM trials").fetchone()
-        enforced = json.loads(info)["target"]["limits_enforced"]
+        enforced = enforced_limits(dirs["db"])
         assert enforced["cpus"] == pytest.approx(0.5)
         assert enforced["memory"] == 256 * 2**20
 
@@ -114,7 +98,7 @@ def test_cells_a_swarm_cannot_run_are_refused_with_reasons(local_swarm: Any) -> 
         _changed(local_swarm, "node3", lambda s: {**s, "Labels": {}}),  # as a node of another swarm is
         _changed(local_swarm, "node1", lambda s: {**s, "Availability": "drain"}),
     ):
-        wrong = spec(["writable-layer"])
+        wrong = node_spec("swarm", ["writable-layer"])
         for node, extra in (("node9", {}), ("node3", {}), ("node1", {}), (NODE, {"limits": {"write_bps": "10MiB"}})):
             wrong["stacks"].append(
                 {"filesystem": "ext4", "engine": {"kind": "swarm", "node": node}, "placement": "tmpfs", **extra}
@@ -147,7 +131,7 @@ def _changed(local_swarm: Any, name: str, change: Callable[[dict[str, Any]], dic
 def test_sigkill_then_cleanup_leaves_nothing_on_the_swarm(local_swarm: Any) -> None:
     before, baseline = bridges(), node_state(local_swarm)
     with server_dirs("lbswarm-kill-") as dirs:
-        dirs["spec"].write_text(yaml.safe_dump(spec(["volume"], workload={**RR, "runtime_s": 600})))
+        dirs["spec"].write_text(yaml.safe_dump(node_spec("swarm", ["volume"], workload={**RR, "runtime_s": 600})))
         proc = support.start(["run", str(dirs["spec"]), "--swarm-manager", local_swarm.manager], dirs)
         try:
             _wait_for_fio(local_swarm.url(NODE), proc)

@@ -203,7 +203,7 @@ def _warn_shared(matrix: Matrix) -> None:
     if any(c.stack.engine.kind == "kubernetes" for c in matrix.cells):
         from layerbench.stack import kube  # the Kubernetes client only where a cell needs it
 
-        found = kube.cluster_nodes(os.environ.get("KUBECONFIG") or None)
+        found = kube.cluster_nodes(kube.kubeconfig())
         local = {name: n.local for name, n in found.items()} if isinstance(found, dict) else {}
     shared = nodes.on_this_machine(matrix, local)
     if len(shared) > 1:

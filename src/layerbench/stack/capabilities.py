@@ -109,7 +109,7 @@ def probe(
 def _kube_nodes() -> dict[str, ClusterNode] | str:
     from layerbench.stack import kube  # the Kubernetes client is imported only where a cell needs it
 
-    return kube.cluster_nodes(os.environ.get("KUBECONFIG") or None)
+    return kube.cluster_nodes(kube.kubeconfig())
 
 
 def _swarm_nodes() -> dict[str, SwarmNode] | str:

@@ -56,6 +56,11 @@ class NodeFacts:
     images: frozenset[str]  # the image names its runtime holds
 
 
+def kubeconfig() -> str | None:
+    """The cluster's kubeconfig: `--kubeconfig` (the CLI sets KUBECONFIG), else the client's default."""
+    return os.environ.get("KUBECONFIG") or None
+
+
 def connect(kubeconfig: str | None = None) -> client.CoreV1Api:
     """The cluster of ``kubeconfig`` (default: $KUBECONFIG, then ~/.kube/config)."""
     # A kubeconfig with insecure-skip-tls-verify asked for it; urllib3 would say so at every request.
@@ -363,17 +368,14 @@ def exec_in(core: client.CoreV1Api, ns: str, name: str) -> Exec:
 def _exec(core: client.CoreV1Api, ns: str, name: str, argv: list[str], timeout: float) -> Completed:
     """One command through the API's exec (as `kubectl exec`); past ``timeout``, every process of the
     container but its first is killed, as a timed-out exec on Docker is."""
-    resp = stream(
-        core.connect_get_namespaced_pod_exec, name, ns, command=argv,
-        stdout=True, stderr=True, stdin=False, tty=False, _preload_content=False,
-    )  # fmt: skip
+    resp = _open(core, ns, name, argv)
     out, err = [], []
     deadline = time.monotonic() + timeout
     try:
         while resp.is_open():
-            resp.update(timeout=EXEC_POLL_S)
-            out.append(resp.read_stdout() if resp.peek_stdout() else "")
-            err.append(resp.read_stderr() if resp.peek_stderr() else "")
+            more_out, more_err = _read(resp)
+            out.append(more_out)
+            err.append(more_err)
             if time.monotonic() > deadline:
                 _exec(core, ns, name, ["sh", "-c", "kill -9 -1"], 60)
                 said = f"\nkubernetes exec: timed out after {timeout:.0f} s"
@@ -382,6 +384,20 @@ def _exec(core: client.CoreV1Api, ns: str, name: str, argv: list[str], timeout: 
     finally:
         resp.close()
     return Completed(argv, rc if rc is not None else 125, "".join(out), "".join(err))
+
+
+def _open(core: client.CoreV1Api, ns: str, name: str, argv: Sequence[str]) -> Any:
+    """An exec's stream (stdout and stderr apart, no terminal), read with ``_read`` until it closes."""
+    return stream(
+        core.connect_get_namespaced_pod_exec, name, ns, command=list(argv),
+        stdout=True, stderr=True, stdin=False, tty=False, _preload_content=False,
+    )  # fmt: skip
+
+
+def _read(resp: Any) -> tuple[str, str]:
+    """What the exec wrote since the last read (waiting up to EXEC_POLL_S for it): (stdout, stderr)."""
+    resp.update(timeout=EXEC_POLL_S)
+    return (resp.read_stdout() if resp.peek_stdout() else "", resp.read_stderr() if resp.peek_stderr() else "")
 
 
 def put_in(core: client.CoreV1Api, ns: str, name: str) -> Put:
@@ -434,10 +450,7 @@ def start_exec(
     core: client.CoreV1Api, ns: str, name: str, container_id: str, argv: Sequence[str], log: Path
 ) -> ExecHandle:
     before = set(pids_in(container_id))
-    resp = stream(
-        core.connect_get_namespaced_pod_exec, name, ns, command=list(argv),
-        stdout=True, stderr=True, stdin=False, tty=False, _preload_content=False,
-    )  # fmt: skip
+    resp = _open(core, ns, name, argv)
     handle = ExecHandle(log)
     handle._thread = threading.Thread(target=_pump, args=(resp, handle), daemon=True)
     handle._thread.start()
@@ -455,12 +468,7 @@ def _pump(resp: Any, handle: ExecHandle) -> None:
     with handle.log.open("a") as out:
         try:
             while resp.is_open():
-                resp.update(timeout=EXEC_POLL_S)
-                for chunk in (
-                    resp.read_stdout() if resp.peek_stdout() else "",
-                    resp.read_stderr() if resp.peek_stderr() else "",
-                ):
-                    out.write(chunk)
+                out.write("".join(_read(resp)))
                 out.flush()
             handle._rc = resp.returncode
         except Exception as exc:  # the pod went away under it: the server is gone
@@ -489,20 +497,15 @@ def pids_in(container_id: str, proc: Path = Path("/proc")) -> list[int]:
 
 
 def container_pid(container_id: str, proc: Path = Path("/proc")) -> int | None:
-    """The host PID of a container's first process (a local node only): of the processes whose cgroup
-    path holds the container's id, the one whose parent's does not (the shim's child)."""
-    cid = container_id.split("://", 1)[-1]
+    """The host PID of a container's first process (a local node only): of the processes in the
+    container's cgroup whose parent is not (the shim's children), the lowest; an exec is one too."""
+    inside = set(pids_in(container_id, proc))
+    first = [pid for pid in inside if _parent(pid, proc) not in inside]
+    return min(first, default=None)
 
-    def inside(pid: str) -> bool:
-        try:
-            return cid in (proc / pid / "cgroup").read_text()
-        except OSError:
-            return False
 
-    for entry in proc.glob("[0-9]*"):
-        if entry.name.isdigit() and inside(entry.name):
-            with contextlib.suppress(OSError, IndexError):
-                parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
-                if not inside(parent):
-                    return int(entry.name)
-    return None
+def _parent(pid: int, proc: Path) -> int | None:
+    try:
+        return int((proc / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None

@@ -56,11 +56,6 @@ from layerbench.stack.target import BuildContext, Mount, Target
 from layerbench.workloads.servers import SERVER_UID, ServerDef
 
 
-def kubeconfig() -> str | None:
-    """The cluster's kubeconfig: `--kubeconfig` (the CLI sets KUBECONFIG), else the client's default."""
-    return os.environ.get("KUBECONFIG") or None
-
-
 @dataclass
 class KubeEngine:
     core: client.CoreV1Api
@@ -100,7 +95,7 @@ class KubeEngine:
 @contextmanager
 def start(mount: Mount, spec: EngineSpec, ctx: BuildContext) -> Iterator[KubeEngine]:
     """The run's namespace on the cluster, once the pinned node is found Ready."""
-    config = kubeconfig()
+    config = kube.kubeconfig()
     core = kube.connect(config)
     facts = kube.nodes(core)
     node = facts.get(spec.node or "")
