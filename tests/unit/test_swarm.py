@@ -91,6 +91,13 @@ def test_the_cells_service_is_one_task_pinned_never_restarted_labelled_and_limit
     assert "resources" not in _service("lb-2", "i", "node2", Limits(), [], "run-1")
 
 
+def test_a_servers_service_has_its_port_published_by_the_node_in_host_mode() -> None:
+    body = _service("lb-3", "i", "node2", Limits(), [], "run-1", port=5432)
+    (port,) = body["endpoint_spec"]["Ports"]
+    assert port == {"TargetPort": 5432, "Protocol": "tcp", "PublishMode": "host"}  # the node picks the port
+    assert body["endpoint_spec"]["Mode"] == "dnsrr"
+
+
 def test_limits_become_a_services_resource_limits() -> None:
     assert _resources(Limits(cpus=1.5, memory="1GiB")) == {"cpu_limit": 1_500_000_000, "mem_limit": 2**30}
     assert _resources(Limits()) == {}
@@ -127,3 +134,16 @@ def test_a_node_label_that_is_no_socket_here_says_so(tmp_path: Path) -> None:
     assert "has no label layerbench.socket" in str(swarm._unreachable(None, "id1"))
     assert "is not a unix socket on this host" in str(swarm._unreachable(f"unix://{tmp_path}/docker.sock", "id1"))
     assert "is not a unix socket on this host" in str(swarm._unreachable("tcp://10.0.0.2:2375", "id1"))
+
+
+def test_a_database_server_runs_on_a_swarm_node_but_not_with_a_profile_or_tuning(full_caps: HostCaps) -> None:
+    def refused(**stack: object) -> list[str]:
+        one = {"device": {"kind": "zram"}, "filesystem": "ext4", "engine": {"kind": "swarm", "node": "node2"}}
+        one |= {"placement": "bind", "server": {"kind": "postgres"}, **stack}
+        spec = {"name": "s", "stacks": [one], "workloads": [{"kind": "ycsb", "name": "A", "mix": "a"}]}
+        return [r.reason for r in expand(validate(spec), with_swarm(full_caps, node2=READY)).refused]
+
+    assert refused() == []
+    assert refused(tuning="host-network") == [
+        "profiles and tunings of database servers on Docker Swarm are not supported yet: drop them"
+    ]

@@ -17,7 +17,8 @@ Measured in issue 14 (Docker 20.10, a kernel without IPVS, cgroup v1, no systemd
 DOCKER_SERVICE_PREFER_OFFLINE_IMAGE=1 (else every task asks a registry, and none answers here);
 services take --endpoint-mode dnsrr and publish no ingress ports (no IPVS: the ingress network is
 removed after `init`, else every daemon waits 5 s at shutdown for its sandbox to go); the daemons run with
---iptables=false (nothing here needs their NAT: fio reaches no network).
+--iptables=false (no NAT needed) and Docker's userland proxy, which forwards a database server's port
+the node publishes in host mode to its task (the client on this host connects to node address:port).
 """
 
 from __future__ import annotations
@@ -65,6 +66,10 @@ class State:
     def url(self, name: str) -> str:
         return f"unix://{self.socket(name)}"
 
+    def address(self, name: str) -> str:
+        """The node's address in the swarm: where the ports it publishes are reached from this host."""
+        return next(n.ip for n in self.network.nodes if n.name == name)
+
     @property
     def manager(self) -> str:
         """The manager's Docker socket: what `layerbench --swarm-manager` takes."""
@@ -106,7 +111,7 @@ def _daemon(state: State, node: Node) -> None:
         f"--config-file={d / 'daemon.json'}", f"--data-root={d / 'data'}", f"--exec-root={d / 'exec'}",
         f"--pidfile={d / 'dockerd.pid'}", f"--host={state.url(node.name)}", "--group=root",
         "--storage-driver=overlay2", "--iptables=false", "--ip6tables=false", "--ip-masq=false",
-        "--userland-proxy=false", "--exec-opt=native.cgroupdriver=cgroupfs",
+        "--exec-opt=native.cgroupdriver=cgroupfs",
         f"--cgroup-parent=/{_cgroup_root(state, node)}",
         # Namespaces of its own in case a system containerd at /run/containerd is found and shared.
         f"--containerd-namespace=lbswarm-{state.tag}-{node.name}",

@@ -286,8 +286,8 @@ def _swarm_ready(s: StackSpec, caps: HostCaps) -> str | None:
             "a swarm service's limits are cpus and memory: drop cpuset and read_bps/write_bps "
             "(a service has no cpuset and no block-I/O limit)"
         )
-    if s.server is not None:
-        return "database servers on Docker Swarm are not supported yet: run them with engine docker"
+    if s.server is not None and (s.profile != "none" or s.tuning != "default"):
+        return "profiles and tunings of database servers on Docker Swarm are not supported yet: drop them"
     return None
 
 

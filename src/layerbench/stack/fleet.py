@@ -134,8 +134,8 @@ def _natively(
             os.chown(path, SERVER_UID, SERVER_UID)
         let_through(home.parent, ctx.work_dir)
         config = server_config(stack, str(data), "127.0.0.1", free_port(), limits, ctx.cache_dir)
-        where = _Where(partial(handles.start_native, user=SERVER_UID), _write_native)
-        with _bring_up(definition, config, where, ctx, index, "127.0.0.1") as h:
+        where = Where(partial(handles.start_native, user=SERVER_UID), _write_native)
+        with bring_up(definition, config, where, ctx, index, "127.0.0.1") as h:
             yield Endpoint(index, "127.0.0.1", config.port, config.memory, limits, h, {"data_dir": str(data)})
 
 
@@ -164,8 +164,8 @@ def _in_container(
                 target.run(step, 60).check()
             config = server_config(stack, data, listen, port, limits, ctx.cache_dir)
             container = docker.client.containers.get(target.info["container"])
-            where = _Where(partial(_start_exec, docker.client.api, container.id), partial(_write_in, container))
-            with _bring_up(definition, config, where, ctx, index, host) as h:
+            where = Where(partial(start_exec, docker.client.api, container.id), partial(write_in, container))
+            with bring_up(definition, config, where, ctx, index, host) as h:
                 yield Endpoint(index, host, port, config.memory, limits, h, dict(target.info))
 
     return start
@@ -204,7 +204,7 @@ def _from_image(engine: ContainerEngine, stack: StackSpec, exits: ExitStack, ctx
 
 
 @dataclass(frozen=True)
-class _Where:
+class Where:
     """How to start a process (as the server's user) and write a file where the server lives."""
 
     start: Callable[[list[str], Path], handles.Handle]  # (argv, log)
@@ -212,17 +212,24 @@ class _Where:
 
 
 @contextmanager
-def _bring_up(
-    definition: ServerDef, config: ServerConfig, where: _Where, ctx: BuildContext, index: int, host: str
+def bring_up(
+    definition: ServerDef,
+    config: ServerConfig,
+    where: Where,
+    ctx: BuildContext,
+    index: int,
+    host: str,
+    port: int | None = None,
 ) -> Iterator[handles.Handle]:
-    """Prepare the data directory, write the config files, start the server; its log goes with it."""
+    """Prepare the data directory, write the config files, start the server; its log goes with it. The
+    host reaches it at ``host``:``port`` (its own port unless one is forwarded to it)."""
     with server_log(ctx.work_dir / f"{definition.kind}-{index}-{uuid.uuid4().hex[:6]}.log") as log:
         for step in definition.prepare(config):
             _finish(where.start(step, log), step, definition, index)
         for name, text in definition.config_files(config).items():
             where.write(config.data_dir, name, text)
         launch = partial(where.start, definition.argv(config), log)
-        with serving(definition, config, launch, ctx, index, host) as h:
+        with serving(definition, config, launch, ctx, index, host, port) as h:
             yield h
 
 
@@ -232,11 +239,11 @@ def _write_native(directory: str, name: str, text: str) -> None:
     os.chown(path, SERVER_UID, SERVER_UID)
 
 
-def _start_exec(api: Any, container_id: str, argv: list[str], log: Path) -> handles.Handle:
+def start_exec(api: Any, container_id: str, argv: list[str], log: Path) -> handles.Handle:
     return handles.start_exec(api, container_id, argv, log, SERVER_UID)
 
 
-def _write_in(container: Any, directory: str, name: str, text: str) -> None:
+def write_in(container: Any, directory: str, name: str, text: str) -> None:
     """A small file into the container, owned by the server's user (no shell in the image to write it)."""
     data = text.encode()
     buf = io.BytesIO()
@@ -290,8 +297,10 @@ def serving(
     ctx: BuildContext,
     index: int,
     host: str,
+    port: int | None = None,
 ) -> Iterator[handles.Handle]:
-    """Start, record, wait until it serves; on the way out, its clean shutdown."""
+    """Start, record, wait until it serves at ``host``:``port`` (its own port by default); on the way out,
+    its clean shutdown."""
 
     def create(rid: int) -> handles.Handle:
         h = launch()
@@ -303,7 +312,7 @@ def serving(
 
     ident = f"{definition.kind}:{config.port}:{index}"
     with tracked(ctx.ledger, "server", ident, create, remove, server=definition.kind, data_dir=config.data_dir) as h:
-        wait_ready(h, definition, host, config.port, ctx, index)
+        wait_ready(h, definition, host, port or config.port, ctx, index)
         yield h
 
 

@@ -235,14 +235,6 @@ def load_image(node: NodeFacts, archive: Path, ref: str, ctx: BuildContext) -> I
         yield ref
 
 
-def source_address(pod_ip: str, runner: Any) -> str:
-    """This host's address as a pod sees it (the source of the route to the pod's IP)."""
-    words = runner(["ip", "-o", "route", "get", pod_ip], timeout=30).check().stdout.split()
-    if "src" not in words:
-        raise LayerbenchError(f"this host has no route to the pod at {pod_ip}: {' '.join(words)}")
-    return words[words.index("src") + 1]
-
-
 def has_image(node: NodeFacts, ref: str, runner: Any) -> bool:
     """Whether the node's runtime holds ``ref``: asked of the runtime itself where it is on this host (the
     node's status lists images only every so often, and may still list one just removed)."""

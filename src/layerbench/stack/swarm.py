@@ -52,6 +52,7 @@ class NodeFacts:
     ready: bool
     socket: str | None  # its own daemon's URL (the label), where it has one
     unreachable: str | None  # why layerbench cannot use that daemon from here; None: it can
+    addr: str = ""  # the address the node has in the swarm: where a port it publishes is reached
 
 
 def manager_url() -> str | None:
@@ -84,7 +85,8 @@ def nodes(manager: docker.DockerClient) -> dict[str, NodeFacts]:
         name = n.attrs["Description"]["Hostname"]
         socket = (n.attrs["Spec"].get("Labels") or {}).get(SOCKET_LABEL)
         ready = n.attrs["Status"]["State"] == "ready" and n.attrs["Spec"].get("Availability") == "active"
-        found[name] = NodeFacts(name, n.id, ready, socket, _unreachable(socket, n.id))
+        addr = n.attrs["Status"].get("Addr", "")
+        found[name] = NodeFacts(name, n.id, ready, socket, _unreachable(socket, n.id), addr)
     return found
 
 

@@ -52,6 +52,7 @@ from layerbench.stack.fleet import (
 from layerbench.stack.image import REPOSITORY, binary_digests, recipe, resolve
 from layerbench.stack.image_archive import ImageRecipe, write_archive
 from layerbench.stack.placement import host_dir
+from layerbench.stack.route import source_address
 from layerbench.stack.target import BuildContext, Mount, Target
 from layerbench.workloads.servers import SERVER_UID, ServerDef
 
@@ -128,7 +129,7 @@ def _server(
         data = f"{target.path}/{definition.kind}"
         target.run(["mkdir", "-p", data], 60).check()
         config = server_config(stack, data, "0.0.0.0", definition.default_port, limits, ctx.cache_dir)
-        config = dataclasses.replace(config, client_address=kube.source_address(host, ctx.runner))
+        config = dataclasses.replace(config, client_address=source_address(host, ctx.runner))
         for step in definition.prepare(config):
             done = target.run(step, PREPARE_TIMEOUT_S)
             if done.rc != 0:

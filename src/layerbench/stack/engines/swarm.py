@@ -21,10 +21,12 @@ trial is an exec into the task's container, as on Docker. Limits are the service
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import secrets
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, cast
 
 import docker
@@ -37,10 +39,23 @@ from layerbench.stack import mountinfo, swarm
 from layerbench.stack.cgroups import majmin, process_dirs, read_limits
 from layerbench.stack.dockerd import DockerEngine
 from layerbench.stack.engines.container import tools
-from layerbench.stack.image import REPOSITORY, binary_digests, recipe
+from layerbench.stack.fleet import (
+    IMAGE_TOOLS,
+    Endpoint,
+    Starter,
+    Where,
+    bring_up,
+    data_bytes,
+    server_config,
+    start_exec,
+    write_in,
+)
+from layerbench.stack.image import REPOSITORY, binary_digests, recipe, resolve
 from layerbench.stack.image_archive import ImageRecipe, write_archive
 from layerbench.stack.placement import DATA, IDLE, TMPFS_HEADROOM, _put_in, exec_in, host_dir
+from layerbench.stack.route import source_address
 from layerbench.stack.target import BuildContext, Mount, Target
+from layerbench.workloads.servers import SERVER_UID, ServerDef
 
 # What the Docker API's exec answers when the container or its daemon is gone (stack/placement.py).
 EXEC_FAILED_RC = 125
@@ -74,17 +89,23 @@ class SwarmEngine:
         self, mount: Mount, stack: StackSpec, data_bytes: int, ctx: BuildContext
     ) -> AbstractContextManager[Target]:
         if self.tools_image is None:
-            self.tools_image = self._load_tools(ctx)
+            self.tools_image = self._load(tools(ctx), ctx)
         return _placement(self, self.tools_image, mount, stack, data_bytes, ctx)
 
-    def _load_tools(self, ctx: BuildContext) -> str:
-        binaries = tools(ctx)
-        _, _, tag = recipe(binaries, ctx)
+    def server_starter(self, definition: ServerDef, exits: contextlib.ExitStack, ctx: BuildContext) -> Starter:
+        """A database fleet here: a service per server on the node, reached from this host at the port the
+        node publishes for it."""
+        binaries = {**resolve(IMAGE_TOOLS), **definition.binaries(ctx.cache_dir)}
+        return partial(_server, self, self._load(binaries, ctx, definition.files(ctx.cache_dir)))
+
+    def _load(self, binaries: dict[str, str], ctx: BuildContext, files: tuple[str, ...] = ()) -> str:
+        """The image of these host binaries on the node: loaded there unless the node has it."""
+        _, _, tag = recipe(binaries, ctx, files)
         ref = f"{REPOSITORY}:{tag}"
         if swarm.has_image(self.daemon, ref):
             return ref  # the node's own (an image it had before is left there)
-        archive = ctx.work_dir / f"swarm-tools-{tag}.tar"
-        write_archive(ImageRecipe(ref, binaries, [], IDLE), archive)
+        archive = ctx.work_dir / f"swarm-image-{tag}.tar"
+        write_archive(ImageRecipe(ref, binaries, list(files), IDLE), archive)
         try:
             self.exits.enter_context(swarm.loaded_image(self.daemon, self.socket, archive, ref, ctx))
         finally:
@@ -125,14 +146,51 @@ def failure(rc: int | None, stderr: str) -> str | None:
 
 
 @contextmanager
+def _server(
+    engine: SwarmEngine,
+    image: str,
+    index: int,
+    stack: StackSpec,
+    definition: ServerDef,
+    limits: Limits,
+    mount: Mount,
+    ctx: BuildContext,
+) -> Iterator[Endpoint]:
+    """One server in a service of its own: its data at the placement, prepared, configured and started by
+    exec as the server's user, its port published by the node (host mode, a port the node picks)."""
+    assert stack.server is not None  # a fleet is built only for stacks with a server
+    placed = stack.model_copy(update={"limits": limits})
+    port = definition.default_port
+    with _placement(engine, image, mount, placed, data_bytes(stack.server), ctx, port) as target:
+        data = f"{target.path}/{definition.kind}"
+        for step in (["mkdir", "-p", data], ["chown", f"{SERVER_UID}:{SERVER_UID}", target.path, data]):
+            target.run(step, 60).check()
+        config = server_config(stack, data, "0.0.0.0", port, limits, ctx.cache_dir)
+        host, published = engine.node.addr, int(target.info["published_port"])
+        # What the server sees connecting: this host's address toward the node (the port is forwarded).
+        config = dataclasses.replace(config, client_address=source_address(host, ctx.runner))
+        container = engine.daemon.containers.get(target.info["container_id"])
+        where = Where(partial(start_exec, engine.daemon.api, container.id), partial(write_in, container))
+        with bring_up(definition, config, where, ctx, index, host, published) as h:
+            yield Endpoint(index, host, published, config.memory, limits, h, dict(target.info))
+
+
+@contextmanager
 def _placement(
-    engine: SwarmEngine, image: str, mount: Mount, stack: StackSpec, data_bytes: int, ctx: BuildContext
+    engine: SwarmEngine,
+    image: str,
+    mount: Mount,
+    stack: StackSpec,
+    data_bytes: int,
+    ctx: BuildContext,
+    port: int | None = None,
 ) -> Iterator[Target]:
+    """A service holding /data at the placement; with ``port``, that port published by the node."""
     kind = stack.placement.kind
     name = f"lb-{secrets.token_hex(4)}"
     with contextlib.ExitStack() as exits:
         mounts = _mounts(engine, name, kind, mount, data_bytes, ctx, exits)
-        body = _service(name, image, engine.node.name, stack.limits, mounts, ctx.run_id)
+        body = _service(name, image, engine.node.name, stack.limits, mounts, ctx.run_id, port)
         made, container = exits.enter_context(
             swarm.service(engine.manager, engine.manager_at, engine.daemon, engine.socket, body, ctx)
         )
@@ -162,10 +220,20 @@ def _mounts(
     return [SwarmMount(DATA, volume, type="volume")]
 
 
-def _service(name: str, image: str, node: str, limits: Limits, mounts: list[SwarmMount], run_id: str) -> dict[str, Any]:
+def _service(
+    name: str,
+    image: str,
+    node: str,
+    limits: Limits,
+    mounts: list[SwarmMount],
+    run_id: str,
+    port: int | None = None,
+) -> dict[str, Any]:
     """The Docker SDK's arguments of the cell's service: one task on ``node``, never restarted, reached by
-    name only (dnsrr: no virtual IP, no ingress: a kernel without IPVS runs it too)."""
+    name only (dnsrr: no virtual IP, no ingress: a kernel without IPVS runs it too), or at a port the
+    node publishes itself (host mode: the node picks a free one)."""
     labels = {swarm.RUN_LABEL: run_id}
+    ports = [{"TargetPort": port, "Protocol": "tcp", "PublishMode": "host"}] if port else None
     return {
         "image": image,
         "command": IDLE,
@@ -174,7 +242,7 @@ def _service(name: str, image: str, node: str, limits: Limits, mounts: list[Swar
         "container_labels": labels,
         "constraints": [f"node.hostname=={node}"],
         "restart_policy": RestartPolicy(condition="none"),
-        "endpoint_spec": EndpointSpec(mode="dnsrr"),
+        "endpoint_spec": EndpointSpec(mode="dnsrr", ports=ports),
         "mounts": mounts,
         "stop_grace_period": STOP_GRACE_NS,
         **({"resources": Resources(**_resources(limits))} if _resources(limits) else {}),
@@ -195,9 +263,12 @@ def _info(engine: SwarmEngine, container: Any, image: str) -> dict[str, Any]:
     container.reload()
     pid = int(container.attrs["State"]["Pid"])  # a host PID: the node's daemon is on this host
     (data, *_) = mountinfo.holding(mountinfo.parse(mountinfo.read(pid)), DATA)
+    published = [p for ports in (container.attrs["NetworkSettings"].get("Ports") or {}).values() for p in ports or []]
     return {
         "node": engine.node.name,
         "container": container.id[:12],
+        "container_id": container.id,
+        **({"published_port": int(published[0]["HostPort"])} if published else {}),
         "image": image,
         "fio_sha256": binary_digests(["fio"])["fio"],  # the image holds this host's fio
         "pid": pid,
