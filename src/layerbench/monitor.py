@@ -154,6 +154,8 @@ def devices_beneath(dev_path: str, sys_root: Path = Path("/sys")) -> list[str]:
     Kernels before 6.3 count no I/O on a multipath head: its path, a hidden disk that /sys/class/block
     still lists, does (seen in Debian 12's 6.1 with NVMe/TCP: the head read 0 MiB of fio's 47).
     """
+    if not dev_path:  # no device on this host (a claim of a cluster's StorageClass): nothing to watch
+        return []
     name = os.path.basename(dev_path)
     names = [name]
     paths = nvme_paths(name, sys_root)

@@ -150,7 +150,7 @@ def _execute(target: Target, w: FileWorkload, out: Outcome, tools: Path) -> None
         out.category, out.stderr = "parse-error", f"{exc}\n{done.stderr}"
         return
     out.status, out.samples = "ok", samples
-    out.checks = trial_checks(tool_checks, mon, target, devices[-1])
+    out.checks = trial_checks(tool_checks, mon, target, devices[-1] if devices else "")
 
 
 READ_OUTPUT_S = 120.0

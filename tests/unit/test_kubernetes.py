@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from layerbench.spec.feasibility import ClusterNode, HostCaps
 from layerbench.spec.load import validate
 from layerbench.spec.matrix import expand
-from layerbench.spec.models import EngineSpec, Limits
+from layerbench.spec.models import CLAIM_SIZE, EngineSpec, Limits, PlacementSpec
 from layerbench.stack import kube
 from layerbench.stack.engines.kubernetes import _resources
 
@@ -97,3 +97,39 @@ def test_a_database_server_needs_a_node_of_this_host(full_caps: HostCaps) -> Non
     (reason,) = refusals(caps, "tmpfs", node="n1", server=server)
     assert "reaches its server at the pod's IP" in reason
     assert refusals(caps, "tmpfs", node="n2", server=server) == []
+
+
+CLAIM = {"kind": "claim", "storage_class": "fast"}
+
+
+def claim_refusals(caps: HostCaps, placement: object = CLAIM, **stack: object) -> list[str]:
+    one = {"device": {"kind": "none"}, "filesystem": "none", "engine": {"kind": "kubernetes", "node": "n1"}}
+    one |= {"placement": placement, **stack}
+    spec = {"name": "k", "stacks": [one], "workloads": [{"name": "RR", "rw": "randread"}]}
+    return [r.reason for r in expand(validate(spec), caps).refused]
+
+
+def test_a_claim_of_a_storage_class_runs_on_any_node_with_nothing_built_here(full_caps: HostCaps) -> None:
+    caps = dataclasses.replace(
+        cluster(full_caps, n1=ClusterNode(ready=True, local=False)), kube_classes=frozenset({"fast", "slow"})
+    )
+    assert claim_refusals(caps) == []  # another machine's node: the class's storage is not this host's
+    assert claim_refusals(caps, {**CLAIM, "storage_class": "nvme"}) == [
+        "the cluster has no StorageClass 'nvme'; its StorageClasses: fast, slow"
+    ]
+    (built,) = claim_refusals(caps, filesystem="ext4")
+    assert "device and filesystem are the StorageClass's" in built
+    (nothing,) = claim_refusals(caps, "tmpfs")
+    assert "device 'none' builds nothing on this host" in nothing
+    (docker,) = claim_refusals(caps, engine="docker:overlay2")
+    assert "placement claim is a Kubernetes PersistentVolumeClaim" in docker
+
+
+def test_a_claim_names_its_class_and_dumps_a_size_other_placements_do_not() -> None:
+    claim = PlacementSpec.model_validate(CLAIM)
+    assert claim.label() == "claim(fast)" and claim.size == CLAIM_SIZE
+    assert PlacementSpec.model_validate("bind").model_dump() == {"kind": "bind"}  # cell ids stay
+    with pytest.raises(ValidationError, match="placement claim needs storage_class"):
+        PlacementSpec.model_validate("claim")
+    with pytest.raises(ValidationError, match="storage_class and size are placement claim's; bind has none"):
+        PlacementSpec.model_validate({"kind": "bind", "storage_class": "fast"})

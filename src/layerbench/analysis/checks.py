@@ -39,6 +39,8 @@ def accounting_blind(devices: list[str], loop: bool, counted: set[str]) -> str |
     itself and a cache under it is invisible. zram and real disks have nothing beneath them:
     every cache is above the device, where its counters see it.
     """
+    if not devices:
+        return "no device on this host: a claim's storage is the cluster's, whose device this host cannot count"
     lowest = devices[-1]
     if loop and len(devices) == 1:
         return (

@@ -66,6 +66,7 @@ class HostCaps:
     # The Kubernetes cluster (stack/kube.py), probed only for experiments with kubernetes cells: its nodes
     # by name, or why it could not be reached.
     kube: dict[str, ClusterNode] | str = "not probed: the experiment has no kubernetes cells"
+    kube_classes: frozenset[str] = frozenset()  # the cluster's StorageClasses, by name (probed with kube)
     # The Docker Swarm (stack/swarm.py), probed only for experiments with swarm cells: its nodes by
     # hostname, or why the manager could not be reached.
     swarm: dict[str, SwarmNode] | str = "not probed: the experiment has no swarm cells"

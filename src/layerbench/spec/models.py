@@ -31,7 +31,8 @@ from layerbench.spec.databases import PgbenchWorkload, Profile, Resources, Serve
 from layerbench.spec.link import delay_text, parse_delay, parse_rate, rate_text
 from layerbench.spec.sizes import parse_size
 
-DeviceKind = Literal["loop", "zram", "block"]
+# "none": nothing is built here, the placement's storage is what the cluster gives (a claim of a StorageClass).
+DeviceKind = Literal["loop", "zram", "block", "none"]
 Transport = Literal["nbd", "nvme-tcp", "iscsi"]
 RemoteClient = Literal["kernel", "fuse", "fio"]
 FsType = Literal["none", "ext4", "xfs", "btrfs", "reiserfs"]
@@ -48,12 +49,13 @@ DRIVERS: dict[str, tuple[str, ...]] = {
 # The devicemapper driver's two modes (Docker's names): its thin pool on sparse files that dockerd attaches
 # to loop devices itself (loop-lvm, its default), or on an LVM thin pool layerbench builds (direct-lvm).
 DmMode = Literal["loop-lvm", "direct-lvm"]
-PlacementKind = Literal["raw", "host-dir", "writable-layer", "volume", "bind", "tmpfs"]
+PlacementKind = Literal["raw", "host-dir", "writable-layer", "volume", "bind", "tmpfs", "claim"]
 FioRw = Literal["read", "write", "randread", "randwrite", "rw", "randrw"]
 
 ByteSize = Annotated[int, BeforeValidator(parse_size), Field(ge=0)]
 
 CONTAINER_PLACEMENTS: frozenset[str] = frozenset({"writable-layer", "volume", "bind", "tmpfs"})
+CLAIM_SIZE = 4 * 2**30  # what a claim asks for unless placement.size says
 # Validation context of cells read back from a results database: ``Cell.model_validate(d, context=STORED_CONTEXT)``.
 STORED = "stored"
 STORED_CONTEXT = {STORED: True}
@@ -122,6 +124,8 @@ class DeviceSpec(Frozen):
             raise ValueError("device.kind 'block' needs device.path, the device to format")
         if self.kind != "block" and self.path:
             raise ValueError(f"device.path is only for kind 'block', not {self.kind!r}")
+        if self.kind == "none" and self.remote:
+            raise ValueError("device.kind 'none' builds nothing here, so nothing to export: drop device.remote")
         return self
 
     @model_serializer(mode="wrap")
@@ -133,6 +137,8 @@ class DeviceSpec(Frozen):
         return data
 
     def label(self) -> str:
+        if self.kind == "none":
+            return "none"
         if self.kind == "block" and self.path:
             local = self.path
         else:
@@ -219,14 +225,38 @@ class EngineSpec(Frozen):
 
 class PlacementSpec(Frozen):
     kind: PlacementKind = "host-dir"
+    storage_class: str | None = Field(
+        default=None,
+        description="claim only (and required there): the cluster's StorageClass the claim asks for",
+    )
+    size: ByteSize | None = Field(default=None, description="claim only: the storage the claim asks for (4GiB)")
 
     @model_validator(mode="before")
     @classmethod
     def _from_name(cls, value: Any) -> Any:
         return {"kind": value} if isinstance(value, str) else value
 
+    @model_validator(mode="after")
+    def _claim_has_a_class(self) -> PlacementSpec:
+        if self.kind == "claim" and not self.storage_class:
+            raise ValueError("placement claim needs storage_class: the cluster's StorageClass to ask for")
+        if self.kind != "claim" and (self.storage_class or self.size is not None):
+            raise ValueError(f"storage_class and size are placement claim's; {self.kind} has none")
+        if self.kind == "claim" and self.size is None:
+            object.__setattr__(self, "size", CLAIM_SIZE)
+        return self
+
+    @model_serializer(mode="wrap")
+    def _kind_alone(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Placements other than a claim dump as they did before it existed: their cell ids (hashes) stay stable.
+        data = handler(self)
+        for optional in ("storage_class", "size"):
+            if data.get(optional) is None:
+                data.pop(optional, None)
+        return data
+
     def label(self) -> str:
-        return self.kind
+        return f"claim({self.storage_class})" if self.kind == "claim" else self.kind
 
 
 class FioWorkload(Frozen):

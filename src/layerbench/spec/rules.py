@@ -59,6 +59,8 @@ APT_PACKAGE = {
 
 def placement_matches_layers(s: StackSpec, caps: HostCaps) -> str | None:
     fs, eng, pl = s.filesystem.type, s.engine.kind, s.placement.kind
+    if pl == "claim" or s.device.kind == "none":
+        return _claim_layers(s)
     if fs == "none" and pl != "raw":
         return f"placement {pl!r} needs a filesystem; with filesystem 'none' only 'raw' applies"
     if pl == "raw" and fs != "none":
@@ -74,6 +76,23 @@ def placement_matches_layers(s: StackSpec, caps: HostCaps) -> str | None:
     if eng != "native" and pl not in CONTAINER_PLACEMENTS:
         allowed = ", ".join(sorted(CONTAINER_PLACEMENTS))
         return f"placement {pl!r} is native; in a container use one of: {allowed}"
+    return None
+
+
+def _claim_layers(s: StackSpec) -> str | None:
+    """A claim's storage is what the cluster's StorageClass gives: layerbench builds no device nor filesystem."""
+    if s.placement.kind != "claim":
+        return (
+            "device 'none' builds nothing on this host: it goes with placement claim "
+            "(the storage a Kubernetes StorageClass gives)"
+        )
+    if s.device.kind != "none" or s.filesystem.type != "none":
+        return (
+            "placement claim's device and filesystem are the StorageClass's: set device: {kind: none} and "
+            "filesystem: none (layerbench builds neither, and records what the pod got)"
+        )
+    if s.engine.kind != "kubernetes":
+        return "placement claim is a Kubernetes PersistentVolumeClaim: use engine {kind: kubernetes, node: NAME}"
     return None
 
 
@@ -235,6 +254,9 @@ def _kubernetes_ready(s: StackSpec, caps: HostCaps) -> str | None:
         return f"node {s.engine.node!r} is not in the cluster; its nodes: {', '.join(sorted(caps.kube)) or 'none'}"
     if not node.ready:
         return f"node {s.engine.node!r} is not Ready"
+    if s.placement.kind == "claim" and s.placement.storage_class not in caps.kube_classes:
+        known = ", ".join(sorted(caps.kube_classes)) or "none"
+        return f"the cluster has no StorageClass {s.placement.storage_class!r}; its StorageClasses: {known}"
     if s.placement.kind in KUBE_LOCAL_PLACEMENTS and not node.local:
         return (
             f"placement {s.placement.kind!r} keeps the pod's data on the filesystem layerbench builds on this host, "
@@ -332,7 +354,7 @@ def _why_no_driver(driver: str, caps: HostCaps) -> str:
 def server_fits_stack(s: StackSpec, caps: HostCaps) -> str | None:
     if s.server is None:
         return None
-    if s.filesystem.type == "none" or s.placement.kind == "raw":
+    if (s.filesystem.type == "none" and s.placement.kind != "claim") or s.placement.kind == "raw":
         return "a database server keeps its data in files: give the stack a filesystem and a directory placement"
     where = {"native": "natively", "vm": "in a VM", "vm+docker": "in a VM"}.get(s.engine.kind)
     if where and s.profile != "none":

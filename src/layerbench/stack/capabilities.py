@@ -101,15 +101,16 @@ def probe(
         images={image: image_source.missing(image) for image in images},
         **(guest_caps(cache_dir) if guests else {}),
         **({"profiler_missing": profiler_missing(runner)} if profiler else {}),
-        **({"kube": _kube_nodes()} if kube else {}),
+        **(_kube() if kube else {}),
         **({"swarm": _swarm_nodes()} if swarm else {}),
     )
 
 
-def _kube_nodes() -> dict[str, ClusterNode] | str:
+def _kube() -> dict[str, dict[str, ClusterNode] | str | frozenset[str]]:
     from layerbench.stack import kube  # the Kubernetes client is imported only where a cell needs it
 
-    return kube.cluster_nodes(kube.kubeconfig())
+    config = kube.kubeconfig()
+    return {"kube": kube.cluster_nodes(config), "kube_classes": kube.storage_classes(config)}
 
 
 def _swarm_nodes() -> dict[str, SwarmNode] | str:

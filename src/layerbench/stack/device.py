@@ -322,7 +322,14 @@ def _retry(action: Callable[[], object], attempts: int = 10, delay: float = 0.3)
             time.sleep(delay)
 
 
+@contextmanager
+def no_device(spec: DeviceSpec, ctx: BuildContext) -> Iterator[Device]:
+    """Nothing built here: the placement's storage is the cluster's (a claim of a StorageClass)."""
+    yield Device("", "none", 0)
+
+
 BUILDERS: dict[str, Callable[[DeviceSpec, BuildContext], contextlib.AbstractContextManager[Device]]] = {
+    "none": no_device,
     "loop": loop_device,
     "zram": zram_device,
     "block": block_device,

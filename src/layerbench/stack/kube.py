@@ -36,6 +36,8 @@ from layerbench.spec.feasibility import ClusterNode
 from layerbench.stack.ledger import Resource, tracked
 from layerbench.stack.target import BuildContext, Exec, Put
 
+# Fields of a volume's spec that are not its source (what kind of storage it is: local, csi, nfs, hostPath...).
+NOT_SOURCES = frozenset({"capacity", "claim_ref", "node_affinity", "mount_options", "access_modes"})
 RUN_LABEL = "layerbench.run"
 CRI_SOCKET = "kubeadm.alpha.kubernetes.io/cri-socket"  # where kubeadm (and our local cluster) say the runtime is
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
@@ -98,6 +100,15 @@ def cluster_nodes(kubeconfig: str | None) -> dict[str, ClusterNode] | str:
     except Exception as exc:  # urllib3's connection errors: the cluster is not there
         return f"{type(exc).__name__}: {exc}".splitlines()[0]
     return {name: ClusterNode(n.ready, n.local) for name, n in found.items()}
+
+
+def storage_classes(kubeconfig: str | None) -> frozenset[str]:
+    """The cluster's StorageClasses by name; none where the cluster cannot be reached (its nodes say why)."""
+    try:
+        api = client.StorageV1Api(connect(kubeconfig).api_client)
+        return frozenset(c.metadata.name for c in api.list_storage_class(_request_timeout=30).items)
+    except Exception:  # what the client raises when the cluster is not there varies (urllib3, API)
+        return frozenset()
 
 
 def describe(kubeconfig: str | None) -> list[tuple[str, bool, str]]:
@@ -325,6 +336,58 @@ def local_claim(core: client.CoreV1Api, ns: str, name: str, node: str, path: Pat
         tracked(ctx.ledger, "k8s-object", f"pvc/{ns}/{name}", create_pvc, remove_pvc) as claim,
     ):
         yield claim
+
+
+@contextmanager
+def class_claim(
+    core: client.CoreV1Api, ns: str, name: str, storage_class: str, size: int, ctx: BuildContext
+) -> Iterator[str]:
+    """A claim of ``size`` bytes of the cluster's ``storage_class``, removed after. It binds when the pod
+    that uses it is scheduled, or at once: whichever the class's binding mode says. What the class made
+    of it (a dynamic volume) goes as the class's reclaim policy says; a volume it did not make is left."""
+    pvc = client.V1PersistentVolumeClaim(
+        metadata=client.V1ObjectMeta(name=name, labels={RUN_LABEL: label(ctx.run_id)}),
+        spec=client.V1PersistentVolumeClaimSpec(
+            access_modes=["ReadWriteOnce"],
+            storage_class_name=storage_class,
+            resources=client.V1VolumeResourceRequirements(requests={"storage": str(size)}),
+        ),
+    )
+
+    def create(rid: int) -> str:
+        core.create_namespaced_persistent_volume_claim(ns, pvc)
+        return name
+
+    def remove(_: str) -> None:
+        with contextlib.suppress(ApiException):
+            core.delete_namespaced_persistent_volume_claim(name, ns)
+        _wait(lambda: not _exists(core.read_namespaced_persistent_volume_claim, name, ns), GONE_LIMIT_S,
+              f"claim {name} to go")  # fmt: skip
+
+    with tracked(ctx.ledger, "k8s-object", f"pvc/{ns}/{name}", create, remove) as claim:
+        yield claim
+
+
+def claim_facts(core: client.CoreV1Api, ns: str, name: str) -> dict[str, Any]:
+    """What a bound claim got: its volume, the volume's kind of source and capacity, the class's provisioner."""
+    pvc = core.read_namespaced_persistent_volume_claim(name, ns)
+    facts: dict[str, Any] = {"claim": name, "storage_class": pvc.spec.storage_class_name}
+    facts["requested"] = (pvc.spec.resources.requests or {}).get("storage")
+    if not pvc.spec.volume_name:
+        return facts
+    pv = core.read_persistent_volume(pvc.spec.volume_name)
+    sources = [k for k, v in pv.spec.to_dict().items() if isinstance(v, dict) and k not in NOT_SOURCES and v]
+    facts |= {
+        "volume": pv.metadata.name,
+        "capacity": (pv.spec.capacity or {}).get("storage"),
+        "source": sources[0] if sources else None,
+        "csi_driver": pv.spec.csi.driver if pv.spec.csi else None,
+        "reclaim_policy": pv.spec.persistent_volume_reclaim_policy,
+    }
+    with contextlib.suppress(ApiException):
+        sc = client.StorageV1Api(core.api_client).read_storage_class(pvc.spec.storage_class_name)
+        facts |= {"provisioner": sc.provisioner, "binding_mode": sc.volume_binding_mode}
+    return facts
 
 
 def _running(core: client.CoreV1Api, ns: str, name: str) -> client.V1Pod:

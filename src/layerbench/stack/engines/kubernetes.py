@@ -32,10 +32,10 @@ from typing import Any
 
 from kubernetes import client
 
-from layerbench.errors import PrerequisiteError
-from layerbench.spec.models import EngineSpec, Limits, StackSpec
+from layerbench.errors import LayerbenchError, PrerequisiteError
+from layerbench.spec.models import EngineSpec, Limits, PlacementSpec, StackSpec
 from layerbench.spec.rules import KUBE_LOCAL_PLACEMENTS
-from layerbench.stack import kube
+from layerbench.stack import kube, mountinfo
 from layerbench.stack.cgroups import majmin, process_dirs, read_limits
 from layerbench.stack.engines.container import tools
 from layerbench.stack.fleet import (
@@ -159,28 +159,38 @@ def _placement(
         raise PrerequisiteError(f"placement {kind!r} on node {engine.node.name}: the node is not this host")
     name = f"lb-{secrets.token_hex(4)}"
     with contextlib.ExitStack() as exits:
-        volume = _volume(engine, name, kind, mount, data_bytes, ctx, exits, user)
+        volume = _volume(engine, name, stack.placement, mount, data_bytes, ctx, exits, user)
         body = _pod(name, image, engine.node.name, stack.limits, volume, ctx.run_id, user)
         running = exits.enter_context(kube.pod(engine.core, engine.namespace, body, ctx))
         info = {"placement": kind, **_info(engine, running, image, stack.limits, mount)}
         run = kube.exec_in(engine.core, engine.namespace, name)
         put = kube.put_in(engine.core, engine.namespace, name)
-        yield Target(run, put, kube.DATA, False, mount.device, "kubernetes", info)
+        table = None if "pid" in info else partial(_mount_table, run)  # another machine's pod: ask it
+        if kind == "claim":
+            info["claim"] = kube.claim_facts(engine.core, engine.namespace, name)
+            info["data_mount"] = _data_mount(info.get("pid"), table)
+        yield Target(run, put, kube.DATA, False, mount.device, "kubernetes", info, mount_table=table)
 
 
 def _volume(
     engine: KubeEngine,
     name: str,
-    kind: str,
+    placement: PlacementSpec,
     mount: Mount,
     data_bytes: int,
     ctx: BuildContext,
     exits: contextlib.ExitStack,
     user: int | None = None,
 ) -> client.V1Volume | None:
+    kind = placement.kind
     if kind == "tmpfs":
         size = str(data_bytes + 64 * 2**20)
         return client.V1Volume(name="data", empty_dir=client.V1EmptyDirVolumeSource(medium="Memory", size_limit=size))
+    if kind == "claim":
+        assert placement.storage_class is not None and placement.size is not None  # the spec's validator
+        made = kube.class_claim(engine.core, engine.namespace, name, placement.storage_class, placement.size, ctx)
+        source = client.V1PersistentVolumeClaimVolumeSource(claim_name=exits.enter_context(made))
+        return client.V1Volume(name="data", persistent_volume_claim=source)
     assert mount.mountpoint is not None  # a container placement has a filesystem (spec/rules.py)
     path = exits.enter_context(host_dir(mount.mountpoint / f"{name}-data", ctx))
     if user is not None:
@@ -190,6 +200,23 @@ def _volume(
     claim = exits.enter_context(kube.local_claim(engine.core, engine.namespace, name, engine.node.name, path, ctx))
     source = client.V1PersistentVolumeClaimVolumeSource(claim_name=claim)
     return client.V1Volume(name="data", persistent_volume_claim=source)
+
+
+def _mount_table(run: Any) -> str:
+    """The pod's own mount table (its tools image has cat; a server's image has not, and says so)."""
+    return str(run(["cat", "/proc/self/mountinfo"], 60).check().stdout)
+
+
+def _data_mount(pid: int | None, table: Any) -> dict[str, Any]:
+    """What /data is in the pod, as its own mount table says: what the claim gave (a filesystem, a source)."""
+    try:
+        entries = mountinfo.parse(table() if table else mountinfo.read(pid))
+    except (OSError, LayerbenchError, mountinfo.MountinfoError) as exc:
+        return {"unknown": f"cannot read the pod's mounts: {exc}"}
+    held = mountinfo.holding(entries, kube.DATA)
+    if not held:
+        return {"unknown": f"no mount holds {kube.DATA} in the pod's mount table"}
+    return {"source": held[0].source, "fs_type": held[0].fs_type, "root": held[0].root}
 
 
 def _pod(
