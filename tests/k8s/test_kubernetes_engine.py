@@ -19,6 +19,7 @@ import pytest
 import yaml
 from kubernetes import client, config
 
+from layerbench.stack import mountinfo
 from tests import support
 from tests.integration.leftovers import assert_nothing_left, bridges, leftovers, server_dirs
 from tests.k8s.cells import NODE, RR, enforced_limits, node_spec, trials_by_label
@@ -72,6 +73,39 @@ def test_fio_runs_in_pods_on_the_named_node_and_nothing_is_left(cluster: Any) ->
     assert cluster_leftovers(core, Path(cluster.root), images) == []
 
 
+def claim_stack(node: str = NODE, **extra: Any) -> dict[str, Any]:
+    """A stack of nothing built here: the local cluster's StorageClass local-path gives the pod its /data."""
+    engine = {"kind": "kubernetes", "node": node}
+    placement = {"kind": "claim", "storage_class": "local-path", "size": "1GiB"}
+    return {"device": {"kind": "none"}, "filesystem": "none", "engine": engine, "placement": placement, **extra}
+
+
+def test_a_claim_of_the_clusters_storage_class_gets_what_the_class_provisions(cluster: Any) -> None:
+    core = api(cluster.kubeconfig)
+    before, images = bridges(), node_images(Path(cluster.root))
+    with server_dirs("lbk8s-claim-") as dirs:
+        spec = {**node_spec("kubernetes", ["tmpfs"]), "stacks": [claim_stack("node3")]}
+        dirs["spec"].write_text(yaml.safe_dump(spec))
+        done = layerbench(["run", str(dirs["spec"])], dirs, cluster.kubeconfig)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "1 trials ok, 0 failed" in done.stdout
+        ((info, status),) = trials_by_label(dirs["db"]).values()
+        assert status == "ok"
+        claim, data = info["target"]["claim"], info["target"]["data_mount"]
+        assert claim["provisioner"] == "layerbench.local/local-path" and claim["source"] == "local", claim
+        assert claim["capacity"] == claim["requested"] == str(2**30), claim
+        # What the class gave: a directory the provisioner made on this host's root filesystem.
+        assert data["root"] == f"{cluster.root}/volumes/{claim['volume']}", data
+        (host_fs, *_) = mountinfo.holding(mountinfo.parse(mountinfo.read(None)), cluster.root)
+        assert (data["fs_type"], data["source"]) == (host_fs.fs_type, host_fs.source), (data, host_fs)
+        with sqlite3.connect(dirs["db"]) as db:
+            checks = dict(db.execute("SELECT name, status FROM checks"))
+        assert checks["device-accounting"] == "skip"  # no device here to count: the check says it cannot see
+        assert_nothing_left(dirs, before)
+    assert cluster_leftovers(core, Path(cluster.root), images) == []
+    assert list((Path(cluster.root) / "volumes").iterdir()) == []  # the class reclaimed its volume
+
+
 def test_a_pods_limits_are_read_back_from_its_cgroup(cluster: Any) -> None:
     with server_dirs("lbk8s-limits-") as dirs:
         limited = node_spec("kubernetes", ["tmpfs"], limits={"cpus": 0.5, "memory": "256MiB"})
@@ -90,6 +124,7 @@ def test_cells_a_cluster_cannot_run_are_refused_with_reasons(cluster: Any) -> No
                                 "placement": "tmpfs"})  # fmt: skip
         wrong["stacks"].append({"filesystem": "ext4", "engine": {"kind": "kubernetes", "node": NODE},
                                 "placement": "tmpfs", "limits": {"write_bps": "10MiB"}})  # fmt: skip
+        wrong["stacks"].append({**claim_stack(), "placement": {"kind": "claim", "storage_class": "nvme"}})
         dirs["spec"].write_text(yaml.safe_dump(wrong))
         done = layerbench(["run", str(dirs["spec"]), "--dry-run"], dirs, cluster.kubeconfig)
         assert done.returncode == 0, done.stderr
@@ -97,6 +132,7 @@ def test_cells_a_cluster_cannot_run_are_refused_with_reasons(cluster: Any) -> No
         assert "writable layer is wherever the node's container runtime keeps its root" in text
         assert "node 'node9' is not in the cluster; its nodes: node1, node2, node3" in text
         assert "Kubernetes has no block-I/O limit" in text
+        assert "the cluster has no StorageClass 'nvme'; its StorageClasses: local-path" in text
 
 
 def test_sigkill_then_cleanup_leaves_nothing_in_the_cluster(cluster: Any) -> None:
@@ -153,11 +189,11 @@ def test_doctor_reports_the_cluster_its_nodes_and_storage_classes(cluster: Any) 
     assert rows["cluster"]["ok"] and "Kubernetes v1.32.2" in rows["cluster"]["note"]
     for name in ("node1", "node2", "node3"):
         assert rows[f"node {name}"]["ok"] and rows[f"node {name}"]["note"].startswith("this host")
-    assert "storage classes" in rows
+    assert rows["storage classes"]["note"] == "local-path (layerbench.local/local-path)"  # the claim's class
 
 
 @pytest.mark.requires_db
-def test_postgresql_serves_from_pods_on_a_hostpath_and_a_claim(cluster: Any) -> None:
+def test_postgresql_serves_from_pods_on_a_hostpath_a_local_volume_and_a_class_claim(cluster: Any) -> None:
     core = api(cluster.kubeconfig)
     before, images = bridges(), node_images(Path(cluster.root))
     server = {"kind": "postgres", "records": 2000, "scale": 2}
@@ -167,13 +203,14 @@ def test_postgresql_serves_from_pods_on_a_hostpath_and_a_claim(cluster: Any) -> 
     ]
     with server_dirs("lbk8s-db-") as dirs:
         db_spec = {**node_spec("kubernetes", ["bind", "volume"], server=server), "workloads": workloads}
+        db_spec["stacks"].append(claim_stack(server=server))
         dirs["spec"].write_text(yaml.safe_dump(db_spec))
         done = layerbench(["run", str(dirs["spec"])], dirs, cluster.kubeconfig)
         assert done.returncode == 0, done.stdout + done.stderr
-        assert "4 trials ok, 0 failed" in done.stdout
+        assert "6 trials ok, 0 failed" in done.stdout
         with sqlite3.connect(dirs["db"]) as db:
             ops = db.execute("SELECT COUNT(*) FROM samples WHERE metric='ops' AND value > 0").fetchone()[0]
-        assert ops >= 4  # every trial measured operations against the server in its pod
+        assert ops >= 6  # every trial measured operations against the server in its pod
         assert_nothing_left(dirs, before)
     assert cluster_leftovers(core, Path(cluster.root), images) == []
 

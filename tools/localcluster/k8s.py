@@ -22,13 +22,14 @@ import shutil
 import socket
 import ssl
 import subprocess
+import sys
 import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from layerbench.stack.image_archive import ImageRecipe, write_archive
-from localcluster import netns, procs
+from localcluster import netns, procs, provisioner
 from localcluster.netns import Network, Node
 
 PAUSE_IMAGE = "layerbench/pause:1"
@@ -82,6 +83,7 @@ def up(root: Path, bin_dir: Path, nodes: int = 3, subnet: int = 77) -> State:
         procs.wait_for(lambda: _ready(state), START_LIMIT_S, f"{nodes} nodes Ready")
         for i, node in enumerate(state.network.nodes):
             _annotate(state, node, i)
+        _provisioner(state)
     except BaseException:
         down(root)
         raise
@@ -154,6 +156,17 @@ def _node(state: State, node: Node, i: int, bin_dir: Path, pause: Path) -> None:
         d / "kubelet.log")  # fmt: skip
     state.save()
     netns.route_to(state.network, node, _pod_cidr(state, i))
+
+
+def _provisioner(state: State) -> None:
+    """The StorageClass local-path and its provisioner (provisioner.py), a process of the cluster's."""
+    root = Path(state.root)
+    script = Path(__file__).with_name("provisioner.py")
+    argv = [sys.executable, str(script), str(state.kubeconfig), str(root / "volumes")]
+    state.pids["provisioner"] = procs.start(argv, root / "provisioner.log")
+    state.save()
+    path = f"/apis/storage.k8s.io/v1/storageclasses/{provisioner.CLASS}"
+    procs.wait_for(lambda: bool(_api(state, path)), START_LIMIT_S, f"the StorageClass {provisioner.CLASS}")
 
 
 def _pod_cidr(state: State, i: int) -> str:
@@ -287,7 +300,7 @@ def down(root: Path) -> list[str]:
         procs.stop(state.pids.pop(name))
     for node in state.network.nodes:
         _stop_runtime(state, node)
-    for name in ("kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"):
+    for name in ("provisioner", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"):
         if name in state.pids:
             procs.stop(state.pids.pop(name))
     left = procs.unmount_under(root)

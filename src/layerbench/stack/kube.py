@@ -123,13 +123,13 @@ def describe(kubeconfig: str | None) -> list[tuple[str, bool, str]]:
     rows = [("cluster", True, f"Kubernetes {version} at {core.api_client.configuration.host}")]
     for n in found.values():
         where = (
-            "this host: bind, volume (a local volume layerbench makes) and tmpfs"
+            "this host: bind, volume (a local volume layerbench makes), claim and tmpfs"
             if n.local
-            else "another machine: tmpfs only (the filesystem under test is this host's)"
+            else "another machine: claim and tmpfs only (the filesystem under test is this host's)"
         )
         rows.append((f"node {n.name}", n.ready, where if n.ready else "not Ready"))
     named = ", ".join(f"{c.metadata.name} ({c.provisioner})" for c in classes)
-    rows.append(("storage classes", True, named or "none (layerbench makes local volumes itself)"))
+    rows.append(("storage classes", True, named or "none: no claim placement (volume makes local volumes itself)"))
     return rows
 
 

@@ -6,6 +6,9 @@ every command of the trial an exec through the API, as on Docker) on ``engine.no
 - bind: a hostPath volume on the filesystem under test (the node must be this host);
 - volume: a PersistentVolumeClaim bound to a local PersistentVolume layerbench makes on that
   filesystem (a static volume, as a local-storage class gives: the node must be this host);
+- claim: a PersistentVolumeClaim of one of the cluster's own StorageClasses (kubestr's question: what
+  does this class give a pod?); the stack builds nothing here (device none), any node may take it, and
+  the trial records what the claim got and what /data is in the pod;
 - tmpfs: an emptyDir in memory (a control, as on Docker).
 
 (No writable-layer: a pod's own layer is wherever the node's runtime keeps its root, not on the
