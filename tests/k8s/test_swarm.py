@@ -171,7 +171,7 @@ def test_doctor_reports_the_swarm_and_its_nodes(local_swarm: Any) -> None:
 
 
 @pytest.mark.requires_db
-def test_postgresql_serves_from_services_on_a_bind_mount_and_a_volume(local_swarm: Any) -> None:
+def test_postgresql_serves_from_a_service_on_a_volume(local_swarm: Any) -> None:
     before, baseline = bridges(), node_state(local_swarm)
     server = {"kind": "postgres", "records": 2000, "scale": 2}
     workloads = [
@@ -179,14 +179,14 @@ def test_postgresql_serves_from_services_on_a_bind_mount_and_a_volume(local_swar
         {"kind": "pgbench", "name": "tpcb", "clients": 2, "runtime_s": 2},
     ]
     with server_dirs("lbswarm-db-") as dirs:
-        db_spec = {**node_spec("swarm", ["bind", "volume"], server=server), "workloads": workloads}
+        db_spec = {**node_spec("swarm", ["volume"], server=server), "workloads": workloads}  # bind: fio's test
         dirs["spec"].write_text(yaml.safe_dump(db_spec))
         done = layerbench(["run", str(dirs["spec"])], dirs, local_swarm.manager)
         assert done.returncode == 0, done.stdout + done.stderr
-        assert "4 trials ok, 0 failed" in done.stdout
+        assert "2 trials ok, 0 failed" in done.stdout
         with sqlite3.connect(dirs["db"]) as db:
             ops = db.execute("SELECT COUNT(*) FROM samples WHERE metric='ops' AND value > 0").fetchone()[0]
-        assert ops >= 4  # every trial measured operations against the server in its service
+        assert ops >= 2  # every trial measured operations against the server in its service
         for info, _ in trials_by_label(dirs["db"]).values():
             (endpoint,) = info["endpoints"]
             assert endpoint["host"] == local_swarm.address(NODE) and endpoint["port"] != 5432, endpoint
