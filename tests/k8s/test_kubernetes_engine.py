@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client, config
+from kubernetes.utils import parse_quantity
 
 from layerbench.stack import mountinfo
 from tests import support
@@ -204,7 +205,8 @@ def test_postgresql_serves_from_pods_on_a_hostpath_and_a_class_claim(cluster: An
     with server_dirs("lbk8s-db-") as dirs:
         # A hostPath and a class's claim (the local volume's claim is fio's test: the same pod path).
         db_spec = {**node_spec("kubernetes", ["bind"], server=server), "workloads": workloads}
-        db_spec["stacks"].append(claim_stack(server=server))
+        # Seed 000's CPU+MEM profile: two servers share what a pod can still request on the node.
+        db_spec["stacks"].append(claim_stack(server=server, instances=2, profile="CPU+MEM"))
         dirs["spec"].write_text(yaml.safe_dump(db_spec))
         done = layerbench(["run", str(dirs["spec"])], dirs, cluster.kubeconfig)
         assert done.returncode == 0, done.stdout + done.stderr
@@ -212,6 +214,12 @@ def test_postgresql_serves_from_pods_on_a_hostpath_and_a_class_claim(cluster: An
         with sqlite3.connect(dirs["db"]) as db:
             ops = db.execute("SELECT COUNT(*) FROM samples WHERE metric='ops' AND value > 0").fetchone()[0]
         assert ops >= 4  # every trial measured operations against the server in its pod
+        shared = [info["endpoints"] for info, _ in trials_by_label(dirs["db"]).values() if len(info["endpoints"]) == 2]
+        assert len(shared) == 2, shared  # the profiled stack's two trials
+        (room,) = {tuple(e["limits_enforced"][k] for k in ("cpus", "memory")) for e in shared[0] + shared[1]}
+        allocatable = core.read_node(NODE).status.allocatable
+        assert 2 * room[0] <= float(allocatable["cpu"]) and room[0] > 0, room  # halves, read back from the cgroup
+        assert 2 * room[1] <= parse_quantity(allocatable["memory"]), room
         assert_nothing_left(dirs, before)
     assert cluster_leftovers(core, Path(cluster.root), images) == []
 

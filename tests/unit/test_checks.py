@@ -97,6 +97,8 @@ def test_bottleneck() -> None:
     assert bottleneck(CpuLoad(97.0), 20.0).status == "flag"
     assert bottleneck(CpuLoad(97.0), 99.0).status == "pass"
     assert bottleneck(CpuLoad(40.0), 10.0).status == "pass"
+    blind = bottleneck(CpuLoad(97.0), None)  # a claim's device is not on this host: the CPU alone decides
+    assert blind.status == "flag" and "the device's utilization was unknown (it is not on this host)" in blind.detail
 
 
 def test_one_saturated_core_among_sixteen_is_a_bottleneck() -> None:

@@ -133,3 +133,16 @@ def test_a_claim_names_its_class_and_dumps_a_size_other_placements_do_not() -> N
         PlacementSpec.model_validate("claim")
     with pytest.raises(ValidationError, match="storage_class and size are placement claim's; bind has none"):
         PlacementSpec.model_validate({"kind": "bind", "storage_class": "fast"})
+
+
+def test_servers_in_pods_take_cpu_and_memory_profiles_not_bandwidth_nor_tunings(full_caps: HostCaps) -> None:
+    caps = cluster(full_caps, n1=ClusterNode(ready=True, local=True))
+    server = {"kind": "postgres"}
+    assert refusals(caps, "bind", server=server, instances=2, profile="CPU+MEM") == []
+    (bandwidth,) = refusals(caps, "bind", server=server, instances=2, profile="ALL")
+    assert "shares the device's bandwidth: a pod has no block-I/O limit" in bandwidth
+    (tuning,) = refusals(caps, "bind", server=server, tuning="seccomp-unconfined")
+    assert (
+        tuning
+        == "tuning 'seccomp-unconfined' is a Docker container option, not a pod's: drop it (or use engine docker)"
+    )

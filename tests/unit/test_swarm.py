@@ -136,14 +136,16 @@ def test_a_node_label_that_is_no_socket_here_says_so(tmp_path: Path) -> None:
     assert "is not a unix socket on this host" in str(swarm._unreachable("tcp://10.0.0.2:2375", "id1"))
 
 
-def test_a_database_server_runs_on_a_swarm_node_but_not_with_a_profile_or_tuning(full_caps: HostCaps) -> None:
+def test_a_database_server_runs_on_a_swarm_node_with_cpu_and_memory_profiles_only(full_caps: HostCaps) -> None:
     def refused(**stack: object) -> list[str]:
         one = {"device": {"kind": "zram"}, "filesystem": "ext4", "engine": {"kind": "swarm", "node": "node2"}}
         one |= {"placement": "bind", "server": {"kind": "postgres"}, **stack}
         spec = {"name": "s", "stacks": [one], "workloads": [{"kind": "ycsb", "name": "A", "mix": "a"}]}
         return [r.reason for r in expand(validate(spec), with_swarm(full_caps, node2=READY)).refused]
 
-    assert refused() == []
+    assert refused() == [] and refused(profile="CPU+MEM", instances=2) == []
+    (bandwidth,) = refused(profile="BW", instances=2)
+    assert "shares the device's bandwidth: a service has no block-I/O limit" in bandwidth
     assert refused(tuning="host-network") == [
-        "profiles and tunings of database servers on Docker Swarm are not supported yet: drop them"
+        "tuning 'host-network' is a Docker container option, not a service's: drop it (or use engine docker)"
     ]

@@ -192,13 +192,16 @@ def bottleneck(cpu: CpuLoad, device_util_pct: float | None, remedy: str = FIO_RE
     for name, (used, limit) in sorted(cpu.containers.items()):
         if limit and used >= CPU_SATURATED_PCT / 100 * limit:
             saturated.append(f"container {name or 'of the cell'} used {used:.2f} of its {limit:g} CPUs")
-    util = None if device_util_pct is None else f"{device_util_pct:.0f}%"
+    device = (
+        "the device's utilization was unknown (it is not on this host)"
+        if device_util_pct is None
+        else f"the device was {device_util_pct:.0f}% utilized"
+    )
     if saturated and (device_util_pct is None or device_util_pct < DEVICE_IDLE_UTIL_PCT):
         return Check(
             "bottleneck",
             "flag",
-            f"{'; '.join(saturated)} while the device was {util or 'unknown'} utilized: this trial measured the "
-            f"CPU, not storage. {remedy}",
+            f"{'; '.join(saturated)} while {device}: this trial measured the CPU, not storage. {remedy}",
         )
     core = f", busiest core {cpu.busiest_core[1]:.0f}%" if cpu.busiest_core else ""
     return Check("bottleneck", "pass", f"CPU {cpu.host_pct:.0f}% busy{core}")

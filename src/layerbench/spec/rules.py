@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from layerbench.spec.databases import CLIENTS_OF, YcsbWorkload, tuned
+from layerbench.spec.databases import CLIENTS_OF, PROFILE_RESOURCES, YcsbWorkload, tuned
 from layerbench.spec.feasibility import DRIVERS_REMOVED, HostCaps
 from layerbench.spec.models import (
     CONTAINER_PLACEMENTS,
@@ -278,8 +278,21 @@ def _kubernetes_ready(s: StackSpec, caps: HostCaps) -> str | None:
             f"the database client runs on this host and reaches its server at the pod's IP: node {s.engine.node!r} "
             "is another machine, whose pods this host may not route to"
         )
-    if s.server is not None and (s.profile != "none" or s.tuning != "default"):
-        return "profiles and tunings of database servers on Kubernetes are not supported yet: drop them"
+    return _cluster_server_options(s, "a pod")
+
+
+def _cluster_server_options(s: StackSpec, unit: str) -> str | None:
+    """Seed 000's profiles share cpus and memory, which a pod or a service has; not block I/O, nor seed
+    001's tunings (container options of Docker's that these engines do not pass)."""
+    if s.server is None:
+        return None
+    if "bandwidth" in PROFILE_RESOURCES[s.profile]:
+        return (
+            f"profile {s.profile!r} shares the device's bandwidth: {unit} has no block-I/O limit "
+            "(use CPU, MEM or CPU+MEM)"
+        )
+    if s.tuning != "default":
+        return f"tuning {s.tuning!r} is a Docker container option, not {unit}'s: drop it (or use engine docker)"
     return None
 
 
@@ -308,9 +321,7 @@ def _swarm_ready(s: StackSpec, caps: HostCaps) -> str | None:
             "a swarm service's limits are cpus and memory: drop cpuset and read_bps/write_bps "
             "(a service has no cpuset and no block-I/O limit)"
         )
-    if s.server is not None and (s.profile != "none" or s.tuning != "default"):
-        return "profiles and tunings of database servers on Docker Swarm are not supported yet: drop them"
-    return None
+    return _cluster_server_options(s, "a service")
 
 
 ENGINE_RULES: dict[str, Rule] = {

@@ -203,6 +203,9 @@ def _device_rate(text: str, majmin: str) -> int | None:
 
 
 def majmin(device: str) -> str:
+    """``device``'s major:minor; "" for no device on this host (a claim's), which no per-device limit names."""
+    if not device:
+        return ""
     st = os.stat(device)
     return f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
 

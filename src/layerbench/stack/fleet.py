@@ -87,6 +87,9 @@ def fleet(stack: StackSpec, mount: Mount, engine: Engine | None, ctx: BuildConte
     assert stack.server is not None  # a fleet is built only for stacks with a server
     definition = image_server.definition(stack.server) if stack.server.kind == "image" else SERVERS[stack.server.kind]
     budget = ctx.budget or Budget(float(os.cpu_count() or 1), 0, stack.instances)
+    within = getattr(engine, "budget", None)  # an engine whose node has less room than this host (a pod's)
+    if within is not None and stack.profile != "none":
+        budget = within(budget)
     if needs_bandwidth(stack, budget):
         budget = budget.with_bandwidth(*device_bandwidth(mount, ctx))
     with ExitStack() as exits:

@@ -29,6 +29,7 @@ import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import stream
+from kubernetes.utils import parse_quantity
 
 from layerbench.errors import LayerbenchError, PrerequisiteError
 from layerbench.proc import Completed
@@ -100,6 +101,21 @@ def cluster_nodes(kubeconfig: str | None) -> dict[str, ClusterNode] | str:
     except Exception as exc:  # urllib3's connection errors: the cluster is not there
         return f"{type(exc).__name__}: {exc}".splitlines()[0]
     return {name: ClusterNode(n.ready, n.local) for name, n in found.items()}
+
+
+def room(core: client.CoreV1Api, node: str) -> tuple[float, int]:
+    """(cpus, memory bytes) a pod pinned to ``node`` can still request: its allocatable, less what the
+    pods already on it request (a pod whose requests do not fit is never scheduled there)."""
+    facts = core.read_node(node, _request_timeout=30)
+    cpus = float(parse_quantity(facts.status.allocatable.get("cpu", "0")))
+    memory = int(parse_quantity(facts.status.allocatable.get("memory", "0")))
+    selector = f"spec.nodeName={node},status.phase!=Succeeded,status.phase!=Failed"
+    for pod in core.list_pod_for_all_namespaces(field_selector=selector, _request_timeout=30).items:
+        for c in pod.spec.containers:
+            asked = (c.resources.requests if c.resources else None) or {}
+            cpus -= float(parse_quantity(asked.get("cpu", "0")))
+            memory -= int(parse_quantity(asked.get("memory", "0")))
+    return cpus, memory
 
 
 def storage_classes(kubeconfig: str | None) -> frozenset[str]:

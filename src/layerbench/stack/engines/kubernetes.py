@@ -37,6 +37,7 @@ from kubernetes import client
 
 from layerbench.errors import LayerbenchError, PrerequisiteError
 from layerbench.spec.models import EngineSpec, Limits, PlacementSpec, StackSpec
+from layerbench.spec.profiles import Budget
 from layerbench.spec.rules import KUBE_LOCAL_PLACEMENTS
 from layerbench.stack import kube, mountinfo
 from layerbench.stack.cgroups import majmin, process_dirs, read_limits
@@ -80,6 +81,13 @@ class KubeEngine:
         """A database fleet here: a pod per server on the node, reached from this host at the pod's IP."""
         binaries = {**resolve(IMAGE_TOOLS), **definition.binaries(ctx.cache_dir)}
         return partial(_server, self, self._load(binaries, ctx, definition.files(ctx.cache_dir)))
+
+    def budget(self, budget: Budget) -> Budget:
+        """What the profiles divide on this node: the run's budget, within what a pod can still request
+        there (requests equal limits: shares of more than that would never be scheduled)."""
+        cpus, memory = kube.room(self.core, self.node.name)
+        memory = min(budget.memory, memory) if budget.memory else memory
+        return dataclasses.replace(budget, cpus=min(budget.cpus, cpus), memory=memory)
 
     def _load(self, binaries: dict[str, str], ctx: BuildContext, files: tuple[str, ...] = ()) -> str:
         """The image of these host binaries on the node: loaded there unless the node has it."""
