@@ -20,7 +20,16 @@ from layerbench.spec.databases import ServerSpec, tuned
 from layerbench.spec.models import StackSpec
 from layerbench.spec.profiles import Budget, instance_limits, needs_bandwidth
 from layerbench.stack import handle
-from layerbench.stack.fleet import SERVER_UID, ServerError, free_port, let_through, server_config, server_memory
+from layerbench.stack.fleet import (
+    PGBENCH_SCALE_BYTES,
+    SERVER_UID,
+    ServerError,
+    data_bytes,
+    free_port,
+    let_through,
+    server_config,
+    server_memory,
+)
 from layerbench.stack.network import bridge_name
 from layerbench.stack.placement import tuning_options
 from layerbench.workloads.servers import SERVERS, ServerConfig, cassandra
@@ -236,3 +245,10 @@ def test_a_cassandra_whose_container_limit_leaves_less_than_a_gib_is_refused_wit
     assert "larger resources.memory or fewer instances" in str(err.value)
     enough = instance_limits(s, Budget(2, 4 * GIB, 2), 0, 2)
     assert server_config(s, "/data/x", "127.0.0.1", 9042, enough, Path("/c")).memory == 2 * GIB
+
+
+def test_a_postgresql_servers_room_counts_pgbenchs_tables_as_well_as_ycsbs_records() -> None:
+    ycsb_only = ServerSpec.model_validate({"kind": "redis", "records": 1000, "scale": 100})
+    postgres = ServerSpec.model_validate({"kind": "postgres", "records": 1000, "scale": 100})
+    # scale 100 is about 1.6 GB of tables (measured: scale 10 made 165 MB): twice that, on a tmpfs too
+    assert data_bytes(postgres) - data_bytes(ycsb_only) == 2 * 100 * PGBENCH_SCALE_BYTES > 3 * 10**9
