@@ -22,6 +22,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -341,15 +342,9 @@ def local_claim(core: client.CoreV1Api, ns: str, name: str, node: str, path: Pat
               POD_LIMIT_S, f"claim {name} to be bound (is kube-controller-manager running?)")  # fmt: skip
         return name
 
-    def remove_pvc(_: str) -> None:
-        with contextlib.suppress(ApiException):
-            core.delete_namespaced_persistent_volume_claim(name, ns)
-        _wait(lambda: not _exists(core.read_namespaced_persistent_volume_claim, name, ns), GONE_LIMIT_S,
-              f"claim {name} to go")  # fmt: skip
-
     with (
         tracked(ctx.ledger, "k8s-object", f"pv/{pv.metadata.name}", create_pv, remove_pv),
-        tracked(ctx.ledger, "k8s-object", f"pvc/{ns}/{name}", create_pvc, remove_pvc) as claim,
+        tracked(ctx.ledger, "k8s-object", f"pvc/{ns}/{name}", create_pvc, partial(_remove_claim, core, ns)) as claim,
     ):
         yield claim
 
@@ -374,14 +369,16 @@ def class_claim(
         core.create_namespaced_persistent_volume_claim(ns, pvc)
         return name
 
-    def remove(_: str) -> None:
-        with contextlib.suppress(ApiException):
-            core.delete_namespaced_persistent_volume_claim(name, ns)
-        _wait(lambda: not _exists(core.read_namespaced_persistent_volume_claim, name, ns), GONE_LIMIT_S,
-              f"claim {name} to go")  # fmt: skip
-
-    with tracked(ctx.ledger, "k8s-object", f"pvc/{ns}/{name}", create, remove) as claim:
+    with tracked(ctx.ledger, "k8s-object", f"pvc/{ns}/{name}", create, partial(_remove_claim, core, ns)) as claim:
         yield claim
+
+
+def _remove_claim(core: client.CoreV1Api, ns: str, name: str) -> None:
+    """Delete a claim of the run's and wait until it is gone (its volume then goes as its policy says)."""
+    with contextlib.suppress(ApiException):
+        core.delete_namespaced_persistent_volume_claim(name, ns)
+    _wait(lambda: not _exists(core.read_namespaced_persistent_volume_claim, name, ns), GONE_LIMIT_S,
+          f"claim {name} to go")  # fmt: skip
 
 
 def claim_facts(core: client.CoreV1Api, ns: str, name: str) -> dict[str, Any]:

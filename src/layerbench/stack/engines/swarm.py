@@ -16,6 +16,10 @@ The manager schedules; everything else goes through the node's own daemon (its l
 ``layerbench.socket``): the tools image is loaded there from a docker-archive, and every command of a
 trial is an exec into the task's container, as on Docker. Limits are the service's resource limits
 (cpus, memory), read back from the kernel's cgroup of the container's first process.
+
+A database server gets a service of its own from a second image (the server's binaries), started by
+exec as on Docker; the service publishes the server's port in host mode without a number, so the node
+picks a free one, and the client on this host reaches it at the node's swarm address.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from layerbench.stack.engines.container import tools
 from layerbench.stack.fleet import (
     IMAGE_TOOLS,
     Endpoint,
+    ServerError,
     Starter,
     Where,
     bring_up,
@@ -166,6 +171,8 @@ def _server(
         for step in (["mkdir", "-p", data], ["chown", f"{SERVER_UID}:{SERVER_UID}", target.path, data]):
             target.run(step, 60).check()
         config = server_config(stack, data, "0.0.0.0", port, limits, ctx.cache_dir)
+        if "published_port" not in target.info:
+            raise ServerError(f"{definition.kind} #{index}: node {engine.node.name} published no port for it")
         host, published = engine.node.addr, int(target.info["published_port"])
         # What the server sees connecting: this host's address toward the node (the port is forwarded).
         config = dataclasses.replace(config, client_address=source_address(host, ctx.runner))
