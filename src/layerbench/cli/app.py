@@ -205,6 +205,11 @@ def _warn_shared(matrix: Matrix) -> None:
 
         found = kube.cluster_nodes(kube.kubeconfig())
         local = {name: n.local for name, n in found.items()} if isinstance(found, dict) else {}
+    urls = nodes.docker_hosts(matrix)
+    if urls:
+        from layerbench.stack import dockerhost  # the Docker SDK only where a cell names a daemon
+
+        local |= {url: dockerhost.on_this_machine(url) for url in urls}
     shared = nodes.on_this_machine(matrix, local)
     if len(shared) > 1:
         err_console.print(
@@ -265,6 +270,9 @@ def _run(exp: Experiment, matrix: Matrix, db: Path, places: Places, seed: int, n
     check_server_access(places.work_dir, matrix)
     store = Store.open(db)
     described = {**host.describe(places.cache_dir), "seed": seed, **({"node": node} if node else {})}
+    urls = nodes.docker_hosts(matrix)
+    if urls:  # the machines the cells run on, as their daemons describe them
+        described["docker_hosts"] = host.describe_daemons(urls)
     run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), described)
     register_cells(store, run_id, matrix)
     _print_plan(matrix, header=f"run {run_id}: {exp.name}")
