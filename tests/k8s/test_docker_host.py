@@ -11,6 +11,7 @@ import os
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -139,7 +140,7 @@ def test_parallel_nodes_runs_each_daemon_as_a_run_of_its_own(docker_hosts: Any) 
         done = support.run(["run", str(dirs["spec"]), "--parallel-nodes"], dirs)
         assert done.returncode == 0, done.stdout + done.stderr
         for url in urls:
-            assert f"[{url}] " in done.stdout and f"docker-host({url})" in done.stdout
+            assert f"[{url}] " in done.stdout  # each child's lines, prefixed with its daemon
         assert sorted(host["node"] for host in runs(dirs["db"])) == sorted(urls)
         for host in runs(dirs["db"]):
             assert list(host["docker_hosts"]) == [host["node"]]  # each run describes its own daemon
@@ -181,3 +182,13 @@ def _wait_for_fio(url: str, proc: subprocess.Popen[str]) -> None:
                         return
             time.sleep(0.5)
     raise AssertionError(f"the run ended before fio started: {proc.communicate()}")
+
+
+def test_doctor_asks_a_named_daemon(docker_hosts: Any) -> None:
+    url = docker_hosts.url("node1")
+    argv = [sys.executable, "-m", "layerbench.cli", "doctor", "--json", "--docker-host", url]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    (row,) = [r for r in json.loads(done.stdout) if r["axis"] == "docker-host"]
+    assert row["value"] == url and row["ok"] and row["note"].startswith("Docker 20.10"), row
+    assert row["note"].endswith("overlay2 on extfs"), row

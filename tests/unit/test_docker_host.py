@@ -203,3 +203,19 @@ def test_a_dead_url_answers_why_without_waiting() -> None:
     assert dockerhost.describe_facts("tcp://127.0.0.1:1")["unknown"]
     assert dockerhost.on_this_machine("unix:///nonexistent/docker.sock")  # a socket here is this machine
     assert not dockerhost.on_this_machine("tcp://127.0.0.1:1")
+    assert dockerhost.describe("tcp://127.0.0.1:1") == (
+        False,
+        "no Docker daemon answers at tcp://127.0.0.1:1: Connection refused",
+    )
+
+
+def test_why_a_daemon_does_not_answer_is_the_systems_reason_unwrapped() -> None:
+    refused = (
+        "Error while fetching server API version: HTTPConnectionPool(host='127.0.0.1', port=1): Max retries "
+        "exceeded with url: /version (Caused by NewConnectionError(\"HTTPConnection(host='127.0.0.1', port=1): "
+        'Failed to establish a new connection: [Errno 111] Connection refused"))'
+    )
+    assert dockerhost.why(RuntimeError(refused)) == "Connection refused"
+    gone = "Error while fetching server API version: ('Connection aborted.', FileNotFoundError(2, 'No such file'))"
+    assert dockerhost.why(RuntimeError(gone)) == "No such file"
+    assert dockerhost.why(RuntimeError("500 Server Error\nmore")) == "500 Server Error"

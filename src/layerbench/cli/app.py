@@ -580,6 +580,13 @@ def doctor(
     cache_dir: Path = CACHE_OPTION,
     kubeconfig: Path | None = KUBECONFIG_OPTION,
     swarm_manager: str | None = SWARM_OPTION,
+    docker_host: list[str] = typer.Option(
+        [],
+        "--docker-host",
+        metavar="URL",
+        help="Also ask the Docker daemon at URL (a docker-host cell's node: tcp://HOST:2375, unix:///PATH); "
+        "repeatable.",
+    ),
 ) -> None:
     """What this host supports: devices, filesystems, Docker storage drivers, databases, tools, and why not.
 
@@ -587,12 +594,14 @@ def doctor(
     whether it is this host, where the filesystem under test can reach its pods), its StorageClasses.
     With --swarm-manager, also the Docker Swarm: its manager and each node (ready, and whether its own
     daemon answers on this host, where layerbench loads the image and runs commands).
+    With --docker-host URL, also that daemon: whether it answers, its version, storage driver and the
+    filesystem beneath it.
     """
     with boundary():
         use_kubeconfig(kubeconfig)
         use_swarm_manager(swarm_manager)
         caps = host.caps(cache_dir, guests=True, profiler=True, images=DOCTOR_IMAGES)
-        rows = doctor_rows(caps) + _kube_rows() + _swarm_rows()
+        rows = doctor_rows(caps) + _kube_rows() + _swarm_rows() + _docker_host_rows(docker_host)
         if as_json:
             typer.echo(json.dumps([r._asdict() for r in rows], indent=2))
             return
@@ -617,6 +626,14 @@ def _swarm_rows() -> list[DoctorRow]:
     from layerbench.stack import swarm  # the swarm is asked only where a manager is named
 
     return [DoctorRow("swarm", what, ok, note) for what, ok, note in swarm.describe(os.environ[SWARM_ENV])]
+
+
+def _docker_host_rows(urls: list[str]) -> list[DoctorRow]:
+    if not urls:
+        return []
+    from layerbench.stack import dockerhost  # the Docker SDK only where a daemon is named
+
+    return [DoctorRow("docker-host", url, *dockerhost.describe(url)) for url in urls]
 
 
 PLAN_NAMES_SHOWN = 12

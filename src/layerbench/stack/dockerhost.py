@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import platform
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -41,6 +42,7 @@ INFO_KEYS = {
     "NCPU": "cpus",
     "MemTotal": "memory_bytes",
 }
+PROBE_TIMEOUT_S = 10
 HINT = "start the daemon there, or fix the URL (DOCKER_HOST's forms: unix:///PATH, tcp://HOST:PORT, ssh://USER@HOST)"
 
 
@@ -50,18 +52,26 @@ def connect(url: str) -> docker.DockerClient:
         daemon = swarm.client(url)  # the SDK asks the daemon its API version here
         daemon.ping()
     except API_ERRORS as exc:
-        raise PrerequisiteError(f"no Docker daemon answers at {url}: {swarm.first_line(exc)}", hint=HINT) from exc
+        raise PrerequisiteError(f"no Docker daemon answers at {url}: {why(exc)}", hint=HINT) from exc
     return daemon
 
 
 def answers(url: str) -> str | None:
-    """None where a daemon answers at ``url``, else why not (the feasibility rules' probe)."""
+    """None where a daemon answers at ``url``, else why not (the feasibility rules' probe, which does not wait
+    on an address that never answers as long as a trial's command would)."""
     try:
-        with contextlib.closing(swarm.client(url)) as daemon:
+        with contextlib.closing(docker.DockerClient(base_url=url, timeout=PROBE_TIMEOUT_S)) as daemon:
             daemon.ping()
     except API_ERRORS as exc:
-        return swarm.first_line(exc)
+        return why(exc)
     return None
+
+
+def why(exc: BaseException) -> str:
+    """The system's reason inside the SDK's and urllib3's wrapping ("Connection refused"), else its first line."""
+    text = str(exc)
+    found = re.search(r"\[Errno -?\d+\] ([^\"')]+)", text) or re.search(r"\w+Error\(-?\d+, '([^']+)'\)", text)
+    return found.group(1).strip() if found else swarm.first_line(exc)
 
 
 def facts(info: dict[str, Any]) -> dict[str, Any]:
@@ -80,7 +90,7 @@ def describe_facts(url: str) -> dict[str, Any]:
         with contextlib.closing(connect(url)) as daemon:
             return facts(daemon.info())
     except (PrerequisiteError, *API_ERRORS) as exc:
-        return {"unknown": swarm.first_line(exc)}
+        return {"unknown": str(exc) if isinstance(exc, PrerequisiteError) else why(exc)}
 
 
 def on_this_machine(url: str) -> bool:
@@ -101,7 +111,7 @@ def describe(url: str) -> tuple[bool, str]:
         with contextlib.closing(connect(url)) as daemon:
             found = facts(daemon.info())
     except (PrerequisiteError, *API_ERRORS) as exc:
-        return False, swarm.first_line(exc)
+        return False, str(exc) if isinstance(exc, PrerequisiteError) else why(exc)
     on = found.get("backing_filesystem", "?")
     return True, f"Docker {found.get('server_version', '?')}, {found.get('driver', '?')} on {on}"
 
