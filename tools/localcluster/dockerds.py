@@ -24,10 +24,17 @@ from localcluster.netns import Network, Node
 
 
 def start(
-    d: Path, node: Node, hosts: list[str], namespace: str, cgroup_root: str, before: Callable[[], None] | None = None
+    d: Path,
+    node: Node,
+    hosts: list[str],
+    namespace: str,
+    cgroup_root: str,
+    before: Callable[[], None] | None = None,
+    extra: tuple[str, ...] = (),
 ) -> int:
     """A dockerd in ``node``'s network namespace, its state under ``d`` (made here), listening at each of
-    ``hosts`` (dockerd's --host URLs); its PID. ``before`` runs in the child before exec (a UTS namespace)."""
+    ``hosts`` (dockerd's --host URLs), with ``extra`` options; its PID. ``before`` runs in the child before
+    exec (a UTS namespace)."""
     d.mkdir()
     (d / "daemon.json").write_text(json.dumps({"deprecated-key-path": str(d / "key.json")}))
     argv = [
@@ -39,6 +46,7 @@ def start(
         f"--cgroup-parent=/{cgroup_root}",
         f"--containerd-namespace={namespace}",
         f"--containerd-plugins-namespace={namespace}-plugins",
+        *extra,
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKER_") and k != "NOTIFY_SOCKET"}
     env["DOCKER_SERVICE_PREFER_OFFLINE_IMAGE"] = "1"  # no registry answers here: use the node's own image

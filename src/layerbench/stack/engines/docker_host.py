@@ -106,7 +106,7 @@ def _placement(
     with contextlib.ExitStack() as exits:
         kwargs = {
             "image": image,
-            "command": IDLE,
+            "entrypoint": IDLE,  # the archive's own (a command would be appended to it as arguments)
             "network_mode": "none",
             **tuning_options(stack.tuning),
             **limit_kwargs(stack.limits, ""),  # no block-I/O limit reaches here (spec/rules.py)
