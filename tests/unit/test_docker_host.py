@@ -19,6 +19,7 @@ from layerbench.stack import dockerhost
 from layerbench.stack.cleanup import REMOVERS
 from layerbench.stack.engines import ENGINES, failure_category
 from layerbench.stack.engines.docker_host import data_mount, limits_set
+from layerbench.stack.placement import kill_inside
 from layerbench.stack.target import Device, Target
 from layerbench.trial import set_not_enforced, trial_checks
 from layerbench.workloads import footprint
@@ -219,3 +220,25 @@ def test_why_a_daemon_does_not_answer_is_the_systems_reason_unwrapped() -> None:
     gone = "Error while fetching server API version: ('Connection aborted.', FileNotFoundError(2, 'No such file'))"
     assert dockerhost.why(RuntimeError(gone)) == "No such file"
     assert dockerhost.why(RuntimeError("500 Server Error\nmore")) == "500 Server Error"
+
+
+class RecordingApi:
+    """The Docker API's exec calls, recorded (what kill_inside asks of the daemon)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+
+    def exec_create(self, container: str, argv: list[str], **kwargs: Any) -> dict[str, str]:
+        self.calls.append(("create", (container, argv)))
+        return {"Id": "exec-2"}
+
+    def exec_start(self, exec_id: str) -> bytes:
+        self.calls.append(("start", exec_id))
+        return b""
+
+
+def test_a_timed_out_exec_is_killed_from_inside_its_container_not_by_a_pid_of_this_host() -> None:
+    api = RecordingApi()
+    container = type("C", (), {"id": "c1"})()
+    kill_inside(container)(api, "exec-1")  # type: ignore[arg-type]
+    assert api.calls == [("create", ("c1", ["sh", "-c", "kill -9 -1"])), ("start", "exec-2")]
