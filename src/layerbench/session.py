@@ -114,8 +114,10 @@ def running(
 def _private_dir(path: Path) -> Path:
     """The run's own directory, private (0700), in a work directory others may pass but not list."""
     if not path.parent.exists():
-        path.parent.mkdir(parents=True, mode=0o711)
-        os.chmod(path.parent, 0o711)  # mkdir's mode is masked by the umask
+        # Parallel runs (--parallel-nodes' children) start together: another may make it first.
+        with contextlib.suppress(FileExistsError):
+            path.parent.mkdir(parents=True, mode=0o711)
+            os.chmod(path.parent, 0o711)  # mkdir's mode is masked by the umask
     path.mkdir(exist_ok=True, mode=0o700)
     os.chmod(path, 0o700)
     return path
