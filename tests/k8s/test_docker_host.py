@@ -97,12 +97,14 @@ def test_fio_on_a_daemons_layer_volume_and_tmpfs_records_its_storage_and_leaves_
 
 
 def test_limits_are_what_the_daemon_set_and_are_called_so(docker_hosts: Any) -> None:
-    spec = host_spec([docker_hosts.url("node1")], ["tmpfs"], limits={"cpus": 0.5, "memory": "256MiB"})
+    socket = docker_hosts.socket("node1")  # a daemon by its unix socket, as by TCP
+    spec = host_spec([socket], ["writable-layer"], limits={"cpus": 0.5, "memory": "256MiB"})
     with server_dirs("lbdocker-limits-") as dirs:
         dirs["spec"].write_text(yaml.safe_dump(spec))
         done = support.run(["run", str(dirs["spec"])], dirs)
         assert done.returncode == 0, done.stdout + done.stderr
         ((trial, _),) = trials_by_label(dirs["db"]).values()
+        assert trial["target"]["daemon_url"] == socket
         assert trial["target"]["limits_set"] == {"cpus": 0.5, "memory": 256 * 2**20, "cpuset": None}
         assert "limits_enforced" not in trial["target"]
         with sqlite3.connect(dirs["db"]) as db:
