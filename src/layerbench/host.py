@@ -11,7 +11,7 @@ from typing import Any
 
 from layerbench import proc
 from layerbench.spec.feasibility import HostCaps
-from layerbench.stack import capabilities, cleanup, device, environment, runlock
+from layerbench.stack import capabilities, cleanup, device, dockerhost, environment, runlock
 from layerbench.stack.cleanup import Action
 from layerbench.stack.ledger import Ledger
 
@@ -28,6 +28,12 @@ def caps(cache_dir: Path, guests: bool = False, profiler: bool = False, images: 
 def describe(cache_dir: Path) -> dict[str, Any]:
     """Kernel, CPU, memory and every tool's version, as a run records them."""
     return environment.describe_host(proc.run, cache_dir)
+
+
+def describe_daemons(urls: list[str]) -> dict[str, Any]:
+    """Docker hosts' own accounts (driver, backing filesystem, data-root, kernel, CPUs, memory), by URL,
+    for a run of their cells to record beside this host's; a daemon that does not answer, with why."""
+    return {url: dockerhost.describe_facts(url) for url in urls}
 
 
 def changes_since(recorded: dict[str, Any], cache_dir: Path) -> list[str]:

@@ -1,10 +1,12 @@
 """Cells on several nodes at once: one run per node, in parallel, one cell per node at a time.
 
-A spec whose cells name nodes (``engine: {kind: kubernetes, node: ...}``, one entry per node) is split
-by node; each part becomes a run of its own (``layerbench run SPEC --node NAME``, a child process),
-so results, the environment and resumption are per node, and ``compare`` works across nodes as
-across runs. Within a part, cells run one after another, as in any run. A baseline on another node
-is not carried into a part: compare the runs instead.
+A spec whose cells name nodes (``engine: {kind: kubernetes, node: ...}``, one entry per node; a
+docker-host's node is its daemon's URL) is split by node; each part becomes a run of its own
+(``layerbench run SPEC --node NAME``, a child process), so results, the environment and resumption are
+per node, and ``compare`` works across nodes as across runs. Within a part, cells run one after
+another, as in any run. A baseline on another node is not carried into a part: compare the runs
+instead. A node's name is used as it is (an argument, a line prefix, the run's ``node``), never in a
+file name: a URL's ':' and '/' need no escaping.
 """
 
 from __future__ import annotations
@@ -46,15 +48,22 @@ def only(matrix: Matrix, node: str) -> Matrix:
     return Matrix(part.cells, matrix.refused, part.baseline_of)
 
 
-def on_this_machine(matrix: Matrix, kube_nodes: dict[str, bool]) -> list[str]:
+def on_this_machine(matrix: Matrix, local: dict[str, bool]) -> list[str]:
     """The parts that would run on this very machine: its own cells, every Swarm node (their daemons are
-    this host's), and Kubernetes nodes whose boot id is this host's (``kube_nodes``: name → local)."""
+    this host's), Kubernetes nodes whose boot id is this host's and Docker hosts found to be this machine
+    (``local``: node name or daemon URL → local)."""
     found = []
     for node, part in split(matrix).items():
         kinds = {c.stack.engine.kind for c in part.cells}
-        if node == THIS_HOST or "swarm" in kinds or kube_nodes.get(node, False):
+        if node == THIS_HOST or "swarm" in kinds or local.get(node, False):
             found.append(node)
     return found
+
+
+def docker_hosts(matrix: Matrix) -> list[str]:
+    """The daemon URLs of the matrix's docker-host cells."""
+    engines = {c.stack.engine for c in matrix.cells}
+    return sorted(e.node for e in engines if e.kind == "docker-host" and e.node)
 
 
 @dataclass(frozen=True)

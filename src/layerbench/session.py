@@ -41,8 +41,11 @@ def cells_here(exp: Experiment, cache_dir: Path) -> Matrix:
     images = tuple(sorted({s.server.image for s in stacks if s.server is not None and s.server.image}))
     kube = any(s.engine.kind == "kubernetes" for s in stacks)
     swarm = any(s.engine.kind == "swarm" for s in stacks)
+    hosts = tuple(sorted({s.engine.node for s in stacks if s.engine.kind == "docker-host" and s.engine.node}))
     profiler = exp.profile != "none"
-    caps = probe(proc.run, cache_dir, guests=guests, profiler=profiler, images=images, kube=kube, swarm=swarm)
+    caps = probe(
+        proc.run, cache_dir, guests=guests, profiler=profiler, images=images, kube=kube, swarm=swarm, docker_hosts=hosts
+    )
     return expand(exp, caps, files=footprint.files, usable_share=footprint.USABLE_SHARE)
 
 
@@ -111,8 +114,10 @@ def running(
 def _private_dir(path: Path) -> Path:
     """The run's own directory, private (0700), in a work directory others may pass but not list."""
     if not path.parent.exists():
-        path.parent.mkdir(parents=True, mode=0o711)
-        os.chmod(path.parent, 0o711)  # mkdir's mode is masked by the umask
+        # Parallel runs (--parallel-nodes' children) start together: another may make it first.
+        with contextlib.suppress(FileExistsError):
+            path.parent.mkdir(parents=True, mode=0o711)
+            os.chmod(path.parent, 0o711)  # mkdir's mode is masked by the umask
     path.mkdir(exist_ok=True, mode=0o700)
     os.chmod(path, 0o700)
     return path

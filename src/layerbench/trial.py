@@ -27,7 +27,7 @@ from layerbench.sample import Sample
 from layerbench.schedule import Trial
 from layerbench.spec.models import FileWorkload, FioWorkload, IozoneWorkload
 from layerbench.stack.capabilities import DEFAULT_CACHE
-from layerbench.stack.cgroups import verdict
+from layerbench.stack.cgroups import mismatches, verdict
 from layerbench.stack.engines import failure_category
 from layerbench.stack.target import Device, Target
 from layerbench.store.db import CheckRecord, MonitorPoint, TrialRecord
@@ -202,9 +202,22 @@ def trial_checks(tool_checks: list[Check], mon: Monitor, target: Target, lowest:
     checks = [*tool_checks, bottleneck_check(mon, lowest, FIO_REMEDY, {"": asked or {}}), contended_check(mon)]
     checks.append(volatile_check(target.path, target.info.get("pid"), target.path_is_device, target.mount_table))
     checks += emulated(target.info.get("accel"))
-    if asked:
+    if asked and enforced is None and "limits_set" in target.info:
+        checks.append(set_not_enforced(asked, target.info["limits_set"]))
+    elif asked:
         checks.append(Check("limit-applied", *verdict(asked, enforced or {})))
     return checks
+
+
+def set_not_enforced(asked: dict[str, object], limits_set: dict[str, object]) -> Check:
+    """Limits a daemon on another machine set (a Docker host's): what it says it set, which this host cannot
+    verify in that machine's kernel; flagged where even the daemon's account differs from the spec."""
+    wrong = mismatches(asked, limits_set)
+    if wrong:
+        return Check("limit-applied", "flag", "the daemon set: " + "; ".join(wrong))
+    said = ", ".join(f"{k}={limits_set.get(k)}" for k in asked)
+    why = "its kernel's cgroup is not read from here: unverified"
+    return Check("limit-applied", "skip", f"the daemon set {said}; {why}")
 
 
 def _accounting(result: fio.FioResult, mon: Monitor, target: Target, devices: list[str]) -> Check:

@@ -1,5 +1,5 @@
-"""The local clusters (tools/localcluster): three Kubernetes nodes, and three Docker Swarm nodes, each up
-once for the tier (when a test asks for it), down after."""
+"""The local clusters (tools/localcluster): three Kubernetes nodes, three Docker Swarm nodes, and two plain
+Docker hosts, each up once for the tier (when a test asks for it), down after."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from layerbench.stack.capabilities import DEFAULT_CACHE
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 
-from localcluster import k8s, swarm
+from localcluster import dockerhosts, k8s, swarm
 
 
 @pytest.fixture(scope="session")
@@ -40,3 +40,17 @@ def local_swarm() -> Iterator[swarm.State]:
         left = swarm.down(root)
         root.parent.rmdir()
         assert left == [], f"the local swarm left {left}"
+
+
+@pytest.fixture(scope="session")
+def docker_hosts() -> Iterator[dockerhosts.State]:
+    """Two plain dockerd (no swarm) in network namespaces, reached at tcp://<address>:2375 and by socket;
+    down after, leaving nothing."""
+    root = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="lbdocker-")) / "hosts"
+    state = dockerhosts.up(root, nodes=2)
+    try:
+        yield state
+    finally:
+        left = dockerhosts.down(root)
+        root.parent.rmdir()
+        assert left == [], f"the local Docker hosts left {left}"

@@ -26,10 +26,8 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import json
-import os
 import secrets
 import shutil
-import signal
 import socket
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -37,7 +35,7 @@ from pathlib import Path
 
 import docker
 
-from localcluster import netns, procs
+from localcluster import dockerds, netns, procs
 from localcluster.netns import Network, Node
 
 SOCKET_LABEL = "layerbench.socket"  # where the node's own daemon listens; the swarm engine reads it
@@ -103,23 +101,9 @@ def up(root: Path, nodes: int = 3, subnet: int = 88) -> State:
 
 
 def _daemon(state: State, node: Node) -> None:
-    d = state.node_dir(node.name)
-    d.mkdir()
-    (d / "daemon.json").write_text(json.dumps({"deprecated-key-path": str(d / "key.json")}))
-    argv = [
-        *node.enter(), "dockerd",
-        f"--config-file={d / 'daemon.json'}", f"--data-root={d / 'data'}", f"--exec-root={d / 'exec'}",
-        f"--pidfile={d / 'dockerd.pid'}", f"--host={state.url(node.name)}", "--group=root",
-        "--storage-driver=overlay2", "--iptables=false", "--ip6tables=false", "--ip-masq=false",
-        "--exec-opt=native.cgroupdriver=cgroupfs",
-        f"--cgroup-parent=/{_cgroup_root(state, node)}",
-        # Namespaces of its own in case a system containerd at /run/containerd is found and shared.
-        f"--containerd-namespace=lbswarm-{state.tag}-{node.name}",
-        f"--containerd-plugins-namespace=lbswarm-{state.tag}-{node.name}-plugins",
-    ]  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKER_") and k != "NOTIFY_SOCKET"}
-    env["DOCKER_SERVICE_PREFER_OFFLINE_IMAGE"] = "1"  # no registry answers here: use the node's own image
-    state.pids[node.name] = procs.start(argv, d / "dockerd.log", env=env, clear_env=True, before=_named(node.name))
+    namespace = f"lbswarm-{state.tag}-{node.name}"
+    d, hosts = state.node_dir(node.name), [state.url(node.name)]
+    state.pids[node.name] = dockerds.start(d, node, hosts, namespace, _cgroup_root(state, node), _named(node.name))
     state.save()
 
 
@@ -141,20 +125,11 @@ def _cgroup_root(state: State, node: Node) -> str:
 
 
 def _client(state: State, name: str) -> docker.DockerClient:
-    return docker.DockerClient(base_url=state.url(name), timeout=60)
+    return dockerds.client(state.url(name))
 
 
 def _answers(state: State, name: str) -> bool:
-    if not procs.alive(state.pids[name]):
-        log = (state.node_dir(name) / "dockerd.log").read_text(errors="replace").splitlines()[-5:]
-        raise RuntimeError(f"{name}'s dockerd exited: {' | '.join(log)}")
-    if not state.socket(name).is_socket():
-        return False
-    try:
-        with contextlib.closing(_client(state, name)) as c:
-            return bool(c.ping())
-    except docker.errors.DockerException:
-        return False
+    return dockerds.answers(state.pids[name], state.node_dir(name), state.url(name))
 
 
 def _form(state: State) -> None:
@@ -193,54 +168,11 @@ def down(root: Path) -> list[str]:
         shutil.rmtree(root, ignore_errors=True)
         return []
     state = load(root)
-    _stop_daemons(state)
-    left = procs.unmount_under(root)
-    for node in state.network.nodes:
-        left += procs.remove_cgroup(_cgroup_root(state, node))
-    left += netns.delete(state.network)
-    left += [f"process {pid}: {cmd}" for pid, cmd in _processes_under(root)]
+    # Each node's containers, then the daemons: the workers together, then the manager.
+    dockerds.stop({name: (pid, state.url(name)) for name, pid in state.pids.items()}, root, last=state.names[0])
+    state.pids.clear()
+    state.save()
+    left = dockerds.teardown(root, state.network, [_cgroup_root(state, node) for node in state.network.nodes])
     if not left:
         shutil.rmtree(root, ignore_errors=True)
     return left
-
-
-def _stop_daemons(state: State) -> None:
-    """Each node's containers (by its daemon, while it answers), then the daemons: the workers together,
-    then the manager; then any containerd or shim that outlived its daemon."""
-    running = {name: pid for name, pid in state.pids.items() if procs.alive(pid)}
-    for name in running:
-        if state.socket(name).is_socket():
-            with contextlib.suppress(docker.errors.DockerException), contextlib.closing(_client(state, name)) as c:
-                for container in c.containers.list(all=True, sparse=True):
-                    with contextlib.suppress(docker.errors.NotFound):
-                        container.remove(force=True)
-    manager = state.names[0]
-    _stop_together([pid for name, pid in running.items() if name != manager])
-    _stop_together([pid for name, pid in running.items() if name == manager])
-    state.pids.clear()
-    state.save()
-    for leftover, _ in _processes_under(Path(state.root)):
-        procs.stop(leftover, grace_s=5.0)
-
-
-def _stop_together(pids: list[int]) -> None:
-    """SIGTERM to each, then wait for each (a dockerd takes seconds to shut down); SIGKILL if it hangs."""
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-    for pid in pids:
-        try:
-            procs.wait_for(lambda p=pid: not procs.alive(p), 30.0, f"dockerd {pid} to exit", every_s=0.1)
-        except TimeoutError:
-            procs.stop(pid, grace_s=5.0)  # SIGTERM again, then SIGKILL
-
-
-def _processes_under(d: Path) -> list[tuple[int, str]]:
-    """Processes whose arguments name a path below ``d``: a node's containerd and its shims."""
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        with contextlib.suppress(OSError):
-            args = cmdline.read_bytes().split(b"\0")
-            if any(str(d).encode() in a for a in args):
-                found.append((int(cmdline.parent.name), b" ".join(args).decode(errors="replace")[:160]))
-    return [(pid, cmd) for pid, cmd in found if pid != os.getpid()]

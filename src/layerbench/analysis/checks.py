@@ -40,7 +40,10 @@ def accounting_blind(devices: list[str], loop: bool, counted: set[str]) -> str |
     every cache is above the device, where its counters see it.
     """
     if not devices:
-        return "no device on this host: a claim's storage is the cluster's, whose device this host cannot count"
+        return (
+            "no device on this host: the storage is a claim's (the cluster's) or a Docker host's (its daemon's), "
+            "whose device this host cannot count"
+        )
     lowest = devices[-1]
     if loop and len(devices) == 1:
         return (

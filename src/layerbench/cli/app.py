@@ -205,6 +205,11 @@ def _warn_shared(matrix: Matrix) -> None:
 
         found = kube.cluster_nodes(kube.kubeconfig())
         local = {name: n.local for name, n in found.items()} if isinstance(found, dict) else {}
+    urls = nodes.docker_hosts(matrix)
+    if urls:
+        from layerbench.stack import dockerhost  # the Docker SDK only where a cell names a daemon
+
+        local |= {url: dockerhost.on_this_machine(url) for url in urls}
     shared = nodes.on_this_machine(matrix, local)
     if len(shared) > 1:
         err_console.print(
@@ -265,6 +270,9 @@ def _run(exp: Experiment, matrix: Matrix, db: Path, places: Places, seed: int, n
     check_server_access(places.work_dir, matrix)
     store = Store.open(db)
     described = {**host.describe(places.cache_dir), "seed": seed, **({"node": node} if node else {})}
+    urls = nodes.docker_hosts(matrix)
+    if urls:  # the machines the cells run on, as their daemons describe them
+        described["docker_hosts"] = host.describe_daemons(urls)
     run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), described)
     register_cells(store, run_id, matrix)
     _print_plan(matrix, header=f"run {run_id}: {exp.name}")
@@ -572,6 +580,13 @@ def doctor(
     cache_dir: Path = CACHE_OPTION,
     kubeconfig: Path | None = KUBECONFIG_OPTION,
     swarm_manager: str | None = SWARM_OPTION,
+    docker_host: list[str] = typer.Option(
+        [],
+        "--docker-host",
+        metavar="URL",
+        help="Also ask the Docker daemon at URL (a docker-host cell's node: tcp://HOST:2375, unix:///PATH); "
+        "repeatable.",
+    ),
 ) -> None:
     """What this host supports: devices, filesystems, Docker storage drivers, databases, tools, and why not.
 
@@ -579,12 +594,14 @@ def doctor(
     whether it is this host, where the filesystem under test can reach its pods), its StorageClasses.
     With --swarm-manager, also the Docker Swarm: its manager and each node (ready, and whether its own
     daemon answers on this host, where layerbench loads the image and runs commands).
+    With --docker-host URL, also that daemon: whether it answers, its version, storage driver and the
+    filesystem beneath it.
     """
     with boundary():
         use_kubeconfig(kubeconfig)
         use_swarm_manager(swarm_manager)
         caps = host.caps(cache_dir, guests=True, profiler=True, images=DOCTOR_IMAGES)
-        rows = doctor_rows(caps) + _kube_rows() + _swarm_rows()
+        rows = doctor_rows(caps) + _kube_rows() + _swarm_rows() + _docker_host_rows(docker_host)
         if as_json:
             typer.echo(json.dumps([r._asdict() for r in rows], indent=2))
             return
@@ -609,6 +626,14 @@ def _swarm_rows() -> list[DoctorRow]:
     from layerbench.stack import swarm  # the swarm is asked only where a manager is named
 
     return [DoctorRow("swarm", what, ok, note) for what, ok, note in swarm.describe(os.environ[SWARM_ENV])]
+
+
+def _docker_host_rows(urls: list[str]) -> list[DoctorRow]:
+    if not urls:
+        return []
+    from layerbench.stack import dockerhost  # the Docker SDK only where a daemon is named
+
+    return [DoctorRow("docker-host", url, *dockerhost.describe(url)) for url in urls]
 
 
 PLAN_NAMES_SHOWN = 12

@@ -70,3 +70,6 @@ class HostCaps:
     # The Docker Swarm (stack/swarm.py), probed only for experiments with swarm cells: its nodes by
     # hostname, or why the manager could not be reached.
     swarm: dict[str, SwarmNode] | str = "not probed: the experiment has no swarm cells"
+    # Docker daemons named by URL (stack/dockerhost.py), probed only for the experiment's docker-host cells:
+    # URL -> None where a daemon answers there, else why not (an absent URL was not probed).
+    docker_hosts: dict[str, str | None] = field(default_factory=dict)

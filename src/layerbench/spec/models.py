@@ -36,10 +36,16 @@ DeviceKind = Literal["loop", "zram", "block", "none"]
 Transport = Literal["nbd", "nvme-tcp", "iscsi"]
 RemoteClient = Literal["kernel", "fuse", "fio"]
 FsType = Literal["none", "ext4", "xfs", "btrfs", "reiserfs"]
-EngineKind = Literal["native", "docker", "podman", "vm", "vm+docker", "kubernetes", "swarm"]
+EngineKind = Literal["native", "docker", "podman", "vm", "vm+docker", "kubernetes", "swarm", "docker-host"]
 Driver = Literal["overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "aufs", "overlay"]
 # Engines that run a cell on one named node of a cluster (engine.node), and what names a node there.
-NODE_ENGINES = {"kubernetes": "its name in the cluster", "swarm": "its hostname in the swarm"}
+NODE_ENGINES = {
+    "kubernetes": "its name in the cluster",
+    "swarm": "its hostname in the swarm",
+    "docker-host": "the daemon's URL, as DOCKER_HOST takes it",
+}
+# How a docker-host engine's URL may reach its daemon (the Docker SDK's schemes, as DOCKER_HOST's).
+DOCKER_HOST_SCHEMES = ("unix://", "tcp://", "ssh://")
 # Each container engine's storage drivers, the first its default (Podman calls overlay "overlay").
 DRIVERS: dict[str, tuple[str, ...]] = {
     "docker": ("overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "aufs"),
@@ -171,8 +177,9 @@ class EngineSpec(Frozen):
     )
     node: str | None = Field(
         default=None,
-        description="kubernetes and swarm only (and required there): the node the pod or service is pinned to, "
-        "by its name in the cluster (a swarm node's hostname)",
+        description="kubernetes, swarm and docker-host only (and required there): the node the pod or service is "
+        "pinned to, by its name in the cluster (a swarm node's hostname); a docker-host's daemon URL "
+        "(unix:///PATH/docker.sock, tcp://HOST:2375, ssh://USER@HOST)",
     )
 
     @model_validator(mode="before")
@@ -199,7 +206,12 @@ class EngineSpec(Frozen):
                 f"engine {self.kind} needs node: the node to run on ({NODE_ENGINES[self.kind]})"
                 if self.kind in NODE_ENGINES
                 else f"node is the kubernetes engine's and the swarm engine's (the node a pod or a service is "
-                f"pinned to); {self.kind} has none"
+                f"pinned to), and the docker-host engine's (its daemon's URL); {self.kind} has none"
+            )
+        if self.kind == "docker-host" and not _docker_url(self.node or ""):
+            raise ValueError(
+                f"engine docker-host's node {self.node!r} is not a Docker daemon's URL: it starts with one of "
+                f"{', '.join(DOCKER_HOST_SCHEMES)} (as DOCKER_HOST does), e.g. tcp://10.0.0.5:2375"
             )
         if self.mode is not None and self.driver != "devicemapper":
             engine = f"{self.kind}:{self.driver}" if self.driver else self.kind
@@ -221,6 +233,11 @@ class EngineSpec(Frozen):
         base = f"{self.kind}:{self.driver}" if self.driver else self.kind
         detail = self.mode or self.node
         return f"{base}({detail})" if detail else base
+
+
+def _docker_url(url: str) -> bool:
+    """A URL the Docker SDK takes as DOCKER_HOST: one of its schemes, and something after it."""
+    return any(url.startswith(scheme) and len(url) > len(scheme) for scheme in DOCKER_HOST_SCHEMES)
 
 
 class PlacementSpec(Frozen):

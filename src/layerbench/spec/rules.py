@@ -26,6 +26,8 @@ from layerbench.spec.models import (
 HOST_PLACEMENTS = frozenset({"raw", "host-dir"})
 # Engines whose workload runs in a guest (stack/engines/vm.py, vm_docker.py).
 VM_ENGINES = frozenset({"vm", "vm+docker"})
+# A Docker host's placements: its storage driver's writable layer, a named volume of its own, memory.
+DOCKER_HOST_PLACEMENTS = frozenset({"writable-layer", "volume", "tmpfs"})
 # Database servers one guest hosts: qemu forwards one port from the host per server, set at boot.
 VM_MAX_SERVERS = 8
 # What each transport and client needs (keys of HostCaps.remote), beyond a storage host.
@@ -59,8 +61,8 @@ APT_PACKAGE = {
 
 def placement_matches_layers(s: StackSpec, caps: HostCaps) -> str | None:
     fs, eng, pl = s.filesystem.type, s.engine.kind, s.placement.kind
-    if pl == "claim" or s.device.kind == "none":
-        return _claim_layers(s)
+    if pl == "claim" or s.device.kind == "none" or eng == "docker-host":
+        return _nothing_built_here(s)
     if fs == "none" and pl != "raw":
         return f"placement {pl!r} needs a filesystem; with filesystem 'none' only 'raw' applies"
     if pl == "raw" and fs != "none":
@@ -79,12 +81,15 @@ def placement_matches_layers(s: StackSpec, caps: HostCaps) -> str | None:
     return None
 
 
-def _claim_layers(s: StackSpec) -> str | None:
-    """A claim's storage is what the cluster's StorageClass gives: layerbench builds no device nor filesystem."""
+def _nothing_built_here(s: StackSpec) -> str | None:
+    """Stacks whose storage layerbench does not build: a claim's (what the cluster's StorageClass gives) and
+    a Docker host's (its daemon's own data-root, on its machine). Their device and filesystem are none."""
+    if s.engine.kind == "docker-host":
+        return _docker_host_layers(s)
     if s.placement.kind != "claim":
         return (
             "device 'none' builds nothing on this host: it goes with placement claim "
-            "(the storage a Kubernetes StorageClass gives)"
+            "(the storage a Kubernetes StorageClass gives) or engine docker-host (a daemon's own storage)"
         )
     if s.device.kind != "none" or s.filesystem.type != "none":
         return (
@@ -93,6 +98,24 @@ def _claim_layers(s: StackSpec) -> str | None:
         )
     if s.engine.kind != "kubernetes":
         return "placement claim is a Kubernetes PersistentVolumeClaim: use engine {kind: kubernetes, node: NAME}"
+    return None
+
+
+def _docker_host_layers(s: StackSpec) -> str | None:
+    """A daemon named by URL stores on its own machine: nothing is built here, and nothing here is its."""
+    if s.device.kind != "none" or s.filesystem.type != "none":
+        return (
+            "engine docker-host stores on its daemon's own data-root, on that daemon's machine: layerbench builds "
+            "no device nor filesystem for it; set device: {kind: none} and filesystem: none "
+            "(each trial records the daemon's storage driver and backing filesystem)"
+        )
+    if s.placement.kind == "bind":
+        return (
+            "placement bind is a directory of this host, which means nothing to a daemon named by URL: "
+            "use writable-layer, volume (a named volume of that daemon) or tmpfs"
+        )
+    if s.placement.kind not in DOCKER_HOST_PLACEMENTS:
+        return f"placement {s.placement.kind!r} is not a Docker host's: use writable-layer, volume or tmpfs"
     return None
 
 
@@ -243,6 +266,8 @@ def profile_refused(s: StackSpec, caps: HostCaps, profile: str) -> str | None:
         return None
     if s.engine.kind in VM_ENGINES:
         return "profile cpu: perf on the host sees a guest only as qemu's threads, not its kernel's frames"
+    if s.engine.kind == "docker-host":
+        return "profile cpu: perf records this host, and a Docker host's containers run where its daemon is"
     return f"profile cpu: {caps.profiler_missing}" if caps.profiler_missing else None
 
 
@@ -324,6 +349,24 @@ def _swarm_ready(s: StackSpec, caps: HostCaps) -> str | None:
     return _cluster_server_options(s, "a service")
 
 
+def _docker_host_ready(s: StackSpec, caps: HostCaps) -> str | None:
+    """A daemon that answers at its URL (stack/dockerhost.py), with what layerbench can ask of it from here."""
+    url = s.engine.node or ""
+    why = caps.docker_hosts.get(url, "not probed")
+    if why is not None:
+        return f"no Docker daemon answers at {url}: {why}"
+    if s.limits.read_bps or s.limits.write_bps:
+        return (
+            "block-I/O limits name a device of the daemon's machine, which layerbench cannot see from here: "
+            "drop read_bps/write_bps (cpus, memory and cpuset go to the daemon as they are)"
+        )
+    if s.server is not None:
+        return (
+            "database servers on a Docker host are not supported yet: use engine docker, swarm or kubernetes for them"
+        )
+    return None
+
+
 ENGINE_RULES: dict[str, Rule] = {
     "docker": _docker_ready,
     "podman": _podman_ready,
@@ -331,6 +374,7 @@ ENGINE_RULES: dict[str, Rule] = {
     "vm+docker": _vm_ready,
     "kubernetes": _kubernetes_ready,
     "swarm": _swarm_ready,
+    "docker-host": _docker_host_ready,
 }
 ENGINE_NAMES = {
     "docker": "Docker",
@@ -339,6 +383,7 @@ ENGINE_NAMES = {
     "vm+docker": "Docker in a VM",
     "kubernetes": "Kubernetes",
     "swarm": "Docker Swarm",
+    "docker-host": "a Docker host",
 }
 # A pod's placements on the filesystem layerbench builds here: a hostPath (bind) and a local volume's claim.
 KUBE_LOCAL_PLACEMENTS = frozenset({"bind", "volume"})
@@ -394,7 +439,7 @@ def tuning_fits_stack(s: StackSpec, caps: HostCaps) -> str | None:
     """A file workload's container takes seccomp's tuning; pinning and the host network are a server's."""
     if s.server is not None or s.tuning == "default":
         return None
-    if s.engine.kind not in ("docker", "podman"):
+    if s.engine.kind not in ("docker", "podman", "docker-host"):
         return f"tuning {s.tuning!r} is a container option: use engine docker"
     if s.tuning == "seccomp-unconfined":
         return None

@@ -20,8 +20,10 @@ def overflowing(cells: list[Cell], files: Files, usable_share: float) -> dict[st
     kept: dict[StackSpec, dict[str, int]] = {}
     for cell in cells:
         stack = cell.stack
-        if stack.device.kind == "block" or stack.placement.kind == "tmpfs":
-            continue  # a named device's size is the device's own; tmpfs holds its files in memory
+        if stack.device.kind == "block" or stack.placement.kind == "tmpfs" or stack.engine.kind == "docker-host":
+            # A named device's size is the device's own; tmpfs holds its files in memory; a Docker host's
+            # storage is its daemon's, of a size this host is not told.
+            continue
         own = files(cell.workload)
         if stack.placement.kind == "raw":
             reason = _region_reason(own, stack)

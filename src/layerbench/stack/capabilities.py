@@ -59,6 +59,7 @@ def probe(
     images: tuple[str, ...] = (),
     kube: bool = False,
     swarm: bool = False,
+    docker_hosts: tuple[str, ...] = (),
 ) -> HostCaps:
     """What this host offers, read from /proc, /sys, /dev and PATH; nothing is changed.
 
@@ -67,7 +68,8 @@ def probe(
     (an experiment that profiles), whether perf records the whole machine here; for each of ``images``
     (image servers' images), whether the engines can have it (a registry they reach, or a file); with
     ``kube`` (kubernetes cells), the cluster's nodes (the kubeconfig of $KUBECONFIG: `--kubeconfig`); with
-    ``swarm`` (swarm cells), the swarm's nodes (the manager of $LAYERBENCH_SWARM_MANAGER: `--swarm-manager`)."""
+    ``swarm`` (swarm cells), the swarm's nodes (the manager of $LAYERBENCH_SWARM_MANAGER: `--swarm-manager`);
+    for each of ``docker_hosts`` (docker-host cells' URLs), whether a Docker daemon answers there."""
     kernel = platform.release()
     notes: list[str] = []
     loadable = _module_prober(runner, kernel, notes)
@@ -103,6 +105,7 @@ def probe(
         **({"profiler_missing": profiler_missing(runner)} if profiler else {}),
         **(_kube() if kube else {}),
         **({"swarm": _swarm_nodes()} if swarm else {}),
+        docker_hosts={url: _docker_host(url) for url in docker_hosts},
     )
 
 
@@ -117,6 +120,12 @@ def _swarm_nodes() -> dict[str, SwarmNode] | str:
     from layerbench.stack import swarm
 
     return swarm.swarm_nodes(swarm.manager_url())
+
+
+def _docker_host(url: str) -> str | None:
+    from layerbench.stack import dockerhost  # the Docker SDK is asked only where a cell names a daemon
+
+    return dockerhost.answers(url)
 
 
 def guest_caps(cache_dir: Path) -> dict[str, str | None]:

@@ -24,7 +24,7 @@ import tarfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -277,28 +277,32 @@ def _container(
         yield container
 
 
-def exec_in(engine: DockerEngine, container: Container) -> Exec:
-    """``run(argv, timeout)`` inside the container, with the timeout proc.run has natively."""
+Killer = Callable[[Any, str], None]  # (the API client, a timed-out exec's id): end that exec's processes
+
+
+def exec_in(engine: DockerEngine, container: Container, kill: Killer | None = None) -> Exec:
+    """``run(argv, timeout)`` inside the container, with the timeout proc.run has natively. A timed-out exec's
+    processes are killed by their host PIDs (``kill`` otherwise: a daemon on another machine has other PIDs)."""
     api = engine.client.api
 
     def run(argv: Sequence[str], timeout: float) -> Completed:
         args = [str(a) for a in argv]
         try:
-            return _exec(api, container, args, timeout, engine.kind)
+            return _exec(api, container, args, timeout, engine.kind, kill or _kill_exec)
         except API_ERRORS as exc:  # the container or its daemon went away: the tool could not run
             raise ToolError(args, 125, f"{engine.kind} exec in {container.name} failed: {exc}") from exc
 
     return run
 
 
-def _exec(api: Any, container: Container, args: list[str], timeout: float, kind: str) -> Completed:
+def _exec(api: Any, container: Container, args: list[str], timeout: float, kind: str, kill: Killer) -> Completed:
     exec_id = api.exec_create(container.id, args, stdout=True, stderr=True)["Id"]
     result: dict[str, Any] = {}
     worker = threading.Thread(target=_collect, args=(api, exec_id, result), daemon=True)
     worker.start()
     worker.join(timeout)
     if worker.is_alive():
-        _kill_exec(api, exec_id)
+        kill(api, exec_id)
         worker.join(10)
         raise ToolError(args, None, f"timed out after {timeout:.0f}s in container {container.name}")
     if "error" in result:
@@ -336,6 +340,17 @@ def _kill_exec(api: Any, exec_id: str) -> None:
     for victim in [pid, *descendants(pid)]:
         with contextlib.suppress(ProcessLookupError):
             os.kill(victim, signal.SIGKILL)
+
+
+def kill_inside(container: Container) -> Killer:
+    """A timed-out exec ended from inside its container: every process there but the first (``sleep``, the
+    container's init, which kill(-1) spares), as on Kubernetes; for a daemon whose PIDs are not this host's."""
+
+    def kill(api: Any, exec_id: str) -> None:
+        done = api.exec_create(container.id, ["sh", "-c", "kill -9 -1"], stdout=True, stderr=True)["Id"]
+        api.exec_start(done)
+
+    return kill
 
 
 def descendants(pid: int, proc: Path = Path("/proc")) -> list[int]:

@@ -31,7 +31,10 @@ from docker.models.services import Service
 
 from layerbench.errors import LayerbenchError, PrerequisiteError
 from layerbench.spec.feasibility import SwarmNode
+from layerbench.stack.image import REPOSITORY, recipe
+from layerbench.stack.image_archive import ImageRecipe, write_archive
 from layerbench.stack.ledger import Resource, tracked
+from layerbench.stack.placement import IDLE
 from layerbench.stack.target import BuildContext
 
 RUN_LABEL = "layerbench.run"
@@ -71,7 +74,7 @@ def connect(url: str | None) -> docker.DockerClient:
         manager = client(url)
         state = manager.info().get("Swarm", {})
     except DockerException as exc:
-        raise PrerequisiteError(f"no Docker daemon answers at {url}: {_first_line(exc)}", hint=HINT) from exc
+        raise PrerequisiteError(f"no Docker daemon answers at {url}: {first_line(exc)}", hint=HINT) from exc
     if not state.get("ControlAvailable"):
         manager.close()
         said = state.get("LocalNodeState") or "unknown"
@@ -101,7 +104,7 @@ def _unreachable(url: str | None, node_id: str) -> str | None:
         with contextlib.closing(client(url)) as daemon:
             answer = daemon.info().get("Swarm", {}).get("NodeID")
     except DockerException as exc:
-        return f"no daemon answers at its label {SOCKET_LABEL}={url}: {_first_line(exc)}"
+        return f"no daemon answers at its label {SOCKET_LABEL}={url}: {first_line(exc)}"
     return None if answer == node_id else f"the daemon at its label {SOCKET_LABEL}={url} is another node ({answer})"
 
 
@@ -111,7 +114,7 @@ def swarm_nodes(url: str | None) -> dict[str, SwarmNode] | str:
         with contextlib.closing(connect(url)) as manager:
             found = nodes(manager)
     except (PrerequisiteError, DockerException) as exc:
-        return _first_line(exc)
+        return first_line(exc)
     return {name: SwarmNode(n.ready, n.unreachable) for name, n in found.items()}
 
 
@@ -122,7 +125,7 @@ def describe(url: str) -> list[tuple[str, bool, str]]:
             version = manager.version().get("Version", "?")
             found = nodes(manager)
     except (PrerequisiteError, DockerException) as exc:
-        return [("swarm", False, _first_line(exc))]
+        return [("swarm", False, first_line(exc))]
     rows = [("swarm", True, f"Docker {version}, manager at {url}")]
     for n in found.values():
         note = "not ready" if not n.ready else n.unreachable or f"its daemon at {n.socket}: bind, volume and tmpfs"
@@ -156,16 +159,42 @@ def remove_labelled(manager_at: str, socket: str, run_id: str) -> None:
                 volume.remove(force=True)
 
 
+def image_on(
+    daemon: docker.DockerClient,
+    socket: str,
+    binaries: dict[str, str],
+    ctx: BuildContext,
+    exits: contextlib.ExitStack,
+    files: tuple[str, ...] = (),
+    kind: str = "swarm-image",
+) -> str:
+    """The image of these host binaries on a daemon layerbench did not start (a swarm node's, a Docker
+    host's): loaded there unless it has it, removed when ``exits`` closes (ledger ``kind``)."""
+    _, _, tag = recipe(binaries, ctx, files)
+    ref = f"{REPOSITORY}:{tag}"
+    if has_image(daemon, ref):
+        return ref  # the daemon's own (an image it had before is left there)
+    archive = ctx.work_dir / f"{kind}-{tag}.tar"
+    write_archive(ImageRecipe(ref, binaries, list(files), IDLE), archive)
+    try:
+        exits.enter_context(loaded_image(daemon, socket, archive, ref, ctx, kind))
+    finally:
+        archive.unlink(missing_ok=True)
+    return ref
+
+
 @contextmanager
-def loaded_image(daemon: docker.DockerClient, socket: str, archive: Path, ref: str, ctx: BuildContext) -> Iterator[str]:
-    """``ref`` loaded into the node's daemon from a docker-archive (no registry needed), removed after."""
+def loaded_image(
+    daemon: docker.DockerClient, socket: str, archive: Path, ref: str, ctx: BuildContext, kind: str = "swarm-image"
+) -> Iterator[str]:
+    """``ref`` loaded into the daemon at ``socket`` from a docker-archive (no registry needed), removed after."""
 
     def create(rid: int) -> str:
         with archive.open("rb") as f:
             daemon.images.load(f)
         return ref
 
-    with tracked(ctx.ledger, "swarm-image", ref, create, lambda _: remove_image(socket, ref), socket=socket):
+    with tracked(ctx.ledger, kind, ref, create, lambda _: remove_image(socket, ref), socket=socket):
         yield ref
 
 
@@ -268,7 +297,7 @@ def _wait(done: Callable[[], bool], what: str) -> None:
         time.sleep(0.2)
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     return (str(exc).splitlines() or [type(exc).__name__])[0]
 
 

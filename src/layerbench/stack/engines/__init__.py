@@ -22,9 +22,9 @@ from typing import Any, Protocol
 
 from layerbench.proc import Runner
 from layerbench.spec.models import EngineSpec, Limits, PlacementSpec, StackSpec
-from layerbench.stack import guest, kube
+from layerbench.stack import dockerhost, guest, kube
 from layerbench.stack import swarm as swarm_adapter  # the engine module below is `swarm`
-from layerbench.stack.engines import docker, kubernetes, native, podman, swarm, vm, vm_docker
+from layerbench.stack.engines import docker, docker_host, kubernetes, native, podman, swarm, vm, vm_docker
 from layerbench.stack.ledger import Resource
 from layerbench.stack.target import BuildContext, Mount, Target
 
@@ -34,7 +34,7 @@ Remover = Callable[[Resource, Runner], None]
 class Engine(Protocol):
     """A running engine, as the stack builder and the database fleet use it."""
 
-    kind: str  # "native", "docker", "podman", "vm", "kubernetes", "swarm": also Target.engine and Fleet.engine
+    kind: str  # "native", "docker", "podman", "vm", "kubernetes", "swarm", "docker-host": Target.engine, Fleet.engine
 
     def place(
         self, mount: Mount, stack: StackSpec, data_bytes: int, ctx: BuildContext
@@ -90,6 +90,18 @@ ENGINES: dict[str, EngineType] = {
             "swarm-service": swarm_adapter.reclaim_service,
             "swarm-volume": swarm_adapter.reclaim_volume,
             "swarm-image": swarm_adapter.reclaim_image,
+        },
+    ),
+    # A daemon layerbench did not start: only what the run's rows name, or its label marks, is removed there.
+    "docker-host": EngineType(
+        "docker-host",
+        docker_host.start,
+        docker_host.failure,
+        removers={
+            "docker-host-run": dockerhost.reclaim_run,
+            "docker-host-container": dockerhost.reclaim_container,
+            "docker-host-volume": swarm_adapter.reclaim_volume,  # its row's socket is the daemon's URL
+            "docker-host-image": swarm_adapter.reclaim_image,
         },
     ),
 }

@@ -55,8 +55,7 @@ from layerbench.stack.fleet import (
     start_exec,
     write_in,
 )
-from layerbench.stack.image import REPOSITORY, binary_digests, recipe, resolve
-from layerbench.stack.image_archive import ImageRecipe, write_archive
+from layerbench.stack.image import binary_digests, resolve
 from layerbench.stack.placement import DATA, IDLE, TMPFS_HEADROOM, _put_in, exec_in, host_dir
 from layerbench.stack.route import source_address
 from layerbench.stack.target import BuildContext, Mount, Target
@@ -105,17 +104,7 @@ class SwarmEngine:
 
     def _load(self, binaries: dict[str, str], ctx: BuildContext, files: tuple[str, ...] = ()) -> str:
         """The image of these host binaries on the node: loaded there unless the node has it."""
-        _, _, tag = recipe(binaries, ctx, files)
-        ref = f"{REPOSITORY}:{tag}"
-        if swarm.has_image(self.daemon, ref):
-            return ref  # the node's own (an image it had before is left there)
-        archive = ctx.work_dir / f"swarm-image-{tag}.tar"
-        write_archive(ImageRecipe(ref, binaries, list(files), IDLE), archive)
-        try:
-            self.exits.enter_context(swarm.loaded_image(self.daemon, self.socket, archive, ref, ctx))
-        finally:
-            archive.unlink(missing_ok=True)
-        return ref
+        return swarm.image_on(self.daemon, self.socket, binaries, ctx, self.exits, files)
 
 
 @contextmanager

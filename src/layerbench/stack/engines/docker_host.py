@@ -1,0 +1,179 @@
+"""The docker-host engine: the workload in a container on a Docker daemon named by URL, which the user runs.
+
+``engine: {kind: docker-host, node: tcp://10.0.0.5:2375}`` (or ``unix:///PATH/docker.sock``; ``ssh://``
+where the Docker SDK reaches it). layerbench builds no device nor filesystem for it: the storage is the
+daemon's own, on its machine, and each trial records what it is (stack/dockerhost.py's ``facts``: the
+storage driver, the filesystem beneath it, the data-root, the kernel) and what /data is in the
+container's own mount table. Placements (spec/rules.py):
+
+- writable-layer: nothing mounted; /data is the image's directory, in the daemon's storage driver;
+- volume: a named volume of the daemon's local driver (under its data-root: that filesystem);
+- tmpfs: memory (a control, as on Docker).
+
+The tools image is loaded into the daemon from a docker-archive unless it has it (stack/swarm.py's
+``image_on``), and every command of a trial is an exec into the container (stack/placement.py's
+``exec_in``); one that times out is killed from inside the container, since the daemon's PIDs may be
+another machine's. Limits (cpus, memory, cpuset) are the container's, read back from the daemon's
+account of it (``limits_set``): its kernel's cgroup may be on another machine, so they are not verified.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from typing import Any, cast
+
+import docker
+from docker.models.containers import Container
+
+from layerbench.errors import LayerbenchError, PrerequisiteError
+from layerbench.spec.models import EngineSpec, Limits, StackSpec
+from layerbench.stack import dockerhost, mountinfo, swarm
+from layerbench.stack.dockerd import DockerEngine
+from layerbench.stack.engines.container import tools
+from layerbench.stack.image import binary_digests
+from layerbench.stack.placement import (
+    DATA,
+    IDLE,
+    TMPFS_HEADROOM,
+    _put_in,
+    exec_in,
+    kill_inside,
+    limit_kwargs,
+    tuning_options,
+)
+from layerbench.stack.target import BuildContext, Exec, Mount, Target
+
+KIND = "docker-host"
+EXEC_FAILED_RC = 125  # what placement.exec_in answers when the container or its daemon is gone
+MOUNT_TABLE_S = 60.0
+
+
+@dataclass
+class Daemon:
+    """The daemon as placement.exec_in uses a DockerEngine: its client, and a kind for messages."""
+
+    client: docker.DockerClient
+    kind: str = KIND
+
+
+@dataclass
+class DockerHostEngine:
+    url: str
+    daemon: docker.DockerClient
+    facts: dict[str, Any]  # the daemon's account of itself (dockerhost.facts), recorded in every trial
+    exits: contextlib.ExitStack  # what lives as long as the engine: the tools image on the daemon
+    tools_image: str | None = None
+    kind: str = KIND
+
+    def place(
+        self, mount: Mount, stack: StackSpec, data_bytes: int, ctx: BuildContext
+    ) -> AbstractContextManager[Target]:
+        if self.tools_image is None:
+            image = swarm.image_on(self.daemon, self.url, tools(ctx), ctx, self.exits, kind="docker-host-image")
+            self.tools_image = image
+        return _placement(self, self.tools_image, mount, stack, data_bytes, ctx)
+
+
+@contextmanager
+def start(mount: Mount, spec: EngineSpec, ctx: BuildContext) -> Iterator[DockerHostEngine]:
+    """The run's row on the daemon at ``spec.node``, once it answers; nothing of the daemon is changed."""
+    assert spec.node is not None  # the spec requires the URL
+    daemon = dockerhost.connect(spec.node)
+    with contextlib.ExitStack() as exits:
+        exits.callback(daemon.close)
+        found = dockerhost.facts(daemon.info())
+        exits.enter_context(dockerhost.run_scope(spec.node, ctx))
+        images = exits.enter_context(contextlib.ExitStack())  # closed before the run's row goes
+        yield DockerHostEngine(spec.node, daemon, found, images)
+
+
+def failure(rc: int | None, stderr: str) -> str | None:
+    """An exec the daemon could not run: the stack must be rebuilt, the tool is not to blame."""
+    return "engine-error" if rc == EXEC_FAILED_RC and f"{KIND} exec" in stderr else None
+
+
+@contextmanager
+def _placement(
+    engine: DockerHostEngine, image: str, mount: Mount, stack: StackSpec, data_bytes: int, ctx: BuildContext
+) -> Iterator[Target]:
+    """A container holding /data at the placement, idle, with no network; every command an exec into it."""
+    kind = stack.placement.kind
+    name = f"lb-{secrets.token_hex(4)}"
+    with contextlib.ExitStack() as exits:
+        kwargs = {
+            "image": image,
+            "entrypoint": IDLE,  # the archive's own (a command would be appended to it as arguments)
+            "network_mode": "none",
+            **tuning_options(stack.tuning),
+            **limit_kwargs(stack.limits, ""),  # no block-I/O limit reaches here (spec/rules.py)
+            **_data(engine, name, kind, data_bytes, ctx, exits),
+        }
+        made = exits.enter_context(dockerhost.container(engine.daemon, engine.url, name, kwargs, ctx))
+        run = exec_in(cast(DockerEngine, Daemon(engine.daemon)), made, kill_inside(made))
+        table = _mount_table(run)
+        info = {
+            "placement": kind,
+            "container": made.id[:12],
+            "image": image,
+            "daemon_url": engine.url,
+            "daemon": engine.facts,
+            "fio_sha256": binary_digests(["fio"])["fio"],  # the image holds this host's fio
+            "data_mount": data_mount(table),
+            **_limits(made, stack.limits),
+        }
+        yield Target(run, _put_in(made), DATA, False, mount.device, KIND, info, mount_table=table)
+
+
+def _data(
+    engine: DockerHostEngine, name: str, kind: str, data_bytes: int, ctx: BuildContext, exits: contextlib.ExitStack
+) -> dict[str, Any]:
+    """How /data is provided, as Docker SDK arguments (a volume it needs is entered on ``exits``)."""
+    if kind == "writable-layer":
+        return {}
+    if kind == "volume":
+        made = exits.enter_context(dockerhost.volume(engine.daemon, engine.url, name, ctx))
+        return {"volumes": {made: {"bind": DATA, "mode": "rw"}}}
+    if kind == "tmpfs":
+        return {"tmpfs": {DATA: f"size={data_bytes + TMPFS_HEADROOM}"}}
+    raise PrerequisiteError(f"placement {kind!r} is not a Docker host's (writable-layer, volume, tmpfs)")
+
+
+def _mount_table(run: Exec) -> Callable[[], str]:
+    """The container's own mount table, read by exec (its daemon's PIDs may be another machine's)."""
+    return lambda: run(["cat", "/proc/self/mountinfo"], MOUNT_TABLE_S).check().stdout
+
+
+def data_mount(table: Callable[[], str]) -> dict[str, Any]:
+    """What /data is in the container, as its own mount table says: the storage driver's filesystem
+    (writable-layer), the daemon's data-root filesystem (volume), or a tmpfs."""
+    try:
+        held = mountinfo.holding(mountinfo.parse(table()), DATA)
+    except (OSError, LayerbenchError, mountinfo.MountinfoError) as exc:
+        return {"unknown": f"cannot read the container's mounts: {exc}"}
+    if not held:
+        return {"unknown": f"no mount holds {DATA} in the container's mount table"}
+    entry = held[0]
+    return {"source": entry.source, "fs_type": entry.fs_type, "root": entry.root, "mount_point": entry.mount_point}
+
+
+def _limits(made: Container, limits: Limits) -> dict[str, Any]:
+    """The limits asked, and as the daemon set them (its inspect of the container; not its kernel's cgroup)."""
+    asked = limits.model_dump(mode="json", exclude_none=True)
+    if not asked:
+        return {"limits": asked}
+    made.reload()
+    return {"limits": asked, "limits_set": limits_set(made.attrs["HostConfig"])}
+
+
+def limits_set(host_config: dict[str, Any]) -> dict[str, object]:
+    """A container's limits as its daemon records them, in the units of ``Limits``; None: no limit."""
+    nano = host_config.get("NanoCpus") or 0
+    return {
+        "cpus": nano / 1e9 if nano else None,
+        "memory": host_config.get("Memory") or None,
+        "cpuset": host_config.get("CpusetCpus") or None,
+    }
