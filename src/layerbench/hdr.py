@@ -13,6 +13,7 @@ import math
 from collections.abc import Iterable
 
 import numpy as np
+from hdrh.codec import HdrHistogramEncoder
 from hdrh.histogram import HdrHistogram
 
 HIGHEST_US = 10**12  # latencies in µs, up to 11.5 days: nothing a client reports is cut
@@ -42,7 +43,17 @@ def encode(h: HdrHistogram) -> str:
 
 
 def decode(text: str) -> HdrHistogram:
-    return HdrHistogram.decode(text.encode("ascii"))
+    """An encoded histogram, decoded into one at least as wide as ours.
+
+    hdrh sizes the counts by the header's highest trackable value, but an auto-resizing Java histogram
+    (YCSB's) can write more counts than that: hdrh then fails with "Destination array overrun" (seen
+    with a slow outlier behind Docker's userland proxy). Which bucket holds a value depends only on the
+    lowest value and the digits, so a wider histogram reads the same counts at the same places.
+    """
+    payload = HdrHistogramEncoder.decode(text.encode("ascii"), True)
+    head = payload.payload
+    highest = max(head.highest_trackable_value, HIGHEST_US)
+    return HdrHistogram(head.lowest_trackable_value, highest, head.significant_figures, hdr_payload=payload)
 
 
 def value_at_percentile(h: HdrHistogram, percentile: float) -> int:

@@ -9,6 +9,7 @@ import typing
 from pathlib import Path
 
 import pytest
+from hdrh.histogram import HdrHistogram
 
 from layerbench.spec.databases import ServerSpec, YcsbMix, YcsbWorkload
 from layerbench.workloads import ycsb
@@ -384,3 +385,21 @@ def test_unreadable_logs_are_refused(tmp_path: Path) -> None:
 
 def test_no_logs_merge_to_nothing(tmp_path: Path) -> None:
     assert ycsb.merge_hdr_logs([tmp_path]) == {}
+
+
+def test_an_interval_with_more_counts_than_its_header_promises_is_read_whole(tmp_path: Path) -> None:
+    # An auto-resizing Java histogram (YCSB's) can carry counts past the header's highest trackable
+    # value; hdrh alone fails on it ("Destination array overrun", seen behind Docker's userland proxy).
+    wide = HdrHistogram(1, 10**12, 3)
+    for value in (120, 350, 10**9):  # a slow outlier: 1,000 s
+        wide.record_value(value)
+    wide.encoder.payload.payload.highest_trackable_value = 3_600_000  # the header as such a histogram writes it
+    payload = wide.encode().decode("ascii")
+    with pytest.raises(IndexError, match="Destination array overrun"):
+        HdrHistogram.decode(payload)
+    head = (CLIENTS[0] / "READ.hdr").read_text().splitlines()[:3]
+    log = tmp_path / "UPDATE.hdr"
+    log.write_text("\n".join([*head, f"Tag=UPDATE,0.000,1.000,1000000.000,{payload}"]) + "\n")
+    read = ycsb.read_hdr_log(log)
+    assert read.get_total_count() == 3 and read.get_max_value() == read.get_highest_equivalent_value(10**9)
+    assert read.get_min_value() == 120

@@ -45,7 +45,7 @@ from typing import Literal
 
 from hdrh.codec import HdrCookieException, HdrHistogramSettingsException, HdrLengthException
 from hdrh.histogram import HdrHistogram
-from hdrh.log import HistogramLogReader
+from hdrh.log import re_histogram_interval
 
 from layerbench import hdr
 from layerbench.errors import LayerbenchError
@@ -412,13 +412,12 @@ def read_hdr_log(path: str | Path) -> HdrHistogram:
     total = hdr.new()
     intervals = 0
     try:
-        reader = HistogramLogReader(str(path), total)
-        try:
-            while (interval := reader.get_next_interval_histogram()) is not None:
-                total.add(interval)
+        for line in Path(path).read_text().splitlines():
+            # An interval: [Tag=T,]start,length,max,payload (hdrh's own pattern); comments and the legend are not.
+            interval = re_histogram_interval.match(line.split(",", 1)[1] if line.startswith("Tag=") else line)
+            if interval and not line.startswith("#"):
+                total.add(hdr.decode(interval.group(4)))
                 intervals += 1
-        finally:
-            reader.close()
     except _HDR_ERRORS as exc:
         raise YcsbParseError(f"{path}: not a readable HdrHistogram log: {exc!r}") from exc
     # hdrh skips lines it cannot read; YCSB writes at least one interval when it exports, so none
