@@ -28,10 +28,3 @@ def trials_by_label(db_path: Path) -> dict[str, tuple[dict[str, Any], str]]:
     with sqlite3.connect(db_path) as db:
         rows = db.execute("SELECT c.label, t.info_json, t.status FROM trials t JOIN cells c USING (cell_id)")
         return {label: (json.loads(info), status) for label, info, status in rows}
-
-
-def enforced_limits(db_path: Path) -> dict[str, Any]:
-    """The limits the kernel enforced on the run's only trial, as it recorded them."""
-    with sqlite3.connect(db_path) as db:
-        (info,) = db.execute("SELECT info_json FROM trials").fetchone()
-    return dict(json.loads(info)["target"]["limits_enforced"])

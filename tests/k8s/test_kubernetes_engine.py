@@ -23,7 +23,7 @@ from kubernetes.utils import parse_quantity
 from layerbench.stack import mountinfo
 from tests import support
 from tests.integration.leftovers import assert_nothing_left, bridges, leftovers, server_dirs
-from tests.k8s.cells import NODE, RR, enforced_limits, node_spec, trials_by_label
+from tests.k8s.cells import NODE, RR, node_spec, trials_by_label
 
 pytestmark = [pytest.mark.requires_root, pytest.mark.requires_fio, pytest.mark.requires_k8s, pytest.mark.slow]
 
@@ -85,7 +85,9 @@ def test_a_claim_of_the_clusters_storage_class_gets_what_the_class_provisions(cl
     core = api(cluster.kubeconfig)
     before, images = bridges(), node_images(Path(cluster.root))
     with server_dirs("lbk8s-claim-") as dirs:
-        spec = {**node_spec("kubernetes", ["tmpfs"]), "stacks": [claim_stack("node3")]}
+        # With limits: read back from the pod's cgroup (node3 is this host) though no device is here.
+        limited = claim_stack("node3", limits={"cpus": 0.5, "memory": "256MiB"})
+        spec = {**node_spec("kubernetes", ["tmpfs"]), "stacks": [limited]}
         dirs["spec"].write_text(yaml.safe_dump(spec))
         done = layerbench(["run", str(dirs["spec"])], dirs, cluster.kubeconfig)
         assert done.returncode == 0, done.stdout + done.stderr
@@ -93,6 +95,8 @@ def test_a_claim_of_the_clusters_storage_class_gets_what_the_class_provisions(cl
         ((info, status),) = trials_by_label(dirs["db"]).values()
         assert status == "ok"
         claim, data = info["target"]["claim"], info["target"]["data_mount"]
+        enforced = info["target"]["limits_enforced"]
+        assert (enforced["cpus"], enforced["memory"]) == (pytest.approx(0.5), 256 * 2**20), enforced
         assert claim["provisioner"] == "layerbench.local/local-path" and claim["source"] == "local", claim
         assert claim["capacity"] == claim["requested"] == str(2**30), claim
         # What the class gave: a directory the provisioner made on this host's root filesystem.
@@ -105,17 +109,6 @@ def test_a_claim_of_the_clusters_storage_class_gets_what_the_class_provisions(cl
         assert_nothing_left(dirs, before)
     assert cluster_leftovers(core, Path(cluster.root), images) == []
     assert list((Path(cluster.root) / "volumes").iterdir()) == []  # the class reclaimed its volume
-
-
-def test_a_pods_limits_are_read_back_from_its_cgroup(cluster: Any) -> None:
-    with server_dirs("lbk8s-limits-") as dirs:
-        limited = node_spec("kubernetes", ["tmpfs"], limits={"cpus": 0.5, "memory": "256MiB"})
-        dirs["spec"].write_text(yaml.safe_dump(limited))
-        done = layerbench(["run", str(dirs["spec"])], dirs, cluster.kubeconfig)
-        assert done.returncode == 0, done.stdout + done.stderr
-        enforced = enforced_limits(dirs["db"])
-        assert enforced["cpus"] == pytest.approx(0.5)
-        assert enforced["memory"] == 256 * 2**20
 
 
 def test_cells_a_cluster_cannot_run_are_refused_with_reasons(cluster: Any) -> None:

@@ -22,7 +22,7 @@ import yaml
 
 from tests import support
 from tests.integration.leftovers import assert_nothing_left, bridges, leftovers, server_dirs
-from tests.k8s.cells import NODE, RR, enforced_limits, node_spec, trials_by_label
+from tests.k8s.cells import NODE, RR, node_spec, trials_by_label
 
 pytestmark = [pytest.mark.requires_root, pytest.mark.requires_fio, pytest.mark.requires_docker, pytest.mark.slow]
 
@@ -61,7 +61,8 @@ def swarm_leftovers(local_swarm: Any, before: dict[str, set[str]]) -> list[str]:
 def test_fio_runs_in_services_on_the_named_node_and_nothing_is_left(local_swarm: Any) -> None:
     before, baseline = bridges(), node_state(local_swarm)
     with server_dirs("lbswarm-run-") as dirs:
-        dirs["spec"].write_text(yaml.safe_dump(node_spec("swarm", ["bind", "volume", "tmpfs"])))
+        limited = node_spec("swarm", ["bind", "volume", "tmpfs"], limits={"cpus": 0.5, "memory": "256MiB"})
+        dirs["spec"].write_text(yaml.safe_dump(limited))
         done = layerbench(["run", str(dirs["spec"])], dirs, local_swarm.manager)
         assert done.returncode == 0, done.stdout + done.stderr
         assert "3 trials ok, 0 failed" in done.stdout
@@ -72,6 +73,8 @@ def test_fio_runs_in_services_on_the_named_node_and_nothing_is_left(local_swarm:
             target = info["target"]
             assert target["node"] == NODE and target["service"].startswith("lb-"), target
             assert target["pid"] > 1  # the task's container, on this host
+            enforced = target["limits_enforced"]  # the service's limits, as the kernel's cgroup has them
+            assert (enforced["cpus"], enforced["memory"]) == (pytest.approx(0.5), 256 * 2**20), enforced
             on = target["data_mount"]  # /data in the task: the filesystem under test, or memory
             placement = target["placement"]
             assert (on["fs_type"], on["source"].startswith("/dev/zram")) == (
@@ -80,16 +83,6 @@ def test_fio_runs_in_services_on_the_named_node_and_nothing_is_left(local_swarm:
             assert placement == "tmpfs" or on["root"].endswith("-data"), on  # the directory layerbench made
         assert_nothing_left(dirs, before)
     assert swarm_leftovers(local_swarm, baseline) == []
-
-
-def test_a_services_limits_are_read_back_from_its_cgroup(local_swarm: Any) -> None:
-    with server_dirs("lbswarm-limits-") as dirs:
-        dirs["spec"].write_text(yaml.safe_dump(node_spec("swarm", ["tmpfs"], limits={"cpus": 0.5, "memory": "256MiB"})))
-        done = layerbench(["run", str(dirs["spec"])], dirs, local_swarm.manager)
-        assert done.returncode == 0, done.stdout + done.stderr
-        enforced = enforced_limits(dirs["db"])
-        assert enforced["cpus"] == pytest.approx(0.5)
-        assert enforced["memory"] == 256 * 2**20
 
 
 def test_cells_a_swarm_cannot_run_are_refused_with_reasons(local_swarm: Any) -> None:
