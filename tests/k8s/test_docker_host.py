@@ -5,25 +5,22 @@ is and what /data is in the container, recorded; refusals with reasons; one run 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import docker
 import pytest
 import yaml
 
 from tests import support
 from tests.integration.leftovers import assert_nothing_left, bridges, leftovers, server_dirs
 from tests.k8s.cells import RR, trials_by_label
+from tests.k8s.daemons import daemon, wait_for_fio
 
 pytestmark = [pytest.mark.requires_root, pytest.mark.requires_fio, pytest.mark.requires_docker, pytest.mark.slow]
 
@@ -39,15 +36,6 @@ def host_spec(urls: list[str], placements: list[str], workload: dict[str, Any] =
         "workloads": [workload],
         "trials": {"repetitions": 1},
     }
-
-
-@contextlib.contextmanager
-def daemon(url: str) -> Iterator[docker.DockerClient]:
-    client = docker.DockerClient(base_url=url, timeout=60)
-    try:
-        yield client
-    finally:
-        client.close()
 
 
 def daemon_state(hosts: Any) -> set[str]:
@@ -159,7 +147,7 @@ def test_sigkill_then_cleanup_leaves_nothing_on_the_daemon(docker_hosts: Any) ->
         dirs["spec"].write_text(yaml.safe_dump(host_spec([url], ["volume"], workload={**RR, "runtime_s": 600})))
         proc = support.start(["run", str(dirs["spec"])], dirs)
         try:
-            _wait_for_fio(url, proc)
+            wait_for_fio(url, proc)
         finally:
             os.kill(proc.pid, signal.SIGKILL)
             proc.communicate()
@@ -172,18 +160,6 @@ def test_sigkill_then_cleanup_leaves_nothing_on_the_daemon(docker_hosts: Any) ->
         with sqlite3.connect(dirs["state"] / "ledger.db") as db:
             assert db.execute("SELECT kind, ident FROM resources WHERE removed_at IS NULL").fetchall() == []
     assert daemon_state(docker_hosts) == baseline
-
-
-def _wait_for_fio(url: str, proc: subprocess.Popen[str]) -> None:
-    """Until a container of the run on the daemon runs fio (a state, whatever the machine's speed)."""
-    with daemon(url) as d:
-        while proc.poll() is None:
-            for c in d.containers.list(filters={"label": "layerbench.run"}, sparse=True):
-                with contextlib.suppress(docker.errors.APIError):  # NotFound among them: gone meanwhile
-                    if any("fio" in " ".join(p) for p in c.top().get("Processes") or []):
-                        return
-            time.sleep(0.5)
-    raise AssertionError(f"the run ended before fio started: {proc.communicate()}")
 
 
 def test_doctor_asks_a_named_daemon(docker_hosts: Any) -> None:

@@ -11,33 +11,23 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import docker
 import pytest
 import yaml
 
 from tests import support
 from tests.integration.leftovers import assert_nothing_left, bridges, leftovers, server_dirs
 from tests.k8s.cells import NODE, RR, node_spec, trials_by_label
+from tests.k8s.daemons import daemon, wait_for_fio
 
 pytestmark = [pytest.mark.requires_root, pytest.mark.requires_fio, pytest.mark.requires_docker, pytest.mark.slow]
 
 
 def layerbench(args: list[str], dirs: dict[str, Path], manager: str) -> subprocess.CompletedProcess[str]:
     return support.run([*args, "--swarm-manager", manager], dirs)
-
-
-@contextlib.contextmanager
-def daemon(url: str) -> Iterator[docker.DockerClient]:
-    client = docker.DockerClient(base_url=url, timeout=60)
-    try:
-        yield client
-    finally:
-        client.close()
 
 
 def node_state(local_swarm: Any) -> dict[str, set[str]]:
@@ -127,7 +117,7 @@ def test_sigkill_then_cleanup_leaves_nothing_on_the_swarm(local_swarm: Any) -> N
         dirs["spec"].write_text(yaml.safe_dump(node_spec("swarm", ["volume"], workload={**RR, "runtime_s": 600})))
         proc = support.start(["run", str(dirs["spec"]), "--swarm-manager", local_swarm.manager], dirs)
         try:
-            _wait_for_fio(local_swarm.url(NODE), proc)
+            wait_for_fio(local_swarm.url(NODE), proc)
         finally:
             os.kill(proc.pid, signal.SIGKILL)
             proc.communicate()
@@ -139,18 +129,6 @@ def test_sigkill_then_cleanup_leaves_nothing_on_the_swarm(local_swarm: Any) -> N
         with sqlite3.connect(dirs["state"] / "ledger.db") as db:
             assert db.execute("SELECT kind, ident FROM resources WHERE removed_at IS NULL").fetchall() == []
     assert swarm_leftovers(local_swarm, baseline) == []
-
-
-def _wait_for_fio(url: str, proc: subprocess.Popen[str]) -> None:
-    """Until a container of the run on the node runs fio (a state, whatever the machine's speed)."""
-    with daemon(url) as d:
-        while proc.poll() is None:
-            for c in d.containers.list(filters={"label": "layerbench.run"}, sparse=True):
-                with contextlib.suppress(docker.errors.APIError):  # NotFound among them: gone meanwhile
-                    if any("fio" in " ".join(p) for p in c.top().get("Processes") or []):
-                        return
-            time.sleep(0.5)
-    raise AssertionError(f"the run ended before fio started: {proc.communicate()}")
 
 
 def test_doctor_reports_the_swarm_and_its_nodes(local_swarm: Any) -> None:

@@ -1,5 +1,5 @@
 """Debian's dockerd in network namespaces: what the local swarm (swarm.py) and the local Docker hosts
-(docker.py) share.
+(dockerhosts.py) share.
 
 Each daemon has its own --data-root, --exec-root (where the containerd it starts and manages keeps its
 state and socket), --pidfile, sockets and cgroup parent, all under its own directory, and containerd
@@ -15,12 +15,38 @@ import json
 import os
 import signal
 from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import docker
 
 from localcluster import netns, procs
 from localcluster.netns import Network, Node
+
+
+@dataclass
+class Daemons:
+    """Daemons under one directory, one per node of a network (netns.py): what state.json holds."""
+
+    root: str
+    tag: str
+    subnet: int
+    names: list[str]
+    pids: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def network(self) -> Network:
+        return netns.plan(self.tag, self.subnet, self.names)
+
+    def node_dir(self, name: str) -> Path:
+        return Path(self.root) / name
+
+    def address(self, name: str) -> str:
+        """The node's address on the network: where this host reaches the ports it publishes."""
+        return next(n.ip for n in self.network.nodes if n.name == name)
+
+    def save(self) -> None:
+        (Path(self.root) / "state.json").write_text(json.dumps(asdict(self), indent=1))
 
 
 def start(

@@ -13,11 +13,10 @@ from __future__ import annotations
 import json
 import secrets
 import shutil
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from localcluster import dockerds, netns, procs
-from localcluster.netns import Network
 
 PORT = 2375
 # Said explicitly: dockerd 20.10 then skips the 15 s it otherwise waits before serving TCP without TLS.
@@ -26,20 +25,7 @@ START_LIMIT_S = 300.0
 
 
 @dataclass
-class State:
-    root: str
-    tag: str
-    subnet: int
-    names: list[str]
-    pids: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def network(self) -> Network:
-        return netns.plan(self.tag, self.subnet, self.names)
-
-    def node_dir(self, name: str) -> Path:
-        return Path(self.root) / name
-
+class State(dockerds.Daemons):
     def socket(self, name: str) -> str:
         return f"unix://{self.node_dir(name) / 'docker.sock'}"
 
@@ -47,14 +33,8 @@ class State:
         """The daemon over TCP, at its namespace's address: what a docker-host cell names."""
         return f"tcp://{self.address(name)}:{PORT}"
 
-    def address(self, name: str) -> str:
-        return next(n.ip for n in self.network.nodes if n.name == name)
-
     def cgroup_root(self, name: str) -> str:
         return f"lbdocker{self.tag}-{name}"
-
-    def save(self) -> None:
-        (Path(self.root) / "state.json").write_text(json.dumps(asdict(self), indent=1))
 
 
 def load(root: Path) -> State:

@@ -30,13 +30,13 @@ import secrets
 import shutil
 import socket
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import docker
 
 from localcluster import dockerds, netns, procs
-from localcluster.netns import Network, Node
+from localcluster.netns import Node
 
 SOCKET_LABEL = "layerbench.socket"  # where the node's own daemon listens; the swarm engine reads it
 START_LIMIT_S = 300.0
@@ -44,37 +44,17 @@ CLONE_NEWUTS = 0x04000000
 
 
 @dataclass
-class State:
-    root: str
-    tag: str
-    subnet: int
-    names: list[str]
-    pids: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def network(self) -> Network:
-        return netns.plan(self.tag, self.subnet, self.names)
-
-    def node_dir(self, name: str) -> Path:
-        return Path(self.root) / name
-
+class State(dockerds.Daemons):
     def socket(self, name: str) -> Path:
         return self.node_dir(name) / "docker.sock"
 
     def url(self, name: str) -> str:
         return f"unix://{self.socket(name)}"
 
-    def address(self, name: str) -> str:
-        """The node's address in the swarm: where the ports it publishes are reached from this host."""
-        return next(n.ip for n in self.network.nodes if n.name == name)
-
     @property
     def manager(self) -> str:
         """The manager's Docker socket: what `layerbench --swarm-manager` takes."""
         return self.url(self.names[0])
-
-    def save(self) -> None:
-        (Path(self.root) / "state.json").write_text(json.dumps(asdict(self), indent=1))
 
 
 def load(root: Path) -> State:
