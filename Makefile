@@ -23,6 +23,17 @@ K8S_APT_PACKAGES := etcd-server containerd containernetworking-plugins openssl g
 # The test VM (a modern host: systemd, cgroup v2, every kernel module), built once into the cache.
 VM_APT_PACKAGES := qemu-system-x86 qemu-utils debootstrap
 
+# Each tier's budget in seconds (docs/testing.md: what each tier proves, and its measured time). Past
+# it, coreutils timeout sends pytest SIGTERM (--foreground, so Ctrl-C still reaches pytest):
+# tests/deadlines.py writes every thread's stack and pytest tears down what it started; two minutes
+# later, SIGKILL. Each test has its own deadline too (pyproject.toml).
+BUDGET_TEST ?= 900
+BUDGET_SEEDS ?= 480
+BUDGET_VM ?= 1500
+BUDGET_K8S ?= 720
+TIER := timeout --foreground --signal=TERM --kill-after=120
+PYTEST := $(PY) -m pytest -q --durations=10
+
 .PHONY: run test test-seeds test-vm test-k8s vm-image setup apt apt-db apt-test apt-vm apt-k8s venv ycsb cassandra ferretdb k8s iozone lint clean-env
 
 run: setup
@@ -30,23 +41,23 @@ run: setup
 
 test: setup apt-test
 	$(PY) -m ruff check src tests bench
-	$(PY) -m pytest -q --ignore=tests/vm --ignore=tests/seeds --ignore=tests/k8s
+	$(TIER) $(BUDGET_TEST) $(PYTEST) --ignore=tests/vm --ignore=tests/seeds --ignore=tests/k8s
 
 # The seeds' databases end to end (tests/seeds: Cassandra natively, in Docker, and scaled): minutes of
 # server start-ups that would stretch `make test` past ten minutes.
 test-seeds: setup apt-test
-	$(PY) -m pytest -q tests/seeds
+	$(TIER) $(BUDGET_SEEDS) $(PYTEST) tests/seeds
 
 # The modern-host tier: tests/vm boots the test VM (cgroup v2, systemd) and runs the same tests in it.
 # About 10 minutes to build the image the first time (cached after), then one boot of some minutes.
 test-vm: setup apt-test vm-image
-	$(PY) -m pytest -q tests/vm
+	$(TIER) $(BUDGET_VM) $(PYTEST) tests/vm
 
 # The Kubernetes tier: tests/k8s brings up a three-node cluster on this host (tools/localcluster),
 # runs cells as pods on it, and takes it down. Its Kubernetes is built once into the cache. The same
 # tier brings up a three-node Docker Swarm (Debian's dockerd, from `make apt`) for the swarm engine.
 test-k8s: setup apt-test apt-k8s k8s
-	$(PY) -m pytest -q tests/k8s
+	$(TIER) $(BUDGET_K8S) $(PYTEST) tests/k8s
 
 # Kubernetes v1.32.2 from the Go module proxy (tools/build-k8s.sh): minutes of compiling the first
 # time (cached after). Go 1.23 or later, as for FerretDB.

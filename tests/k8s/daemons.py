@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
-import time
 from contextlib import AbstractContextManager
 
 import docker
+
+from tests.deadlines import wait_for
+
+# The run builds its stack and loads the tools image first: minutes on a busy machine, never ten.
+FIO_START_S = 600.0
 
 
 def daemon(url: str) -> AbstractContextManager[docker.DockerClient]:
@@ -16,11 +20,18 @@ def daemon(url: str) -> AbstractContextManager[docker.DockerClient]:
 
 def wait_for_fio(url: str, proc: subprocess.Popen[str]) -> None:
     """Until a container of the run on the daemon at ``url`` runs fio (a state, whatever the machine's speed)."""
+
+    def running(d: docker.DockerClient) -> bool:
+        for c in d.containers.list(filters={"label": "layerbench.run"}, sparse=True):
+            with contextlib.suppress(docker.errors.APIError):  # NotFound among them: gone meanwhile
+                if any("fio" in " ".join(p) for p in c.top().get("Processes") or []):
+                    return True
+        return False
+
     with daemon(url) as d:
-        while proc.poll() is None:
-            for c in d.containers.list(filters={"label": "layerbench.run"}, sparse=True):
-                with contextlib.suppress(docker.errors.APIError):  # NotFound among them: gone meanwhile
-                    if any("fio" in " ".join(p) for p in c.top().get("Processes") or []):
-                        return
-            time.sleep(0.5)
-    raise AssertionError(f"the run ended before fio started: {proc.communicate()}")
+        wait_for(
+            lambda: running(d),
+            f"a container of the run on {url} to run fio",
+            FIO_START_S,
+            alive=lambda: proc.poll() is None,
+        )

@@ -10,7 +10,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,10 @@ from kubernetes.utils import parse_quantity
 
 from layerbench.stack import mountinfo
 from tests import support
+from tests.deadlines import wait_for
 from tests.integration.leftovers import assert_nothing_left, bridges, leftovers, server_dirs
 from tests.k8s.cells import NODE, RR, node_spec, trials_by_label
+from tests.k8s.daemons import FIO_START_S
 
 pytestmark = [pytest.mark.requires_root, pytest.mark.requires_fio, pytest.mark.requires_k8s, pytest.mark.slow]
 
@@ -153,12 +154,12 @@ def test_sigkill_then_cleanup_leaves_nothing_in_the_cluster(cluster: Any) -> Non
 
 def _wait_for_fio(core: client.CoreV1Api, proc: subprocess.Popen[str]) -> None:
     """Until a pod of the run is running fio (a state, whatever the machine's speed)."""
-    while proc.poll() is None:
-        pods = [p for p in core.list_pod_for_all_namespaces(label_selector="layerbench.run").items]
-        if pods and pods[0].status.phase == "Running" and _fio_in(pods[0]):
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"the run ended before fio started: {proc.communicate()}")
+
+    def running() -> bool:
+        pods = core.list_pod_for_all_namespaces(label_selector="layerbench.run").items
+        return bool(pods) and pods[0].status.phase == "Running" and _fio_in(pods[0])
+
+    wait_for(running, "a pod of the run to run fio", FIO_START_S, alive=lambda: proc.poll() is None)
 
 
 def _fio_in(pod: client.V1Pod) -> bool:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from layerbench.proc import spawn
 from layerbench.stack import handle
+from tests.deadlines import wait_for
 
 # A parent that forks a child, as fio forks its jobs: both carry the mark, both must go.
 FORKING = "import os, time\nif os.fork() == 0:\n    time.sleep(600)\nelse:\n    time.sleep(600)\n"
@@ -46,8 +47,9 @@ def test_an_unknown_mark_kills_nothing(tmp_path: Path) -> None:
 
 def _children_when_forked(pid: int) -> list[int]:
     """Waits on state: the parent's child listed in /proc (pgrep -P reads the same)."""
-    while True:
-        assert _alive(pid), "the marked parent died before forking"
+
+    def children() -> list[int] | None:
         found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True, check=False).stdout
-        if found.split():
-            return [int(p) for p in found.split()]
+        return [int(p) for p in found.split()] or None
+
+    return wait_for(children, f"process {pid} to fork", 60.0, alive=lambda: _alive(pid))
