@@ -22,6 +22,7 @@ pytestmark = [
     pytest.mark.requires_root,
     pytest.mark.requires_fio,
     pytest.mark.slow,
+    pytest.mark.timeout(600),  # a guest's start (about a minute here) and a cleanup
 ]
 
 SPEC = {

@@ -24,7 +24,14 @@ from layerbench.stack.capabilities import DEFAULT_CACHE
 from tests import support
 from tests.integration.leftovers import leftovers
 
-pytestmark = [pytest.mark.requires_vm, pytest.mark.requires_root, pytest.mark.requires_fio, pytest.mark.slow]
+pytestmark = [
+    pytest.mark.requires_vm,
+    pytest.mark.requires_root,
+    pytest.mark.requires_fio,
+    pytest.mark.slow,
+    # Each run boots two guests under emulation: about 5 minutes each here (measured), so 15 is a hang.
+    pytest.mark.timeout(900),
+]
 
 SPEC = """\
 name: vm-engine
@@ -40,7 +47,7 @@ workloads:
 baseline: {{engine: native}}
 trials: {{repetitions: 1}}
 """
-RUN_LIMIT_S = 3600.0  # two guest boots under emulation on a busy host; the run ends on its own well before
+RUN_LIMIT_S = 840.0  # inside the test's own deadline, so a stuck run fails with its output
 
 
 @pytest.fixture
@@ -91,13 +98,18 @@ def test_vm_cells_are_refused_where_only_emulation_could_run_them(dirs: dict[str
 
 
 def _seybold_models_small() -> dict:
-    """The seybold-models preset as it is, but for its size: one small data set, one short mix, one round."""
+    """The seybold-models preset as it is, but for its size: one small data set, one short mix, one round,
+    and only the rows a guest adds: the host (the baseline), VM-L and VM-C-L. The container rows on the
+    host (P-C-L, P-C-H) are the host tier's, and VM-C-H differs from VM-C-L only by a placement that
+    test_fio_runs_in_a_guest_and_in_a_container_in_a_guest proves in a guest already."""
     spec = yaml.safe_load(preset_text("seybold-models"))
     small = {"kind": "postgres", "memory": "128MiB", "records": 2000}
+    native, _containers, in_vm, in_vm_docker = spec["stacks"]
+    stacks = [native, in_vm, {**in_vm_docker, "placement": "writable-layer"}]
     return {
         **spec,
         "emulation": "allow",
-        "stacks": [{**entry, "server": [small]} for entry in spec["stacks"]],
+        "stacks": [{**entry, "server": [small]} for entry in stacks],
         "workloads": [{**spec["workloads"][1], "runtime_s": 3, "warmup_s": 1}],
         "trials": {"repetitions": 1},
     }
@@ -122,15 +134,15 @@ def _seybold_models_small_runs(dirs: dict[str, Path], tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     with sqlite3.connect(dirs["db"]) as db:
         rows = db.execute("SELECT status, stderr, info_json FROM trials").fetchall()
-    assert len(rows) == 6 and all(r[0] == "ok" for r in rows), [r[:2] for r in rows]  # the six models
+    assert len(rows) == 3 and all(r[0] == "ok" for r in rows), [r[:2] for r in rows]  # P, VM-L and VM-C-L
     endpoints = [e for r in rows for e in json.loads(r[2])["endpoints"]]
     in_guest = [e for e in endpoints if "accel" in e]
-    assert len(in_guest) == 3 and all(e["host"] == "127.0.0.1" and e["guest_kernel"] for e in in_guest)
-    assert sum("container" in e for e in in_guest) == 2  # VM-C-L and VM-C-H: a container in the guest
+    assert len(in_guest) == 2 and all(e["host"] == "127.0.0.1" and e["guest_kernel"] for e in in_guest)
+    assert sum("container" in e for e in in_guest) == 1  # VM-C-L: a container in the guest
     shown = _show(dirs)
     assert not shown["refused"]
     guest_cells = [c for c in shown["cells"] if "/vm" in c["stack_label"]]
-    assert len(guest_cells) == 3 and all(c["summary"]["n"] == 1 for c in guest_cells)
+    assert len(guest_cells) == 2 and all(c["summary"]["n"] == 1 for c in guest_cells)
     if in_guest[0]["accel"] == "tcg":
         assert all(any(f["name"] == "not-comparable" for f in c["flags"]) for c in guest_cells), guest_cells
     assert leftovers(dirs["work"]) == []
