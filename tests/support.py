@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -17,8 +18,26 @@ def argv(args: list[str], dirs: dict[str, Path]) -> list[str]:
     return [sys.executable, "-m", "layerbench.cli", *args, *[x for n in names for x in (FLAG[n], str(dirs[n]))]]
 
 
+# How long an interrupted layerbench gets to tear down what it built before it is killed.
+TEARDOWN_S = 90.0
+
+
 def run(args: list[str], dirs: dict[str, Path], timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv(args, dirs), capture_output=True, text=True, timeout=timeout, check=False)
+    """Run layerbench to its end. Interrupted (a test's deadline, the tier's SIGTERM), it is asked to stop
+    as a user's Ctrl-C asks, so it tears down its stack, instead of subprocess.run's SIGKILL, which would
+    leave its mounts and daemons to the next test."""
+    proc = start(args, dirs)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.communicate(timeout=TEARDOWN_S)
+        finally:
+            proc.kill()
+            proc.wait()
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def start(args: list[str], dirs: dict[str, Path]) -> subprocess.Popen[str]:
