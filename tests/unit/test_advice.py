@@ -13,6 +13,7 @@ from layerbench.analysis import advice, findings, overhead
 from layerbench.analysis.checks import Check
 from layerbench.analysis.stats import Ratio
 from layerbench.cli.app import app
+from layerbench.report.terminal import advice_lines
 from layerbench.spec.feasibility import HostCaps
 from layerbench.store.read import RunData
 from tests.unit import test_findings
@@ -153,3 +154,35 @@ def test_a_material_difference_the_correction_demoted_is_not_acted_on_nor_resurr
     a = advice.advise(ev)
     assert len(a.chance) == 1 and a.chance[0].startswith("a vs native on RR: ×0.80")
     assert not any(u.startswith("a vs native") for u in a.undecided)  # said once, as chance
+
+
+def test_a_claim_from_a_cpu_bound_cell_is_at_most_medium_and_says_the_cpu_was_the_limit(
+    tmp_path: Path, full_caps: HostCaps
+) -> None:
+    data, _ = stored_run(tmp_path, full_caps, rounds=4)
+    results = overhead.of_run(data)
+    writable = next(c.cell_id for c in data.cells if c.stack.placement.kind == "writable-layer")
+    busy = Check("bottleneck", "flag", "CPU 97% busy while the device was 12% utilized")
+    marked = [dataclasses.replace(r, flags=(busy,)) if r.cell_id == writable else r for r in results]
+    (placement,) = by_topic(advised(data, marked))["placement"]
+    assert placement.confidence == "medium"  # its interval clears the band: high, but for the CPU
+    assert "the CPU, not storage, was the limit in zram/ext4/docker:overlay2/writable-layer" in placement.text
+    assert any("[CPU-bound]" in e for e in placement.evidence)
+    f = next(f for f in findings.of_run(data, marked) if f.subject.endswith("writable-layer"))
+    assert f.cpu_bound and "[CPU-bound]" in "".join(findings.summary_lines([f]))
+
+
+def test_advice_that_needs_a_comparison_the_run_lacks_is_a_suggestion_to_measure(
+    tmp_path: Path, full_caps: HostCaps
+) -> None:
+    data, _ = stored_run(tmp_path, full_caps, rounds=4)
+    results = overhead.of_run(data)
+    found = [f for f in findings.of_run(data, results) if not f.subject.endswith("/volume")]  # no volume measured
+    stacks = {c.stack_label: c.stack for c in data.cells}
+    a = advice.advise(advice.Evidence(found, stacks, results))
+    (placement,) = by_topic(a)["placement"]
+    assert placement.measure and placement.confidence == "low"
+    assert placement.text.startswith("Measure a volume beside the writable layer")
+    assert a.advice.index(placement) > max(i for i, x in enumerate(a.advice) if not x.measure)  # after advice
+    lines = advice_lines(a)
+    assert any(line.startswith("To measure next") for line in lines)

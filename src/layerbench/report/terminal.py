@@ -243,11 +243,18 @@ UNDECIDED_SHOWN = 10
 def advice_lines(a: Advised) -> list[str]:
     """Numbered recommendations, each with its confidence and its evidence indented beneath it."""
     out = []
-    for i, x in enumerate(a.advice, 1):
+    advised = [x for x in a.advice if not x.measure]
+    for i, x in enumerate(advised, 1):
         out.append(f"{i}. {x.text}. [{x.confidence} confidence]")
         out += [f"     - {e}" for e in x.evidence]
-    if not a.advice:
+    if not advised:
         out.append("No advice: no layer differed significantly and materially from the one beneath it.")
+    suggested = [x for x in a.advice if x.measure]
+    if suggested:
+        out.append("To measure next (a recommendation needs a comparison this run did not make):")
+        for x in suggested:
+            out.append(f"   - {x.text}.")
+            out += [f"     - {e}" for e in x.evidence]
     if a.undecided:
         out.append(f"What this run cannot decide ({len(a.undecided)}):")
         out += [f"     - {u}" for u in a.undecided[:UNDECIDED_SHOWN]]
