@@ -242,5 +242,5 @@ def test_nodes_of_one_machine_are_said_to_share_it(curve: Curve) -> None:
     on = [replace(curve, host=n, origin=replace(curve.origin, machine="box", node=n)) for n in ("node1", "node2")]
     (shared,) = [c for c in plan(on, hosts=2).caveats if c.startswith("Nodes node1, node2 ran on one machine (box)")]
     assert "the shared-nothing assumption does not hold there" in shared
-    apart = [replace(on[1], origin=replace(on[1].origin, machine="other"))]  # type: ignore[arg-type]
+    apart = [replace(on[1], origin=replace(curve.origin, machine="other", node="node2"))]
     assert not any(c.startswith("Nodes") for c in plan([on[0], *apart], hosts=2).caveats)

@@ -206,3 +206,20 @@ def test_the_results_table_and_the_findings_share_one_interval_per_comparison(
         if r.ratio.ratio == r.ratio.ratio and f.reference.endswith("raw"):
             assert (r.ratio, r.verdict) == (f.ratio, f.verdict)
     assert {r.verdict for r in results.values()} - {""} <= {SLOWER, FASTER, EQUIVALENT, UNDECIDED}
+
+
+def test_compare_gives_each_cell_a_verdict_corrected_over_the_cells_compared(
+    tmp_path: Path, full_caps: HostCaps
+) -> None:
+    from layerbench.report.terminal import comparison_json, comparison_table
+    from layerbench.report.view import comparison
+
+    a = test_findings.stored_run(tmp_path / "a", full_caps, rounds=4)
+    b = test_findings.stored_run(tmp_path / "b", full_caps, rounds=4)
+    c = comparison(a, b)
+    assert len(c.cells) == len(a.cells)
+    # The same numbers twice, but each run's rounds drift ±40%: unpaired, that is no evidence of sameness.
+    assert {r.verdict for r in c.cells} == {UNDECIDED}
+    assert all(r.ratio.ci_low < 1 / 1.05 and r.ratio.ci_high > 1.05 for r in c.cells)
+    assert {r["verdict"] for r in comparison_json(c)["cells"]} == {UNDECIDED}
+    assert comparison_table(c.cells, c.a, c.b).columns[-1].header == "verdict"
