@@ -232,7 +232,9 @@ def _finish(out: Outcome, mon: Monitor, fleet: Fleet, devices: list[str], errors
     out.status = "ok"
     out.monitor = [MonitorPoint(p.t, p.series, p.value, p.unit) for p in mon.points]
     limits = {f"i{e.index}": e.limits.model_dump(mode="json", exclude_none=True) for e in fleet.endpoints}
-    out.checks = [bottleneck_check(mon, devices[-1] if devices else "", DATABASE_REMEDY, limits), contended_check(mon)]
+    unseen = next((e.info["unseen"] for e in fleet.endpoints if e.info.get("unseen")), None)  # another machine's
+    out.checks = [bottleneck_check(mon, devices[-1] if devices else "", DATABASE_REMEDY, limits, unseen)]
+    out.checks.append(contended_check(mon, unseen))
     out.checks += [_errors_check(errors), *_limit_checks(fleet)]
     out.checks += emulated(next((e.info["accel"] for e in fleet.endpoints if "accel" in e.info), None))
     out.checks.append(Check("device-accounting", "skip", "a database decides what reaches the device (its caches)"))

@@ -272,6 +272,10 @@ class Monitor:
     cell is this process and its descendants (the workload natively, the
     ``docker exec`` clients) and the processes of the containers' cgroups;
     ``outside`` totals the latter per command name over the whole trial.
+
+    ``count_from`` (seconds after entering): ``totals`` counts each device's bytes from then on, not from
+    the start: fio's ramp, which fio's own byte counts leave out, is left out of the device's too, so the
+    two compare over one window (the device-accounting check).
     """
 
     def __init__(
@@ -282,8 +286,12 @@ class Monitor:
         proc_root: Path = Path("/proc"),
         cgroup: dict[str, Path] | None = None,
         cgroups: dict[str, dict[str, Path]] | None = None,
+        count_from: float = 0.0,
     ) -> None:
         self.devices = devices
+        self.count_from = count_from
+        self._mark: dict[str, DiskCounters] | None = None  # the devices' counters at count_from
+        self._marker = threading.Timer(count_from, self._take_mark)
         self.interval = interval
         self.sys_root = sys_root
         self.proc_root = proc_root
@@ -300,13 +308,22 @@ class Monitor:
         self._t0 = time.monotonic()
         self._first = self._snapshot()
         self._thread.start()
+        if self.count_from > 0:
+            self._marker.start()
         return self
 
     def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
         self._stop.set()
         self._thread.join()
+        self._marker.cancel()
+        if self.count_from > 0:
+            self._marker.join()
         last = self._snapshot()
-        self.totals = {n: _delta(self._first.disks[n], last.disks[n]) for n in self.devices if n in last.disks}
+        start = self._mark if self._mark is not None else self._first.disks  # a trial over before its ramp ended
+        self.totals = {n: _delta(start[n], last.disks[n]) for n in self.devices if n in last.disks and n in start}
+
+    def _take_mark(self) -> None:
+        self._mark = self._disks()
 
     def _loop(self) -> None:
         prev = self._first
@@ -315,12 +332,16 @@ class Monitor:
             self._emit(prev, cur)
             prev = cur
 
-    def _snapshot(self) -> Snapshot:
+    def _disks(self) -> dict[str, DiskCounters]:
         disks = {}
         for name in self.devices:
             path = self.sys_root / "class" / "block" / name / "stat"
             if path.exists():
                 disks[name] = parse_disk_stat(path.read_text())
+        return disks
+
+    def _snapshot(self) -> Snapshot:
+        disks = self._disks()
         cpu = parse_proc_stat((self.proc_root / "stat").read_text())
         mem = parse_meminfo((self.proc_root / "meminfo").read_text())
         groups = {name: read_cgroup(dirs) for name, dirs in self.cgroups.items()}

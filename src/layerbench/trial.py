@@ -135,7 +135,9 @@ def _execute(target: Target, w: FileWorkload, out: Outcome, tools: Path) -> None
     cgroup = {k: Path(v) for k, v in target.info.get("cgroup", {}).items()} or None
     quiet = iozone.output_file(target.path) if isinstance(w, IozoneWorkload) else None
     run_argv = iozone.quiet_argv(out.argv, quiet) if quiet else out.argv
-    with Monitor(devices, cgroup=cgroup) as mon:
+    # The device's bytes from the end of fio's ramp, as fio counts its own (a job file's ramp is its own).
+    ramp = w.ramp_s if isinstance(w, FioWorkload) and job_source(w) is None else 0.0
+    with Monitor(devices, cgroup=cgroup, count_from=ramp) as mon:
         done = target.run(run_argv, _time_limit(w))
     if quiet and done.rc == 0:
         done = target.run(iozone.read_argv(quiet), READ_OUTPUT_S)
@@ -199,7 +201,9 @@ def category(rc: int | None, stderr: str) -> str:
 
 def trial_checks(tool_checks: list[Check], mon: Monitor, target: Target, lowest: str) -> list[Check]:
     asked, enforced = target.info.get("limits"), target.info.get("limits_enforced")
-    checks = [*tool_checks, bottleneck_check(mon, lowest, FIO_REMEDY, {"": asked or {}}), contended_check(mon)]
+    unseen = target.info.get("unseen")  # a machine other than this host ran the trial
+    checks = [*tool_checks, bottleneck_check(mon, lowest, FIO_REMEDY, {"": asked or {}}, unseen)]
+    checks.append(contended_check(mon, unseen))
     checks.append(volatile_check(target.path, target.info.get("pid"), target.path_is_device, target.mount_table))
     checks += emulated(target.info.get("accel"))
     if asked and enforced is None and "limits_set" in target.info:

@@ -23,7 +23,7 @@ from layerbench.stack import mountinfo
 from tests import support
 from tests.deadlines import wait_for
 from tests.integration.leftovers import assert_nothing_left, bridges, leftovers, server_dirs
-from tests.k8s.cells import NODE, RR, node_spec, trials_by_label
+from tests.k8s.cells import NODE, RR, assert_seen_or_skipped, node_spec, trials_by_label
 from tests.k8s.daemons import FIO_START_S
 
 pytestmark = [pytest.mark.requires_root, pytest.mark.requires_fio, pytest.mark.requires_k8s, pytest.mark.slow]
@@ -71,6 +71,9 @@ def test_fio_runs_in_pods_on_the_named_node_and_nothing_is_left(cluster: Any) ->
             target = info["target"]
             assert target["node"] == NODE and target["pod"].startswith("lb-"), target
             assert target["pid"] > 1  # found on this host by the container's cgroup
+        # The node is this host (its boot id): the CPU checks read the node's own figures, the pod's
+        # cgroup as the cell; a node elsewhere would record "skip: cannot see node ...".
+        assert_seen_or_skipped(dirs["db"], {label: info["target"] for label, (info, _) in trials.items()})
         assert_nothing_left(dirs, before)
     assert cluster_leftovers(core, Path(cluster.root), images) == []
 
@@ -107,6 +110,9 @@ def test_a_claim_of_the_clusters_storage_class_gets_what_the_class_provisions(cl
         with sqlite3.connect(dirs["db"]) as db:
             checks = dict(db.execute("SELECT name, status FROM checks"))
         assert checks["device-accounting"] == "skip"  # no device here to count: the check says it cannot see
+        assert_seen_or_skipped(
+            dirs["db"], {label: i["target"] for label, (i, _) in trials_by_label(dirs["db"]).items()}
+        )
         assert_nothing_left(dirs, before)
     assert cluster_leftovers(core, Path(cluster.root), images) == []
     assert list((Path(cluster.root) / "volumes").iterdir()) == []  # the class reclaimed its volume

@@ -13,6 +13,7 @@ from layerbench.analysis import advice, findings, overhead
 from layerbench.analysis.checks import Check
 from layerbench.analysis.stats import Ratio
 from layerbench.cli.app import app
+from layerbench.report.terminal import advice_lines
 from layerbench.spec.feasibility import HostCaps
 from layerbench.store.read import RunData
 from tests.unit import test_findings
@@ -78,7 +79,7 @@ def test_one_round_advises_nothing_and_says_so(tmp_path: Path, full_caps: HostCa
     data, _ = stored_run(tmp_path, full_caps, rounds=1)
     a = advised(data)
     assert a.advice == []
-    assert len(a.undecided) == 5 and all("one round decides nothing" in u for u in a.undecided)
+    assert len(a.undecided) == 5 and all("one round): no interval, so nothing decided" in u for u in a.undecided)
 
 
 def test_a_flagged_doubt_lowers_confidence_and_a_trap_is_said_first(tmp_path: Path, full_caps: HostCaps) -> None:
@@ -136,15 +137,52 @@ def test_a_profile_that_names_the_bridge_turns_a_cost_into_a_remedy(tmp_path: Pa
     assert why.text.startswith(f"Why {slower.subject} is slower than {slower.reference} on RW: container networking")
 
 
-def test_a_material_difference_no_rarer_than_chance_over_the_run_is_not_acted_on() -> None:
-    def finding(name: str, p: float, ratio: float) -> findings.Finding:
-        verdict = "slower" if p < 0.05 and ratio < 0.95 else "same"
+def test_a_material_difference_the_correction_demoted_is_not_acted_on_nor_resurrected() -> None:
+    """advise takes the run's verdicts as judged (corrected over all its comparisons, analysis/verdicts.py):
+    a material difference significant only on its own is listed as chance, and stays undecided."""
+
+    def finding(name: str, p: float, ratio: float, verdict: str) -> findings.Finding:
         return findings.Finding(name, "native", "RR", Ratio(ratio, ratio - 0.1, ratio + 0.1, p), verdict, False)
 
-    lone = finding("a", 0.03, 0.8)  # one p=0.03 among forty comparisons: chance gives two of those
-    strong = finding("b", 1e-6, 0.6)
-    kept, chance = advice.discoveries([lone, strong, *(finding(f"n{i}", 0.5, 1.0) for i in range(38))])
+    lone = finding("a", 0.03, 0.8, "undecided")  # one p=0.03 among forty comparisons: chance gives two of those
+    strong = finding("b", 1e-6, 0.6, "slower")
+    rest = [finding(f"n{i}", 0.5, 1.0, "undecided") for i in range(38)]
+    kept, chance = advice.discoveries([lone, strong, *rest])
     assert chance == [lone]
-    assert [f.verdict for f in kept[:2]] == ["same", "slower"]
-    alone, none = advice.discoveries([lone])  # alone, the same p is a discovery
-    assert none == [] and alone == [lone]
+    assert [f.verdict for f in kept[:2]] == ["undecided", "slower"]
+    ev = advice.Evidence([lone, strong, *rest], {}, [])
+    a = advice.advise(ev)
+    assert len(a.chance) == 1 and a.chance[0].startswith("a vs native on RR: ×0.80")
+    assert not any(u.startswith("a vs native") for u in a.undecided)  # said once, as chance
+
+
+def test_a_claim_from_a_cpu_bound_cell_is_at_most_medium_and_says_the_cpu_was_the_limit(
+    tmp_path: Path, full_caps: HostCaps
+) -> None:
+    data, _ = stored_run(tmp_path, full_caps, rounds=4)
+    results = overhead.of_run(data)
+    writable = next(c.cell_id for c in data.cells if c.stack.placement.kind == "writable-layer")
+    busy = Check("bottleneck", "flag", "CPU 97% busy while the device was 12% utilized")
+    marked = [dataclasses.replace(r, flags=(busy,)) if r.cell_id == writable else r for r in results]
+    (placement,) = by_topic(advised(data, marked))["placement"]
+    assert placement.confidence == "medium"  # its interval clears the band: high, but for the CPU
+    assert "the CPU, not storage, was the limit in zram/ext4/docker:overlay2/writable-layer" in placement.text
+    assert any("[CPU-bound]" in e for e in placement.evidence)
+    f = next(f for f in findings.of_run(data, marked) if f.subject.endswith("writable-layer"))
+    assert f.cpu_bound and "[CPU-bound]" in "".join(findings.summary_lines([f]))
+
+
+def test_advice_that_needs_a_comparison_the_run_lacks_is_a_suggestion_to_measure(
+    tmp_path: Path, full_caps: HostCaps
+) -> None:
+    data, _ = stored_run(tmp_path, full_caps, rounds=4)
+    results = overhead.of_run(data)
+    found = [f for f in findings.of_run(data, results) if not f.subject.endswith("/volume")]  # no volume measured
+    stacks = {c.stack_label: c.stack for c in data.cells}
+    a = advice.advise(advice.Evidence(found, stacks, results))
+    (placement,) = by_topic(a)["placement"]
+    assert placement.measure and placement.confidence == "low"
+    assert placement.text.startswith("Measure a volume beside the writable layer")
+    assert a.advice.index(placement) > max(i for i, x in enumerate(a.advice) if not x.measure)  # after advice
+    lines = advice_lines(a)
+    assert any(line.startswith("To measure next") for line in lines)

@@ -110,3 +110,43 @@ def test_monitor_series_judged_per_core_and_for_others() -> None:
     assert flag.status == "flag" and "cpu11 99% busy (the host 6%)" in flag.detail
     busy = contended_check(mon)
     assert busy.status == "flag" and "2.00 of 16 cores" in busy.detail and "sha256sum 1.95" in busy.detail
+
+
+def test_a_trial_on_another_machine_or_too_short_to_sample_is_skipped_never_passed() -> None:
+    """Issue 29: this host's /proc says nothing of a Docker host's or a remote node's CPU, and a trial
+    over before the first sample has nothing to judge: both checks skip, saying why."""
+    mon = Monitor(["vda"])
+    for t in (1.0, 2.0):
+        mon.points += [Point(t, "cpu.idle", 97.0, "%"), Point(t, "cpu.outside", 0.03, "cores")]
+    for check in (bottleneck_check(mon, "vda", unseen="node2 (Kubernetes, not this host)"),
+                  contended_check(mon, unseen="node2 (Kubernetes, not this host)")):  # fmt: skip
+        assert check.status == "skip" and check.detail.startswith("cannot see node node2 (Kubernetes, not this host)")
+    assert bottleneck_check(mon, "vda").status == contended_check(mon).status == "pass"  # here, seen: judged
+    empty = Monitor(["vda"])
+    for check in (bottleneck_check(empty, "vda"), contended_check(empty)):
+        assert check.status == "skip" and check.detail.startswith("no monitor sample")
+
+
+def disk_stat(read_sectors: int, write_sectors: int) -> str:
+    return f"10 0 {read_sectors} 5 20 0 {write_sectors} 7 0 12 12 0 0 0 0\n"
+
+
+def test_device_bytes_are_counted_from_the_end_of_the_ramp_as_fio_counts_its_own(tmp_path: Path) -> None:
+    """fio's io_bytes leave its ramp out; the device's count starts at the ramp's end too (issue 29: over
+    the whole trial, quick's 1 s ramp in 4 s made the device seem to move a third more than it did)."""
+    import time
+
+    stat = tmp_path / "class" / "block" / "zram0" / "stat"
+    stat.parent.mkdir(parents=True)
+    stat.write_text(disk_stat(0, 0))
+    with Monitor(["zram0"], interval=10.0, sys_root=tmp_path, count_from=0.3) as mon:
+        stat.write_text(disk_stat(1000, 2000))  # the ramp's I/O
+        time.sleep(0.6)
+        stat.write_text(disk_stat(1000 + 8, 2000 + 16))  # the measured part's
+    assert (mon.totals["zram0"].read_bytes, mon.totals["zram0"].write_bytes) == (8 * 512, 16 * 512)
+    with Monitor(["zram0"], interval=10.0, sys_root=tmp_path) as whole:
+        stat.write_text(disk_stat(2000, 4000))
+    assert whole.totals["zram0"].read_bytes == (2000 - 1008) * 512  # no ramp: from the start
+    with Monitor(["zram0"], interval=10.0, sys_root=tmp_path, count_from=5.0) as short:
+        stat.write_text(disk_stat(2100, 4000))
+    assert short.totals["zram0"].read_bytes == 100 * 512  # over before its ramp ended: from the start

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from layerbench import hdr
 from layerbench.analysis.resources import trial_usage
@@ -80,7 +82,22 @@ def test_memory_counts_only_against_a_limit() -> None:
 def test_nothing_saturated_says_where_it_stood() -> None:
     (sc,) = scaling(*run({1: (1000, 30, 10, 0.2), 2: (900, 40, 12, 0.2)}))
     assert sc.bottleneck is None and sc.peak == 2
-    assert "no resource saturated (at 2: CPU 40%, device 12% busy)" in sc.verdict()
+    assert "no resource saturated (at 2: CPU 40%, device 12% busy (bandwidth not calibrated))" in sc.verdict()
+
+
+def test_the_device_saturates_by_its_bytes_per_second_not_by_its_util() -> None:
+    """Issue 29: NVMe and zram read near 100% busy long before their bandwidth runs out; saturation is bytes/s
+    against the bandwidth the run took for the device (reads over the read bandwidth plus writes over the
+    write bandwidth)."""
+    budget = {"server": {"budget": {"read_bps": 1000.0, "write_bps": 500.0}}}
+    busy = pd.DataFrame([("disk.vda.util", 99.0), ("disk.vda.read_bps", 100.0), ("disk.vda.write_bps", 50.0)],
+                        columns=["series", "value"])  # fmt: skip
+    usage = trial_usage(busy, {"devices": ["vda"], **budget})
+    assert usage.disk_util == 99.0 and usage.bandwidth == pytest.approx(20.0)  # busy, a fifth of its bandwidth
+    full = pd.DataFrame([("disk.vda.util", 40.0), ("disk.vda.read_bps", 600.0), ("disk.vda.write_bps", 200.0)],
+                        columns=["series", "value"])  # fmt: skip
+    assert trial_usage(full, {"devices": ["vda"], **budget}).bandwidth == pytest.approx(100.0)
+    assert math.isnan(trial_usage(full, {"devices": ["vda"]}).bandwidth)  # no bandwidth taken: unknown
 
 
 def test_a_single_instance_count_is_no_curve() -> None:

@@ -1,28 +1,31 @@
 """What to do about what a run found: recommendations, each with the cells and numbers behind it.
 
 Advice is drawn only from findings (analysis/findings.py: a layer against the
-one beneath it, paired by round) that are significant and material, from
-checks that flagged a trial, and from profiles where a run has them. Each
+one beneath it, paired by round) whose verdict names a difference, as the run
+printed it (corrected over all its comparisons: no rule here judges a finding
+again, so none brings back a difference the correction demoted), from checks
+that flagged a trial, and from profiles where a run has them. Each
 recommendation carries its evidence lines and a confidence: high when every
 interval behind it lies beyond the material band and nothing flagged it,
-medium when an interval reaches into that band or a comparison is missing,
-low when a doubt was flagged. What the data cannot decide is said apart.
+medium when an interval reaches into that band or a cell behind it was
+CPU-bound (`bottleneck`: the number is the CPU's, and the advice says so),
+low when a doubt was flagged. Advice that needs a comparison the run lacks is
+a suggestion to measure it, not a recommendation. What the data cannot decide
+is said apart.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from scipy import stats
-
 from layerbench.analysis.explain import Pair
-from layerbench.analysis.findings import MATERIAL, Finding
+from layerbench.analysis.findings import Finding, interval_text
 from layerbench.analysis.overhead import CellResult
+from layerbench.analysis.verdicts import DIFFERENT, EQUIVALENT, MATERIAL, UNDECIDED
 from layerbench.spec.models import FioWorkload, IozoneWorkload, StackSpec, Workload
 
-FDR = 0.05  # the share of advised differences that may be chance, over a run's comparisons
+FDR = 0.05  # the share of named differences that may be chance, over a run's comparisons (analysis/verdicts.py)
 WRITES = ("write", "randwrite", "rw", "readwrite", "randrw", "trimwrite")
 
 
@@ -32,6 +35,7 @@ class Advice:
     text: str
     evidence: tuple[str, ...]
     confidence: str  # "high" | "medium" | "low"
+    measure: bool = False  # a suggestion to measure what the run lacks, not a recommendation
 
 
 @dataclass(frozen=True)
@@ -57,56 +61,66 @@ Rule = Callable[[Evidence], list[Advice]]
 
 def advise(evidence: Evidence) -> Advised:
     kept, chance = discoveries(evidence.findings)
-    # A profiled pair stays (what its profile shows stands on its own test), judged by its finding as kept.
-    as_kept = {id(f): k for f, k in zip(evidence.findings, kept, strict=True)}
-    pairs = [dataclasses.replace(p, finding=as_kept.get(id(p.finding), p.finding)) for p in evidence.profiled]
-    ev = dataclasses.replace(evidence, findings=kept, profiled=pairs)
-    advice = [a for rule in RULES for a in rule(ev)]
+    advice = [a for rule in RULES for a in rule(evidence)]
     rank = {"high": 0, "medium": 1, "low": 2}
-    # What to do first, most certain first; then the explanations, which say why.
-    ordered = sorted(advice, key=lambda a: (a.topic == "explanation", rank[a.confidence]))
+    # What to do first, most certain first; then suggestions to measure; then the explanations, which say why.
+    ordered = sorted(advice, key=lambda a: (a.topic == "explanation", a.measure, rank[a.confidence]))
     why = {id(p.finding): f"; its profile: {p.why[0]}" for p in evidence.profiled if p.why}
-    said = [f"{line(f)}: p={f.ratio.p_value:.3f}{why.get(id(f), '')}" for f in chance]
-    return Advised(ordered, undecided(kept), said)
+    said = [f"{line(f)}: p={f.ratio.p_value:.3f}, q={f.q_value:.3f}{why.get(id(f), '')}" for f in chance]
+    apart = {id(f) for f in chance}  # said once, as chance, not again as undecided
+    return Advised(ordered, undecided([f for f in kept if id(f) not in apart]), said)
 
 
 def discoveries(findings: Sequence[Finding]) -> tuple[list[Finding], list[Finding]]:
-    """The findings whose difference survives Benjamini-Hochberg at 5% over all of the run's comparisons,
-    and the material ones that do not: a run that compares 160 pairs names about eight by chance alone."""
-    tested = [f for f in findings if f.ratio.p_value == f.ratio.p_value]
-    if not tested:
-        return list(findings), []
-    q = stats.false_discovery_control([f.ratio.p_value for f in tested], method="bh")
-    dropped = {id(f) for f, qv in zip(tested, q, strict=True) if qv >= FDR and material(f)}
-    kept = [dataclasses.replace(f, verdict="same") if id(f) in dropped else f for f in findings]
-    return kept, [f for f in findings if id(f) in dropped]
+    """The findings as the run judged them, and the material ones significant on their own but not after
+    Benjamini-Hochberg over all of the run's comparisons: a run that compares 160 pairs names about eight by
+    chance alone, so those are not acted on. Nothing is judged again here."""
+    chance = [
+        f for f in findings if f.verdict not in DIFFERENT and f.ratio.p_value < 1 - f.confidence and _material_size(f)
+    ]
+    return list(findings), chance
+
+
+def _material_size(f: Finding) -> bool:
+    r = f.ratio.ratio
+    return r == r and (r <= 1 / (1 + MATERIAL) or r >= 1 + MATERIAL)
 
 
 def line(f: Finding) -> str:
-    """A finding as evidence: the pair, the ratio, its interval, its rounds."""
+    """A finding as evidence: the pair, the ratio, its interval (or why none), what marks it."""
     r = f.ratio
-    if f.verdict == "undecided":
-        return f"{f.subject} vs {f.reference} on {f.workload}: ×{r.ratio:.2f} from one round"
-    text = f"{f.subject} vs {f.reference} on {f.workload}: ×{r.ratio:.2f} (95% CI {r.ci_low:.2f}-{r.ci_high:.2f})"
+    text = f"{f.subject} vs {f.reference} on {f.workload}: ×{r.ratio:.2f} ({interval_text(f)})"
+    if f.cpu_bound:
+        text += " [CPU-bound]"
     return text + (" [flagged]" if f.flagged else "")
 
 
 def confidence(fs: Sequence[Finding]) -> str:
-    """high: every interval lies wholly beyond the material band, nothing flagged; low: a doubt flagged."""
+    """high: every interval lies wholly beyond the material band, nothing flagged, no cell CPU-bound;
+    low: a doubt flagged."""
     if any(f.flagged for f in fs):
         return "low"
     band = 1 + MATERIAL
     clear = all(f.ratio.ci_high <= 1 / band or f.ratio.ci_low >= band for f in fs)
-    return "high" if clear else "medium"
+    return "high" if clear and not any(f.cpu_bound for f in fs) else "medium"
+
+
+def cpu_said(fs: Sequence[Finding]) -> str:
+    """What a claim from CPU-bound cells must say: the CPU, not storage, was the limit."""
+    stacks = list(dict.fromkeys(s for f in fs for s in f.cpu_bound))
+    if not stacks:
+        return ""
+    where = stacks[0] if len(stacks) == 1 else f"{len(stacks)} of its stacks"
+    return f" (the CPU, not storage, was the limit in {where}: `bottleneck`; this is what the layer costs the CPU)"
 
 
 def _within_band(f: Finding) -> bool:
-    """The whole interval lies within ±MATERIAL: no material difference, shown rather than presumed."""
-    return f.ratio.ci_low >= 1 / (1 + MATERIAL) and f.ratio.ci_high <= 1 + MATERIAL
+    """Shown ≈: the whole interval inside ±MATERIAL, under the run's correction (analysis/verdicts.py)."""
+    return f.verdict == EQUIVALENT
 
 
 def material(f: Finding) -> bool:
-    return f.verdict in ("slower", "faster")
+    return f.verdict in DIFFERENT
 
 
 def _is_write(ev: Evidence, workload: str) -> bool:
@@ -137,13 +151,17 @@ def writable_layer(ev: Evidence) -> list[Advice]:
         twins = [g for f in fs for g in beside.get(_sharing(s, f), [])]
         costs = ", ".join(f"{-100 * (f.ratio.ratio - 1):.0f}% on {f.workload}" for f in fs)
         what = "write-heavy data" if all(_is_write(ev, f.workload) for f in fs) else "data"
-        text = (
-            f"Put {what} on a volume, not the container's writable layer: {s.engine.driver or s.engine.kind}'s "
-            f"writable layer on {s.filesystem.type} costs {costs}"
-        )
-        if not twins:
-            text += " (this run has no volume on that filesystem beside it: confirm with one)"
+        layer = f"{s.engine.driver or s.engine.kind}'s writable layer on {s.filesystem.type} costs {costs}"
         evidence = tuple(line(f) for f in fs) + tuple(line(g) for g in twins)
+        if not twins:
+            # Whether a volume avoids the cost here is a comparison this run did not make: measure it.
+            text = (
+                f"Measure a volume beside the writable layer: {layer}{cpu_said(fs)}, and this run has no volume on "
+                f"that filesystem to say whether one avoids it (add placement: volume to the spec)"
+            )
+            out.append(Advice("placement", text, evidence, "low", measure=True))
+            continue
+        text = f"Put {what} on a volume, not the container's writable layer: {layer}{cpu_said(fs)}"
         out.append(Advice("placement", text, evidence, _strongest(fs)))
     return out
 
@@ -169,17 +187,19 @@ def filesystems(ev: Evidence) -> list[Advice]:
             by_workload.setdefault(f.workload, []).append((f, s))
     out = []
     for workload, fs in by_workload.items():
-        decided = [(f, s) for f, s in fs if f.verdict != "undecided"]
+        # Only verdicts the run printed as decided: a difference the correction demoted stays undecided here.
+        decided = [(f, s) for f, s in fs if f.verdict in (*DIFFERENT, EQUIVALENT)]
         if len(decided) < 2:
             continue
         best, worst = max(decided, key=lambda p: p[0].ratio.ratio), min(decided, key=lambda p: p[0].ratio.ratio)
         apart = best[0].ratio.ci_low > worst[0].ratio.ci_high  # the intervals do not overlap
-        if not apart or best[0].ratio.ratio / worst[0].ratio.ratio < 1 + MATERIAL:
+        named = material(best[0]) or material(worst[0])
+        if not apart or not named or best[0].ratio.ratio / worst[0].ratio.ratio < 1 + MATERIAL:
             continue
         b, w = best[1].filesystem.type, worst[1].filesystem.type
         text = (
             f"For {workload}, {b} keeps ×{best[0].ratio.ratio:.2f} of the raw device and {w} ×"
-            f"{worst[0].ratio.ratio:.2f}: prefer {b} here"
+            f"{worst[0].ratio.ratio:.2f}: prefer {b} here{cpu_said([best[0], worst[0]])}"
         )
         if w == "btrfs" and _is_write(ev, workload):
             text += (
@@ -208,7 +228,7 @@ def tunings(ev: Evidence) -> list[Advice]:
             text = f"Tuning {s.tuning} gains {gain:+.0f}% on {f.workload} over Docker's defaults: worth setting"
         else:
             text = f"Tuning {s.tuning} costs {gain:+.0f}% on {f.workload} against Docker's defaults: leave it off"
-        out.append(Advice("tuning", text, (line(f),), confidence([f])))
+        out.append(Advice("tuning", text + cpu_said([f]), (line(f),), confidence([f])))
     return out
 
 
@@ -224,7 +244,7 @@ def other_layers(ev: Evidence) -> list[Advice]:
     out = []
     for (subject, reference), fs in by_stack.items():
         costs = ", ".join(f"{-100 * (f.ratio.ratio - 1):.0f}% on {f.workload}" for f in fs)
-        text = f"{subject} costs {costs} against {reference}: " + _remedy(ev, subject, reference)
+        text = f"{subject} costs {costs} against {reference}{cpu_said(fs)}: " + _remedy(ev, subject, reference)
         out.append(Advice("layer", text, tuple(line(f) for f in fs), _strongest(fs)))
     return out
 
@@ -347,11 +367,18 @@ RULES: tuple[Rule, ...] = (
 
 
 def undecided(findings: Sequence[Finding]) -> list[str]:
-    """Pairs the data cannot decide: one round, or an interval that holds both no cost and a material one."""
-    out = []
-    for f in findings:
-        if f.verdict == "undecided":
-            out.append(f"{line(f)}: one round decides nothing (more repetitions)")
-        elif f.verdict == "same" and not f.ratio.significant and not _within_band(f):
-            out.append(f"{line(f)}: holds both no difference and a material one (more repetitions)")
-    return out
+    """Pairs the data cannot decide, each with its interval (or why it has none) and what would decide it."""
+    return [f"{line(f)}: {_why_undecided(f)}" for f in findings if f.verdict == UNDECIDED]
+
+
+def _why_undecided(f: Finding) -> str:
+    r, low, high = f.ratio, 1 / (1 + MATERIAL), 1 + MATERIAL
+    if r.ci_low != r.ci_low:
+        return "no interval, so nothing decided (more repetitions)"
+    if low <= r.ci_low and r.ci_high <= high:
+        return "inside the ±5% band, but not after the correction over the run's comparisons (more repetitions)"
+    if r.ci_low <= 1 <= r.ci_high:
+        return "holds both no difference and a material one (more repetitions)"
+    if _material_size(f):
+        return "material, but not significant after the correction over the run's comparisons (more repetitions)"
+    return "a small difference, neither material nor shown inside the ±5% band (more repetitions)"

@@ -1,4 +1,9 @@
-"""The same cells across two runs (two hosts, kernels, versions): B relative to A."""
+"""The same cells across two runs (two hosts, kernels, versions): B relative to A.
+
+Two runs share no rounds, so each cell's ratio is unpaired (Welch's on the logs: the ratio of geometric
+means, its interval and p-value from one t statistic), and every cell compared is one family whose verdicts
+are corrected together (analysis/verdicts.py), as a run's own are.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from layerbench.analysis.overhead import headline_metric
-from layerbench.analysis.stats import Ratio, cell_values, ratio
+from layerbench.analysis.stats import Ratio, cell_values, welch_logs
+from layerbench.analysis.verdicts import judge
 from layerbench.store.read import RunData
 
 # What must match for two runs' numbers to mean the same thing, and why it matters.
@@ -27,18 +33,24 @@ class Comparison:
     n_a: int
     n_b: int
     ratio: Ratio  # B / A
+    verdict: str = ""  # slower | faster | equivalent | undecided, corrected over the cells compared
+    note: str = ""  # why there is no interval
 
 
 def compare(a: RunData, b: RunData) -> list[Comparison]:
     """B relative to A for every cell both runs have."""
     in_b = {c.cell_id for c in b.cells}
-    out = []
+    rows = []
     for c in (c for c in a.cells if c.cell_id in in_b):
         metric = headline_metric(c.cell.workload)
         mine = cell_values(a.samples, metric).get(c.cell_id, []) if not a.samples.empty else []
         theirs = cell_values(b.samples, metric).get(c.cell_id, []) if not b.samples.empty else []
-        out.append(Comparison(c.cell_id, c.label, metric, len(mine), len(theirs), ratio(theirs, mine)))
-    return out
+        rows.append((c, metric, len(mine), len(theirs), welch_logs(theirs, mine)))
+    judged = judge([r[-1] for r in rows])
+    return [
+        Comparison(c.cell_id, c.label, metric, n_a, n_b, j.ratio, j.verdict, j.note)
+        for (c, metric, n_a, n_b, _), j in zip(rows, judged, strict=True)
+    ]
 
 
 def environment_differences(host_a: dict[str, Any], host_b: dict[str, Any]) -> list[str]:

@@ -3,33 +3,34 @@
 The results table gives every cell against the run's baseline. A reader wants
 what each layer costs: a container placement against native on the same
 filesystem and device, a filesystem against the raw device under it. Each such
-pair is judged by its ratio paired by round (analysis.stats.paired_ratio: the
-rounds share the machine's state, so pairing cancels it), and called a
-difference only when it is significant and at least MATERIAL: a 2% effect that
-flips sign between two runs of the same spec is no finding to act on.
+pair is one of the run's comparisons (analysis/comparisons.py: paired by round,
+judged with all the others at once), and gets one of three verdicts
+(analysis/verdicts.py): a difference when it survives the run's correction and
+is at least MATERIAL (a 2% effect that flips sign between two runs of the same
+spec is no finding to act on), ≈ when its whole interval lies inside the
+material band, undecided otherwise, always with its interval.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-import pandas as pd
-
-from layerbench.analysis.overhead import CellResult, headline_metric
-from layerbench.analysis.stats import Ratio, paired_ratio, per_trial
-from layerbench.spec.models import EngineSpec, FilesystemSpec, IozoneWorkload, PlacementSpec, StackSpec, Workload
+from layerbench.analysis import comparisons
+from layerbench.analysis.comparisons import IOZONE_OP, Family, reference
+from layerbench.analysis.overhead import CellResult
+from layerbench.analysis.stats import Ratio
+from layerbench.analysis.verdicts import DIFFERENT, EQUIVALENT, MATERIAL, UNDECIDED, level_text, shown
 from layerbench.store.read import RunData
 
-Rounds = dict[tuple[str, str], dict[int, float]]
-IOZONE_OP = "iozone:"  # a metric key of findings only: one IOzone operation's geometric mean in a trial
-MATERIAL = 0.05  # smaller significant differences are called "≈": they do not survive a rerun here
+__all__ = ["DOUBTS", "IOZONE_OP", "MATERIAL", "Finding", "of_run", "reference", "summary_lines"]
+
 # Flags that say a number may not be the layer's (a cache answered, the host was busy, the baseline failed):
-# they mark a finding. "noisy" and "bottleneck" describe the measurement, not its truth: the interval and
-# the CPU are already in the number.
+# they mark a finding. "noisy" describes the measurement, not its truth: the interval already holds it.
 DOUBTS = frozenset({"faster-than-physics", "device-accounting", "contended", "not-comparable", "volatile-mount"})
+# The CPU ran out while the device idled: the number is the CPU's, so a claim about storage from it is at
+# most of medium confidence and says so (analysis/advice.py).
+CPU_BOUND = "bottleneck"
 
 
 @dataclass(frozen=True)
@@ -38,66 +39,45 @@ class Finding:
     reference: str  # the stack beneath it that it is judged against
     workload: str
     ratio: Ratio  # subject / reference, paired by round
-    verdict: str  # "slower" | "faster" | "same" (no material difference) | "undecided" (fewer than 2 rounds)
+    verdict: str  # "slower" | "faster" | "equivalent" (≈: its interval inside the band) | "undecided"
     flagged: bool  # a doubt (DOUBTS) was flagged on the subject or its reference
+    note: str = ""  # why it has no interval (one round, a value not above zero, no spread), or that it is unpaired
+    cpu_bound: tuple[str, ...] = ()  # the subject's or reference's stack, where `bottleneck` flagged it
+    confidence: float = 0.95  # of its interval: the run's (a precision run's is wider)
+    q_value: float = float("nan")  # Benjamini-Hochberg's over the run's comparisons
 
     @property
     def change_pct(self) -> float:
         return 100 * (self.ratio.ratio - 1)
 
 
-def of_run(data: RunData, results: Sequence[CellResult]) -> list[Finding]:
-    """Every cell that has a layer beneath it in this run, judged against that layer's cell."""
-    by_stack = {(c.stack, c.workload): c for c in data.cells}
+def of_run(data: RunData, results: Sequence[CellResult], family: Family | None = None) -> list[Finding]:
+    """Every cell that has a layer beneath it in this run, judged against that layer's cell; ``family``:
+    the run's comparisons judged once (``comparisons.of_run``), computed here unless given."""
+    family = family or comparisons.of_run(data)
+    labels = {c.cell_id: c.stack_label for c in data.cells}
     flagged = {r.cell_id for r in results if any(f.name in DOUBTS for f in r.flags)}
-    rounds = _rounds(data)
+    bound = {r.cell_id for r in results if any(f.name == CPU_BOUND for f in r.flags)}
     found = []
-    for c in data.cells:
-        beneath = reference(c.stack)
-        ref = by_stack.get((beneath, c.workload)) if beneath is not None else None
-        if ref is None:
+    for p in family.layers:
+        j = family.judged[(p.subject, p.reference, p.metric)]
+        if j.ratio.ratio != j.ratio.ratio:
             continue
-        doubted = bool({c.cell_id, ref.cell_id} & flagged)
-        for metric, name in _judged(c.cell.workload, c.workload, rounds, c.cell_id):
-            r = paired_ratio(rounds.get((c.cell_id, metric), {}), rounds.get((ref.cell_id, metric), {}))
-            if r.ratio == r.ratio:
-                found.append(Finding(c.stack_label, ref.stack_label, name, r, verdict(r), doubted))
+        doubted = bool({p.subject, p.reference} & flagged)
+        cpu = tuple(labels[c] for c in (p.subject, p.reference) if c in bound)
+        note = j.note or ("" if j.paired else "unpaired: the rounds do not pair")
+        found.append(
+            Finding(
+                labels[p.subject], labels[p.reference], p.name, j.ratio, j.verdict, doubted, note, cpu,
+                family.confidence, j.q_value,
+            )
+        )  # fmt: skip
     return found
 
 
-def _judged(w: Workload, name: str, rounds: Rounds, cell_id: str) -> list[tuple[str, str]]:
-    """(metric, what a finding calls it): the headline; for IOzone also each operation, whose costs differ
-    (seed 004 judged them one by one; a geometric mean over all of them hides one that differs)."""
-    out = [(headline_metric(w), name)]
-    if isinstance(w, IozoneWorkload):
-        ops = sorted(m.split(":", 1)[1] for (cell, m) in rounds if cell == cell_id and m.startswith(IOZONE_OP))
-        out += [(f"{IOZONE_OP}{op}", f"{name} {op}") for op in ops]
-    return out
-
-
-def reference(stack: StackSpec) -> StackSpec | None:
-    """The layer beneath: a tuned container (seed 001) → the same container with Docker's defaults; a
-    container's or VM's placement → native host-dir on the same filesystem (same limits and servers); a
-    native filesystem → the raw device; the raw device has none."""
-    if stack.tuning != "default":
-        return stack.model_copy(update={"tuning": "default"})
-    if stack.engine.kind != "native":
-        return stack.model_copy(update={"engine": EngineSpec(), "placement": PlacementSpec(kind="host-dir")})
-    if stack.filesystem.type != "none":
-        return stack.model_copy(update={"filesystem": FilesystemSpec(), "placement": PlacementSpec(kind="raw")})
-    return None
-
-
-def verdict(r: Ratio) -> str:
-    if r.ci_low != r.ci_low:
-        return "undecided"
-    if not r.significant or abs(math.log(r.ratio)) < math.log1p(MATERIAL):
-        return "same"
-    return "slower" if r.ratio < 1 else "faster"
-
-
 def summary_lines(findings: Sequence[Finding]) -> list[str]:
-    """One line per layer: its material differences with their intervals, then where it is the same."""
+    """One line per layer: its material differences, then where it is shown ≈, then what is undecided,
+    each with its interval."""
     by_subject: dict[tuple[str, str], list[Finding]] = {}
     for f in findings:
         by_subject.setdefault((f.subject, f.reference), []).append(f)
@@ -105,50 +85,24 @@ def summary_lines(findings: Sequence[Finding]) -> list[str]:
 
 
 def _line(subject: str, ref: str, fs: list[Finding]) -> str:
-    parts = [_difference(f) for f in fs if f.verdict in ("slower", "faster")]
-    same = [f.workload for f in fs if f.verdict == "same"]
-    if same:
-        parts.append(f"≈ on {', '.join(same)}")
-    undecided = [f.workload for f in fs if f.verdict == "undecided"]
-    if undecided:
-        parts.append(f"undecided on {', '.join(undecided)} (one round)")
-    return f"{subject} vs {ref}: " + "; ".join(parts)
+    ordered = [f for v in (*DIFFERENT, EQUIVALENT, UNDECIDED) for f in fs if f.verdict == v]
+    return f"{subject} vs {ref}: " + "; ".join(_part(f) for f in ordered)
 
 
-def _difference(f: Finding) -> str:
-    r = f.ratio
-    text = f"{f.change_pct:+.0f}% on {f.workload} (×{r.ratio:.2f}, 95% CI {r.ci_low:.2f}-{r.ci_high:.2f})"
+def _part(f: Finding) -> str:
+    """``-12% on RR (×0.88, 95% CI 0.78-0.99)``, ``≈ on RW (×1.01, 95% CI 0.98-1.03)``, ``undecided on SW
+    (×1.00, 95% CI 0.46-2.15)``, ``undecided on SW (×0.91, one round)``, and the finding's doubts."""
+    said = shown(f.verdict, f.ratio, f.confidence, f.note)
+    word, _, rest = said.partition(" (")
+    text = f"{word} on {f.workload} ({rest}" if rest else f"{word} on {f.workload}"
+    if f.note and f.ratio.ci_low == f.ratio.ci_low:
+        text += f" [{f.note}]"
+    if f.cpu_bound:
+        text += " [CPU-bound]"
     return text + (" [flagged]" if f.flagged else "")
 
 
-def _rounds(data: RunData) -> Rounds:
-    """(cell, metric) → {repetition: the trial's value}: headline metrics, and IOzone's operations (each the
-    geometric mean of its points in the trial, as the headline is of all of them)."""
-    if data.samples.empty:
-        return {}
-    rep = {t.id: t.repetition for t in data.trials}
-    out: Rounds = {}
-    for metric in {headline_metric(c.cell.workload) for c in data.cells}:
-        frame: pd.DataFrame = per_trial(data.samples, metric)
-        columns = (frame[k].tolist() for k in ("cell_id", "trial_id", "value"))
-        for cell, trial, value in zip(*columns, strict=True):
-            out.setdefault((cell, metric), {})[rep[trial]] = value
-    iozone = {c.cell_id for c in data.cells if isinstance(c.cell.workload, IozoneWorkload)}
-    if iozone:
-        for (cell, trial, op), value in _operation_means(data.samples, iozone).items():
-            out.setdefault((cell, f"{IOZONE_OP}{op}"), {})[rep[trial]] = value
-    return out
-
-
-def _operation_means(samples: pd.DataFrame, cells: set[str]) -> dict[tuple[str, int, str], float]:
-    """(cell, trial, operation) → the geometric mean of its points. Summed in Python rather than by a pandas
-    groupby on string keys, which crashed the interpreter in the test VM (analysis/explain.py)."""
-    rows = samples[(samples["metric"] == "bw") & samples["cell_id"].isin(cells) & (samples["value"] > 0)]
-    logs = np.log(rows["value"].to_numpy(dtype=float)).tolist()
-    keys = zip(rows["cell_id"].tolist(), rows["trial_id"].tolist(), rows["direction"].tolist(), strict=True)
-    sums: dict[tuple[str, int, str], list[float]] = {}
-    for (cell, trial, op), log in zip(keys, logs, strict=True):
-        acc = sums.setdefault((str(cell), int(trial), str(op)), [0.0, 0.0])
-        acc[0] += log
-        acc[1] += 1
-    return {key: math.exp(total / n) for key, (total, n) in sums.items()}
+def interval_text(f: Finding) -> str:
+    """The finding's interval as evidence shows it: ``95% CI 0.78-0.99``, or why there is none."""
+    r = f.ratio
+    return f"{level_text(f.confidence)} {r.ci_low:.2f}-{r.ci_high:.2f}" if r.ci_low == r.ci_low else f.note

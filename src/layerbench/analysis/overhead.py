@@ -1,4 +1,9 @@
-"""Per cell: the headline number, its summary, and its ratio to the baseline."""
+"""Per cell: the headline number, its summary, and its ratio to the baseline.
+
+The ratio is the run's one comparison of that pair (analysis/comparisons.py): paired by round, judged
+with all the run's other comparisons at once, the same interval and verdict a finding of the same pair
+shows.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from layerbench.analysis import precision
+from layerbench.analysis import comparisons, precision
 from layerbench.analysis.checks import Check, faster_than_baseline, noisy, not_beneath
-from layerbench.analysis.stats import Ratio, Summary, cell_values, ratios_of, summaries
-from layerbench.spec.models import FioWorkload, IozoneWorkload, Workload
+from layerbench.analysis.comparisons import Family, headline_metric
+from layerbench.analysis.stats import NAN, Ratio, Summary, cell_values, summaries
+from layerbench.analysis.verdicts import Judged
 from layerbench.store.db import CheckRow
 from layerbench.store.read import RunData, StoredCell
 
@@ -27,6 +33,8 @@ class CellResult:
     failure: str | None  # the first failure's category
     flags: tuple[Check, ...] = ()  # checks that flagged this cell (per trial, or across trials)
     physics: Check | None = None  # faster-than-physics whatever it said (a skip says why there is no bound)
+    verdict: str = ""  # of the ratio (analysis/verdicts.py); "" for the baseline and cells without one
+    ratio_note: str = ""  # why the ratio has no interval, or that it is unpaired
 
 
 # How each headline metric is shown: bandwidth in MiB/s, the others as counted.
@@ -34,20 +42,12 @@ UNITS = {"iops": "IOPS", "bw": "MiB/s", "ops": "ops/s", "iozone_geomean": "MiB/s
 BYTE_METRICS = frozenset({"bw", "iozone_geomean"})  # stored in bytes/s, shown in MiB/s
 
 
-def headline_metric(workload: Workload) -> str:
-    """ops/s for databases (all instances together), personalities and job files; IOPS for random I/O,
-    bandwidth for sequential I/O."""
-    if isinstance(workload, IozoneWorkload):
-        return "iozone_geomean"  # a whole surface: its geometric mean over every point and operation
-    if not isinstance(workload, FioWorkload) or workload.personality or workload.job_file:
-        return "ops"
-    return "iops" if workload.rw.startswith("rand") else "bw"
-
-
-def of_run(data: RunData) -> list[CellResult]:
+def of_run(data: RunData, family: Family | None = None) -> list[CellResult]:
     """Every cell's result, its intervals at the confidence its trials rule needs (``precision.confidence``:
-    wider where a precision target stopped cells)."""
+    wider where a precision target stopped cells); ``family``: the run's comparisons, judged once
+    (``comparisons.of_run``), computed here unless given."""
     level = precision.confidence(data.trials_rule)
+    family = family or comparisons.of_run(data)
     values = {m: cell_values(data.samples, m) if not data.samples.empty else {} for m in UNITS}
     failures: dict[str, list[str]] = {}
     for t in data.trials:
@@ -61,11 +61,13 @@ def of_run(data: RunData) -> list[CellResult]:
     metrics = [headline_metric(c.cell.workload) for c in data.cells]
     mine = [values[m].get(c.cell_id, NONE) for c, m in zip(data.cells, metrics, strict=True)]
     base = [values[m].get(c.baseline_cell_id or "", NONE) for c, m in zip(data.cells, metrics, strict=True)]
-    # All cells' statistics at once: one cell at a time was 1.3 s of a 10,500-cell run's `show`.
-    stats = zip(summaries(mine, level), ratios_of(list(zip(mine, base, strict=True)), level), strict=True)
+    # All cells' summaries at once: one cell at a time was 1.3 s of a 10,500-cell run's `show`.
+    judged = [
+        family.judged.get((c.cell_id, c.baseline_cell_id or "", m)) for c, m in zip(data.cells, metrics, strict=True)
+    ]
     return [
-        _result(c, m, summary, r, len(b), run)
-        for c, m, (summary, r), b in zip(data.cells, metrics, stats, base, strict=True)
+        _result(c, m, summary, j, b, run)
+        for c, m, summary, j, b in zip(data.cells, metrics, summaries(mine, level), judged, base, strict=True)
     ]
 
 
@@ -79,17 +81,42 @@ class _Run:
     flagged: dict[str, list[CheckRow]]  # per cell, the checks that flagged its trials
 
 
-def _result(c: StoredCell, metric: str, summary: Summary, r: Ratio, n_base: int, run: _Run) -> CellResult:
+def _result(c: StoredCell, metric: str, summary: Summary, j: Judged | None, base: np.ndarray, run: _Run) -> CellResult:
     fails = run.failures.get(c.cell_id, [])
-    flags = _trial_flags(run.flagged.get(c.cell_id, [])) + _cross_flags(c, run.by_id, summary, r, n_base, run.failures)
+    r = j.ratio if j is not None else UNJUDGED
+    flags = _trial_flags(run.flagged.get(c.cell_id, [])) + _cross_flags(c, run.by_id, summary, len(base), run.failures)
     fast = None
     if c.baseline_cell_id and not c.is_baseline:
-        fast = physics(c, run.by_id.get(c.baseline_cell_id), r, (summary.n, n_base))
+        fast = physics(c, run.by_id.get(c.baseline_cell_id), r, (summary.n, len(base)), _best(base, summary))
         flags += [fast] if fast.status == "flag" else []
     first = fails[0] if fails else None
+    verdict, note = (j.verdict, j.note or ("" if j.paired else "unpaired: the rounds do not pair")) if j else ("", "")
     return CellResult(
-        c.cell_id, c.stack_label, c.workload, metric, summary, r, c.is_baseline, len(fails), first, tuple(flags), fast
+        c.cell_id,
+        c.stack_label,
+        c.workload,
+        metric,
+        summary,
+        r,
+        c.is_baseline,
+        len(fails),
+        first,
+        tuple(flags),
+        fast,
+        verdict,
+        note,
     )
+
+
+UNJUDGED = Ratio(NAN, NAN, NAN, NAN)
+
+
+def _best(base: np.ndarray, summary: Summary) -> tuple[float, float]:
+    """The cell's mean against the best trial its baseline had: (the cell's mean / that best, the best)."""
+    if not len(base) or not summary.n or float(np.max(base)) <= 0:
+        return NAN, NAN
+    best = float(np.max(base))
+    return summary.mean / best, best
 
 
 def _trial_flags(mine: list[CheckRow]) -> list[Check]:
@@ -104,7 +131,7 @@ def _trial_flags(mine: list[CheckRow]) -> list[Check]:
 
 
 def _cross_flags(
-    c: StoredCell, by_id: dict[str, StoredCell], summary: Summary, r: Ratio, n_base: int, failures: dict[str, list[str]]
+    c: StoredCell, by_id: dict[str, StoredCell], summary: Summary, n_base: int, failures: dict[str, list[str]]
 ) -> list[Check]:
     flags = []
     n_check = noisy(summary.cv, summary.n)
@@ -123,13 +150,16 @@ def _cross_flags(
     return flags
 
 
-def physics(c: StoredCell, base: StoredCell | None, r: Ratio, n: tuple[int, int]) -> Check:
-    """``faster-than-physics`` of a cell against its baseline cell."""
+def physics(
+    c: StoredCell, base: StoredCell | None, r: Ratio, n: tuple[int, int], best: tuple[float, float] = (NAN, NAN)
+) -> Check:
+    """``faster-than-physics`` of a cell against its baseline cell; ``best``: the cell's mean over the best
+    trial its baseline had in this run (``_best``)."""
     if base is None:
         return Check("faster-than-physics", "skip", "the baseline cell is not in this run")
     bound = not_beneath(c.stack, base.stack)
     touches_device = c.stack.placement.kind != "tmpfs"
-    return faster_than_baseline(r.ratio, r.ci_low, n, base.stack_label, touches_device, bound)
+    return faster_than_baseline(r.ratio, r.ci_low, n, base.stack_label, touches_device, bound, best[0])
 
 
 def _trials(n: int) -> str:

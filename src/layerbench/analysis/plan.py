@@ -12,11 +12,18 @@ curves, without running anything:
 - a curve is one `Scaling` (a stack and a workload over instance counts)
   with the host it was measured on (its name, or the user's alias) and its
   storage (the stack's label without the instance count);
-- a host's prediction at a count is the measured point, or the straight line
-  between the two measured counts around it; nothing outside the measured
-  counts is predicted, and a target beyond them is said to be out of reach;
+- a host's throughput at a count is the measured point, or the straight line
+  between the two measured counts around it; its p99 is measured only: between
+  counts a tail is not a straight line, so none is predicted there; nothing
+  outside the measured counts is predicted, and a target beyond them is said
+  to be out of reach;
 - a proposal's aggregate is the sum of its hosts' predictions and its p99 the
-  worst host's, which holds only when hosts share nothing (caveats say so).
+  worst host's, which holds only when hosts share nothing (caveats say so, and
+  a plan whose curves ran on one machine's nodes says it does not hold there);
+- a proposal *meets* a target only when what the interval supports does: the
+  sum of its hosts' lower bounds reaches the rate and the worst trial's p99
+  stays under the ceiling; where only the means do, it *may meet* it, shown
+  with its interval and never recommended.
 
 Pure: curves in, proposals out; `curves_of` reads a loaded run.
 """
@@ -47,8 +54,9 @@ CAVEATS = (
     "Hosts are assumed to share nothing: each host's containers use only that host's CPU, memory and device. "
     "Storage or a network the hosts share (one NVMf target, one switch) makes the aggregate lower than the sum.",
     "A curve measured on one host stands for every host of its kind: same CPU, memory, device and kernel.",
-    "Counts between two measured ones are interpolated linearly; nothing beyond the largest measured count "
-    "(or below the smallest) is predicted.",
+    "Throughput between two measured counts is interpolated linearly, p99 not at all (a count with a p99 "
+    "ceiling must have been measured); nothing beyond the largest measured count (or below the smallest) is "
+    "predicted.",
     "The p99 is each host's own (its clients' operations merged); a proposal gives its worst host's.",
 )
 
@@ -65,6 +73,8 @@ class Origin:
     host_cpus: float
     host_memory: int
     repetitions: int
+    machine: str = ""  # the hostname of the machine the run ran on (a node of a cluster may be one of several)
+    node: str | None = None  # the cluster node or daemon the curve's cells ran on, if any
 
 
 @dataclass(frozen=True)
@@ -92,8 +102,9 @@ class Estimate:
     throughput: float  # mean aggregate ops/s of the host's containers
     ci_low: float
     ci_high: float
-    p99_us: float
+    p99_us: float  # measured counts only: NaN between them
     basis: tuple[int, ...]  # the measured counts it came from: one, or the two around it
+    p99_high_us: float = math.nan  # the worst trial's p99: what a ceiling must hold for
 
     @property
     def measured(self) -> bool:
@@ -112,7 +123,8 @@ class Target:
         return self.ops is None and self.p99_us is None
 
     def met_by(self, throughput: float, p99_us: float) -> bool | None:
-        """None when there is no target to meet."""
+        """None when there is no target to meet; ``throughput`` and ``p99_us`` as the caller bounds them
+        (lower bound and worst trial to *meet*, means to *may meet*)."""
         if self.is_max:
             return None
         rate_ok = self.ops is None or throughput >= self.ops
@@ -132,7 +144,8 @@ class Proposal:
     hosts: tuple[Estimate, ...]  # one per host it uses, in order
     why: str  # how the counts were chosen, in the paper's terms
     notes: tuple[str, ...] = ()
-    meets_target: bool | None = None
+    meets_target: bool | None = None  # what the interval supports meets it; None: no target
+    may_meet: bool = False  # not met by the interval, but by the means: shown with its interval, never recommended
 
     @property
     def counts(self) -> tuple[int, ...]:
@@ -157,6 +170,19 @@ class Proposal:
         return math.nan if any(math.isnan(t) for t in tails) else max(tails)
 
     @property
+    def p99_high_us(self) -> float:
+        """The worst trial's p99 over its hosts: the bound a ceiling is met by."""
+        tails = [e.p99_high_us for e in self.hosts]
+        return math.nan if any(math.isnan(t) for t in tails) else max(tails)
+
+    @property
+    def verdict(self) -> str:
+        """ "meets", "may meet", "does not meet", or "" without a target."""
+        if self.meets_target is None:
+            return ""
+        return "meets" if self.meets_target else ("may meet" if self.may_meet else "does not meet")
+
+    @property
     def name(self) -> str:
         """The paper's notation: (4,4) for four containers on each of two hosts."""
         return f"({','.join(map(str, self.counts))})"
@@ -174,7 +200,8 @@ class Plan:
 
 def recommended(p: Plan) -> Proposal | None:
     """The proposal to act on: the cheapest meeting a rate target, else the most throughput among those meeting
-    the target (all of them when there is none); None when nothing meets it."""
+    the target (all of them when there is none); None when nothing meets it. A proposal that only may meet it
+    (its means do, its interval does not) is never the one to act on."""
     ok = [x for x in p.proposals if x.meets_target is not False]
     cheapest = [x for x in ok if x.strategy == CHEAPEST]
     if cheapest:
@@ -200,6 +227,8 @@ def _origin(data: RunData, sc: Scaling) -> Origin:
         host_cpus=float(data.run.host.get("cpus") or 0),
         host_memory=int(data.run.host.get("memory_bytes") or 0),
         repetitions=data.trials_rule.repetitions,
+        machine=str(data.run.host.get("hostname") or ""),
+        node=cell.stack.engine.node,
     )
 
 
@@ -224,7 +253,7 @@ def estimate(sc: Scaling, instances: int) -> Estimate | None:
         between(ta.mean, tb.mean),
         between(max(0.0, ta.ci_low), max(0.0, tb.ci_low)),
         between(ta.ci_high, tb.ci_high),
-        between(a.p99_us, b.p99_us),
+        math.nan,  # a tail is no straight line between two loads: not interpolated
         (a.instances, b.instances),
     )
 
@@ -232,7 +261,8 @@ def estimate(sc: Scaling, instances: int) -> Estimate | None:
 def _measured(p: ScalePoint) -> Estimate:
     t = p.throughput
     # Two noisy trials give a t-interval reaching below zero; no host serves negative operations.
-    return Estimate(p.instances, t.mean, max(0.0, t.ci_low), t.ci_high, p.p99_us, (p.instances,))
+    low = max(0.0, t.ci_low) if t.n >= 2 else 0.0  # one trial: no interval, so nothing is supported
+    return Estimate(p.instances, t.mean, low, t.ci_high, p.p99_us, (p.instances,), p.p99_high_us)
 
 
 def plan(curves: Sequence[Curve], hosts: int = 1, target: Target = Target()) -> Plan:
@@ -242,6 +272,7 @@ def plan(curves: Sequence[Curve], hosts: int = 1, target: Target = Target()) -> 
         raise ValueError("hosts must be at least 1")
     proposals: list[Proposal] = []
     unreachable: list[str] = []
+    caveats = CAVEATS + _shared_machines(curves)
     for curve in curves:
         proposals += [_judged(p, target) for p in _paper_strategies(curve, hosts)]
         if target.is_max:
@@ -251,11 +282,29 @@ def plan(curves: Sequence[Curve], hosts: int = 1, target: Target = Target()) -> 
             unreachable.append(found)
         else:
             proposals.append(_judged(found, target))
-    return Plan(target, hosts, tuple(curves), tuple(proposals), tuple(unreachable))
+    return Plan(target, hosts, tuple(curves), tuple(proposals), tuple(unreachable), caveats)
 
 
 def _judged(p: Proposal, target: Target) -> Proposal:
-    return Proposal(p.strategy, p.curve, p.hosts, p.why, p.notes, target.met_by(p.throughput, p.p99_us))
+    """Meets only on what the interval supports; may meet where only the means do."""
+    meets = target.met_by(p.ci[0], p.p99_high_us)
+    may = bool(not meets and target.met_by(p.throughput, p.p99_us))
+    return Proposal(p.strategy, p.curve, p.hosts, p.why, p.notes, meets, may)
+
+
+def _shared_machines(curves: Sequence[Curve]) -> tuple[str, ...]:
+    """Where curves of different nodes ran on one machine, its nodes share its CPU, memory and device."""
+    nodes: dict[str, set[str]] = {}
+    for c in curves:
+        if c.origin is not None and c.origin.node and c.origin.machine:
+            nodes.setdefault(c.origin.machine, set()).add(c.origin.node)
+    return tuple(
+        f"Nodes {', '.join(sorted(ns))} ran on one machine ({machine}): they share its CPU, memory and device, so "
+        "the shared-nothing assumption does not hold there and their aggregate is lower than the sum (the one "
+        "prediction checked on the local cluster, two pods on one 2-core machine, was off by -59%)"
+        for machine, ns in sorted(nodes.items())
+        if len(ns) > 1
+    )
 
 
 def _paper_strategies(curve: Curve, hosts: int) -> list[Proposal]:
@@ -266,7 +315,7 @@ def _paper_strategies(curve: Curve, hosts: int) -> list[Proposal]:
     saturation_note, peak_note = saturation_note + rough, peak_note + rough
     at_saturation = _measured_at(sc, saturation)
     at_peak = _measured_at(sc, sc.peak)
-    why_sat = f"containers added until the device saturated (≥90% busy): {saturation}"
+    why_sat = f"containers added until the device's bandwidth saturated (≥90% of its bytes/s): {saturation}"
     why_peak = f"containers added until aggregate throughput peaked: {sc.peak}"
     out = [
         Proposal(SATURATE_BANDWIDTH, curve, (at_saturation,), f"one host; {why_sat}", saturation_note),
@@ -289,10 +338,16 @@ def _saturation(curve: Curve) -> tuple[int, tuple[str, ...]]:
     if "device" in sc.saturated:
         return sc.saturated["device"], ()
     top = sc.points[-1]
-    note = (
-        f"the device never saturated (at most {max(p.usage.disk_util for p in sc.points):.0f}% busy, up to "
-        f"{top.instances} containers): the largest measured count stands in; measure more to find saturation"
-    )
+    shares = [p.usage.bandwidth for p in sc.points if not math.isnan(p.usage.bandwidth)]
+    if shares:
+        seen = f"at most {max(shares):.0f}% of its bandwidth, up to {top.instances} containers"
+        note = f"the device never saturated ({seen}): the largest measured count stands in; measure more to find it"
+    else:
+        note = (
+            f"the run took no bandwidth for the device (profile BW or ALL measures it, resources: gives it), so "
+            f"whether it saturated is unknown (%util, at most {max(p.usage.disk_util for p in sc.points):.0f}%, "
+            "is no measure of bandwidth): the largest measured count stands in"
+        )
     if sc.bottleneck is not None:  # the paper's disk-bound reasoning does not hold where something else ran out
         first = min(sc.saturated.values())
         note += f"; {sc.bottleneck} saturated first, at {first}: it, not the device, limits this host"
@@ -323,31 +378,40 @@ def _peak_note(sc: Scaling) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def _allowed(curve: Curve, target: Target) -> dict[int, Estimate]:
-    """Every count from the smallest to the largest measured, where the host's p99 is under the ceiling."""
+def _allowed(curve: Curve, target: Target, bound: bool) -> dict[int, Estimate]:
+    """Every count from the smallest to the largest measured whose host p99 is under the ceiling: its worst
+    trial's (``bound``: to meet it) or its merged one (to may meet it); only measured counts have a p99."""
     counts = range(curve.counts[0], curve.counts[-1] + 1)
     out = {}
     for n in counts:
         e = estimate(curve.scaling, n)
-        if e is not None and (target.p99_us is None or e.p99_us <= target.p99_us):
+        tail = (e.p99_high_us if bound else e.p99_us) if e is not None else math.nan
+        if e is not None and (target.p99_us is None or tail <= target.p99_us):
             out[n] = e
     return out
 
 
 def _for_target(curve: Curve, hosts: int, target: Target) -> Proposal | str:
-    """The target's proposal, or why none within the measured counts meets it."""
-    allowed = _allowed(curve, target)
+    """The target's proposal, or why none within the measured counts meets it: the cheapest that the interval
+    supports, else the cheapest the means reach (which may meet it: said with its interval)."""
+    for bound in (True, False):
+        allowed = _allowed(curve, target, bound)
+        if not allowed:
+            continue
+        if target.ops is None:
+            return _best_under_p99(curve, hosts, target, allowed)
+        counts = _fewest_containers(allowed, hosts, target.ops, bound)
+        if counts is None:
+            continue
+        chosen = tuple(allowed[n] for n in sorted(counts, reverse=True))
+        used = f"{len(chosen)} host{'s' if len(chosen) > 1 else ''}"
+        reach = "whose predicted interval reaches" if bound else "whose predicted mean (not its interval) reaches"
+        why = f"the fewest containers ({sum(counts)}, on {used}) {reach} {target.describe()}"
+        return Proposal(CHEAPEST, curve, chosen, why, _interpolated_note(chosen))
+    allowed = _allowed(curve, target, False)
     if not allowed:
         return _no_count_under(curve, target)
-    if target.ops is None:
-        return _best_under_p99(curve, hosts, target, allowed)
-    counts = _fewest_containers(allowed, hosts, target.ops)
-    if counts is None:
-        return _out_of_reach(curve, hosts, target, allowed)
-    chosen = tuple(allowed[n] for n in sorted(counts, reverse=True))
-    used = f"{len(chosen)} host{'s' if len(chosen) > 1 else ''}"
-    why = f"the fewest containers ({sum(counts)}, on {used}) whose predicted aggregate reaches {target.describe()}"
-    return Proposal(CHEAPEST, curve, chosen, why, _interpolated_note(chosen))
+    return _out_of_reach(curve, hosts, target, allowed)
 
 
 def _best_under_p99(curve: Curve, hosts: int, target: Target, allowed: dict[int, Estimate]) -> Proposal:
@@ -369,9 +433,9 @@ def _interpolated_note(chosen: Sequence[Estimate]) -> tuple[str, ...]:
     )
 
 
-def _fewest_containers(allowed: dict[int, Estimate], hosts: int, ops: float) -> list[int] | None:
+def _fewest_containers(allowed: dict[int, Estimate], hosts: int, ops: float, bound: bool = False) -> list[int] | None:
     """The counts (one per host used) with the fewest containers in all, then the fewest hosts, whose summed
-    throughput reaches ``ops``; None if no assignment does.
+    throughput (their lower bounds where ``bound``) reaches ``ops``; None if no assignment does.
 
     best[h][c] is the most throughput h hosts give with c containers in all; one host more adds one allowed
     count. Vectorised over c: 64 hosts x 64 counts is a few thousand array operations, not 16M Python steps.
@@ -384,7 +448,8 @@ def _fewest_containers(allowed: dict[int, Estimate], hosts: int, ops: float) -> 
     for h in range(1, hosts + 1):
         for n in counts:
             shifted = np.full(most + 1, -np.inf)
-            shifted[n:] = best[h - 1, : most + 1 - n] + allowed[n].throughput
+            gives = allowed[n].ci_low if bound else allowed[n].throughput
+            shifted[n:] = best[h - 1, : most + 1 - n] + gives
             better = shifted > best[h]
             best[h][better] = shifted[better]
             choice[h][better] = n

@@ -54,6 +54,7 @@ def proposal_record(p: Proposal) -> dict[str, Any]:
         "ci_high": _finite(high),
         "p99_us": _finite(p.p99_us),
         "meets_target": p.meets_target,
+        "may_meet": p.may_meet,
         "why": p.why,
         "notes": list(p.notes),
     }

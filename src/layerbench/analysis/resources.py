@@ -25,6 +25,10 @@ class Usage:
     disk_util: float  # % of the time the device was busy
     disk_bps: float  # bytes/s read and written on it
     memory: float  # the fullest container's memory use as a share of its limit (NaN: no limit)
+    # % of the device's bandwidth as the run took it (calibrated, or the spec's): reads over the read
+    # bandwidth plus writes over the write bandwidth, each direction's share of the device's time. NaN where
+    # the run had none. %util is no measure of it: NVMe and zram read near 100% busy long before.
+    bandwidth: float = NAN
 
 
 def trial_usage(points: pd.DataFrame, info: dict[str, Any]) -> Usage:
@@ -40,7 +44,17 @@ def trial_usage(points: pd.DataFrame, info: dict[str, Any]) -> Usage:
         if disk
         else NAN,
         memory=_memory_share(points, info),
+        bandwidth=_bandwidth_share(series, disk, info),
     )
+
+
+def _bandwidth_share(series: pd.Series, disk: str | None, info: dict[str, Any]) -> float:
+    budget = (info.get("server") or {}).get("budget") or {}
+    read_cap, write_cap = budget.get("read_bps"), budget.get("write_bps")
+    if not disk or not read_cap or not write_cap:
+        return NAN
+    read, write = series.get(f"disk.{disk}.read_bps", NAN), series.get(f"disk.{disk}.write_bps", NAN)
+    return float(100 * (read / read_cap + write / write_cap))
 
 
 def _memory_share(points: pd.DataFrame, info: dict[str, Any]) -> float:
@@ -64,4 +78,4 @@ def mean_usage(usages: list[Usage]) -> Usage:
         values = [getattr(u, name) for u in usages if not math.isnan(getattr(u, name))]
         return sum(values) / len(values) if values else NAN
 
-    return Usage(avg("cpu_busy"), avg("iowait"), avg("disk_util"), avg("disk_bps"), avg("memory"))
+    return Usage(avg("cpu_busy"), avg("iowait"), avg("disk_util"), avg("disk_bps"), avg("memory"), avg("bandwidth"))

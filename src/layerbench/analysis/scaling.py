@@ -24,7 +24,8 @@ from layerbench.analysis.stats import Summary, cell_values, ratio, summarize
 from layerbench.spec.models import StackSpec
 from layerbench.store.read import RunData, StoredCell, StoredTrial
 
-# Use at or above these counts as saturation: CPU and device busy %, memory as a share of the limit.
+# Use at or above these counts as saturation: CPU busy %, the device's bandwidth in use % (bytes/s against
+# the bandwidth the run took for it, not %util), memory as a share of the limit.
 SATURATION = {"CPU": 90.0, "device": 90.0, "memory": 0.95}
 LATENCY_METRIC = "lat_p99_us"
 SIGNIFICANCE = 0.05
@@ -39,6 +40,7 @@ class ScalePoint:
     values: tuple[float, ...]  # the aggregate of each trial
     p99_us: float  # p99 of every trial's clients merged in one histogram (reads where the mix has them)
     usage: Usage
+    p99_high_us: float = math.nan  # the worst trial's p99 (its clients merged): what a ceiling must hold for
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,7 @@ def _point(
         tuple(values),
         tails.get(cell.cell_id, _mean_p99(mine)),
         mean_usage([usage[t] for t in trial_ids if t in usage]),
+        _worst_p99(mine),
     )
 
 
@@ -171,6 +174,19 @@ def _mean_p99(rows: pd.DataFrame) -> float:
     return float(chosen.groupby("trial_id")["value"].mean().mean())
 
 
+def _worst_p99(rows: pd.DataFrame) -> float:
+    """The highest of the trials' own p99s (each its clients merged, as the trial stored it): the upper bound a
+    p99 ceiling is checked against, since trials, not operations, are what repeat."""
+    if rows.empty:
+        return math.nan
+    lat = rows[(rows["metric"] == LATENCY_METRIC) & (rows["job"] == MERGED_JOB)]
+    if lat.empty:
+        return math.nan
+    reads = lat[lat["direction"] == "read"]
+    chosen = reads if not reads.empty else lat[lat["direction"] == sorted(lat["direction"])[0]]
+    return float(chosen.groupby("trial_id")["value"].mean().max())
+
+
 def _curve(group: str, workload: str, points: list[ScalePoint]) -> Scaling:
     means = [p.throughput.mean for p in points]
     finite = [(m, p.instances) for m, p in zip(means, points, strict=True) if not math.isnan(m)]
@@ -197,11 +213,12 @@ def _ties(points: list[ScalePoint], peak: int) -> tuple[int, ...]:
 
 
 def _levels_of(u: Usage) -> dict[str, float]:
-    return {"CPU": u.cpu_busy, "device": u.disk_util, "memory": u.memory}
+    return {"CPU": u.cpu_busy, "device": u.bandwidth, "memory": u.memory}
 
 
 def _levels(u: Usage) -> str:
-    parts = [f"CPU {u.cpu_busy:.0f}%", f"device {u.disk_util:.0f}% busy"]
+    device = "bandwidth not calibrated" if math.isnan(u.bandwidth) else f"{u.bandwidth:.0f}% of its bandwidth"
+    parts = [f"CPU {u.cpu_busy:.0f}%", f"device {u.disk_util:.0f}% busy ({device})"]
     if not math.isnan(u.memory):
         parts.append(f"memory {100 * u.memory:.0f}% of the limit")
     return ", ".join(parts)

@@ -1,9 +1,11 @@
 """Summary statistics and ratios to the baseline, computed at read time.
 
-Statistics come from scipy: Student-t intervals for means, Welch's t-test for
-whether a cell differs from its baseline, and Fieller's interval for the
-ratio of two independent means (it stays honest at the small n benchmarks
-have, where a bootstrap does not). The t distribution is taken from
+Statistics come from scipy: Student-t intervals for means; ratios on the log
+scale, paired by round where rounds pair (``paired_logs``) or Welch's otherwise
+(``welch_logs``), their interval and p-value from one t statistic
+(``log_ratio``), which is what every verdict shows (analysis/verdicts.py);
+and, for notebooks and exports, Fieller's interval for the ratio of two
+independent means with Welch's p-value (``ratio``, ``ratios``). The t distribution is taken from
 scipy.special's ufuncs, not scipy.stats' wrappers: the same numbers (a unit
 test holds them to scipy.stats), without ~0.5 ms of argument checking per
 call, which made `show` of a 10,000-cell run take 15 s.
@@ -72,21 +74,76 @@ def paired_ratio(cell: dict[int, float], base: dict[int, float], confidence: flo
 
     Each round's ratio cancels what the round shared (the machine's load then, the freshly built
     lower layers); their geometric mean is the ratio, with a Student-t interval and p-value on the
-    logarithms. NaN where fewer than two rounds pair up or a value is not positive.
+    logarithms. NaN where fewer than two rounds pair up, a value is not positive, or every round gave
+    the same ratio (no spread: nothing to judge the next round's by, so no interval and no p-value).
     """
+    return log_ratio(paired_logs(cell, base), confidence)
+
+
+# A spread of log ratios this small is rounding, not measurement: identical ratios computed through
+# different values differ in the 16th digit, and a t statistic over that noise is any number at all.
+NO_SPREAD = 1e-12
+
+
+@dataclass(frozen=True)
+class LogRatio:
+    """A comparison on the log scale, the form every verdict is decided in (analysis/verdicts.py): the mean
+    log ratio, its standard error and degrees of freedom; ``note`` says why there is no interval."""
+
+    n: int  # rounds paired, or the smaller side's trials
+    mean: float
+    sem: float  # NaN: no interval
+    df: float
+    note: str = ""
+    paired: bool = True
+
+
+def paired_logs(cell: dict[int, float], base: dict[int, float]) -> LogRatio:
+    """The per-round log ratios' mean, standard error (n - 1 degrees of freedom) and count."""
     # Plain floats, not numpy: a few rounds per cell, 10,000 cells in a big run's `show`.
     rounds = sorted(set(cell) & set(base))
     logs = [math.log(cell[r] / base[r]) for r in rounds if cell[r] > 0 and base[r] > 0]
     n = len(logs)
     mean = math.fsum(logs) / n if n else NAN
-    if n < 2 or n < len(rounds):
-        return Ratio(math.exp(mean) if n else NAN, NAN, NAN, NAN)
+    if n < len(rounds):
+        return LogRatio(n, mean, NAN, NAN, "a value not above zero: no ratio in that round")
+    if n < 2:
+        return LogRatio(n, mean, NAN, NAN, "one round" if n else "no round ran both")
     sem = math.sqrt(math.fsum((x - mean) ** 2 for x in logs) / (n - 1) / n)
-    if sem == 0:
-        return Ratio(math.exp(mean), math.exp(mean), math.exp(mean), 1.0 if mean == 0 else 0.0)
-    half = t_quantile(confidence, n - 1) * sem
-    p = float(2 * special.stdtr(n - 1, -abs(mean / sem)))
-    return Ratio(math.exp(mean), math.exp(mean - half), math.exp(mean + half), p)
+    if sem <= NO_SPREAD:
+        return LogRatio(n, mean, NAN, NAN, f"the same ratio in all {n} rounds: no spread to judge")
+    return LogRatio(n, mean, sem, n - 1.0)
+
+
+def welch_logs(cell: Values, base: Values) -> LogRatio:
+    """Unpaired: the difference of the two sides' mean logs (the ratio of geometric means), with Welch's
+    standard error and degrees of freedom; for trials that share no rounds (two runs)."""
+    a, b = np.asarray(cell, dtype=float), np.asarray(base, dtype=float)
+    n = min(len(a), len(b))
+    if n == 0:
+        return LogRatio(0, NAN, NAN, NAN, "no trials on one side")
+    if (a <= 0).any() or (b <= 0).any():
+        return LogRatio(n, NAN, NAN, NAN, "a value not above zero")
+    la, lb = np.log(a), np.log(b)
+    mean = float(la.mean() - lb.mean())
+    if n < 2:
+        return LogRatio(n, mean, NAN, NAN, "one trial")
+    va, vb = float(la.var(ddof=1)) / len(a), float(lb.var(ddof=1)) / len(b)
+    if math.sqrt(va + vb) <= NO_SPREAD:
+        return LogRatio(n, mean, NAN, NAN, "no spread on either side to judge")
+    df = (va + vb) ** 2 / (va * va / (len(a) - 1) + vb * vb / (len(b) - 1))
+    return LogRatio(n, mean, math.sqrt(va + vb), df, paired=False)
+
+
+def log_ratio(r: LogRatio, confidence: float = 0.95) -> Ratio:
+    """The ratio, its ``confidence`` interval and two-sided p-value from one t statistic: they cannot disagree."""
+    if r.mean != r.mean:
+        return Ratio(NAN, NAN, NAN, NAN)
+    if r.sem != r.sem:
+        return Ratio(math.exp(r.mean), NAN, NAN, NAN)
+    half = t_quantile(confidence, r.df) * r.sem
+    p = float(2 * special.stdtr(r.df, -abs(r.mean / r.sem)))
+    return Ratio(math.exp(r.mean), math.exp(r.mean - half), math.exp(r.mean + half), p)
 
 
 # Many cells at once: numpy along the rows of one array per count of trials, with the same operations in the

@@ -58,7 +58,7 @@ def normalized_bars(results: list[CellResult]) -> Figure | None:
         ax.yaxis.set_major_formatter(times)
         ax.yaxis.set_minor_formatter(times)  # within one decade only minor ticks are labelled
         ax.set_xticks(np.arange(len(workloads)), workloads)
-        ax.set_ylabel("mean / baseline mean (log)")
+        ax.set_ylabel("ratio to the baseline, paired by round (log)")
         ax.set_title("Each layer relative to the baseline (error bars: 95% CI of the ratio)")
         longest = max(len(s) for s in stacks)
         ncols = 3 if longest < 40 else 2 if longest < 60 else 1  # database stacks have long labels

@@ -17,6 +17,7 @@ from markupsafe import Markup, escape
 from layerbench import __version__
 from layerbench.analysis import explain, flame
 from layerbench.analysis.overhead import BYTE_METRICS, UNITS, CellResult
+from layerbench.analysis.verdicts import FASTER, MARKS, SLOWER
 from layerbench.report import figures, flamegraph
 from layerbench.report.view import RunView
 
@@ -189,9 +190,9 @@ def cell_html(r: CellResult) -> Markup:
     if r.is_baseline:
         parts.append('<span class="base">baseline</span>')
     elif q.ratio == q.ratio:
-        cls = "bad" if q.significant and q.ratio < 1 else ("good" if q.significant else "")
+        cls = {SLOWER: "bad", FASTER: "good"}.get(r.verdict, "")
         ci = f' <span class="ci">[{q.ci_low:.2f}–{q.ci_high:.2f}]</span>' if q.ci_low == q.ci_low else ""
-        parts.append(f'<span class="{cls}">×{q.ratio:.2f}</span>{ci}')
+        parts.append(f'<span class="{cls}" title="{r.verdict}">×{q.ratio:.2f}{MARKS.get(r.verdict, "")}</span>{ci}')
     if r.flags:
         names = ", ".join(str(escape(f.name)) for f in r.flags)
         parts.append(f'<span class="flag" title="{names}">⚑</span>')

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from layerbench.analysis.overhead import BYTE_METRICS, UNITS, CellResult
+from layerbench.analysis.verdicts import LEGEND, MARKS
 from layerbench.store.db import RefusedRow, RunRow
 
 
@@ -18,7 +19,7 @@ def cell_md(r: CellResult) -> str:
     if r.is_baseline:
         text += " (baseline)"
     elif q.ratio == q.ratio:
-        text += f" **×{q.ratio:.2f}**"
+        text += f" **×{q.ratio:.2f}**{MARKS.get(r.verdict, '')}"
         if q.ci_low == q.ci_low:
             text += f" [{q.ci_low:.2f}–{q.ci_high:.2f}]"
     if r.flags:
@@ -42,7 +43,11 @@ def render(run: RunRow, results: Sequence[CellResult], refused: Sequence[Refused
     for stack in dict.fromkeys(r.stack_label for r in results):
         cells = [cell_md(grid[(stack, w)]) if (stack, w) in grid else "" for w in workloads]
         lines.append(f"| {stack} | " + " | ".join(cells) + " |")
-    lines += ["", "×: mean / baseline mean, [95% CI]; ±: 95% CI half-width of the mean; ⚑: flagged."]
+    lines += [
+        "",
+        "×: ratio to the baseline paired by round, [its CI], as the findings show it; "
+        f"{LEGEND}; ±: CI half-width of the mean; ⚑: flagged.",
+    ]
     flags = [(f"{r.stack_label} · {r.workload}", f) for r in results for f in r.flags]
     if flags:
         lines += ["", "**Flags**", ""] + [f"- {cell}: `{f.name}`: {f.detail}" for cell, f in flags]

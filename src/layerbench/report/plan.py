@@ -81,8 +81,10 @@ def _curve_json(c: Curve) -> dict[str, Any]:
             "ci_high": pt.throughput.ci_high,
             "trials": pt.throughput.n,
             "p99_us": pt.p99_us,
+            "p99_worst_trial_us": pt.p99_high_us,
             "cpu_busy_pct": pt.usage.cpu_busy,
             "device_busy_pct": pt.usage.disk_util,
+            "device_bandwidth_pct": pt.usage.bandwidth,
         }
         for pt in sc.points
     ]
@@ -114,7 +116,8 @@ def plan_table(p: Plan) -> Table:
         row += [] if one_curve else [escape(x.curve.label)]
         row += [x.name, f"{x.throughput:,.0f}", _interval(low, high), _ms(x.p99_us)]
         if not p.target.is_max:
-            row.append("[green]yes[/]" if x.meets_target else "[red]no[/]")
+            said = {"meets": "[green]yes[/]", "may meet": f"[yellow]may ({_interval(low, high)})[/]"}
+            row.append(said.get(x.verdict, "[red]no[/]"))
         table.add_row(*row)
     return table
 
@@ -129,6 +132,9 @@ def plan_lines(p: Plan) -> list[str]:
     said: set[str] = set()
     for x in p.proposals:
         lines.append(f"{x.strategy} {x.name}: {x.why}")
+        if x.may_meet:
+            low, high = x.ci
+            lines.append(f"    may meet the target: its interval, {_interval(low, high)} ops/s, does not support it")
         lines += [f"    note: {n}" for n in x.notes if n not in said]  # a curve's note once, under its first
         said.update(x.notes)
     lines += [f"cannot: {u}" for u in p.unreachable]

@@ -17,6 +17,7 @@ from layerbench.analysis.overhead import BYTE_METRICS, UNITS, CellResult
 from layerbench.analysis.ratio_table import RatioTable
 from layerbench.analysis.remote import AddedLatency
 from layerbench.analysis.scaling import Scaling
+from layerbench.analysis.verdicts import EQUIVALENT, FASTER, LEGEND, MARKS, SLOWER, shown
 from layerbench.report.view import RunComparison, RunView
 from layerbench.store.db import RefusedRow
 from layerbench.store.read import StoredCell
@@ -42,13 +43,17 @@ def fmt_value(r: CellResult, mark_single: bool = False) -> str:
     if r.is_baseline:
         text += " [dim]base[/]"
     elif r.ratio.ratio == r.ratio.ratio:
-        style = "bold red" if r.ratio.significant and r.ratio.ratio < 1 else "bold"
-        text += f" [{style}]×{r.ratio.ratio:.2f}[/]"
+        style = VERDICT_STYLE.get(r.verdict, "dim")
+        text += f" [{style}]×{r.ratio.ratio:.2f}{MARKS.get(r.verdict, '')}[/]"
     if r.failed:
         text += f" [red]+{r.failed} failed[/]"
     if r.flags:
         text += " [yellow]⚑[/]"
     return text
+
+
+VERDICT_STYLE = {SLOWER: "bold red", FASTER: "bold green", EQUIVALENT: "bold"}  # undecided: dim
+RATIO_CAPTION = "×: ratio to the baseline, paired by round (the findings' interval and verdict); " + LEGEND
 
 
 def _si(v: float) -> str:
@@ -71,7 +76,7 @@ def results_table(results: list[CellResult], title: str = "") -> Table:
 
 def _by_workload(results: list[CellResult], title: str) -> Table:
     stacks = list(dict.fromkeys(r.stack_label for r in results))
-    table = Table(title=title or None, title_justify="left", caption="×: mean / baseline mean", caption_justify="left")
+    table = Table(title=title or None, title_justify="left", caption=RATIO_CAPTION, caption_justify="left")
     table.add_column("workload", style="cyan", no_wrap=True)
     one_device = len({s.split("/", 1)[0] for s in stacks}) == 1
     for s in stacks:
@@ -88,7 +93,7 @@ def _by_stack(results: list[CellResult], title: str) -> Table:
     workloads = list(dict.fromkeys(r.workload for r in results))
     metric = {r.workload: r.metric for r in results}
     most = max((r.summary.n for r in results), default=0)
-    caption = "×: mean / baseline mean" + (", ±: 95% CI half-width" if most >= 2 else "; one trial per cell, no CI")
+    caption = RATIO_CAPTION + ("; ±: CI half-width of the mean" if most >= 2 else "; one trial per cell, no CI")
     table = Table(title=title or None, caption=caption, title_justify="left", caption_justify="left")
     table.add_column("stack: device/fs/engine/placement", style="cyan", no_wrap=True)
     for w in workloads:
@@ -238,11 +243,18 @@ UNDECIDED_SHOWN = 10
 def advice_lines(a: Advised) -> list[str]:
     """Numbered recommendations, each with its confidence and its evidence indented beneath it."""
     out = []
-    for i, x in enumerate(a.advice, 1):
+    advised = [x for x in a.advice if not x.measure]
+    for i, x in enumerate(advised, 1):
         out.append(f"{i}. {x.text}. [{x.confidence} confidence]")
         out += [f"     - {e}" for e in x.evidence]
-    if not a.advice:
+    if not advised:
         out.append("No advice: no layer differed significantly and materially from the one beneath it.")
+    suggested = [x for x in a.advice if x.measure]
+    if suggested:
+        out.append("To measure next (a recommendation needs a comparison this run did not make):")
+        for x in suggested:
+            out.append(f"   - {x.text}.")
+            out += [f"     - {e}" for e in x.evidence]
     if a.undecided:
         out.append(f"What this run cannot decide ({len(a.undecided)}):")
         out += [f"     - {u}" for u in a.undecided[:UNDECIDED_SHOWN]]
@@ -290,15 +302,20 @@ def _field_names(cls: type) -> tuple[str, ...]:
 
 
 def comparison_table(rows: Sequence[Comparison], run_a: str, run_b: str) -> Table:
-    """Per common cell: B/A with its CI; red where B is significantly slower, green where faster."""
-    table = Table("cell", "n (A, B)", f"{run_b} / {run_a}", "95% CI", "p", title="comparison", title_justify="left")
+    """Per common cell: B/A with its interval and verdict (corrected over the cells compared); red where B is
+    named slower, green where faster."""
+    table = Table(
+        "cell", "n (A, B)", f"{run_b} / {run_a}", "95% CI", "p", "verdict",
+        title="comparison", title_justify="left", caption=LEGEND, caption_justify="left",
+    )  # fmt: skip
     for r in rows:
         q = r.ratio
-        style = "" if not q.significant else ("red" if q.ratio < 1 else "green")
+        style = VERDICT_STYLE.get(r.verdict, "")
         ratio_text = f"[{style}]×{q.ratio:.3f}[/]" if style else f"×{q.ratio:.3f}"
-        ci = f"{q.ci_low:.3f}–{q.ci_high:.3f}" if q.ci_low == q.ci_low else "n<2"
+        ci = f"{q.ci_low:.3f}–{q.ci_high:.3f}" if q.ci_low == q.ci_low else (r.note or "n<2")
         p = f"{q.p_value:.3g}" if q.p_value == q.p_value else "—"
-        table.add_row(r.label, f"{r.n_a}, {r.n_b}", ratio_text, ci, p)
+        said = shown(r.verdict, q, note=r.note).split(" (")[0] if q.ratio == q.ratio else "—"
+        table.add_row(r.label, f"{r.n_a}, {r.n_b}", ratio_text, ci, p, said)
     return table
 
 

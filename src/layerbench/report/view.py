@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from layerbench.analysis import advice, explain, findings, overhead, remote, scaling
+from layerbench.analysis import advice, comparisons, explain, findings, overhead, remote, scaling
 from layerbench.analysis.advice import Advised
 from layerbench.analysis.compare import Comparison, compare, environment_differences
 from layerbench.analysis.explain import CellCounters, CpuPerIo, Pair
@@ -50,12 +50,13 @@ class RunView:
 
 
 def view(data: RunData) -> RunView:
-    results = overhead.of_run(data)
+    family = comparisons.of_run(data)  # every comparison the run prints, judged once, together
+    results = overhead.of_run(data, family)
     points = iozone_points(data.samples, data.cells)
     table = ratio_table(results, data.cells, points) if data.per_filesystem else None
     labels = {c.cell_id: c.stack_label for c in data.cells}
     fio = merged_percentiles(data.completions) if data.completions is not None else None
-    found = findings.of_run(data, results)
+    found = findings.of_run(data, results, family)
     profiled = explain.pairs(data, found)
     stacks = {c.stack_label: c.stack for c in data.cells}
     evidence = advice.Evidence(found, stacks, results, profiled, {c.workload: c.cell.workload for c in data.cells})

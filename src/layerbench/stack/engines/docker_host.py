@@ -121,6 +121,9 @@ def _placement(
             "image": image,
             "daemon_url": engine.url,
             "daemon": engine.facts,
+            # Its processes are another daemon's, perhaps on another machine: this host's /proc cannot tell
+            # them apart, so `bottleneck` and `contended` skip (monitor_checks).
+            "unseen": f"{engine.url} (a Docker host)",
             "fio_sha256": binary_digests(["fio"])["fio"],  # the image holds this host's fio
             "data_mount": data_mount(table),
             **_limits(made, stack.limits),

@@ -283,7 +283,12 @@ def _info(engine: KubeEngine, running: client.V1Pod, image: str, limits: Limits,
     pid = kube.container_pid(status.container_id) if engine.node.local and status and status.container_id else None
     if status and status.container_id:
         info["container_id"] = status.container_id
-    if pid is not None:
+    if pid is None:
+        # The monitor reads this host's /proc: it cannot tell this pod's CPU from the rest, nor see another
+        # machine's at all, so `bottleneck` and `contended` skip (monitor_checks).
+        where = "" if engine.node.local else ", not this host"
+        info["unseen"] = f"{engine.node.name} (Kubernetes{where})"
+    else:
         info["pid"] = pid  # whose /proc/<pid>/mountinfo the checks read
         dirs = process_dirs(pid)
         info["cgroup"] = {controller: str(path) for controller, path in dirs.items()}
