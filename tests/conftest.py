@@ -1,60 +1,35 @@
 """Markers skip, with the reason, where this machine lacks what a test needs.
 
-CI installs everything (`make test` runs the same setup as `make run`), so on
-CI none of these skip.
+CI installs everything (`make test` runs the same setup as `make run`; `make test-k8s` and `make
+test-vm` build their tiers' parts), so on CI none of these may skip: with CI=true each such skip is a
+failure that says what is missing (tests/skip_policy.py). The only skips CI keeps are those this kind
+of machine cannot avoid, each named in tests/unavoidable_skips.py.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 
 import pytest
 
-REQUIREMENTS = {
-    "requires_root": (lambda: os.geteuid() == 0 and os.path.exists("/dev/loop-control"), "needs root and loop devices"),
-    "requires_fio": (lambda: shutil.which("fio") is not None, "needs fio (apt-get install fio)"),
-    "requires_docker": (
-        lambda: all(shutil.which(b) for b in ("dockerd", "containerd", "runc")),
-        "needs dockerd, containerd and runc (apt-get install docker.io)",
-    ),
-    "requires_podman": (
-        lambda: all(shutil.which(b) for b in ("podman", "conmon", "runc")),
-        "needs podman, conmon and runc (apt-get install podman)",
-    ),
-    "requires_iozone": (
-        lambda: _iozone_missing() is None,
-        "needs IOzone in the cache (make setup fetches it from Debian's non-free or Ubuntu's multiverse)",
-    ),
-    "requires_db": (
-        lambda: _databases_missing() is None,
-        "needs PostgreSQL, Redis, pgbench, java and the YCSB jars (make setup installs and builds them)",
-    ),
-    "requires_cassandra": (
-        lambda: _cassandra_missing() is None,
-        "needs java, Cassandra's jars and the YCSB jars with the CQL driver in the cache (make setup fetches them)",
-    ),
-    "requires_ferretdb": (
-        lambda: _ferretdb_missing() is None,
-        "needs FerretDB in the cache (make ferretdb builds it with Go 1.24), java and the YCSB jars (make setup)",
-    ),
-    "requires_remote": (
-        lambda: all(shutil.which(b) for b in ("qemu-nbd", "nbdinfo", "nbdfuse", "tc")),
-        "needs qemu-nbd, nbdinfo and nbdfuse (make setup installs qemu-utils and libnbd-bin)",
-    ),
-    "requires_perf": (
-        lambda: _perf_missing() is None,
-        "needs perf recording the whole machine (make setup installs linux-perf)",
-    ),
-    "requires_k8s": (
-        lambda: _k8s_missing() is None,
-        "needs Kubernetes in the cache (make k8s builds it), etcd, containerd and the CNI plugins (make test-k8s)",
-    ),
-    "requires_vm": (
-        lambda: _vm_missing() is None,
-        "needs qemu and the test VM image (make vm-image builds it; make test-vm runs this tier)",
-    ),
-}
+from tests.skip_policy import (  # noqa: F401 (hooks: pytest finds them by name in this module)
+    pytest_configure,
+    pytest_make_collect_report,
+    pytest_runtest_makereport,
+    pytest_terminal_summary,
+)
+
+
+def _root_missing() -> str | None:
+    if os.geteuid() != 0:
+        return "not root"
+    return None if os.path.exists("/dev/loop-control") else "no /dev/loop-control"
+
+
+def _binaries_missing(*names: str) -> str | None:
+    return ", ".join(b for b in names if shutil.which(b) is None) or None
 
 
 def _k8s_missing() -> str | None:
@@ -104,7 +79,7 @@ def _cassandra_missing() -> str | None:
 
     notes: list[str] = []
     if "cassandra" not in database_servers(notes, DEFAULT_CACHE) or "ycsb" not in clients(DEFAULT_CACHE, notes):
-        return "; ".join(notes)
+        return "; ".join(notes) or "Cassandra's jars or the YCSB jars"
     # A YCSB lib built before the CQL binding (an older checkout's build-ycsb.sh) lacks its driver.
     if not list((DEFAULT_CACHE / "ycsb" / "lib").glob("java-driver-core-*.jar")):
         return "the YCSB jars lack the CQL driver (java/build-ycsb.sh rebuilds them)"
@@ -116,15 +91,67 @@ def _ferretdb_missing() -> str | None:
 
     notes: list[str] = []
     if "ferretdb" not in database_servers(notes, DEFAULT_CACHE) or "ycsb" not in clients(DEFAULT_CACHE, notes):
-        return "; ".join(notes)
+        return "; ".join(notes) or "FerretDB or the YCSB jars"
     # A YCSB lib built before the MongoDB binding (an older checkout's build-ycsb.sh) lacks its driver.
     if not list((DEFAULT_CACHE / "ycsb" / "lib").glob("mongodb-driver-sync-*.jar")):
         return "the YCSB jars lack the MongoDB driver (java/build-ycsb.sh rebuilds them)"
     return None
 
 
+# marker -> (what of it this machine lacks, None if nothing; what the marker needs and what installs it)
+REQUIREMENTS: dict[str, tuple[Callable[[], str | None], str]] = {
+    "requires_root": (_root_missing, "needs root and loop devices"),
+    "requires_fio": (lambda: _binaries_missing("fio"), "needs fio (apt-get install fio)"),
+    "requires_docker": (
+        lambda: _binaries_missing("dockerd", "containerd", "runc"),
+        "needs dockerd, containerd and runc (apt-get install docker.io)",
+    ),
+    "requires_podman": (
+        lambda: _binaries_missing("podman", "conmon", "runc"),
+        "needs podman, conmon and runc (apt-get install podman)",
+    ),
+    "requires_iozone": (
+        _iozone_missing,
+        "needs IOzone in the cache (make setup fetches it from Debian's non-free or Ubuntu's multiverse)",
+    ),
+    "requires_db": (
+        _databases_missing,
+        "needs PostgreSQL, Redis, pgbench, java and the YCSB jars (make setup installs and builds them)",
+    ),
+    "requires_cassandra": (
+        _cassandra_missing,
+        "needs java, Cassandra's jars and the YCSB jars with the CQL driver in the cache (make setup fetches them)",
+    ),
+    "requires_ferretdb": (
+        _ferretdb_missing,
+        "needs FerretDB in the cache (make ferretdb builds it with Go 1.24), java and the YCSB jars (make setup)",
+    ),
+    "requires_remote": (
+        lambda: _binaries_missing("qemu-nbd", "nbdinfo", "nbdfuse", "tc"),
+        "needs qemu-nbd, nbdinfo and nbdfuse (make setup installs qemu-utils and libnbd-bin)",
+    ),
+    "requires_perf": (
+        _perf_missing,
+        "needs perf recording the whole machine (make setup installs linux-perf)",
+    ),
+    "requires_k8s": (
+        _k8s_missing,
+        "needs Kubernetes in the cache (make k8s builds it), etcd, containerd and the CNI plugins (make test-k8s)",
+    ),
+    "requires_vm": (
+        _vm_missing,
+        "needs qemu and the test VM image (make vm-image builds it; make test-vm runs this tier)",
+    ),
+}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    lacking: dict[str, str | None] = {}  # each check once a session: some probe the host
     for item in items:
-        for marker, (available, reason) in REQUIREMENTS.items():
-            if item.get_closest_marker(marker) and not available():
-                item.add_marker(pytest.mark.skip(reason=reason))
+        for marker, (missing, needs) in REQUIREMENTS.items():
+            if item.get_closest_marker(marker) is None:
+                continue
+            if marker not in lacking:
+                lacking[marker] = missing()
+            if lacking[marker] is not None:
+                item.add_marker(pytest.mark.skip(reason=f"{needs}; missing here: {lacking[marker]}"))

@@ -2,21 +2,19 @@
 
 A transport the host lacks is skipped with the reason the feasibility rules give; where the caller
 expects it (the VM tier sets LAYERBENCH_EXPECT_REMOTE to the transports its guest has), its absence
-fails instead: a skip there would prove nothing.
+fails instead: a skip there would prove nothing. A skip for a kernel part this machine lacks (the nbd
+driver, NVMe/TCP, iSCSI, netem) is one of tests/unavoidable_skips.py's; any other fails on CI.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 
 import pytest
 
-from layerbench import proc
-from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.models import StackSpec
-from layerbench.spec.rules import host_has_remote
-from layerbench.stack.capabilities import probe
+from layerbench.spec.rules import REMOTE_NEEDS, host_has_remote, qdisc_of
+from tests.unavoidable_skips import UNAVOIDABLE, cannot, caps
 
 # name in test ids -> the spec's remote block
 TRANSPORTS = {
@@ -27,11 +25,8 @@ TRANSPORTS = {
 }
 # fio's nbd engine as the client: raw native stacks only, so tested on its own
 CLIENTS = {**TRANSPORTS, "nbd-fio": {"transport": "nbd", "client": "fio"}}
-
-
-@functools.cache
-def _caps() -> HostCaps:
-    return probe(proc.run)
+# A remote feature (stack/remote/needs.py) that is a kernel part -> its entry in tests/unavoidable_skips.py
+KERNEL_PARTS = {"nbd-kernel": "nbd", "nvme-tcp": "nvme-tcp", "iscsi": "iscsi", "netem": "netem"}
 
 
 def require(name: str, link: dict | None = None) -> dict:
@@ -41,10 +36,16 @@ def require(name: str, link: dict | None = None) -> dict:
     stack = StackSpec.model_validate(
         {"device": {"kind": "zram", "remote": remote}, "filesystem": "none", "engine": "native", "placement": "raw"}
     )
-    reason = host_has_remote(stack, _caps())
+    reason = host_has_remote(stack, caps())
     if reason:
         expected = os.environ.get("LAYERBENCH_EXPECT_REMOTE", "").split(",")
         if {name, *(["netem"] if link and link.get("delay") else [])} <= set(expected):
             pytest.fail(f"{name} is expected here, but: {reason}")
+        spec = stack.device.remote
+        assert spec is not None
+        needs = [*REMOTE_NEEDS[(spec.transport, spec.client)], qdisc_of(spec.link)]
+        for part in (KERNEL_PARTS[f] for f in needs if f in KERNEL_PARTS):
+            if UNAVOIDABLE[part].lacks():
+                cannot(part, reason)
         pytest.skip(reason)
     return remote

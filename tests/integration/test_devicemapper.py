@@ -20,6 +20,7 @@ import yaml
 
 from tests import support
 from tests.integration.leftovers import assert_nothing_left, bridges
+from tests.unavoidable_skips import cannot
 
 pytestmark = [pytest.mark.requires_root, pytest.mark.requires_fio, pytest.mark.requires_docker, pytest.mark.slow]
 
@@ -71,7 +72,7 @@ def stored(db: Path) -> dict[str, dict[str, Any]]:
 def test_loop_lvm_reads_the_page_cache_and_device_accounting_flags_it_direct_lvm_passes(tmp_path: Path) -> None:
     reason = support.refused(SPEC)
     if reason:
-        pytest.skip(reason)
+        cannot("device-mapper", reason)
     dirs = {"db": tmp_path / "r.db", "work": tmp_path / "work", "state": tmp_path / "state"}
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump(SPEC))

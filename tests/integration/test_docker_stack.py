@@ -31,6 +31,7 @@ from layerbench.stack.image import LABEL_PREFIX, binary_digests, ensure_image
 from layerbench.stack.ledger import Ledger
 from layerbench.stack.placement import container_placement, native_placement
 from layerbench.stack.target import BuildContext, Device, Mount, Target
+from tests.unavoidable_skips import cannot
 
 MiB = 2**20
 FS_BYTES = 512 * MiB  # mkfs.xfs wants 300 MB at least
@@ -342,8 +343,9 @@ def test_overlay2_on_xfs_without_ftype_is_refused(tmp_path: Path) -> None:
         stack = loop_fs(tmp_path, "xfs", ["mkfs.xfs", "-f", "-q", "-m", "crc=0", "-n", "ftype=0"])
         mount = stack.__enter__()
     except subprocess.CalledProcessError as exc:
-        step = "this kernel cannot mount it (CONFIG_XFS_SUPPORT_V4 off)" if exc.cmd[0] == "mount" else "mkfs refuses it"
-        pytest.skip(f"xfs ftype=0 exists only in the deprecated v4 format, and {step}")
+        if exc.cmd[0] == "mount":
+            cannot("xfs-v4", "xfs ftype=0 exists only in the deprecated v4 format, which this kernel cannot mount")
+        pytest.skip(f"xfs ftype=0 exists only in the deprecated v4 format, and mkfs.xfs refuses it: {exc.stderr}")
     try:
         with pytest.raises(PrerequisiteError, match=r"d_type|ftype"), private_dockerd(mount, "overlay2", ctx):
             pytest.fail("dockerd accepted overlay2 on xfs without d_type")

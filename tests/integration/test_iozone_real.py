@@ -4,6 +4,8 @@ operation, the ratio table folding each surface, the report drawing it."""
 from __future__ import annotations
 
 import json
+import math
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -34,9 +36,29 @@ def test_iozone_natively_and_in_a_container(tmp_path: Path) -> None:
     done = support.run(["run", str(spec)], dirs)
     assert done.returncode == 0, done.stdout + done.stderr
     cells = {c["stack_label"]: c for c in json.loads(support.run(["show", "latest", "--json"], dirs).stdout)["cells"]}
-    volume = cells["zram/ext4/docker:overlay2/volume"]
-    assert volume["metric"] == "iozone_geomean" and volume["summary"]["n"] == 2
-    assert volume["ratio"]["ratio"] > 0  # the surface's geometric mean against native ext4
+    volume, native = cells["zram/ext4/docker:overlay2/volume"], cells["zram/ext4/native/host-dir"]
+    assert volume["metric"] == "iozone_geomean" and volume["summary"]["n"] == 2 and native["is_baseline"]
+    # Each trial's headline is the geometric mean of every point of its surface, as stored beside it
+    # (the points span orders of magnitude: an arithmetic mean would be the cached rereads')...
+    headlines = {}
+    with sqlite3.connect(dirs["db"]) as db:
+        for label, trial, metric, value in db.execute(
+            "SELECT c.stack_label, s.trial_id, s.metric, s.value FROM samples s JOIN trials t ON t.id = s.trial_id"
+            " JOIN cells c ON c.run_id = t.run_id AND c.cell_id = t.cell_id"
+            " WHERE s.metric IN ('iozone_geomean', 'bw') ORDER BY s.rowid"
+        ):
+            got = headlines.setdefault((label, trial), {"points": []})
+            got.update({"geomean": value} if metric == "iozone_geomean" else {"points": [*got["points"], value]})
+    assert len(headlines) == 4
+    for got in headlines.values():
+        assert len(got["points"]) >= 4 * 3  # four points of at least write, rewrite and read
+        geomean = math.exp(sum(math.log(v) for v in got["points"]) / len(got["points"]))
+        assert got["geomean"] == pytest.approx(geomean, rel=1e-9), got
+    # ...and the cell's ratio is the mean of its trials' headlines over native ext4's, its baseline.
+    for label, cell in (("zram/ext4/docker:overlay2/volume", volume), ("zram/ext4/native/host-dir", native)):
+        mine = [g["geomean"] for (lb, _), g in headlines.items() if lb == label]
+        assert cell["summary"]["mean"] == pytest.approx(sum(mine) / len(mine), rel=1e-9), (label, mine)
+    assert volume["ratio"]["ratio"] == pytest.approx(volume["summary"]["mean"] / native["summary"]["mean"], rel=1e-9)
     shown = support.run(["show", "latest"], dirs).stdout
     for op in ("iozone write", "iozone rewrite", "iozone read", "iozone reread", "iozone randread"):
         assert op in shown  # seed 004's table: a row per operation, its surface folded

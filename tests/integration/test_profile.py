@@ -45,7 +45,10 @@ def test_a_native_cell_is_profiled_and_its_profilers_leave_nothing(tmp_path: Pat
     (record,) = data.profiles.values()
     fio = flame.only(flame.from_folded(record.folded), ["fio"])
     assert fio.total > 0 and any("_[k]" in s for s in fio.stacks)  # fio's kernel frames, resolved
-    assert record.counters["raw_syscalls:sys_enter"] > 0 and record.counters["preempted_s"] >= 0
+    assert record.counters["raw_syscalls:sys_enter"] > 0 and record.counters["seconds"] > 0
+    # Time fio's threads waited runnable, summed: none on an idle host, never more than its few threads' span
+    # (a unit slip, microseconds taken for seconds, would be a million times too much).
+    assert 0 <= record.counters["preempted_s"] <= 8 * record.counters["seconds"], record.counters
     assert leftovers(dirs["work"]) == []
     with sqlite3.connect(dirs["state"] / "ledger.db") as db:
         live = db.execute("SELECT kind, ident FROM resources WHERE removed_at IS NULL").fetchall()
@@ -86,7 +89,13 @@ def test_the_default_containers_profile_shows_seccomp_and_the_advice_names_it(tm
     pairs = explain.pairs(data, _findings(data))
     container = next(p for p in pairs if p.finding.subject.endswith("volume"))
     grown = {g.name: g for g in container.growths}["seccomp"]
-    assert grown.points > 0 and (grown.significant or grown.per_io_significant)
+    print(f"seccomp samples {seccomp}; growth {grown}")  # the figures, with -s
+    # The profile is the whole machine's, so on a busy host seccomp's share stays under MIN_POINTS (0.2-0.5%
+    # measured) and the per-I/O test decides: fio's seccomp samples against none natively, which passes the
+    # false-discovery control over the 19 categories from about 12 samples on. Measured: 70 and 81 beside
+    # two builds (load 4-5), 42 and 37 with two CPU-bound loops beside them as well (q per I/O 5e-34,
+    # 8e-17, 6e-10 for the first three); at 37 a Poisson count falls under 12 in 2e-6 runs.
+    assert grown.points > 0 and (grown.significant or grown.per_io_significant), grown
     assert any(line.startswith("seccomp") for line in container.lines)
 
     advice = json.loads(layerbench("advise", "latest", "--json", dirs=dirs).stdout)

@@ -18,6 +18,7 @@ import yaml
 
 from tests import support
 from tests.integration.leftovers import assert_nothing_left, bridges
+from tests.unavoidable_skips import cannot
 
 pytestmark = [pytest.mark.requires_root, pytest.mark.requires_fio, pytest.mark.requires_docker, pytest.mark.slow]
 
@@ -50,7 +51,7 @@ SPEC: dict[str, Any] = {
 def test_reiserfs_natively_and_in_docker(tmp_path: Path) -> None:
     reason = support.refused(SPEC)
     if reason:
-        pytest.skip(reason)
+        cannot("reiserfs", reason)
     dirs = {"db": tmp_path / "r.db", "work": tmp_path / "work", "state": tmp_path / "state"}
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump(SPEC))

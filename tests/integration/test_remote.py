@@ -24,6 +24,13 @@ pytestmark = [
 ]
 
 LINK = {"rate": "10gbit"}
+# The bound on a remote cell's ratio to its local twin (one trial each), from measured spread. At QD1 4k
+# random reads over nbdfuse, raw and in a Docker volume: 0.008-0.058 in 14 cells of 7 runs here (beside
+# two builds, load 2.6-5.8; 3 of the runs with two CPU-bound loops beside them as well), and 0.01-0.08 in
+# the test VM for every transport (README). Lognormal, that is a mean of e^-3.47 with a log-sd of 0.52:
+# 0.4 lies 4.9 sd above it (a false failure in 6e-7 runs). A path that skipped the network would be about
+# 1, two trials of the same device whose run-to-run CV was 19-25% here: under 0.4 in 0.4% of runs.
+REMOTE_AT_MOST = 0.4
 
 
 def _spec(remote: dict) -> dict:
@@ -68,8 +75,8 @@ def test_remote_cells_run_against_their_local_twins_and_leave_nothing(tmp_path: 
         assert not [f for f in cell["flags"] if f["name"] == "device-accounting"], (label, cell["flags"])
         if "@" in label:
             # Every 4k read crosses TCP (and with nbdfuse, FUSE twice); a local zram read is a memory copy.
-            # A remote cell faster than its local twin would mean the network path was not taken.
-            assert cell["ratio"]["ratio"] < 0.8, (label, cell["ratio"])
+            # A remote cell as fast as its local twin would mean the network path was not taken.
+            assert cell["ratio"]["ratio"] < REMOTE_AT_MOST, (label, cell["ratio"])
             assert not cell["is_baseline"]
     # Seed 000's Fig. 4 as numbers: each remote cell at QD1 against its local twin, slat and clat apart.
     added = {r["stack_label"]: r for r in shown["remote_latency"]}
@@ -124,7 +131,10 @@ def test_fios_nbd_engine_reaches_the_export_and_the_backing_device_accounts_for_
     remote = remote_support.require("nbd-fio", LINK)
     dirs, shown = _run_raw(tmp_path, remote, "nbd-fio", SEQUENTIAL)
     cell = next(c for c in shown["cells"] if c["stack_label"] == "zram@nbd-fio(10gbit)/none/native/raw")
-    assert cell["ratio"]["ratio"] < 0.8, cell["ratio"]  # every read crossed TCP to the storage host
+    # Every read crossed TCP to the storage host: 0.085-0.199 of the local device's bandwidth in 7 runs here
+    # (as above; lognormal, a log-sd of 0.32: 0.6 lies 4.4 sd above the mean, a false failure in 5e-6 runs).
+    # Reads of the local device instead would be about 1 (run-to-run CV 17%): under 0.6 in 1.7% of runs.
+    assert cell["ratio"]["ratio"] < 0.6, cell["ratio"]
     [added] = shown["remote_latency"]
     assert added["added_us"]["lat"] > 0, added
     with sqlite3.connect(dirs["db"]) as db:

@@ -44,6 +44,9 @@ def test_steady_precondition_and_steady_state_end_the_run_early(tmp_path: Path) 
         prepared = precondition(target, [w])
         rec = run_trial(target, Trial(Cell(stack=stack, workload=w), 0), prepared)
     assert rec.status == "ok", rec.stderr
+    # Both detectors settle far inside their caps on a busy host (five runs, three beside two CPU-bound loops,
+    # load 3.8-4.5): the steady writes in 4.6-11.9 s of their 600, the reads in their first 2 s window with
+    # a spread of 0.6-6.4% against the 20% allowed.
     assert prepared["67108864:steady"]["steady_attained"]  # the steady writes stopped once flat, not at the cap
     job = json.loads(rec.raw_output[rec.raw_output.index("{") :])["jobs"][0]
     assert job["steadystate"]["attained"] == 1

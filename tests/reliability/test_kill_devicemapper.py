@@ -20,6 +20,7 @@ import yaml
 from tests import support
 from tests.integration.leftovers import leftovers
 from tests.reliability.test_kill_cleanup import STATE_TIMEOUT_S, live_kinds
+from tests.unavoidable_skips import cannot
 
 pytestmark = [
     pytest.mark.reliability,
@@ -48,7 +49,7 @@ def spec(engine: Any) -> dict[str, Any]:
 def test_sigkill_with_a_devicemapper_container_up_then_cleanup(tmp_path: Path, mode: str) -> None:
     reason = support.refused(spec(ENGINES[mode]))
     if reason:
-        pytest.skip(reason)
+        cannot("device-mapper", reason)
     dirs = {"db": tmp_path / "r.db", "work": tmp_path / "work", "state": tmp_path / "state"}
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(spec(ENGINES[mode])))

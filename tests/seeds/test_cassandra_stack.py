@@ -53,7 +53,12 @@ def test_cassandra_natively_and_in_a_container_under_a_and_d(dirs: dict[str, Pat
     shown = json.loads(support.run(["show", "latest", "--json"], dirs).stdout)
     cells = {c["stack_label"] + " · " + c["workload"]: c for c in shown["cells"]}
     assert len(cells) == 4 and all(c["summary"]["n"] == 1 and c["summary"]["mean"] > 0 for c in cells.values())
-    assert cells["zram/ext4/docker:overlay2/volume/cassandra(2000rec) · D"]["ratio"]["ratio"] > 0  # to native
+    for workload in ("A", "D"):  # each container cell against native Cassandra under the same workload
+        cell = cells[f"zram/ext4/docker:overlay2/volume/cassandra(2000rec) · {workload}"]
+        native = cells[f"zram/ext4/native/host-dir/cassandra(2000rec) · {workload}"]
+        assert native["is_baseline"] and not cell["is_baseline"]
+        expected = cell["summary"]["mean"] / native["summary"]["mean"]
+        assert cell["ratio"]["ratio"] == pytest.approx(expected, rel=1e-9), workload
     with sqlite3.connect(dirs["db"]) as db:
         ops = db.execute(
             "SELECT c.label, s.direction, s.value FROM samples s JOIN trials t ON t.id = s.trial_id"

@@ -6,8 +6,8 @@ import socket
 from pathlib import Path
 
 from layerbench.proc import run
-from layerbench.stack.cleanup import REMOVERS
-from layerbench.stack.ledger import Resource
+from layerbench.stack.cleanup import reclaim
+from layerbench.stack.ledger import Ledger
 
 
 def _stale_socket(path: Path) -> socket.socket:
@@ -17,12 +17,17 @@ def _stale_socket(path: Path) -> socket.socket:
     return sock
 
 
-def _resource(kind: str, ident: str, sock: Path) -> Resource:
-    return Resource(id=1, run_id="r", pid=0, kind=kind, ident=ident, detail={"socket": str(sock)})
-
-
 def test_containers_and_volumes_of_a_dead_daemon_are_gone_with_it(tmp_path: Path) -> None:
-    path = tmp_path / "docker.sock"
+    path, state = tmp_path / "docker.sock", tmp_path / "state"
+    dead = Ledger(state / "ledger.db", "dead-run")  # no lock file: its run is not alive
+    dead.record("container", "lb-dead", socket=str(path))
+    dead.record("volume", "lb-vol", socket=str(path))
     with _stale_socket(path):
-        REMOVERS["container"](_resource("container", "lb-dead", path), run)
-        REMOVERS["volume"](_resource("volume", "lb-vol", path), run)
+        assert path.is_socket()  # the remover sees a socket, not a missing file
+        actions = reclaim(Ledger(state / "ledger.db", "cleanup"), state, run)
+    # Each marked removed, none with an error: the refused connection means the daemon took them with it.
+    assert sorted((a.resource.kind, a.done, a.error) for a in actions) == [
+        ("container", True, None),
+        ("volume", True, None),
+    ]
+    assert dead.live() == []

@@ -218,3 +218,46 @@ def test_many_cells_at_once_give_each_cell_its_own_numbers_in_order() -> None:
             assert got.ratio == np.mean(a) / np.mean(b) and math.isnan(got.ci_low)
         elif not (len(a) and len(b)):
             assert math.isnan(got.ratio)
+
+
+# Rates, not single draws: 20,000 simulated runs each, seeded (the same numbers every time). The bounds
+# are also six binomial standard deviations from the nominal rate (0.0092 at 5%), so even unseeded they
+# would fail by chance in fewer than one run in 10^8. A CV of 24% is what zram showed on a busy host
+# (tests/integration/test_statistics_real.py).
+SIMULATED = 20_000
+SIX_SIGMA = 6 * math.sqrt(0.05 * 0.95 / SIMULATED)
+
+
+@pytest.mark.parametrize("n", [4, 8])
+def test_welch_calls_identical_cells_different_in_at_most_five_percent_of_runs(n: int) -> None:
+    rng = np.random.default_rng(100 + n)
+    a, b = rng.normal(1000, 240, (SIMULATED, n)), rng.normal(1000, 240, (SIMULATED, n))
+    rate = np.mean([r.significant for r in ratios_of(list(zip(a, b, strict=True)))])
+    # Welch's test is a little conservative at small n with equal spreads (4.2% at n=4, 4.8% at n=8):
+    # more than 5% would be a p-value too small, none at all a test that never rejects.
+    assert 0.03 <= rate <= 0.05 + SIX_SIGMA, rate
+
+
+@pytest.mark.parametrize(("n", "spread_a", "spread_b"), [(4, 120, 100), (8, 120, 100), (4, 15, 300), (8, 15, 300)])
+def test_fiellers_interval_holds_the_true_ratio_in_95_percent_of_runs(n: int, spread_a: float, spread_b: float) -> None:
+    rng = np.random.default_rng(n * 1000 + spread_b)
+    a, b = rng.normal(500, spread_a, (SIMULATED, n)), rng.normal(1000, spread_b, (SIMULATED, n))
+    found = ratios_of(list(zip(a, b, strict=True)))
+    low, high = np.array([r.ci_low for r in found]), np.array([r.ci_high for r in found])
+    bounded = ~np.isnan(low)  # unbounded (NaN) where the baseline's own interval reaches zero: said, not wrong
+    assert bounded.mean() > 0.95
+    coverage = np.mean((low[bounded] <= 0.5) & (high[bounded] >= 0.5))
+    # Fieller's interval takes the smaller sample's degrees of freedom: at or above 95% (96-97% here), never
+    # below; an interval that always held everything would pass the lower bound, not the upper.
+    assert 0.95 - SIX_SIGMA <= coverage <= 0.985, coverage
+
+
+def test_the_paired_ratios_interval_holds_the_true_ratio_in_95_percent_of_runs() -> None:
+    rng = np.random.default_rng(7)
+    rounds = 5  # a round's drift (CV 30%) is shared by both cells of it
+    drift = rng.normal(0, 0.3, (SIMULATED, rounds))
+    cell = 1000 * np.exp(drift + rng.normal(math.log(0.8), 0.1, (SIMULATED, rounds)))
+    base = 1000 * np.exp(drift)
+    found = [paired_ratio(dict(enumerate(c)), dict(enumerate(b))) for c, b in zip(cell, base, strict=True)]
+    coverage = np.mean([r.ci_low <= 0.8 <= r.ci_high for r in found])
+    assert abs(coverage - 0.95) <= SIX_SIGMA, coverage  # exact: a t interval on normal logarithms
