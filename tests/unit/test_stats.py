@@ -223,7 +223,7 @@ def test_many_cells_at_once_give_each_cell_its_own_numbers_in_order() -> None:
 # Rates, not single draws: 20,000 simulated runs each, seeded (the same numbers every time). The bounds
 # are also six binomial standard deviations from the nominal rate (0.0092 at 5%), so even unseeded they
 # would fail by chance in fewer than one run in 10^8. A CV of 24% is what zram showed on a busy host
-# (tests/integration/test_statistics_real.py).
+# (tests/long/test_statistics_real.py).
 SIMULATED = 20_000
 SIX_SIGMA = 6 * math.sqrt(0.05 * 0.95 / SIMULATED)
 
