@@ -17,10 +17,11 @@ import pytest
 
 from layerbench.stack import vm
 from layerbench.stack.capabilities import DEFAULT_CACHE
+from tests.integration.test_devicemapper import DIRECT, DIRECT_LVM, LOOP_LVM
+from tests.integration.test_devicemapper import SPEC as DEVICEMAPPER
 
 REPO = Path(__file__).resolve().parents[2]
 LIMITS = {"cpuset": "0", "cpus": 1.5, "memory": "256MiB", "read_bps": "64MiB"}
-DIRECT_LVM = {"kind": "docker", "driver": "devicemapper", "mode": "direct-lvm"}
 # nbd behind netem's delay (the kernel's netem: this host has none); the others behind a rate limit.
 REMOTES = {
     "nbd": {"transport": "nbd", "link": {"delay": "2ms"}},
@@ -45,26 +46,11 @@ SPEC: dict[str, Any] = {
             "placement": "raw",
         },
     ],
-    # One pass over a 32 MiB file at QD1 with O_DIRECT (8192 reads: above device-accounting's 16 MiB
-    # floor), however slow the guest: the trial ends on the state fio reaches, not on a clock.
-    "workloads": [
-        {
-            "name": "RR-L",
-            "rw": "randread",
-            "bs": "4k",
-            "numjobs": 1,
-            "iodepth": 1,
-            "size": "32MiB",
-            "time_based": False,
-            "runtime_s": 900,
-            "ramp_s": 0,
-        }
-    ],
+    # Seed 000's RR-L, one untimed pass over 32 MiB at QD1 with O_DIRECT, as the host's devicemapper test has it.
+    "workloads": DEVICEMAPPER["workloads"],
     "baseline": {"same": ["filesystem", "engine", "placement"]},
     "trials": {"repetitions": 1},
 }
-LOOP_LVM = "zram/ext4/docker:devicemapper(loop-lvm)/writable-layer"
-DIRECT = "zram/ext4/docker:devicemapper(direct-lvm)/writable-layer"
 REMOTE_LABELS = {
     "nbd": "zram@nbd(+2ms)/none/native/raw",
     "nvme-tcp": "zram@nvme-tcp(10gbit)/none/native/raw",

@@ -164,27 +164,27 @@ def _merged_p99(samples: pd.DataFrame, trials: Sequence[StoredTrial]) -> dict[st
 
 def _mean_p99(rows: pd.DataFrame) -> float:
     """Runs from before trials kept their histograms: the mean of each trial's merged p99, the best left."""
-    if rows.empty:
-        return math.nan
-    lat = rows[(rows["metric"] == LATENCY_METRIC) & (rows["job"] == MERGED_JOB)]
-    if lat.empty:
-        return math.nan
-    reads = lat[lat["direction"] == "read"]
-    chosen = reads if not reads.empty else lat[lat["direction"] == sorted(lat["direction"])[0]]
-    return float(chosen.groupby("trial_id")["value"].mean().mean())
+    per_trial = _trial_p99s(rows)
+    return float(per_trial.mean()) if per_trial is not None else math.nan
 
 
 def _worst_p99(rows: pd.DataFrame) -> float:
     """The highest of the trials' own p99s (each its clients merged, as the trial stored it): the upper bound a
     p99 ceiling is checked against, since trials, not operations, are what repeat."""
+    per_trial = _trial_p99s(rows)
+    return float(per_trial.max()) if per_trial is not None else math.nan
+
+
+def _trial_p99s(rows: pd.DataFrame) -> pd.Series | None:
+    """Each trial's merged p99 of its reads (or, without reads, of its first direction); None without any."""
     if rows.empty:
-        return math.nan
+        return None
     lat = rows[(rows["metric"] == LATENCY_METRIC) & (rows["job"] == MERGED_JOB)]
     if lat.empty:
-        return math.nan
+        return None
     reads = lat[lat["direction"] == "read"]
     chosen = reads if not reads.empty else lat[lat["direction"] == sorted(lat["direction"])[0]]
-    return float(chosen.groupby("trial_id")["value"].mean().max())
+    return chosen.groupby("trial_id")["value"].mean()
 
 
 def _curve(group: str, workload: str, points: list[ScalePoint]) -> Scaling:
