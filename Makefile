@@ -51,8 +51,9 @@ test-long: setup apt-test
 
 test-seeds: test-long
 
-# The modern-host tier: tests/vm boots the test VM (cgroup v2, systemd) and runs the same tests in it.
-# About 10 minutes to build the image the first time (cached after), then one boot of some minutes.
+# The modern-host tier: tests/vm boots the test VM (cgroup v2, systemd, every kernel module) for one
+# layerbench run of the kernel paths this host lacks, and runs the vm engines from here. About 10
+# minutes to build the image the first time (cached after); under emulation, minutes per boot.
 test-vm: setup apt-test vm-image
 	$(TIER) $(BUDGET_VM) $(PYTEST) tests/vm
 
