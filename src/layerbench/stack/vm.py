@@ -102,7 +102,12 @@ def qemu_argv(
 ) -> list[str]:
     # apparmor=0: the image has no AppArmor userspace, and dockerd warns that docker-default cannot load.
     # net.ifnames=0: the guest's one network card is eth0, whatever bus it sits on.
-    append = "root=/dev/vda rw console=ttyS0 apparmor=0 panic=-1 systemd.show_status=0 net.ifnames=0"
+    # rootflags=noinit_itable: the root image is booted with snapshot=on, so ext4lazyinit would zero its
+    # inode tables again on every boot; under emulation that kept both CPUs busy for minutes (soft lockups
+    # of ext4lazyinit and systemd in the console, a guest stuck past 13 minutes).
+    append = (
+        "root=/dev/vda rw rootflags=noinit_itable console=ttyS0 apparmor=0 panic=-1 systemd.show_status=0 net.ifnames=0"
+    )
     argv = [
         QEMU,
         "-name", "layerbench-vm",
