@@ -90,7 +90,7 @@ def _shares() -> list[vm.Share]:
 @pytest.fixture(scope="module")
 def guest(tmp_path_factory: pytest.TempPathFactory) -> vm.GuestRun:
     script = SCRIPT.format(repo=REPO, python=GUEST_PYTHON)
-    # The spec travels in the script's own share: written there by prepare_share's caller below.
+    # The spec reaches the guest inside its script: a heredoc writes it to the share before the run.
     script = f"cat > /mnt/lbshare/spec.json <<'EOF'\n{json.dumps(SPEC)}\nEOF\n" + script
     return vm.run_script(vm.require(DEFAULT_CACHE), script, _shares(), GUEST_TIMEOUT_S, tmp_path_factory.mktemp("vm"))
 
