@@ -24,10 +24,14 @@ from pathlib import Path
 
 from layerbench.store.db import Store
 
+# A preset's run is minutes (quick: about 6); past two hours something hangs.
+PRESET_TIMEOUT_S = 7200
+
 
 def run_preset(preset: str, db: Path) -> float:
     t0 = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "layerbench.cli", "run", preset, "--db", str(db)], check=False)
+    done = subprocess.run([sys.executable, "-m", "layerbench.cli", "run", preset, "--db", str(db)], check=False,
+                          timeout=PRESET_TIMEOUT_S)
     if done.returncode not in (0, 1):  # 1: finished, some trials failed (they are in the store, and counted)
         raise SystemExit(f"layerbench run {preset} exited with {done.returncode}")
     return time.monotonic() - t0

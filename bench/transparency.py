@@ -51,7 +51,7 @@ def paths(target: Target, cell: Cell, components: bool) -> dict[str, Callable[[i
     argv = workload_argv(WORKLOAD, target)
 
     def bare(_: int) -> float:
-        return read_iops(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
+        return read_iops(subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60).stdout)
 
     def layerbench(rep: int) -> float:
         rec = run_trial(target, Trial(cell, rep), {})

@@ -64,13 +64,13 @@ def host_overlay(out: Path, tmp: Path) -> None:
     for d in ("lower", "upper", "work", "merged"):
         (base / d).mkdir(parents=True)
     options = f"lowerdir={base}/lower,upperdir={base}/upper,workdir={base}/work,volatile"
-    subprocess.run(["mount", "-t", "overlay", "overlay", "-o", options, str(base / "merged")], check=True)
+    subprocess.run(["mount", "-t", "overlay", "overlay", "-o", options, str(base / "merged")], check=True, timeout=60)
     try:
         text = Path("/proc/self/mountinfo").read_text().splitlines()
         lines = [line for line in text if str(tmp) in line or " / / " in line]
         (out / "host-overlay-volatile.txt").write_text("\n".join(lines) + "\n")
     finally:
-        subprocess.run(["umount", str(base / "merged")], check=True)
+        subprocess.run(["umount", str(base / "merged")], check=True, timeout=60)
 
 
 def main(out: Path, tmp: Path) -> None:

@@ -29,7 +29,7 @@ def _processes() -> dict[str, str]:
 
 def _storage_hosts() -> set[str]:
     """Network namespaces of remote devices' storage hosts (lb-st-*), and links named as their veths."""
-    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False, timeout=60).stdout
     names = {f"netns {line.split()[0]}" for line in listed.splitlines() if line.startswith("lb-st-")}
     return names | {f"link {p.name}" for p in Path("/sys/class/net").glob("lb*h")}
 
@@ -64,7 +64,7 @@ def leftovers(work_dir: Path) -> list[str]:
     mounts = (line.split()[1] for line in Path("/proc/mounts").read_text().splitlines())
     found = [f"mount {t}" for t in mounts if t.startswith(work)]
     found += [f"mount {t}" for t in sorted(_shared_mounts() - _BEFORE_TESTS)]
-    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True, check=False).stdout
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True, check=False, timeout=60).stdout
     found += [f"loop {line}" for line in loops.splitlines() if work in line]
     found += sorted(_storage_hosts() - _HOSTS_BEFORE)
     found += [f"device-mapper device {name}" for name in sorted(_dm_devices() - _DM_BEFORE)]

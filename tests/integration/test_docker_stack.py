@@ -99,9 +99,9 @@ def loop_fs(tmp: Path, fs: str, mkfs: list[str]) -> Iterator[Mount]:
         mounted = True
         yield Mount(Device(dev, "loop", FS_BYTES), fs, mnt)
     finally:
-        if mounted and subprocess.run(["umount", str(mnt)], check=False).returncode != 0:
-            subprocess.run(["umount", "-l", str(mnt)], check=False)
-        subprocess.run(["losetup", "-d", dev], check=False)
+        if mounted and subprocess.run(["umount", str(mnt)], check=False, timeout=60).returncode != 0:
+            subprocess.run(["umount", "-l", str(mnt)], check=False, timeout=60)
+        subprocess.run(["losetup", "-d", dev], check=False, timeout=60)
         image.unlink(missing_ok=True)
 
 

@@ -34,8 +34,8 @@ def overlay(base: Mount, volatile: bool) -> Iterator[Mount]:
     try:
         yield Mount(base.device, "overlay", root / "merged")
     finally:
-        subprocess.run(["umount", str(root / "merged")], check=True)
-        subprocess.run(["rm", "-rf", str(root)], check=True)
+        subprocess.run(["umount", str(root / "merged")], check=True, timeout=60)
+        subprocess.run(["rm", "-rf", str(root)], check=True, timeout=60)
 
 
 @pytest.mark.parametrize(("volatile", "status"), [(True, "flag"), (False, "pass")])

@@ -171,7 +171,7 @@ def test_sigkill_then_cleanup_leaves_nothing_on_the_daemon(docker_hosts: Any) ->
 def test_doctor_asks_a_named_daemon(docker_hosts: Any) -> None:
     url = docker_hosts.url("node1")
     argv = [sys.executable, "-m", "layerbench.cli", "doctor", "--json", "--docker-host", url]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=60)
     assert done.returncode == 0, done.stderr
     (row,) = [r for r in json.loads(done.stdout) if r["axis"] == "docker-host"]
     assert row["value"] == url and row["ok"] and row["note"].startswith("Docker 20.10"), row

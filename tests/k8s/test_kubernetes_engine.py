@@ -43,7 +43,7 @@ def node_images(root: Path) -> set[str]:
     found = set()
     for sock in root.glob("node*/containerd.sock"):
         listed = subprocess.run(["ctr", "--address", str(sock), "-n", "k8s.io", "images", "ls", "-q"],
-                                capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+                                capture_output=True, text=True, check=True, timeout=60).stdout.split()  # fmt: skip
         found |= {f"{sock.parent.name}:{ref}" for ref in listed}
     return found
 
@@ -184,7 +184,7 @@ def _fio_in(pod: client.V1Pod) -> bool:
 
 def test_doctor_reports_the_cluster_its_nodes_and_storage_classes(cluster: Any) -> None:
     argv = [sys.executable, "-m", "layerbench.cli", "doctor", "--json", "--kubeconfig", str(cluster.kubeconfig)]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=60)
     assert done.returncode == 0, done.stderr
     rows = {r["value"]: r for r in json.loads(done.stdout) if r["axis"] == "kubernetes"}
     assert rows["cluster"]["ok"] and "Kubernetes v1.32.2" in rows["cluster"]["note"]

@@ -133,7 +133,7 @@ def test_sigkill_then_cleanup_leaves_nothing_on_the_swarm(local_swarm: Any) -> N
 
 def test_doctor_reports_the_swarm_and_its_nodes(local_swarm: Any) -> None:
     argv = [sys.executable, "-m", "layerbench.cli", "doctor", "--json", "--swarm-manager", local_swarm.manager]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=60)
     assert done.returncode == 0, done.stderr
     rows = {r["value"]: r for r in json.loads(done.stdout) if r["axis"] == "swarm"}
     assert rows["swarm"]["ok"] and rows["swarm"]["note"].startswith("Docker "), rows["swarm"]

@@ -81,7 +81,7 @@ def test_daemon_killed_mid_trial_fails_that_trial_and_the_run_goes_on(tmp_path: 
 def test_work_dir_too_small_is_refused_before_anything_runs(tmp_path: Path) -> None:
     small = tmp_path / "small"
     small.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(small)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(small)], check=True, timeout=60)
     try:
         dirs = {"db": tmp_path / "r.db", "work": small / "work", "state": tmp_path / "state"}
         run = support.start(["run", "smoke"], dirs)
@@ -90,7 +90,7 @@ def test_work_dir_too_small_is_refused_before_anything_runs(tmp_path: Path) -> N
         assert "GiB free" in err and "needs about" in err
         assert not dirs["db"].exists()
     finally:
-        subprocess.run(["umount", str(small)], check=True)
+        subprocess.run(["umount", str(small)], check=True, timeout=60)
 
 
 def test_disk_filling_up_anyway_is_a_failed_trial_and_nothing_leaks(tmp_path: Path) -> None:
@@ -98,7 +98,7 @@ def test_disk_filling_up_anyway_is_a_failed_trial_and_nothing_leaks(tmp_path: Pa
     pipeline is driven directly to get past the up-front check."""
     small = tmp_path / "small"
     small.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(small)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(small)], check=True, timeout=60)
     try:
         exp = load.validate(
             {
@@ -121,4 +121,4 @@ def test_disk_filling_up_anyway_is_a_failed_trial_and_nothing_leaks(tmp_path: Pa
         reclaim(ledger, tmp_path / "state", proc.run)
         assert ledger.live() == [] and list(small.iterdir()) == []
     finally:
-        subprocess.run(["umount", str(small)], check=True)
+        subprocess.run(["umount", str(small)], check=True, timeout=60)

@@ -85,5 +85,5 @@ def _kernel_clients() -> list[str]:
 
 def _live_commands() -> set[str]:
     """Commands of live processes; a zombie is no resource (this sandbox's init reaps late)."""
-    listed = subprocess.run(["ps", "-eo", "stat=,comm="], capture_output=True, text=True, check=True).stdout
+    listed = subprocess.run(["ps", "-eo", "stat=,comm="], capture_output=True, text=True, check=True, timeout=60).stdout
     return {line.split()[1] for line in listed.splitlines() if len(line.split()) == 2 and not line.startswith("Z")}

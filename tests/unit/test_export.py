@@ -90,6 +90,7 @@ def test_export_without_a_file_writes_standard_output(tmp_path: Path, fmt: str) 
         capture_output=True,
         cwd=tmp_path,
         check=True,
+        timeout=60,
     )
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("r.db")) == []  # no file dropped here
     read = {"csv": pd.read_csv, "json": pd.read_json, "parquet": pd.read_parquet}[fmt]

@@ -385,7 +385,7 @@ def test_the_table_goes_to_a_file_at_the_target_not_through_a_pipe(tmp_path: Pat
     out = iozone.output_file(str(tmp_path) + "/")
     wrapped = iozone.quiet_argv(["printf", "%s\\n", "a b", "c"], out)
     assert wrapped[:2] == ["sh", "-c"] and wrapped[4] == out  # the path is an argument, never in the script
-    done = subprocess.run(wrapped, capture_output=True, text=True, check=True)
+    done = subprocess.run(wrapped, capture_output=True, text=True, check=True, timeout=60)
     assert done.stdout == ""
-    read = subprocess.run(iozone.read_argv(out), capture_output=True, text=True, check=True)
+    read = subprocess.run(iozone.read_argv(out), capture_output=True, text=True, check=True, timeout=60)
     assert read.stdout == "a b\nc\n"  # arguments with spaces pass through whole

@@ -89,12 +89,12 @@ def test_a_cell_this_version_cannot_read_is_a_store_error(tmp_path: Path) -> Non
 
 def test_importing_layerbench_loads_no_pandas() -> None:
     code = "import sys, layerbench; assert 'pandas' not in sys.modules; assert callable(layerbench.open)"
-    subprocess.run([sys.executable, "-c", code], check=True)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
 def test_the_cli_loads_matplotlib_only_to_draw() -> None:
     code = "import sys, layerbench.cli.app; assert 'matplotlib' not in sys.modules"
-    subprocess.run([sys.executable, "-c", code], check=True)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
 def test_the_cycle_collector_pauses_while_a_run_is_read_and_comes_back_as_it_was() -> None:

@@ -50,11 +50,12 @@ def test_racing_creators_leave_one_whole_store(tmp_path: Path) -> None:
         except BaseException as exc:  # reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=opener) for _ in range(8)]
+    threads = [threading.Thread(target=opener, daemon=True) for _ in range(8)]
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "an opener still waits after 60 s (a lock never released?)"
     assert not errors
     assert {"runs", "trials", "samples"} <= tables(path)
 

@@ -94,12 +94,14 @@ def _control_plane(state: State, bin_dir: Path) -> None:
     root = Path(state.root)
     host = state.network.host_ip
     (root / "tokens.csv").write_text(f'{state.token},admin,admin,"system:masters"\n')
-    subprocess.run(["openssl", "genrsa", "-out", str(root / "sa.key"), "2048"], check=True, capture_output=True)
+    subprocess.run(["openssl", "genrsa", "-out", str(root / "sa.key"), "2048"],
+        check=True, capture_output=True, timeout=60)
     _kubeconfig(state, state.kubeconfig)
     # etcd's fsyncs on a busy disk (a build beside the tests) stall the apiserver until nodes look dead:
     # a throwaway cluster's store lives in memory.
     (root / "etcd").mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512m,mode=0700", "lb-etcd", str(root / "etcd")], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512m,mode=0700", "lb-etcd", str(root / "etcd")],
+        check=True, timeout=60)
     state.etcd_port, peer = _free_port(), _free_port()
     etcd = f"http://127.0.0.1:{state.etcd_port}"
     state.pids["etcd"] = procs.start(
@@ -145,7 +147,7 @@ def _node(state: State, node: Node, i: int, bin_dir: Path, pause: Path) -> None:
     state.save()
     procs.wait_for(sock.exists, START_LIMIT_S, f"{node.name}'s containerd socket")
     subprocess.run(["ctr", "--address", str(sock), "-n", "k8s.io", "images", "import", str(pause)],
-                   check=True, capture_output=True)  # fmt: skip
+                   check=True, capture_output=True, timeout=60)  # fmt: skip
     procs.make_cgroup(_cgroup_root(state, node))
     (d / "kubelet.yaml").write_text(json.dumps(_kubelet_config(state, node, d)))
     _kubeconfig(state, d / "kubelet.kubeconfig")
@@ -322,13 +324,14 @@ def _stop_runtime(state: State, node: Node) -> None:
         return
     if procs.alive(state.pids[key]):
         ctr = ["ctr", "--address", sock, "-n", "k8s.io"]
-        tasks = subprocess.run([*ctr, "tasks", "ls", "-q"], capture_output=True, text=True).stdout.split()
+        tasks = subprocess.run([*ctr, "tasks", "ls", "-q"], capture_output=True, text=True, timeout=60).stdout.split()
         for task in tasks:
-            subprocess.run([*ctr, "tasks", "kill", "-s", "SIGKILL", task], capture_output=True)
+            subprocess.run([*ctr, "tasks", "kill", "-s", "SIGKILL", task], capture_output=True, timeout=60)
         for task in tasks:
-            subprocess.run([*ctr, "tasks", "delete", "-f", task], capture_output=True)
-        for c in subprocess.run([*ctr, "containers", "ls", "-q"], capture_output=True, text=True).stdout.split():
-            subprocess.run([*ctr, "containers", "delete", c], capture_output=True)
+            subprocess.run([*ctr, "tasks", "delete", "-f", task], capture_output=True, timeout=60)
+        listed = subprocess.run([*ctr, "containers", "ls", "-q"], capture_output=True, text=True, timeout=60)
+        for c in listed.stdout.split():
+            subprocess.run([*ctr, "containers", "delete", c], capture_output=True, timeout=60)
     procs.stop(state.pids.pop(key))
     for pid in _shims(sock):
         with contextlib.suppress(ProcessLookupError):

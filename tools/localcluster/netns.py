@@ -47,7 +47,7 @@ def plan(tag: str, subnet: int, names: list[str]) -> Network:
 
 
 def ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
+    subprocess.run(["ip", *args], check=True, capture_output=True, text=True, timeout=60)
 
 
 def create(net: Network) -> None:
@@ -65,7 +65,7 @@ def create(net: Network) -> None:
         ip(*inside, "link", "set", "lo", "up")
         ip(*inside, "route", "add", "default", "via", net.host_ip)
         # Pods behind the node's own bridge answer the host only if the node forwards.
-        subprocess.run([*node.enter(), "sysctl", "-qw", "net.ipv4.ip_forward=1"], check=True)
+        subprocess.run([*node.enter(), "sysctl", "-qw", "net.ipv4.ip_forward=1"], check=True, timeout=60)
 
 
 def route_to(net: Network, node: Node, cidr: str) -> None:

@@ -88,8 +88,8 @@ def mounts_under(root: Path) -> list[str]:
 def unmount_under(root: Path) -> list[str]:
     left = []
     for point in mounts_under(root):
-        gone = subprocess.run(["umount", point], capture_output=True).returncode == 0
-        if not gone and subprocess.run(["umount", "-l", point], capture_output=True).returncode != 0:
+        gone = subprocess.run(["umount", point], capture_output=True, timeout=60).returncode == 0
+        if not gone and subprocess.run(["umount", "-l", point], capture_output=True, timeout=60).returncode != 0:
             left.append(point)
     return left
 
