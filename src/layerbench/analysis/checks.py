@@ -24,6 +24,22 @@ class Check:
     detail: str
 
 
+# What a flag of each kind usually means, in one line: the first screen gives it once per kind, and
+# `show --checks` or the report give each cell's own detail.
+MEANINGS = {
+    "device-accounting": "the disk moved less than half of fio's bytes: a cache or a sparse file answered",
+    "faster-than-physics": "faster than a bound beneath it: a cache answered, or the host was noisy",
+    "bottleneck": "the CPU ran out before the device: the trial measured the CPU, not storage",
+    "contended": "other processes used the CPU during the trial: the ratio is not to be trusted",
+    "noisy": "trials varied by more than 10%: raise repetitions or runtime, keep the host quiet",
+    "not-comparable": "the baseline has no results, so no ratio can be trusted",
+    "clock-bound": "IOzone's clock could not time the test: a ceiling, not a speed",
+    "volatile-mount": "fsync does nothing on this mount: flush-bound results are not comparable",
+    "limit-applied": "the cgroup does not enforce the limit the spec set",
+    "client-errors": "the database refused operations, and the client's throughput counts them",
+}
+
+
 ACCOUNTING_MIN_BYTES = 16 * 2**20  # below this, a shortfall is metadata and rounding, not a cache
 
 

@@ -29,6 +29,7 @@ from layerbench.report.terminal import (
     client_latency_table,
     comparison_json,
     comparison_table,
+    flag_lines,
     flags_table,
     latency_table,
     limits_table,
@@ -388,6 +389,9 @@ def show(
     db: Path = DB_OPTION,
     as_json: bool = JSON_OPTION,
     latency: bool = typer.Option(False, "--latency", help="Also print latency percentiles per cell."),
+    checks: bool = typer.Option(
+        False, "--checks", help="Each flagged cell's own detail (without it: one line per kind of flag)."
+    ),
     state_dir: Path = STATE_OPTION,
 ) -> None:
     """Print a run's results: one row per stack, one column per workload, with the ratio to the baseline.
@@ -397,7 +401,7 @@ def show(
     never averaged percentiles.
     """
     with boundary(), collector_paused():  # a command that reads, writes and exits: its memory goes at exit
-        _show(Store.open(db, create=False), run_ref, as_json, latency, state_dir)
+        _show(Store.open(db, create=False), run_ref, as_json, latency, state_dir, checks)
 
 
 def _status(run: RunRow, state_dir: Path) -> str:
@@ -407,7 +411,14 @@ def _status(run: RunRow, state_dir: Path) -> str:
     return run.status
 
 
-def _show(store: Store, run_ref: str, as_json: bool, latency: bool = False, state_dir: Path = STATE_DEFAULT) -> None:
+def _show(
+    store: Store,
+    run_ref: str,
+    as_json: bool,
+    latency: bool = False,
+    state_dir: Path = STATE_DEFAULT,
+    checks: bool = False,
+) -> None:
     v = view(load(store, run_ref, latency=latency or as_json))
     run = v.data.run
     if as_json:
@@ -431,9 +442,11 @@ def _show(store: Store, run_ref: str, as_json: bool, latency: bool = False, stat
             console.print(client_latency_table(v.client_latency, v.data.cells))
     if v.limits:
         console.print(limits_table(v.limits))
-    flags = flags_table(v.results)
+    flags = flags_table(v.results) if checks else None
     if flags:
         console.print(flags)
+    for line in [] if checks else flag_lines(v.results, run.id):
+        console.print(line, markup=False, highlight=False)
     if v.data.refused:
         console.print(refused_table(v.data.refused))
 

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from layerbench.analysis.advice import Advised
+from layerbench.analysis.checks import MEANINGS
 from layerbench.analysis.compare import Comparison
 from layerbench.analysis.overhead import BYTE_METRICS, UNITS, CellResult
 from layerbench.analysis.ratio_table import RatioTable
@@ -107,6 +108,25 @@ def _by_stack(results: list[CellResult], title: str) -> Table:
         label = stack.split("/", 1)[1] if one_device else stack
         table.add_row(escape(label), *[row.get(w, "") for w in workloads])
     return table
+
+
+def flag_lines(results: list[CellResult], run_id: str) -> list[str]:
+    """The first screen's flags: one line per kind, with how many cells it touched and what it means; each
+    cell's own detail is for `show --checks` and the report (an explanation per cell flooded the screen)."""
+    cells: dict[str, list[str]] = {}
+    for r in results:
+        for f in r.flags:
+            cells.setdefault(f.name, []).append(f"{r.stack_label} · {r.workload}")
+    if not cells:
+        return []
+    width = max(map(len, cells))
+    flagged = sum(1 for r in results if r.flags)
+    lines = [f"⚑ flags in {flagged} of {len(results)} cells "
+             f"(each cell's detail: layerbench show {run_id} --checks, or the report)"]  # fmt: skip
+    for name, where in sorted(cells.items(), key=lambda kv: -len(kv[1])):
+        count = f"{len(where):>3} {'cell ' if len(where) == 1 else 'cells'}"
+        lines.append(f"  {name:<{width}}  {count}  {MEANINGS.get(name, 'see --checks')}")
+    return lines
 
 
 def flags_table(results: list[CellResult]) -> Table | None:
