@@ -13,7 +13,8 @@ categories and wall times; last line `flipped=<n> changed=<n> physics=<n>
 different=<a>,<b> equivalent=<a>,<b> undecided=<a>,<b>` (one count per run);
 the goal is 0 for the first three (issues 17, 29).
 
-Usage (as root, nothing else running): .venv/bin/python bench/reproducibility.py [PRESET]
+Usage (as root, nothing else running): .venv/bin/python bench/reproducibility.py [PRESET] [--keep DIR]
+(--keep DIR: the two runs' databases are kept there, run1.db and run2.db, instead of in a temporary directory)
 """
 
 from __future__ import annotations
@@ -62,12 +63,12 @@ def categories(found: list[findings.Finding]) -> dict[str, int]:
     return counts
 
 
-def main(preset: str) -> None:
+def main(preset: str, keep: Path | None) -> None:
     runs, flags = [], 0
     with tempfile.TemporaryDirectory(prefix="lb-repro-") as tmp:
         for i in (1, 2):
             print(f"run {i} of {preset}:", flush=True)
-            found, physics, wall = one_run(preset, Path(tmp) / f"run{i}.db")
+            found, physics, wall = one_run(preset, (keep or Path(tmp)) / f"run{i}.db")
             print(f"  {wall:.0f} s, {physics} faster-than-physics flag(s)", flush=True)
             runs.append(found)
             flags += physics
@@ -87,4 +88,7 @@ def main(preset: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "quick")
+    args = sys.argv[1:]
+    kept = Path(args.pop(args.index("--keep") + 1)) if "--keep" in args else None  # the two runs' databases
+    args = [a for a in args if a != "--keep"]
+    main(args[0] if args else "quick", kept)
