@@ -34,8 +34,10 @@ command's `--help`). What the commands are for, one line each, is
 
 
 def cell(text: str) -> str:
-    """One Markdown table cell: one line, pipes escaped."""
-    return " ".join(text.split()).replace("|", "\\|")
+    """One Markdown table cell: one line, pipes escaped outside code spans (Python-Markdown's tables keep a
+    code span's pipes, and would show an escaping backslash there)."""
+    parts = " ".join(text.split()).split("`")
+    return "`".join(part if i % 2 else part.replace("|", "\\|") for i, part in enumerate(parts))
 
 
 # Typer carries its own copy of Click (typer._click): its parameters are read by the attributes Click

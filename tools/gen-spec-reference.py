@@ -194,7 +194,10 @@ def default_text(model: type[BaseModel], name: str) -> str:
 
 
 def cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+    """One Markdown table cell: one line, pipes escaped outside code spans (Python-Markdown's tables keep a
+    code span's pipes, and would show an escaping backslash there)."""
+    parts = " ".join(text.split()).split("`")
+    return "`".join(part if i % 2 else part.replace("|", "\\|") for i, part in enumerate(parts))
 
 
 def section(where: str, anchor: str, model: type[BaseModel]) -> list[str]:
