@@ -34,13 +34,26 @@ BUDGET_K8S ?= 720
 TIER := timeout --foreground --signal=TERM --kill-after=120
 PYTEST := $(PY) -m pytest -q --durations=10
 
-.PHONY: run test test-long test-seeds test-vm test-k8s vm-image setup apt apt-db apt-test apt-vm apt-k8s venv ycsb cassandra ferretdb k8s iozone lint clean-env
+.PHONY: run test docs docs-serve test-long test-seeds test-vm test-k8s vm-image setup apt apt-db apt-test apt-vm apt-k8s venv ycsb cassandra ferretdb k8s iozone lint clean-env
 
 run: setup
 	$(VENV)/bin/layerbench run $(PRESET) --db $(DB)
 
+# The documentation site (mkdocs.yml, docs/): `make docs` builds it into site/, `make docs-serve` serves
+# it at http://127.0.0.1:8000 while you edit. `make test` builds it with --strict into a scratch directory
+# (about 2 s): a broken link or anchor, or a page missing from the nav, fails the tests.
+MKDOCS := NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs
+DOCS_STRICT = d=$$(mktemp -d) && $(MKDOCS) build --strict --site-dir $$d; rc=$$?; rm -rf $$d; exit $$rc
+
+docs: venv
+	$(MKDOCS) build --strict --site-dir site
+
+docs-serve: venv
+	$(MKDOCS) serve
+
 test: setup apt-test
 	$(PY) -m ruff check src tests bench
+	$(DOCS_STRICT)
 	$(TIER) $(BUDGET_TEST) $(PYTEST) --ignore=tests/vm --ignore=tests/seeds --ignore=tests/long --ignore=tests/k8s
 
 # The long tier, kept out of `make test` so that it stays near ten minutes: the seeds' databases end

@@ -27,9 +27,10 @@ LINK = {"rate": "10gbit"}
 # The bound on a remote cell's ratio to its local twin (one trial each), from measured spread. At QD1 4k
 # random reads over nbdfuse, raw and in a Docker volume: 0.008-0.058 in 14 cells of 7 runs here (beside
 # two builds, load 2.6-5.8; 3 of the runs with two CPU-bound loops beside them as well), and 0.01-0.08 in
-# the test VM for every transport (README). Lognormal, that is a mean of e^-3.47 with a log-sd of 0.52:
-# 0.4 lies 4.9 sd above it (a false failure in 6e-7 runs). A path that skipped the network would be about
-# 1, two trials of the same device whose run-to-run CV was 19-25% here: under 0.4 in 0.4% of runs.
+# the test VM for every transport (docs/how-to/remote-storage.md). Lognormal, that is a mean of e^-3.47
+# with a log-sd of 0.52: 0.4 lies 4.9 sd above it (a false failure in 6e-7 runs). A path that skipped the
+# network would be about 1, two trials of the same device whose run-to-run CV was 19-25% here: under 0.4
+# in 0.4% of runs.
 REMOTE_AT_MOST = 0.4
 
 

@@ -1,5 +1,5 @@
-"""Every YAML example in the README and docs/ is a spec layerbench accepts (one did not:
-a stack entry sat under workloads, and a user copying it got a SpecError)."""
+"""Every YAML example in the README and docs/ (every page, at any depth) is a spec layerbench accepts
+(one did not: a stack entry sat under workloads, and a user copying it got a SpecError)."""
 
 from __future__ import annotations
 
@@ -17,14 +17,16 @@ BLOCK = re.compile(r"^```yaml\n(.*?)^```", re.S | re.M)
 
 def examples() -> list[tuple[str, str]]:
     found = []
-    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
         for n, block in enumerate(BLOCK.findall(doc.read_text()), 1):
             found.append((f"{doc.relative_to(ROOT)}#{n}", block))
     return found
 
 
 def test_the_docs_have_examples() -> None:
+    where = {w.split("#")[0] for w, _ in examples()}
     assert len(examples()) >= 2
+    assert any(w.startswith("docs/how-to/") for w in where)  # the pages below docs/ are read too
 
 
 @pytest.mark.parametrize(("where", "text"), examples(), ids=[w for w, _ in examples()])

@@ -267,7 +267,7 @@ def cpuset_size(text: str) -> int:
 # Other processes this busy (cores on average, or this share of the host) make a ratio untrustworthy.
 CONTENDED_MIN_CORES = 0.5
 CONTENDED_HOST_SHARE = 0.10
-# Why containers suffer more than native processes on a busy host (measured; README, "The checks").
+# Why containers suffer more than native processes on a busy host (measured; docs/reference/checks.md).
 GROUP_SCHEDULING = (
     "Containers suffer more than native processes here: the CPU scheduler (CFS group scheduling) weighs a "
     "container's cgroup (and a native cell's, when it has limits) as one entity against each busy host process, "

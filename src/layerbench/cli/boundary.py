@@ -13,7 +13,7 @@ from rich.console import Console
 
 from layerbench.errors import LayerbenchError
 
-# Documented in README.md ("Exit codes"); keep the two in step.
+# Documented in docs/reference/exit-codes.md; keep the two in step.
 EXIT_OK = 0
 EXIT_TRIALS_FAILED = 1
 EXIT_INTERRUPTED = 130
