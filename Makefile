@@ -57,8 +57,8 @@ test: setup apt-test
 	$(TIER) $(BUDGET_TEST) $(PYTEST) --ignore=tests/vm --ignore=tests/seeds --ignore=tests/long --ignore=tests/k8s
 
 # The long tier, kept out of `make test` so that it stays near ten minutes: the seeds' databases end
-# to end (tests/seeds: Cassandra natively, in Docker, and scaled: minutes of server start-ups) and the
-# relationships measured over many trials (tests/long). test-seeds is its former name.
+# to end (tests/seeds: Cassandra natively, in Docker, and scaled: minutes of server start-ups; tests/long:
+# PostgreSQL and Redis through the whole pipeline) and the relationships measured over many trials (tests/long). test-seeds is its former name.
 test-long: setup apt-test
 	$(TIER) $(BUDGET_LONG) $(PYTEST) tests/seeds tests/long
 
