@@ -5,9 +5,9 @@ comments (``numjobs=4 ; four threads``), variables and arithmetic (``size=5*1024
 ``include`` lines, units such as ``128z``. A second parser here would disagree with fio, so fio reads
 them (fio 3.33, each seen on the development host):
 
-- ``fio --parse-only FILE`` checks a file as a run would and stops before loading any engine, opening
-  any log or running any program; its message is the refusal of a file it cannot read.
-- ``fio --showcmd FILE`` prints the file as command-line options, with includes read, comments dropped,
+- ``fio --showcmd FILE`` (like ``--parse-only``) checks every option as a run would and stops before
+  loading any engine, opening any log or running any program; its message is the refusal of a file it
+  cannot read. It prints the file as command-line options, with includes read, comments dropped,
   variables and arithmetic evaluated. It prints a later ``[global]`` section's options (cumulatively)
   without a ``--name=`` before them, so they would read as the previous job's; each job is therefore
   given to it as its own section, the ``[global]`` lines in force before it copied in (fio copies them
@@ -21,9 +21,14 @@ them (fio 3.33, each seen on the development host):
 
 from __future__ import annotations
 
+import ast
 import functools
+import operator
+import os
 import re
 import tempfile
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,37 +119,32 @@ def _read(path: str, _mtime: int, _size: int, fio: str) -> JobFile:
         text = Path(path).read_text(errors="replace")
     except OSError as err:
         return JobFile(path, error=f"cannot read the job file: {err.strerror}")
-    where = str(Path(path).parent)
-    try:
-        checked = proc.run([fio, "--parse-only", path], timeout=PARSE_TIMEOUT_S, cwd=where)
-    except ToolError as err:
-        return JobFile(path, error=f"fio could not read it: {one_line(err.stderr)}")
-    if checked.rc != 0:
-        return JobFile(path, error=f"fio refuses it: {one_line(checked.stderr + checked.stdout)}")
-    sections = _sections(text)
+    stray, sections = _sections(text)
+    if stray is not None:
+        return JobFile(path, error=f"fio refuses it: option <{stray}> outside of [] job section")
     if not sections:
         return JobFile(path, error="it defines no job")
-    return _resolved(path, sections, where, fio)
-
-
-def _resolved(path: str, sections: list[tuple[str, list[str]]], where: str, fio: str) -> JobFile:
+    marker = f"lb-{os.getpid()}-{time.monotonic_ns()}-"
     with tempfile.TemporaryDirectory(prefix="lb-jobfile-") as tmp:
         flat = Path(tmp, "jobs.fio")
-        flat.write_text("".join(f"[lb{i}]\n" + "\n".join(lines) + "\n" for i, (_, lines) in enumerate(sections)))
-        try:
-            shown = proc.run([fio, "--showcmd", str(flat)], timeout=PARSE_TIMEOUT_S, cwd=where)
+        flat.write_text("".join(f"[{marker}{i}]\n" + "\n".join(lines) + "\n" for i, (_, lines) in enumerate(sections)))
+        try:  # in the job file's directory: fio looks for a relative include there first
+            shown = proc.run([fio, "--showcmd", str(flat)], timeout=PARSE_TIMEOUT_S, cwd=str(Path(path).parent))
         except ToolError as err:
             return JobFile(path, error=f"fio could not read it: {one_line(err.stderr)}")
+    names = {f"{marker}{i}": name for i, (name, _) in enumerate(sections)}
     if shown.rc != 0:
-        return JobFile(path, error=f"fio refuses it: {one_line(shown.stderr + shown.stdout)}")
-    jobs = _jobs(shown.stdout)
+        message = re.sub(re.escape(marker) + r"\d+", lambda m: names.get(m.group(0), m.group(0)), shown.stderr)
+        return JobFile(path, error=f"fio refuses it: {one_line(message.replace(str(flat), path))}")
+    jobs = _jobs(shown.stdout, marker)
     if len(jobs) != len(sections):
         return JobFile(path, error=f"fio read {len(jobs)} jobs where the file has {len(sections)} sections")
     return JobFile(path, tuple(Job(name, jobs[i]) for i, (name, _) in enumerate(sections)))
 
 
-def _sections(text: str) -> list[tuple[str, list[str]]]:
-    """Each job section's name and lines, the global lines in force before it first (as fio copies them)."""
+def _sections(text: str) -> tuple[str | None, list[tuple[str, list[str]]]]:
+    """An option before any section (fio refuses it), and each job section's name and lines, the global
+    lines in force before it first (as fio copies them)."""
     globals_: list[str] = []
     out: list[tuple[str, list[str]]] = []
     current: list[str] | None = None
@@ -160,13 +160,16 @@ def _sections(text: str) -> list[tuple[str, list[str]]]:
             else:
                 out.append((name, list(globals_)))
                 current = out[-1][1]
-        elif current is not None:
+        elif current is None:
+            return line, []
+        else:
             current.append(line)
-    return out
+    return None, out
 
 
-def _jobs(showcmd: str) -> list[tuple[tuple[str, str | None], ...]]:
-    """``fio --name=lb0 --bs=4k --stonewall --name=lb1 ...`` → each job's options."""
+def _jobs(showcmd: str, marker: str) -> list[tuple[tuple[str, str | None], ...]]:
+    """``fio --name=<marker>0 --bs=4k --stonewall --name=<marker>1 ...`` → each job's options (a job's own
+    ``name=`` option is one of them)."""
     body = showcmd.strip()
     body = body[len("fio") :] if body.startswith("fio") else body
     jobs: list[list[tuple[str, str | None]]] = []
@@ -175,7 +178,7 @@ def _jobs(showcmd: str) -> list[tuple[tuple[str, str | None], ...]]:
         if not token:
             continue
         key, eq, value = token.partition("=")
-        if key == "name":
+        if key == "name" and re.fullmatch(re.escape(marker) + r"\d+", value):
             jobs.append([])
         elif jobs:
             jobs[-1].append((key, value if eq else None))
@@ -200,10 +203,32 @@ def refusal(jf: JobFile, raw: bool, outside: bool = False, programs: bool = Fals
     if jf.error:
         return jf.error
     for job in jf.jobs:
-        reason = _job_refusal(job, raw, outside, programs, fio)
+        reason = _job_refusal(job, raw, outside, programs, fio) or (None if raw else _unsized(job, jf))
         if reason:
             return f"[{job.section}]: {reason}"
     return None
+
+
+def _unsized(job: Job, jf: JobFile) -> str | None:
+    """A job on a filesystem needs a size in bytes, its own or that of a job laying out the same file
+    (a device has one of its own; ``size=20%`` is a share of one)."""
+    if job.engine not in ON_PLACEMENT or job.engine in EMPTY_FILES or _flag(job.get("fill_device")):
+        return None
+    name = job.get("filename")
+    if any(_sized(other) for other in jf.jobs if other is job or (name and other.get("filename") == name)):
+        return None
+    given = job.get("size")
+    what = f"size={given} is a share of a device or an existing file" if given else "it gives no size"
+    return f"{what}; on a filesystem placement fio needs size= or filesize= in bytes"
+
+
+def _sized(job: Job) -> bool:
+    size, filesize = job.get("size"), job.get("filesize")
+    return bool((size and not size.strip().endswith("%")) or filesize)
+
+
+def _flag(value: str | None) -> bool:
+    return value is not None and value.strip() not in ("0", "false")
 
 
 def _job_refusal(job: Job, raw: bool, outside: bool, programs: bool, fio: str) -> str | None:
@@ -323,13 +348,46 @@ _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2**50, "e"
 def fio_bytes(value: str, zone: int) -> int | None:
     """A size as fio writes it (``4k``, ``1.5GiB``, ``128z`` with ``zonesize``, ``4k-64k`` up to its top,
     ``4k:64k``); None where it is not one this reads."""
-    top = re.split(r"[-:,]", value.strip())[-1].strip()
+    value = value.strip()
+    if value.startswith("("):  # fio evaluates a parenthesised expression as it parses the job
+        return _arithmetic(value)
+    top = re.split(r"[-:,]", value)[-1].strip()
     match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmgtpe]?)(?:i?b)?|(\d+)\s*z", top, flags=re.IGNORECASE)
     if not match:
         return None
     if match.group(3) is not None:
         return int(match.group(3)) * zone if zone else None
     return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+
+
+def _arithmetic(text: str) -> int | None:
+    """A parenthesised expression of plain numbers (``(2*1024*1024)``), as fio's evaluator reads it."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError):
+        return None
+    value = _evaluate(tree.body)
+    return int(value) if value is not None and 0 <= value < 2**63 else None
+
+
+_OPERATORS: dict[type, Callable[[float, float], float]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+}
+
+
+def _evaluate(node: ast.AST) -> float | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
+        return float(node.value) if abs(node.value) < 2**64 else None
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        left, right = _evaluate(node.left), _evaluate(node.right)
+        if left is None or right is None or (isinstance(node.op, ast.Div) and right == 0):
+            return None
+        result = _OPERATORS[type(node.op)](left, right)
+        return result if abs(result) < 2**64 else None
+    return None
 
 
 def _count(value: str | None, default: int) -> int:
