@@ -110,11 +110,12 @@ def read(path: str | Path, fio: str = "fio") -> JobFile:
         st = p.stat()
     except OSError as err:
         return JobFile(str(path), error=f"cannot read the job file: {err.strerror}")
-    return _read(str(p), st.st_mtime_ns, st.st_size, fio)
+    # fio puts the environment's ${VARS} in as it reads: a changed environment is another reading.
+    return _read(str(p), st.st_mtime_ns, st.st_size, fio, frozenset(os.environ.items()))
 
 
 @functools.lru_cache(maxsize=256)
-def _read(path: str, _mtime: int, _size: int, fio: str) -> JobFile:
+def _read(path: str, _mtime: int, _size: int, fio: str, _env: frozenset[tuple[str, str]]) -> JobFile:
     try:
         text = Path(path).read_text(errors="replace")
     except OSError as err:
@@ -178,7 +179,7 @@ def _jobs(showcmd: str, marker: str) -> list[tuple[tuple[str, str | None], ...]]
         if not token:
             continue
         key, eq, value = token.partition("=")
-        if key == "name" and re.fullmatch(re.escape(marker) + r"\d+", value):
+        if key == "name" and re.match(re.escape(marker) + r"\d+(?:\s|$)", value):
             jobs.append([])
         elif jobs:
             jobs[-1].append((key, value if eq else None))
