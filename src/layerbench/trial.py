@@ -178,9 +178,14 @@ def _measured(
     if isinstance(w, IozoneWorkload):
         return _iozone_measured(iozone.parse(stdout))
     result = fio.parse(stdout)
+    read = jobfile.read(w.job_file) if w.job_file else None
     # A user's job file as fio read it (every job's options written out), for its stonewalls and groups.
-    source = jobfile.rewrite(jobfile.read(w.job_file), target.path, False) if w.job_file else job_source(w)
+    source = jobfile.rewrite(read, target.path, False) if read else job_source(w)
     phases = fio.group_phases(source) if source is not None else None  # which groups ran in turn
+    fake = jobfile.without_device_io(read) if read else []
+    if fake:
+        why = f"ioengine={', '.join(fake)} moves no data through the device: nothing to account"
+        return fio.samples(result, phases), [Check("device-accounting", "skip", why)]
     return fio.samples(result, phases), [_accounting(result, mon, target, devices)]
 
 

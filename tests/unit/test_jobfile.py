@@ -170,3 +170,8 @@ def test_the_rewrite_is_what_fio_reads_back(tmp_path: Path) -> None:
     again = read(tmp_path, jobfile.rewrite(jf, str(tmp_path), raw=False), "again.fio")
     assert again.error is None
     assert [dict(j.options) for j in again.jobs] == [{"directory": str(tmp_path), **dict(j.options)} for j in jf.jobs]
+
+
+def test_engines_moving_no_data_through_a_device_are_named(tmp_path: Path) -> None:
+    jf = read(tmp_path, "[n]\nioengine=null\nsize=1g\n[d]\nioengine=dircreate\nnrfiles=3\n[f]\nsize=1m\n")
+    assert jobfile.without_device_io(jf) == ["dircreate", "null"]

@@ -306,6 +306,11 @@ def _paths(option: str, value: str) -> list[str]:
     return [value.strip()]
 
 
+def without_device_io(jf: JobFile) -> list[str]:
+    """The engines of its jobs that report I/O no device sees (null, cpuio, net, file operations...)."""
+    return sorted({j.engine for j in jf.jobs if j.engine in NO_FILES | EMPTY_FILES | {"rdma"}})
+
+
 # --- what its files take --------------------------------------------------------------------------
 
 
