@@ -272,6 +272,7 @@ def _has_rdma() -> bool:
         return False
 
 
+@functools.lru_cache(maxsize=64)
 def _unknown_engine(engine: str, fio: str) -> str:
     try:
         shown = proc.run([fio, f"--enghelp={engine}"], timeout=PARSE_TIMEOUT_S)
