@@ -103,6 +103,16 @@ class JobFile:
     error: str | None = None
 
 
+def showcmd_argv(job_path: str, fio: str = "fio") -> list[str]:
+    """fio's reading of a job file as command-line options; checks them as --parse-only does."""
+    return [fio, "--showcmd", job_path]
+
+
+def enghelp_argv(engine: str, fio: str = "fio") -> list[str]:
+    """Whether fio can load ``engine`` here: its options, or "engine X not loadable"."""
+    return [fio, f"--enghelp={engine}"]
+
+
 def read(path: str | Path, fio: str = "fio") -> JobFile:
     """fio's reading of the job file at ``path`` (cached while the file is unchanged)."""
     p = Path(path).resolve()
@@ -130,7 +140,7 @@ def _read(path: str, _mtime: int, _size: int, fio: str, _env: frozenset[tuple[st
         flat = Path(tmp, "jobs.fio")
         flat.write_text("".join(f"[{marker}{i}]\n" + "\n".join(lines) + "\n" for i, (_, lines) in enumerate(sections)))
         try:  # in the job file's directory: fio looks for a relative include there first
-            shown = proc.run([fio, "--showcmd", str(flat)], timeout=PARSE_TIMEOUT_S, cwd=str(Path(path).parent))
+            shown = proc.run(showcmd_argv(str(flat), fio), timeout=PARSE_TIMEOUT_S, cwd=str(Path(path).parent))
         except ToolError as err:
             return JobFile(path, error=f"fio could not read it: {one_line(err.stderr)}")
     names = {f"{marker}{i}": name for i, (name, _) in enumerate(sections)}
@@ -275,7 +285,7 @@ def _has_rdma() -> bool:
 @functools.lru_cache(maxsize=64)
 def _unknown_engine(engine: str, fio: str) -> str:
     try:
-        shown = proc.run([fio, f"--enghelp={engine}"], timeout=PARSE_TIMEOUT_S)
+        shown = proc.run(enghelp_argv(engine, fio), timeout=PARSE_TIMEOUT_S)
     except ToolError as err:
         return f"ioengine={engine}: {one_line(err.stderr)}"
     if shown.rc != 0 or "not loadable" in shown.stdout + shown.stderr:
