@@ -175,3 +175,19 @@ def test_the_rewrite_is_what_fio_reads_back(tmp_path: Path) -> None:
 def test_engines_moving_no_data_through_a_device_are_named(tmp_path: Path) -> None:
     jf = read(tmp_path, "[n]\nioengine=null\nsize=1g\n[d]\nioengine=dircreate\nnrfiles=3\n[f]\nsize=1m\n")
     assert jobfile.without_device_io(jf) == ["dircreate", "null"]
+
+
+def test_an_include_outside_the_job_files_directory_is_refused_before_fio_reads_it(tmp_path: Path) -> None:
+    # fio would read it as root and echo its lines in "Bad option <...>": a file's secrets in a refusal.
+    (tmp_path / "secret").write_text("root:$6$hash:19000:0:99999:7:::\n")
+    (tmp_path / "jobs").mkdir()
+    jf = read(tmp_path / "jobs", "[j]\nsize=1m\ninclude ../secret\n")
+    assert jf.error == (
+        "include ../secret reads a file outside the job file's directory; "
+        "set allow_outside_placement: true in the workload to let it"
+    )
+    (tmp_path / "jobs" / "nested.fio").write_text(f"include {tmp_path / 'secret'}\n")
+    nested = read(tmp_path / "jobs", "[j]\nsize=1m\ninclude nested.fio\n", "nested-top.fio")
+    assert nested.error is not None and "outside the job file's directory" in nested.error
+    allowed = jobfile.read(tmp_path / "jobs" / "job.fio", outside=True)
+    assert allowed.error is not None and "Bad option" in allowed.error  # fio's own reading, when let

@@ -30,7 +30,10 @@ def files(w: Workload) -> dict[str, int]:
     if not isinstance(w, FioWorkload):
         return {}  # a database's data set is sized by its server spec, not here
     if w.job_file:
-        return {f"job {w.job_file}: {k}": v for k, v in jobfile.footprint(jobfile.read(w.job_file)).items()}
+        return {
+            f"job {w.job_file}: {k}": v
+            for k, v in jobfile.footprint(jobfile.read(w.job_file, w.allow_outside_placement)).items()
+        }
     if w.personality:
         text = personalities.job_file(w.personality, w.scale)
         return {f"{w.personality}: {k}": v for k, v in job_file_bytes(text).items()}
@@ -44,7 +47,9 @@ def refused(stack: StackSpec, w: Workload) -> str | None:
     if not isinstance(w, FioWorkload) or not w.job_file:
         return None
     raw = stack.placement.kind == "raw"
-    return jobfile.refusal(jobfile.read(w.job_file), raw, w.allow_outside_placement, w.allow_programs)
+    return jobfile.refusal(
+        jobfile.read(w.job_file, w.allow_outside_placement), raw, w.allow_outside_placement, w.allow_programs
+    )
 
 
 def job_file_bytes(text: str) -> dict[str, int]:

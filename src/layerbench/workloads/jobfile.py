@@ -113,13 +113,23 @@ def enghelp_argv(engine: str, fio: str = "fio") -> list[str]:
     return [fio, f"--enghelp={engine}"]
 
 
-def read(path: str | Path, fio: str = "fio") -> JobFile:
-    """fio's reading of the job file at ``path`` (cached while the file is unchanged)."""
+def read(path: str | Path, outside: bool = False, fio: str = "fio") -> JobFile:
+    """fio's reading of the job file at ``path`` (cached while the file is unchanged). Unless ``outside``
+    (the spec's allow_outside_placement), a file that includes one outside its own directory is refused
+    before fio reads it: fio would read that file as root, and its "Bad option" echoes its lines."""
     p = Path(path).resolve()
     try:
         st = p.stat()
     except OSError as err:
         return JobFile(str(path), error=f"cannot read the job file: {err.strerror}")
+    if not outside:
+        away = _included_elsewhere(p)
+        if away:
+            return JobFile(
+                str(path),
+                error=f"include {away} reads a file outside the job file's directory; "
+                + ("set allow_outside_placement: true in the workload to let it"),
+            )
     # fio puts the environment's ${VARS} in as it reads: a changed environment is another reading.
     return _read(str(p), st.st_mtime_ns, st.st_size, fio, frozenset(os.environ.items()))
 
@@ -151,6 +161,35 @@ def _read(path: str, _mtime: int, _size: int, fio: str, _env: frozenset[tuple[st
     if len(jobs) != len(sections):
         return JobFile(path, error=f"fio read {len(jobs)} jobs where the file has {len(sections)} sections")
     return JobFile(path, tuple(Job(name, jobs[i]) for i, (name, _) in enumerate(sections)))
+
+
+def _included_elsewhere(top: Path, depth: int = 8) -> str | None:
+    """The first include (nested ones too, as fio finds them) outside ``top``'s directory, or None."""
+    home = top.parent
+    todo, seen = [top], set()
+    while todo and depth:
+        depth -= 1
+        batch, todo = todo, []
+        for file in batch:
+            if file in seen:
+                continue
+            seen.add(file)
+            try:
+                lines = file.read_text(errors="replace").splitlines()
+            except OSError:
+                continue  # fio says what it cannot read
+            for line in lines:
+                stripped = line.strip()
+                if not stripped.startswith("include"):
+                    continue
+                name = stripped[len("include") + 1 :].strip()
+                # fio: relative to its working directory (here the job file's), else to the including file's
+                found = (home / name) if (home / name).exists() else (file.parent / name)
+                resolved = found.resolve()
+                if not resolved.is_relative_to(home):
+                    return name
+                todo.append(resolved)
+    return None
 
 
 def _sections(text: str) -> tuple[str | None, list[tuple[str, list[str]]]]:
