@@ -18,11 +18,11 @@ from tests.jobfile_corpus import CORPUS, PLACES
 pytestmark = [pytest.mark.requires_root, pytest.mark.requires_fio, pytest.mark.requires_docker, pytest.mark.slow]
 
 # A file engine reading backwards; fio's null engine (no files, no space); a file-operations engine
-# (fio's dircreate); and the lines that crashed layerbench's reader: include, inline comments, $vars.
+# (fio's filestat); and the lines that crashed layerbench's reader: include, inline comments, $vars.
 REAL = {
     "backwards": "fio-examples/backwards-read.fio",
     "zipf-null": "fio-examples/zipf.fio",
-    "dircreate": "fio-examples/dircreate-ioengine.fio",
+    "filestat": "fio-examples/filestat-ioengine.fio",
     "comments": "layerbench/comments-and-includes.fio",
 }
 REFUSED = {

@@ -294,8 +294,11 @@ def _job_refusal(job: Job, raw: bool, outside: bool, programs: bool, fio: str) -
         return f"ioengine={engine} reaches storage elsewhere, not the placement under test"
     if engine in HARDWARE and not (engine == "rdma" and _has_rdma()):
         return f"ioengine={engine} needs {HARDWARE[engine]}"
+    missing = _unavailable(engine, fio)  # this fio's build lacks it (dircreate came after 3.33)
+    if missing:
+        return missing
     if engine not in NO_FILES | ON_PLACEMENT | {"rdma"}:
-        return _unknown_engine(engine, fio)
+        return f"ioengine={engine}: layerbench does not know where this engine does its I/O"
     if (job.get("zonemode") or "none").strip() == "zbd":
         return "zonemode=zbd needs a zoned block device (layerbench builds none)"
     if engine in NO_FILES | {"rdma"}:
@@ -322,14 +325,16 @@ def _has_rdma() -> bool:
 
 
 @functools.lru_cache(maxsize=64)
-def _unknown_engine(engine: str, fio: str) -> str:
+def _unavailable(engine: str, fio: str) -> str | None:
+    """fio's own words when it cannot load ``engine`` here ("engine dircreate not loadable"), else None."""
     try:
         shown = proc.run(enghelp_argv(engine, fio), timeout=PARSE_TIMEOUT_S)
     except ToolError as err:
         return f"ioengine={engine}: {one_line(err.stderr)}"
-    if shown.rc != 0 or "not loadable" in shown.stdout + shown.stderr:
-        return f"ioengine={engine}: {one_line(shown.stderr + shown.stdout)}"
-    return f"ioengine={engine}: layerbench does not know where this engine does its I/O"
+    said = shown.stderr + shown.stdout
+    if "not loadable" in said or "not found" in said:  # its exit code is 1 for "has no options" too
+        return f"ioengine={engine}: {one_line(said)}"
+    return None
 
 
 def _outside(job: Job, raw: bool) -> str | None:
