@@ -49,9 +49,9 @@ class Tally:
 def reason_kind(reason: str) -> str:
     """A refusal's kind, for counting: the reason without its file's particulars."""
     reason = re.sub(r"^\[[^\]]*\]: ", "", reason)
+    if "not loadable" in reason:  # fio's words, as it parsed the file or when asked about the engine
+        return "its engine does not load in this fio"
     if reason.startswith("fio refuses it"):
-        if "not loadable" in reason:
-            return "fio refuses it: its engine does not load here"
         if "${" in reason:
             return "fio refuses it: an environment variable it expects is unset"
         if "Bad option" in reason:

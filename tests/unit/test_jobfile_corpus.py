@@ -21,9 +21,9 @@ EXPECTED = {
     "fio-examples/zbd-seq-read.fio": "zonemode=zbd",
     "fio-examples/enospc-pressure.fio": "its files do not fit on the device",
     "fio-examples/sequence-distribution.fio": "fio refuses it: an option this fio does not know",
-    "fio-examples/http-webdav.fio": "fio refuses it: its engine does not load here",
+    "fio-examples/http-webdav.fio": "its engine does not load in this fio",
     "openzfs/random_reads.fio": "fio refuses it: an environment variable it expects is unset",
-    "spdk/app_fio_bdev_full_bench.fio": "fio refuses it: its engine does not load here",
+    "spdk/app_fio_bdev_full_bench.fio": "its engine does not load in this fio",
 }
 
 
