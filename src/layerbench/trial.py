@@ -57,7 +57,7 @@ def workload_argv(w: FileWorkload, target: Target, tools: Path = DEFAULT_CACHE) 
     if isinstance(w, IozoneWorkload):
         return iozone.argv(w, target.path, str(iozone.binary(tools)))
     if w.job_file:
-        jf = jobfile.read(w.job_file, w.allow_outside_placement)
+        jf = jobfile.of_workload(w)
         if jf.error:  # changed since the matrix was expanded
             raise fio.FioParseError(f"job file {w.job_file}: {jf.error}")
         text = jobfile.rewrite(jf, target.path, target.path_is_device, w.allow_outside_placement)
@@ -178,7 +178,7 @@ def _measured(
     if isinstance(w, IozoneWorkload):
         return _iozone_measured(iozone.parse(stdout))
     result = fio.parse(stdout)
-    read = jobfile.read(w.job_file, w.allow_outside_placement) if w.job_file else None
+    read = jobfile.of_workload(w) if w.job_file else None
     # A user's job file as fio read it (every job's options written out), for its stonewalls and groups.
     source = jobfile.rewrite(read, target.path, False) if read else job_source(w)
     phases = fio.group_phases(source) if source is not None else None  # which groups ran in turn

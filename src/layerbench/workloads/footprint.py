@@ -30,10 +30,7 @@ def files(w: Workload) -> dict[str, int]:
     if not isinstance(w, FioWorkload):
         return {}  # a database's data set is sized by its server spec, not here
     if w.job_file:
-        return {
-            f"job {w.job_file}: {k}": v
-            for k, v in jobfile.footprint(jobfile.read(w.job_file, w.allow_outside_placement)).items()
-        }
+        return {f"job {w.job_file}: {k}": v for k, v in jobfile.footprint(jobfile.of_workload(w)).items()}
     if w.personality:
         text = personalities.job_file(w.personality, w.scale)
         return {f"{w.personality}: {k}": v for k, v in job_file_bytes(text).items()}
@@ -48,7 +45,10 @@ def refused(stack: StackSpec, w: Workload) -> str | None:
         return None
     raw = stack.placement.kind == "raw"
     return jobfile.refusal(
-        jobfile.read(w.job_file, w.allow_outside_placement), raw, w.allow_outside_placement, w.allow_programs
+        jobfile.of_workload(w),
+        raw,
+        w.allow_outside_placement,
+        w.allow_programs,
     )
 
 

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from layerbench import proc
 from layerbench.errors import ToolError
+from layerbench.spec.models import FioWorkload
 
 PARSE_TIMEOUT_S = 30.0
 _MESSAGE_MAX = 300
@@ -75,6 +76,8 @@ PATHS = ("filename", "directory", "opendir", "filename_format", "read_iolog", "w
 LOGS = ("write_bw_log", "write_lat_log", "write_iops_log", "write_hist_log")
 # Options that run a program (as root: layerbench runs fio as root).
 PROGRAMS = ("exec_prerun", "exec_postrun")
+OPT_IN_OUTSIDE = "set allow_outside_placement: true in the workload to let it"
+OPT_IN_PROGRAMS = "set allow_programs: true in the workload to let it"
 
 
 @dataclass(frozen=True)
@@ -113,23 +116,36 @@ def enghelp_argv(engine: str, fio: str = "fio") -> list[str]:
     return [fio, f"--enghelp={engine}"]
 
 
-def read(path: str | Path, outside: bool = False, fio: str = "fio") -> JobFile:
-    """fio's reading of the job file at ``path`` (cached while the file is unchanged). Unless ``outside``
-    (the spec's allow_outside_placement), a file that includes one outside its own directory is refused
-    before fio reads it: fio would read that file as root, and its "Bad option" echoes its lines."""
+def of_workload(w: FioWorkload) -> JobFile:
+    """The workload's job file as fio reads it, with the workload's opt-ins."""
+    assert w.job_file is not None
+    return read(w.job_file, w.allow_outside_placement, w.allow_programs)
+
+
+def read(path: str | Path, outside: bool = False, programs: bool = False, fio: str = "fio") -> JobFile:
+    """fio's reading of the job file at ``path`` (cached while the file is unchanged).
+
+    Two things fio would do as it reads, as root, are refused before it reads: unless ``outside`` (the
+    spec's allow_outside_placement), an include of a file outside the job file's directory (fio's "Bad
+    option <...>" echoes that file's lines); unless ``programs`` (allow_programs), an engine named by a
+    path, as ``external:``, or through a variable (fio dlopen()s an engine to read its options, so a
+    shared object's constructors would run)."""
     p = Path(path).resolve()
     try:
         st = p.stat()
     except OSError as err:
         return JobFile(str(path), error=f"cannot read the job file: {err.strerror}")
+    files = _with_includes(p)
     if not outside:
-        away = _included_elsewhere(p)
+        away = next((name for name, where in files if not where.is_relative_to(p.parent)), None)
         if away:
-            return JobFile(
-                str(path),
-                error=f"include {away} reads a file outside the job file's directory; "
-                + ("set allow_outside_placement: true in the workload to let it"),
-            )
+            why = f"include {away} reads a file outside the job file's directory; {OPT_IN_OUTSIDE}"
+            return JobFile(str(path), error=why)
+    if not programs:
+        loads = next((e for _, where in files for e in _engines_named(where) if not re.fullmatch(r"[\w-]+", e)), None)
+        if loads is not None:
+            why = f"ioengine={loads} loads a program (a shared object) as root; {OPT_IN_PROGRAMS}"
+            return JobFile(str(path), error=why)
     # fio puts the environment's ${VARS} in as it reads: a changed environment is another reading.
     return _read(str(p), st.st_mtime_ns, st.st_size, fio, frozenset(os.environ.items()))
 
@@ -163,33 +179,42 @@ def _read(path: str, _mtime: int, _size: int, fio: str, _env: frozenset[tuple[st
     return JobFile(path, tuple(Job(name, jobs[i]) for i, (name, _) in enumerate(sections)))
 
 
-def _included_elsewhere(top: Path, depth: int = 8) -> str | None:
-    """The first include (nested ones too, as fio finds them) outside ``top``'s directory, or None."""
+def _with_includes(top: Path, depth: int = 8) -> list[tuple[str, Path]]:
+    """The job file and every file it includes, nested ones too, found as fio finds them: (as named, path)."""
     home = top.parent
-    todo, seen = [top], set()
+    found: list[tuple[str, Path]] = [(top.name, top)]
+    todo = [top]
     while todo and depth:
         depth -= 1
         batch, todo = todo, []
         for file in batch:
-            if file in seen:
-                continue
-            seen.add(file)
-            try:
-                lines = file.read_text(errors="replace").splitlines()
-            except OSError:
-                continue  # fio says what it cannot read
-            for line in lines:
-                stripped = line.strip()
-                if not stripped.startswith("include"):
+            for line in _lines(file):
+                if not line.startswith("include"):
                     continue
-                name = stripped[len("include") + 1 :].strip()
+                name = line[len("include") + 1 :].strip()
                 # fio: relative to its working directory (here the job file's), else to the including file's
-                found = (home / name) if (home / name).exists() else (file.parent / name)
-                resolved = found.resolve()
-                if not resolved.is_relative_to(home):
-                    return name
-                todo.append(resolved)
-    return None
+                where = ((home / name) if (home / name).exists() else (file.parent / name)).resolve()
+                if all(where != seen for _, seen in found):
+                    found.append((name, where))
+                    todo.append(where)
+    return found
+
+
+def _engines_named(file: Path) -> list[str]:
+    """The ioengine values a file sets, as written (a comment cut off)."""
+    out = []
+    for line in _lines(file):
+        key, eq, value = line.partition("=")
+        if eq and key.strip().lower() == "ioengine":
+            out.append(re.split(r"\s[;#]|^[;#]", value.strip())[0].strip())
+    return out
+
+
+def _lines(file: Path) -> list[str]:
+    try:
+        return [ln.strip() for ln in file.read_text(errors="replace").splitlines()]
+    except OSError:
+        return []  # fio says what it cannot read
 
 
 def _sections(text: str) -> tuple[str | None, list[tuple[str, list[str]]]]:
@@ -287,7 +312,7 @@ def _job_refusal(job: Job, raw: bool, outside: bool, programs: bool, fio: str) -
     loads = engine == "exec" or engine.startswith("external")
     if (runs or loads) and not programs:
         what = f"{runs[0]}={job.get(runs[0])}" if runs else f"ioengine={engine}"
-        return f"{what} runs a program as root; set allow_programs: true in the workload to let it"
+        return f"{what} runs a program as root; {OPT_IN_PROGRAMS}"
     if loads:
         return None  # the user vouches for the program; where it does I/O is its own business
     if engine in REMOTE:
@@ -327,6 +352,8 @@ def _has_rdma() -> bool:
 @functools.lru_cache(maxsize=64)
 def _unavailable(engine: str, fio: str) -> str | None:
     """fio's own words when it cannot load ``engine`` here ("engine dircreate not loadable"), else None."""
+    if not re.fullmatch(r"[\w-]+", engine):  # fio would dlopen() a path
+        return f"ioengine={engine} is not an engine's name"
     try:
         shown = proc.run(enghelp_argv(engine, fio), timeout=PARSE_TIMEOUT_S)
     except ToolError as err:
@@ -346,9 +373,7 @@ def _outside(job: Job, raw: bool) -> str | None:
             continue  # replaced by the placement's
         for part in _paths(option, value):
             if part.startswith("/") or ".." in part.split("/"):
-                return f"{option}={value} names a path outside the placement; " + (
-                    "set allow_outside_placement: true in the workload to let it"
-                )
+                return f"{option}={value} names a path outside the placement; {OPT_IN_OUTSIDE}"
     return None
 
 
