@@ -1,5 +1,5 @@
 """Job files from the corpus through the CLI: `run --dry-run` judges each with one line and starts nothing;
-a handful, chosen for coverage, run for real natively and in a Docker volume (about 60 s under the lock:
+a handful, chosen for coverage, run for real natively and in a Docker volume (22 s under the lock here:
 two stacks, four short job files; each file runs in a second or two)."""
 
 from __future__ import annotations
