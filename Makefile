@@ -86,11 +86,8 @@ k8s: apt-k8s
 apt-k8s:
 	@missing=""; for p in $(K8S_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; policy=""; \
-	  if [ ! -e /usr/sbin/policy-rc.d ]; then printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; \
-	    chmod +x /usr/sbin/policy-rc.d; policy=1; fi; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
-	  rc=$$?; [ -n "$$policy" ] && rm -f /usr/sbin/policy-rc.d; exit $$rc; \
+	  echo "installing:$$missing"; \
+	  tools/with-policy-rc.sh sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$$@"' apt $$missing; \
 	fi
 
 vm-image: apt-vm venv
@@ -109,18 +106,17 @@ apt:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
-# Installed without starting their services (a policy-rc.d for the length of the install) and
-# without PostgreSQL's default cluster: a system server would compete with every measurement.
-# Both are arranged only when absent, and undone after.
+# Installed without starting their services (tools/with-policy-rc.sh: a policy-rc.d for the length of
+# the install, removed on every way out, a pre-existing one kept and reported) and without
+# PostgreSQL's default cluster (its setting removed by a trap on every way out): a system server
+# would compete with every measurement.
 apt-db:
 	@missing=""; for p in $(DB_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; policy=""; nocluster=/etc/postgresql-common/createcluster.d/layerbench.conf; \
-	  if [ ! -e /usr/sbin/policy-rc.d ]; then printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; \
-	    chmod +x /usr/sbin/policy-rc.d; policy=1; fi; \
+	  echo "installing:$$missing"; nocluster=/etc/postgresql-common/createcluster.d/layerbench.conf; \
+	  trap 'rm -f $$nocluster' EXIT; trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 129' HUP; \
 	  mkdir -p $$(dirname $$nocluster); echo 'create_main_cluster = false' > $$nocluster; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
-	  rc=$$?; rm -f $$nocluster; [ -n "$$policy" ] && rm -f /usr/sbin/policy-rc.d; exit $$rc; \
+	  tools/with-policy-rc.sh sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$$@"' apt $$missing; \
 	fi
 
 # The YCSB client (core 0.17.0 from Maven Central) and layerbench's own bindings; offline once built.

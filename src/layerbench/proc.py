@@ -54,8 +54,9 @@ def run(
     input: str | None = None,
     env: Mapping[str, str] | None = None,
     started: Callable[[int], None] | None = None,
+    cwd: str | None = None,
 ) -> Completed:
-    """Run ``argv`` to completion; never raises for a non-zero exit (see ``check``).
+    """Run ``argv`` to completion (in ``cwd`` if given); never raises for a non-zero exit (see ``check``).
 
     ``started`` gets the PID once the process exists (the ledger records workloads that way, so a
     killed run's fio does not outlive it). Raises ToolError with rc=None on timeout, after killing
@@ -71,6 +72,7 @@ def run(
             text=True,
             env=dict(env) if env is not None else None,
             start_new_session=True,
+            cwd=cwd,
         )
     except FileNotFoundError as exc:
         raise ToolError(args, 127, f"{args[0]}: not found on PATH") from exc

@@ -46,7 +46,7 @@ def cells_here(exp: Experiment, cache_dir: Path) -> Matrix:
     caps = probe(
         proc.run, cache_dir, guests=guests, profiler=profiler, images=images, kube=kube, swarm=swarm, docker_hosts=hosts
     )
-    return expand(exp, caps, files=footprint.files, usable_share=footprint.USABLE_SHARE)
+    return expand(exp, caps, files=footprint.files, usable_share=footprint.USABLE_SHARE, reads=footprint.refused)
 
 
 def needed_bytes(matrix: Matrix) -> int:

@@ -31,7 +31,7 @@ from layerbench.stack.cgroups import mismatches, verdict
 from layerbench.stack.engines import failure_category
 from layerbench.stack.target import Device, Target
 from layerbench.store.db import CheckRecord, MonitorPoint, TrialRecord
-from layerbench.workloads import fio, iozone, personalities
+from layerbench.workloads import fio, iozone, jobfile, personalities
 
 # fio with 32 jobs needs a while to fork and lay out before its clock starts.
 TRIAL_SLACK_S = 120.0
@@ -56,6 +56,12 @@ def workload_argv(w: FileWorkload, target: Target, tools: Path = DEFAULT_CACHE) 
     """The workload's command line at the target; ``tools`` is where set-up put IOzone (its cache)."""
     if isinstance(w, IozoneWorkload):
         return iozone.argv(w, target.path, str(iozone.binary(tools)))
+    if w.job_file:
+        jf = jobfile.of_workload(w)
+        if jf.error:  # changed since the matrix was expanded
+            raise fio.FioParseError(f"job file {w.job_file}: {jf.error}")
+        text = jobfile.rewrite(jf, target.path, target.path_is_device, w.allow_outside_placement)
+        return fio.job_file_argv(target.put(f"lb-{w.name}.fio", text))
     source = job_source(w)
     if source is not None:
         text = fio.rewrite_job_file(source, target.path, target.path_is_device)
@@ -172,8 +178,14 @@ def _measured(
     if isinstance(w, IozoneWorkload):
         return _iozone_measured(iozone.parse(stdout))
     result = fio.parse(stdout)
-    source = job_source(w)
+    read = jobfile.of_workload(w) if w.job_file else None
+    # A user's job file as fio read it (every job's options written out), for its stonewalls and groups.
+    source = jobfile.rewrite(read, target.path, False) if read else job_source(w)
     phases = fio.group_phases(source) if source is not None else None  # which groups ran in turn
+    fake = jobfile.without_device_io(read) if read else []
+    if fake:
+        why = f"ioengine={', '.join(fake)} moves no data through the device: nothing to account"
+        return fio.samples(result, phases), [Check("device-accounting", "skip", why)]
     return fio.samples(result, phases), [_accounting(result, mon, target, devices)]
 
 

@@ -673,8 +673,17 @@ def _print_plan(matrix: Matrix, header: str | None = None) -> None:
         console.print(f"  workloads: {_names(next(iter(per_stack.values())))}")
     for stack, names in per_stack.items():
         console.print(f"  [cyan]{escape(stack.label())}[/]" + ("" if shared else f"  {_names(names)}"))
-    for refusal in {r.cell.stack.label(): r for r in matrix.refused}.values():
-        console.print(f"  [red]refused[/] {escape(refusal.cell.stack.label())}: {escape(refusal.reason)}")
+    # A stack's own reason once; a reason some of its workloads have (a job file's) with their names.
+    refused: dict[tuple[str, str], list[str]] = {}
+    for r in matrix.refused:
+        refused.setdefault((r.cell.stack.label(), r.reason), []).append(r.cell.workload.name)
+    reasons_of: dict[str, int] = {}
+    for label, _ in refused:
+        reasons_of[label] = reasons_of.get(label, 0) + 1
+    running = {stack.label() for stack in per_stack}
+    for (label, reason), names in refused.items():
+        which = f" {_names(names)}" if label in running or reasons_of[label] > 1 else ""
+        console.print(f"  [red]refused[/] {escape(label)}{escape(which)}: {escape(reason)}")
 
 
 # Registered here, not by importing cli/plan.py for its side effects: the list of commands stays in this file.

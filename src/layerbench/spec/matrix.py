@@ -62,9 +62,11 @@ def expand(
     rule: Callable[[StackSpec, HostCaps], str | None] = why_not,
     files: Files | None = None,
     usable_share: float = 0.9,
+    reads: Callable[[StackSpec, Workload], str | None] | None = None,
 ) -> Matrix:
     """Cells and the refused, with why; with ``files`` (what each workload keeps on the filesystem),
-    also the cells whose files would not fit on their device."""
+    also the cells whose files would not fit on their device; with ``reads`` (a reading of what a workload
+    asks that needs a tool: a user's job file, read by fio), the cells it refuses."""
     check_baseline(exp)
     cells, refused = [], []
     workloads = expand_workloads(exp)
@@ -78,7 +80,7 @@ def expand(
             if not pairs(stack, w):
                 continue
             cell = Cell(stack=stack, workload=w)
-            reason = stack_reason or workload_fits(stack, w) or client_ready(w, caps)
+            reason = stack_reason or workload_fits(stack, w) or client_ready(w, caps) or (reads and reads(stack, w))
             (refused.append(Refusal(cell, reason)) if reason else cells.append(cell))
     full = overflowing(cells, files, usable_share) if files else {}
     refused += [Refusal(c, full[c.id]) for c in cells if c.id in full]

@@ -292,6 +292,14 @@ class FioWorkload(Frozen):
     ioengine: Literal["libaio", "io_uring", "psync", "sync", "posixaio", "mmap"] = "libaio"
     rwmixread: int | None = Field(default=None, ge=0, le=100)
     job_file: str | None = Field(default=None, description="a user's own fio job file")
+    allow_outside_placement: bool = Field(
+        default=False,
+        description="job_file: let it name files, devices and logs outside the placement (absolute paths, '..')",
+    )
+    allow_programs: bool = Field(
+        default=False,
+        description="job_file: let it run programs as root (exec_prerun, exec_postrun, ioengine=exec or external)",
+    )
     personality: (
         Literal["fileserver-like", "varmail-like", "videoserver-like", "webproxy-like", "webserver-like"] | None
     ) = Field(default=None, description="a Filebench-style personality (see docs/personalities.md)")
@@ -342,6 +350,13 @@ class FioWorkload(Frozen):
         if not found:
             raise ValueError(f"no fio job file at {value!r}")
         return value
+
+    @model_validator(mode="after")
+    def _opt_ins_need_a_job_file(self) -> FioWorkload:
+        for opt_in in ("allow_outside_placement", "allow_programs"):
+            if getattr(self, opt_in) and not self.job_file:
+                raise ValueError(f"{opt_in}: applies to a job_file only")
+        return self
 
     def label(self) -> str:
         return self.name

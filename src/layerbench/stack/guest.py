@@ -79,7 +79,7 @@ class Guest:
             if time.monotonic() > deadline:
                 raise ToolError(args, None, f"no answer from the guest after {timeout:.0f}s")
             time.sleep(POLL_S)
-        data = json.loads(answer.read_text())
+        data = json.loads(vm.guest_text(self.share, f"res/{name}"))
         answer.unlink()
         if data["rc"] is None:
             raise ToolError(args, None, data["stderr"])
@@ -115,7 +115,7 @@ class Guest:
             if time.monotonic() > deadline:
                 raise PrerequisiteError(f"the guest did not come up in {limit_s:.0f}s: {self.console_tail()}")
             time.sleep(POLL_S)
-        self.facts = json.loads(ready.read_text())
+        self.facts = json.loads(vm.guest_text(self.share, "ready"))
 
     def stop(self) -> None:
         """Ask the guest to power off; kill it (by PID) if it does not within STOP_LIMIT_S."""

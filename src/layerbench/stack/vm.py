@@ -11,8 +11,10 @@ CPU is 10-50x slower, so a TCG guest proves function, never speed.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -20,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from layerbench.errors import PrerequisiteError, ToolError
+from layerbench.errors import LayerbenchError, PrerequisiteError, ToolError
 from layerbench.proc import spawn
 
 QEMU = "qemu-system-x86_64"
@@ -36,6 +38,8 @@ KERNEL_BANNER = "Linux version"
 TCG_CPU = "Nehalem"
 # The share's own files (tools/vm/guest/run-host-script): the rest is what the script left for the host.
 CHANNEL_FILES = frozenset({"script", "mounts", "output", "rc"})
+# The most the host reads of one file a guest left in the share: a guest's output, a command's answer.
+GUEST_FILE_LIMIT = 64 * 2**20
 
 
 @dataclass(frozen=True)
@@ -194,11 +198,11 @@ def run_script(
         seconds = time.monotonic() - started
         if process.returncode not in (0, -signal.SIGKILL) and not (share / "rc").exists():
             raise ToolError(argv, process.returncode, read(work_dir / "qemu.log"))
-        rc_text = read(share / "rc").strip()
-        files = {str(p.relative_to(share)): read(p) for p in sorted(share.rglob("*")) if _returned(p, share)}
+        rc_text = _left(share, "rc").strip()
+        files = {rel: guest_text(share, rel) for rel in guest_files(share) if rel not in CHANNEL_FILES}
         return GuestRun(
             int(rc_text) if rc_text.lstrip("-").isdigit() else None,
-            read(share / "output"),
+            _left(share, "output"),
             read(console),
             accel,
             seconds,
@@ -224,8 +228,71 @@ def accel_for(image: GuestImage, work_dir: Path) -> str:
 _ACCEL: dict[Path, str] = {}
 
 
-def _returned(path: Path, share: Path) -> bool:
-    return path.is_file() and str(path.relative_to(share)) not in CHANNEL_FILES
+class GuestFileError(LayerbenchError):
+    """A file in the guest's share that the host will not read: a link, not a regular file, or too large."""
+
+
+def guest_text(share: Path, rel: str, limit: int = GUEST_FILE_LIMIT) -> str:
+    """A file the guest wrote at ``rel`` below ``share``, read as root on the host without following a
+    symbolic link at any step (the guest, root in its own right, could point one at any host file) and
+    only if it is a regular file of at most ``limit`` bytes. FileNotFoundError if it is not there."""
+    parts = [p for p in Path(rel).parts if p not in ("", ".")]
+    if not parts or ".." in parts or Path(rel).is_absolute():
+        raise GuestFileError(f"{rel!r} is not a path inside the guest's share")
+    fd = os.open(share, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            fd = _step(fd, part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, rel)
+        # O_NONBLOCK: a FIFO the guest left opens at once, and is refused below as not a regular file.
+        fd = _step(fd, parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, rel)
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise GuestFileError(f"the guest's {rel} is not a regular file; not read")
+        if info.st_size > limit:
+            raise GuestFileError(f"the guest's {rel} holds {info.st_size} bytes, more than the {limit} read")
+        chunks, size = [], 0
+        while size <= limit:  # it may grow while read: never past the limit
+            chunk = os.read(fd, min(2**20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise GuestFileError(f"the guest's {rel} grew past the {limit} bytes read")
+        return b"".join(chunks).decode(errors="replace")
+    finally:
+        os.close(fd)
+
+
+def _step(fd: int, name: str, flags: int, rel: str) -> int:
+    """``name`` opened below the directory ``fd``, which is then closed; on an error ``fd`` stays open."""
+    try:
+        nxt = os.open(name, flags, dir_fd=fd)
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise GuestFileError(f"the guest's {rel} passes through a symbolic link or a non-directory") from err
+        raise
+    os.close(fd)
+    return nxt
+
+
+def guest_files(share: Path) -> list[str]:
+    """The regular files below ``share`` (relative paths, sorted); links are neither followed nor listed."""
+    found = []
+    for root, _dirs, names in os.walk(share, followlinks=False):
+        for name in names:
+            path = Path(root, name)
+            if stat.S_ISREG(path.lstat().st_mode):
+                found.append(str(path.relative_to(share)))
+    return sorted(found)
+
+
+def _left(share: Path, rel: str) -> str:
+    """A channel file the guest may not have written (it stopped first): "" then."""
+    try:
+        return guest_text(share, rel)
+    except FileNotFoundError:
+        return ""
 
 
 def require(cache_dir: Path) -> GuestImage:

@@ -12,11 +12,10 @@ with the numbers instead.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-from layerbench.spec.models import FioWorkload, IozoneWorkload, Workload
+from layerbench.spec.models import FioWorkload, IozoneWorkload, StackSpec, Workload
 from layerbench.spec.sizes import parse_size
-from layerbench.workloads import fio, personalities
+from layerbench.workloads import fio, jobfile, personalities
 from layerbench.workloads.iozone import TMP_NAME
 
 # What a fresh filesystem leaves for files, from mkfs's own figures on 1-8 GiB devices
@@ -31,7 +30,7 @@ def files(w: Workload) -> dict[str, int]:
     if not isinstance(w, FioWorkload):
         return {}  # a database's data set is sized by its server spec, not here
     if w.job_file:
-        return {f"job {w.job_file}: {k}": v for k, v in job_file_bytes(Path(w.job_file).read_text()).items()}
+        return {f"job {w.job_file}: {k}": v for k, v in jobfile.footprint(jobfile.of_workload(w)).items()}
     if w.personality:
         text = personalities.job_file(w.personality, w.scale)
         return {f"{w.personality}: {k}": v for k, v in job_file_bytes(text).items()}
@@ -40,9 +39,23 @@ def files(w: Workload) -> dict[str, int]:
     return {os.path.basename(fio.data_file("", int(w.size), mode)): used}
 
 
+def refused(stack: StackSpec, w: Workload) -> str | None:
+    """Why a user's job file cannot run on this stack, as fio read it (``jobfile.refusal``), or None."""
+    if not isinstance(w, FioWorkload) or not w.job_file:
+        return None
+    raw = stack.placement.kind == "raw"
+    return jobfile.refusal(
+        jobfile.of_workload(w),
+        raw,
+        w.allow_outside_placement,
+        w.allow_programs,
+    )
+
+
 def job_file_bytes(text: str) -> dict[str, int]:
-    """Each job section's files, as fio lays them out: ``size`` per job (else ``nrfiles`` x ``filesize``),
-    times ``numjobs`` unless a ``filename`` names one file the clones share."""
+    """A personality's files (its job file is our own plain fio), as fio lays them out: ``size`` per job
+    (else ``nrfiles`` x ``filesize``), times ``numjobs`` unless a ``filename`` names one file the clones share.
+    A user's job file is read by fio instead (``jobfile``)."""
     out: dict[str, int] = {}
     defaults: dict[str, str] = {}
     for name, options in _sections(text):
