@@ -8,11 +8,13 @@ workload's point is a field of its cell rather than a suffix of its name.
 from __future__ import annotations
 
 import gc
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from hdrh.histogram import HdrHistogram
 from pydantic import TypeAdapter, ValidationError
@@ -21,6 +23,7 @@ from layerbench import hdr
 from layerbench.errors import SpecError, StoreError
 from layerbench.spec.matrix import SweepPoint, SweepPoints, sweep_point, sweep_points
 from layerbench.spec.models import STORED_CONTEXT, Cell, StackSpec, Trials, Workload
+from layerbench.store import cache
 from layerbench.store.db import CellRow, CheckRow, ProfileRecord, RefusedRow, RunRow, Store, TrialRow
 from layerbench.workloads import fio
 
@@ -60,14 +63,20 @@ class StoredTrial:
     client_latency: dict[str, HdrHistogram]  # database clients: operation → all instances' histogram
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Completion:
-    """One fio job's completion-latency histogram (ns → count) in one successful trial."""
+    """fio's completion-latency histogram of one cell and direction, merged over its jobs and successful
+    trials: each latency in ns (ascending) and how many I/Os completed in it."""
 
     cell_id: str
-    trial_id: int
     direction: str
-    bins: Mapping[int, int]
+    trials: int  # how many trials' histograms were merged
+    ns: np.ndarray  # int64, ascending
+    counts: np.ndarray  # int64, one per ``ns``
+
+    @property
+    def bins(self) -> Mapping[int, int]:
+        return dict(zip(self.ns.tolist(), self.counts.tolist(), strict=True))
 
 
 @dataclass(frozen=True)
@@ -104,9 +113,9 @@ def load(store: Store, run_ref: str, latency: bool = False, profiles: bool = Fal
             trials=tuple(_trial(t, infos.get(t.id, {})) for t in store.trials(run.id)),
             checks=tuple(store.checks(run.id)),
             refused=tuple(store.refused(run.id)),
-            samples=store.samples_frame(run.id),
-            monitor=store.monitor_frame(run.id),
-            completions=_completions(store.raw_outputs(run.id)) if latency else None,
+            samples=cache.frame(store, run.id, "samples", lambda: store.samples_frame(run.id)),
+            monitor=cache.frame(store, run.id, "monitor", lambda: store.monitor_frame(run.id)),
+            completions=_cached_completions(store, run.id) if latency else None,
             profiles=_cell_profiles(store, run.id) if profiles else {},
         )
 
@@ -121,7 +130,7 @@ def samples(store: Store, run_ref: str) -> tuple[tuple[StoredCell, ...], pd.Data
     checks and monitor series ``load`` reads too (1 s of a 1M-sample run)."""
     run = store.run(store.resolve_run(run_ref))
     with collector_paused():
-        return _cells(store, run), store.samples_frame(run.id)
+        return _cells(store, run), cache.frame(store, run.id, "samples", lambda: store.samples_frame(run.id))
 
 
 def _cells(store: Store, run: RunRow) -> tuple[StoredCell, ...]:
@@ -181,12 +190,64 @@ def _trial(t: TrialRow, info: dict[str, Any]) -> StoredTrial:
 
 
 def _completions(raw_outputs: list[tuple[str, int, str]]) -> tuple[Completion, ...]:
-    out = []
+    """fio's histograms out of every successful trial's raw output, merged per cell and direction."""
+    merged: dict[tuple[str, str], Counter[int]] = {}
+    trials: dict[tuple[str, str], set[int]] = {}
     for cell_id, trial_id, raw in raw_outputs:
         try:
             result = fio.parse(raw)
         except fio.FioParseError:
             continue  # not fio's output (another tool's trial): no histogram
         for job in result.jobs:
-            out += [Completion(cell_id, trial_id, d, data.clat_bins) for d, data in job.directions.items()]
+            for direction, data in job.directions.items():
+                merged.setdefault((cell_id, direction), Counter()).update(data.clat_bins)
+                trials.setdefault((cell_id, direction), set()).add(trial_id)
+    out = []
+    for (cell_id, direction), bins in merged.items():
+        ns = np.array(sorted(bins), dtype=np.int64)
+        counts = np.array([bins[int(v)] for v in ns], dtype=np.int64)
+        out.append(Completion(cell_id, direction, len(trials[(cell_id, direction)]), ns, counts))
     return tuple(out)
+
+
+COMPLETION_COLUMNS = ["cell_id", "direction", "trials", "ns", "count"]
+
+
+def _cached_completions(store: Store, run_id: str) -> tuple[Completion, ...]:
+    """``_completions`` through the run's cache (store/cache.py), as one row per bin."""
+    table = cache.frame(
+        store, run_id, "completions", lambda: completions_frame(_completions(store.raw_outputs(run_id)))
+    )
+    return completions_of(table)
+
+
+def completions_frame(completions: tuple[Completion, ...]) -> pd.DataFrame:
+    """One row per bin: COMPLETION_COLUMNS."""
+    sizes = [len(c.ns) for c in completions]
+    return pd.DataFrame(
+        {
+            "cell_id": np.repeat(np.array([c.cell_id for c in completions], dtype=object), sizes),
+            "direction": np.repeat(np.array([c.direction for c in completions], dtype=object), sizes),
+            "trials": np.repeat(np.array([c.trials for c in completions], dtype=np.int64), sizes),
+            "ns": np.concatenate([c.ns for c in completions]) if completions else np.array([], dtype=np.int64),
+            "count": np.concatenate([c.counts for c in completions]) if completions else np.array([], dtype=np.int64),
+        },
+        columns=COMPLETION_COLUMNS,
+    )
+
+
+def completions_of(table: pd.DataFrame) -> tuple[Completion, ...]:
+    """``completions_frame`` read back: a histogram's rows are contiguous, in order."""
+    if table.empty:
+        return ()
+    cells, directions = table["cell_id"].to_numpy(), table["direction"].to_numpy()
+    change = np.ones(len(table), dtype=bool)
+    change[1:] = (cells[1:] != cells[:-1]) | (directions[1:] != directions[:-1])
+    starts = np.flatnonzero(change)
+    ends = [*starts[1:].tolist(), len(table)]
+    ns, counts = table["ns"].to_numpy(np.int64), table["count"].to_numpy(np.int64)
+    trials = table["trials"].to_numpy(np.int64)
+    return tuple(
+        Completion(str(cells[a]), str(directions[a]), int(trials[a]), ns[a:b], counts[a:b])
+        for a, b in zip(starts.tolist(), ends, strict=True)
+    )
