@@ -14,9 +14,9 @@
 Goals (issue 31): expansion under 1 s; every command at most 2 s. Prints one line per measurement; the
 last lines are the times. Nothing here needs root or touches a device.
 
-Usage: .venv/bin/python bench/scale.py [--skip-store] [--keep DIR] [--reuse] [--once]
+Usage: .venv/bin/python bench/scale.py [--skip-store] [--keep DIR] [--reuse] [--once] [--limit SECONDS]
   --keep DIR: write the databases there and leave them; --reuse: with --keep, use databases already there;
-  --once: each command once.
+  --once: each command once; --limit: a command still running after SECONDS (600) is killed, printed as inf.
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def fill_store(path: Path, text: str, matrix: Matrix, seed: int) -> tuple[str, i
     return run_id, count
 
 
-COMMAND_LIMIT_S = 600.0
+COMMAND_LIMIT_S = float(sys.argv[sys.argv.index("--limit") + 1]) if "--limit" in sys.argv else 600.0
 
 
 def timed_cli(args: list[str], db: Path) -> tuple[float, int]:

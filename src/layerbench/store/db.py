@@ -315,6 +315,11 @@ class Store:
         rows = self.conn.execute("SELECT id, info_json FROM trials WHERE run_id=?", (run_id,)).fetchall()
         return {int(r[0]): json.loads(r[1]) for r in rows}
 
+    def trial_info_texts(self, run_id: str) -> dict[int, str]:
+        """``trial_infos`` as stored (JSON), for a reader that decodes only what it reads."""
+        rows = self.conn.execute("SELECT id, info_json FROM trials WHERE run_id=?", (run_id,)).fetchall()
+        return {int(r[0]): r[1] for r in rows}
+
     def profiles(self, run_id: str) -> dict[int, ProfileRecord]:
         """Every profiled trial's profile, by trial id (read only by explanations: they are large)."""
         sql = (

@@ -8,6 +8,7 @@ workload's point is a field of its cell rather than a suffix of its name.
 from __future__ import annotations
 
 import gc
+import json
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -59,8 +60,17 @@ class StoredTrial:
     status: str  # "ok" | "failed"
     category: str | None
     stderr: str
-    info: dict[str, Any]  # what the trial recorded of its conditions (target, devices, endpoints, limits)
+    # What the trial recorded of its conditions (target, devices, endpoints, limits): read it as ``info``. The
+    # store's JSON is decoded when first asked for: few analyses read it, and 84,000 trials took a second.
+    recorded: dict[str, Any] | str
     client_latency: dict[str, HdrHistogram]  # database clients: operation → all instances' histogram
+
+    @property
+    def info(self) -> dict[str, Any]:
+        if isinstance(self.recorded, str):
+            object.__setattr__(self, "recorded", json.loads(self.recorded))
+        assert isinstance(self.recorded, dict)
+        return self.recorded
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,12 +115,12 @@ def load(store: Store, run_ref: str, latency: bool = False, profiles: bool = Fal
     reads the profiled trials' folded stacks (the report and `advise`)."""
     run = store.run(store.resolve_run(run_ref))
     with collector_paused():
-        infos = store.trial_infos(run.id)
+        infos = store.trial_info_texts(run.id)
         return RunData(
             run=run,
             trials_rule=Trials.model_validate(run.spec.get("trials") or {}),
             cells=_cells(store, run),
-            trials=tuple(_trial(t, infos.get(t.id, {})) for t in store.trials(run.id)),
+            trials=tuple(_trial(t, infos.get(t.id, "{}")) for t in store.trials(run.id)),
             checks=tuple(store.checks(run.id)),
             refused=tuple(store.refused(run.id)),
             samples=cache.frame(store, run.id, "samples", lambda: store.samples_frame(run.id)),
@@ -183,10 +193,15 @@ def _cell(row: CellRow, points: SweepPoints, run_id: str) -> StoredCell:
     )
 
 
-def _trial(t: TrialRow, info: dict[str, Any]) -> StoredTrial:
-    encoded = (info.get("latency_hdr") or {}) if t.status == "ok" else {}
-    latency = {op: hdr.decode(text) for op, text in encoded.items()}
-    return StoredTrial(t.id, t.cell_id, t.repetition, t.status, t.category, t.stderr, info, latency)
+def _trial(t: TrialRow, info: str) -> StoredTrial:
+    """``info``: the trial's recorded conditions as stored (JSON), decoded here only for a database client's
+    histograms (a key no file workload's info has)."""
+    recorded: dict[str, Any] | str = info
+    latency: dict[str, HdrHistogram] = {}
+    if t.status == "ok" and '"latency_hdr"' in info:
+        recorded = json.loads(info)
+        latency = {op: hdr.decode(text) for op, text in (recorded.get("latency_hdr") or {}).items()}
+    return StoredTrial(t.id, t.cell_id, t.repetition, t.status, t.category, t.stderr, recorded, latency)
 
 
 def _completions(raw_outputs: list[tuple[str, int, str]]) -> tuple[Completion, ...]:
@@ -222,15 +237,16 @@ def _cached_completions(store: Store, run_id: str) -> tuple[Completion, ...]:
 
 
 def completions_frame(completions: tuple[Completion, ...]) -> pd.DataFrame:
-    """One row per bin: COMPLETION_COLUMNS."""
+    """One row per bin: COMPLETION_COLUMNS; cell and direction as categoricals (millions of rows, few texts)."""
     sizes = [len(c.ns) for c in completions]
+    empty = np.array([], dtype=np.int64)
     return pd.DataFrame(
         {
-            "cell_id": np.repeat(np.array([c.cell_id for c in completions], dtype=object), sizes),
-            "direction": np.repeat(np.array([c.direction for c in completions], dtype=object), sizes),
+            "cell_id": pd.Categorical(np.repeat(np.array([c.cell_id for c in completions], dtype=object), sizes)),
+            "direction": pd.Categorical(np.repeat(np.array([c.direction for c in completions], dtype=object), sizes)),
             "trials": np.repeat(np.array([c.trials for c in completions], dtype=np.int64), sizes),
-            "ns": np.concatenate([c.ns for c in completions]) if completions else np.array([], dtype=np.int64),
-            "count": np.concatenate([c.counts for c in completions]) if completions else np.array([], dtype=np.int64),
+            "ns": np.concatenate([c.ns for c in completions]) if completions else empty,
+            "count": np.concatenate([c.counts for c in completions]) if completions else empty,
         },
         columns=COMPLETION_COLUMNS,
     )
@@ -240,14 +256,17 @@ def completions_of(table: pd.DataFrame) -> tuple[Completion, ...]:
     """``completions_frame`` read back: a histogram's rows are contiguous, in order."""
     if table.empty:
         return ()
-    cells, directions = table["cell_id"].to_numpy(), table["direction"].to_numpy()
+    cells, directions = pd.Categorical(table["cell_id"]), pd.Categorical(table["direction"])
+    cell_codes, direction_codes = cells.codes, directions.codes
     change = np.ones(len(table), dtype=bool)
-    change[1:] = (cells[1:] != cells[:-1]) | (directions[1:] != directions[:-1])
+    change[1:] = (cell_codes[1:] != cell_codes[:-1]) | (direction_codes[1:] != direction_codes[:-1])
     starts = np.flatnonzero(change)
     ends = [*starts[1:].tolist(), len(table)]
+    cell_names = [str(c) for c in cells.categories]
+    direction_names = [str(d) for d in directions.categories]
     ns, counts = table["ns"].to_numpy(np.int64), table["count"].to_numpy(np.int64)
     trials = table["trials"].to_numpy(np.int64)
     return tuple(
-        Completion(str(cells[a]), str(directions[a]), int(trials[a]), ns[a:b], counts[a:b])
+        Completion(cell_names[cell_codes[a]], direction_names[direction_codes[a]], int(trials[a]), ns[a:b], counts[a:b])
         for a, b in zip(starts.tolist(), ends, strict=True)
     )
