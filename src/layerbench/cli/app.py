@@ -424,9 +424,11 @@ def show(
 
 def _status(run: RunRow, state_dir: Path) -> str:
     """A run recorded as running whose lock is free died without saying so."""
-    from layerbench import host
+    if run.status != "running":
+        return run.status
+    from layerbench import host  # here: the stack's modules are half a second of every other `show`
 
-    if run.status == "running" and not host.run_is_live(state_dir, run.id):
+    if not host.run_is_live(state_dir, run.id):
         return f"interrupted: continue with `layerbench resume {run.id}`"
     return run.status
 
