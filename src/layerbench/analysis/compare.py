@@ -15,7 +15,7 @@ import numpy as np
 from layerbench.analysis.overhead import headline_metric
 from layerbench.analysis.stats import Ratio, cell_values, welch_logs
 from layerbench.analysis.verdicts import judge
-from layerbench.store.read import RunData
+from layerbench.store.read import RunData, RunSamples
 
 # What must match for two runs' numbers to mean the same thing, and why it matters.
 ENVIRONMENT_KEYS = {
@@ -39,7 +39,7 @@ class Comparison:
     note: str = ""  # why there is no interval
 
 
-def compare(a: RunData, b: RunData) -> list[Comparison]:
+def compare(a: RunData | RunSamples, b: RunData | RunSamples) -> list[Comparison]:
     """B relative to A for every cell both runs have."""
     in_b = {c.cell_id for c in b.cells}
     shared = [(c, headline_metric(c.cell.workload)) for c in a.cells if c.cell_id in in_b]
@@ -57,7 +57,7 @@ def compare(a: RunData, b: RunData) -> list[Comparison]:
     ]
 
 
-def _cell_values(data: RunData, metric: str) -> dict[str, np.ndarray]:
+def _cell_values(data: RunData | RunSamples, metric: str) -> dict[str, np.ndarray]:
     return cell_values(data.samples, metric) if not data.samples.empty else {}
 
 

@@ -45,7 +45,7 @@ from layerbench.spec import seeds
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Experiment, StackSpec
 from layerbench.store.db import RunRow, Store
-from layerbench.store.read import collector_paused, load
+from layerbench.store.read import collector_paused, load, load_samples
 from layerbench.store.read import samples as read_samples
 
 
@@ -554,7 +554,7 @@ def compare(
     with boundary(), collector_paused():  # a command that reads, writes and exits: its memory goes at exit
         store_a = Store.open(db, create=False)
         store_b = Store.open(db_b, create=False) if db_b else store_a
-        c = comparison(load(store_a, run_a), load(store_b, run_b))
+        c = comparison(load_samples(store_a, run_a), load_samples(store_b, run_b))  # their samples alone
         if as_json:
             typer.echo(json.dumps(comparison_json(c), indent=2))
             return

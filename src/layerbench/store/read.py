@@ -135,12 +135,28 @@ def _cell_profiles(store: Store, run_id: str) -> dict[str, ProfileRecord]:
     return {cell_of[tid]: p for tid, p in sorted(store.profiles(run_id).items()) if tid in cell_of}
 
 
-def samples(store: Store, run_ref: str) -> tuple[tuple[StoredCell, ...], pd.DataFrame]:
-    """A run's cells and its samples (Store.samples_frame) alone: what an export needs, without the trials,
-    checks and monitor series ``load`` reads too (1 s of a 1M-sample run)."""
+@dataclass(frozen=True)
+class RunSamples:
+    """A run's cells and samples alone (``load_samples``): what an export and a comparison of two runs read."""
+
+    run: RunRow
+    cells: tuple[StoredCell, ...]
+    samples: pd.DataFrame  # as RunData.samples
+
+
+def load_samples(store: Store, run_ref: str) -> RunSamples:
+    """A run's cells and its samples (Store.samples_frame), without the trials, checks and monitor series
+    ``load`` reads too (seconds of a 1M-sample run)."""
     run = store.run(store.resolve_run(run_ref))
     with collector_paused():
-        return _cells(store, run), cache.frame(store, run.id, "samples", lambda: store.samples_frame(run.id))
+        frame = cache.frame(store, run.id, "samples", lambda: store.samples_frame(run.id))
+        return RunSamples(run, _cells(store, run), frame)
+
+
+def samples(store: Store, run_ref: str) -> tuple[tuple[StoredCell, ...], pd.DataFrame]:
+    """``load_samples``' cells and samples."""
+    loaded = load_samples(store, run_ref)
+    return loaded.cells, loaded.samples
 
 
 def _cells(store: Store, run: RunRow) -> tuple[StoredCell, ...]:
