@@ -12,7 +12,7 @@ from layerbench.analysis.latency import merged_percentiles
 from layerbench.analysis.percentiles import STANDARD, merge, percentiles
 from layerbench.store import cache, read
 from layerbench.store.db import CellRow, CheckRecord, MonitorPoint, Store, TrialRecord
-from layerbench.store.read import RunData, load
+from layerbench.store.read import RunData, StoredTrial, load
 from layerbench.workloads import fio
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -31,7 +31,13 @@ def assert_same_run(a: RunData, b: RunData) -> None:
     pd.testing.assert_frame_equal(a.samples, b.samples)
     pd.testing.assert_frame_equal(a.monitor, b.monitor)
     assert (a.cells, a.checks) == (b.cells, b.checks)
-    assert [(t.id, t.status, t.info) for t in a.trials] == [(t.id, t.status, t.info) for t in b.trials]
+
+    def fields(t: StoredTrial) -> tuple[object, ...]:
+        latency = {op: h.get_total_count() for op, h in t.client_latency.items()}
+        return (t.id, t.cell_id, t.repetition, t.status, t.category, t.stderr, t.info, latency)
+
+    assert [fields(t) for t in a.trials] == [fields(t) for t in b.trials]
+    assert any(t.client_latency for t in b.trials)  # the database clients' histograms came through
 
 
 def test_a_real_run_reads_the_same_from_the_cache_as_from_the_database(tmp_path: Path) -> None:
@@ -39,7 +45,7 @@ def test_a_real_run_reads_the_same_from_the_cache_as_from_the_database(tmp_path:
     shutil.copy(REAL_RUN, db)
     store = Store.open(db, create=False)
     uncached = load(store, "latest")  # builds the cache
-    assert cached_parts(db) == ["monitor", "samples"]
+    assert cached_parts(db) == ["checks", "monitor", "samples", "trials"]
     again = load(store, "latest")  # reads it
     assert_same_run(uncached, again)
     assert not again.samples.empty and not again.monitor.empty

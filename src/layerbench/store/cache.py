@@ -5,6 +5,8 @@ each run it keeps, as Arrow IPC files under ``<db>-cache/<run id>/``:
 
 - ``samples``: the samples frame (Store.samples_frame), its text columns as dictionaries;
 - ``monitor``: the monitor frame (Store.monitor_frame);
+- ``trials`` and ``checks``: their rows as the read model builds its objects from them (a trial's last columns
+  sit past its raw output in the database's row: reading them walked 20 kB of fio JSON per trial);
 - ``completions``: fio's completion histograms merged per cell and direction (read.Completion), written the
   first time a run is read with its latency (parsing every trial's raw output is the slow part).
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -64,7 +67,25 @@ def frame(store: Store, run_id: str, part: str, build: Callable[[], pd.DataFrame
     return data
 
 
-def _write(path: Path, data: pd.DataFrame) -> None:
+def rows(store: Store, run_id: str, part: str, build: Callable[[], list[tuple[Any, ...]]]) -> list[tuple[Any, ...]]:
+    """Like ``frame``, for a table read as rows of Python values (ints, floats, texts, None as NULL reads)."""
+    key = fingerprint(store, run_id)
+    if key is None:
+        return build()
+    path = directory(store) / run_id / f"{part}-{key}.arrow"
+    if path.exists():
+        try:
+            table = feather.read_table(path, memory_map=True)
+            return list(zip(*(column.to_pylist() for column in table.columns), strict=True))
+        except (OSError, pa.ArrowException):
+            pass
+    data = build()
+    width = len(data[0]) if data else 0
+    _write(path, pa.table({f"c{i}": [r[i] for r in data] for i in range(width)}))
+    return data
+
+
+def _write(path: Path, data: pd.DataFrame | pa.Table) -> None:
     """Written under a temporary name and renamed, so a reader sees a whole file or none; stale parts of
     the run removed."""
     try:

@@ -289,11 +289,15 @@ class Store:
         return {(r[0], r[1]) for r in rows.fetchall()}
 
     def checks(self, run_id: str) -> list[CheckRow]:
+        return [CheckRow(*r) for r in self.check_rows(run_id)]
+
+    def check_rows(self, run_id: str) -> list[tuple[Any, ...]]:
+        """``checks`` as plain rows (CheckRow's fields)."""
         sql = (
             "SELECT t.id, t.cell_id, t.repetition, k.name, k.status, k.detail FROM checks k"
             " JOIN trials t ON t.id = k.trial_id WHERE t.run_id=?"
         )
-        return [CheckRow(*r) for r in self.conn.execute(sql, (run_id,)).fetchall()]
+        return self.conn.execute(sql, (run_id,)).fetchall()
 
     def raw_outputs(self, run_id: str) -> list[tuple[str, int, str]]:
         """(cell_id, trial_id, the tool's raw output) of every successful trial."""

@@ -115,19 +115,31 @@ def load(store: Store, run_ref: str, latency: bool = False, profiles: bool = Fal
     reads the profiled trials' folded stacks (the report and `advise`)."""
     run = store.run(store.resolve_run(run_ref))
     with collector_paused():
-        infos = store.trial_info_texts(run.id)
+        # Trials' rows through the cache too: reading a trial's last columns walks past its raw output.
+        trial_rows = cache.rows(store, run.id, "trials", lambda: _trial_rows(store, run.id))
+        check_rows = cache.rows(store, run.id, "checks", lambda: store.check_rows(run.id))
         return RunData(
             run=run,
             trials_rule=Trials.model_validate(run.spec.get("trials") or {}),
             cells=_cells(store, run),
-            trials=tuple(_trial(t, infos.get(t.id, "{}")) for t in store.trials(run.id)),
-            checks=tuple(store.checks(run.id)),
+            trials=tuple(_trial(TrialRow(*r[:-1]), r[-1]) for r in trial_rows),
+            checks=tuple(CheckRow(*r) for r in check_rows),
             refused=tuple(store.refused(run.id)),
             samples=cache.frame(store, run.id, "samples", lambda: store.samples_frame(run.id)),
             monitor=cache.frame(store, run.id, "monitor", lambda: store.monitor_frame(run.id)),
             completions=_cached_completions(store, run.id) if latency else None,
             profiles=_cell_profiles(store, run.id) if profiles else {},
         )
+
+
+def _trial_rows(store: Store, run_id: str) -> list[tuple[Any, ...]]:
+    """Store.trials' rows, each with its recorded conditions (JSON) last."""
+    infos = store.trial_info_texts(run_id)
+    return [(*_trial_fields(t), infos.get(t.id, "{}")) for t in store.trials(run_id)]
+
+
+def _trial_fields(t: TrialRow) -> tuple[Any, ...]:
+    return (t.id, t.cell_id, t.repetition, t.status, t.category, t.started_at, t.ended_at, t.stderr)
 
 
 def _cell_profiles(store: Store, run_id: str) -> dict[str, ProfileRecord]:
