@@ -20,6 +20,7 @@ from layerbench.cli.boundary import EXIT_TRIALS_FAILED, UsageError, boundary, er
 from layerbench.cli.progress import TrialProgress
 from layerbench.errors import PrerequisiteError, SpecError
 from layerbench.report import markdown as markdown_report
+from layerbench.report.bigtable import print_table
 from layerbench.report.doctor import DOCTOR_IMAGES, DoctorRow, doctor_rows
 from layerbench.report.export import FORMATS, write_samples
 from layerbench.report.terminal import (
@@ -450,7 +451,7 @@ def _show(
         console.print(f"[bold]run {run.id} · {run.name}: each layer against the one beneath it[/bold]")
         for line in v.finding_lines:
             console.print(f"  {line}", markup=False, highlight=False)
-    console.print(results_table(v.results, title=f"run {run.id} · {run.name} · {_status(run, state_dir)}"))
+    print_table(console, results_table(v.results, title=f"run {run.id} · {run.name} · {_status(run, state_dir)}"))
     for table in scaling_tables(v.scalings):
         console.print(table)
     if v.ratios is not None:  # seed 004's table: layers against native on each filesystem
@@ -560,7 +561,7 @@ def compare(
             return
         for d in c.environment_differences:
             err_console.print(f"[yellow]warning:[/] environments differ: {d}")
-        console.print(comparison_table(c.cells, c.a, c.b))
+        print_table(console, comparison_table(c.cells, c.a, c.b))  # thousands of rows: not through Rich
 
 
 @app.command()
