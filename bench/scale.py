@@ -209,7 +209,9 @@ def main() -> None:
         spec.write_text(text)
         start = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "layerbench.cli", "run", "--dry-run", str(spec)], capture_output=True, check=True,
+            [sys.executable, "-m", "layerbench.cli", "run", "--dry-run", str(spec)],
+            capture_output=True,
+            check=True,
             timeout=600,
         )
         print(f"run --dry-run: {time.perf_counter() - start:.2f} s (CLI start, host probe, expansion, plan)")
