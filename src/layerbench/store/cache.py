@@ -10,15 +10,17 @@ each run it keeps, as Arrow IPC files under ``<db>-cache/<run id>/``:
 - ``completions``: fio's completion histograms merged per cell and direction (read.Completion), written the
   first time a run is read with its latency (parsing every trial's raw output is the slow part).
 
-Each file's name carries the run's fingerprint (store/cache format, schema version, its cells and trials
-counted, its last trial's id): trials are only ever added (a resumed or extended run adds rows, none is
-changed or removed), so a changed fingerprint is a changed run, and its files are rebuilt. A run still
-running is read from the database and never cached (it changes with every trial). A directory that cannot
-be written (a read-only database) means no cache, never an error.
+Each file's name carries the run's fingerprint (store/cache format, schema version, a digest of the code
+that builds the parts, its cells and trials counted, its last trial's id): trials are only ever added (a
+resumed or extended run adds rows, none is changed or removed), so a changed fingerprint is a changed run,
+and its files are rebuilt. A run still running is read from the database and never cached (it changes with
+every trial). A directory that cannot be written (a read-only database) means no cache, never an error.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +34,17 @@ from layerbench.store.db import Store
 from layerbench.store.schema import VERSION
 
 FORMAT = 1  # this module's layout: a change to what the files hold bumps it, and old files are ignored
+# The code that builds the parts: a cache written by other code (a change to a query, a parser) is not read.
+BUILDERS = ("store/db.py", "store/read.py", "store/columns.py", "store/cache.py", "workloads/fio.py")
+
+
+@functools.cache
+def _code_digest() -> str:
+    package = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for name in BUILDERS:
+        digest.update((package / name).read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def directory(store: Store) -> Path:
@@ -45,7 +58,7 @@ def fingerprint(store: Store, run_id: str) -> str | None:
         return None
     cells = store.conn.execute("SELECT count(*) FROM cells WHERE run_id=?", (run_id,)).fetchone()[0]
     trials, last = store.conn.execute("SELECT count(*), max(id) FROM trials WHERE run_id=?", (run_id,)).fetchone()
-    return f"f{FORMAT}-v{VERSION}-{status[1]!r}-c{cells}-t{trials}-{last or 0}"
+    return f"f{FORMAT}-v{VERSION}-{_code_digest()}-{status[1]!r}-c{cells}-t{trials}-{last or 0}"
 
 
 def frame(store: Store, run_id: str, part: str, build: Callable[[], pd.DataFrame]) -> pd.DataFrame:
