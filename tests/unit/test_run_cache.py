@@ -3,6 +3,7 @@ rebuilt when trials are added, never used for a run still running, and no error 
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -133,3 +134,22 @@ def test_a_damaged_file_is_rebuilt(tmp_path: Path) -> None:
     frame = cache.frame(store, run_id, "samples", lambda: store.samples_frame(run_id))
     pd.testing.assert_frame_equal(frame, store.samples_frame(run_id))
     assert path.read_bytes() != b"not arrow"
+
+
+def test_a_histogram_without_bins_reads_back_as_one(tmp_path: Path) -> None:
+    """fio's plain JSON has no bins: the cell still has its row (no percentiles), cached or not."""
+    store, run_id = fio_store(tmp_path / "r.db")
+    plain = json.loads(FIO_OUTPUTS[0].read_text())
+    for job in plain["jobs"]:
+        for direction in ("read", "write", "trim"):
+            job[direction]["clat_ns"].pop("bins", None)
+    (tmp_path / "plain.json").write_text(json.dumps(plain))
+    store.record_trial(run_id, fio_trial("c0", 0, tmp_path / "plain.json"))
+    store.record_trial(run_id, fio_trial("c1", 0, FIO_OUTPUTS[1]))
+    store.finish_run(run_id, "finished")
+    built, cached = read._cached_completions(store, run_id), read._cached_completions(store, run_id)
+    assert [(c.cell_id, len(c.ns)) for c in built] == [("c0", 0), ("c1", len(cached[1].ns))]
+    for a, b in zip(built, cached, strict=True):
+        assert (a.cell_id, a.direction, a.trials, a.bins) == (b.cell_id, b.direction, b.trials, b.bins)
+    table = merged_percentiles(cached)
+    assert table["completions"].tolist()[0] == 0 and len(table) == 2

@@ -264,17 +264,22 @@ def _cached_completions(store: Store, run_id: str) -> tuple[Completion, ...]:
     return completions_of(table)
 
 
+NO_BIN = -1  # the one row of a histogram without bins (fio's plain JSON has none): ns NO_BIN, count 0
+
+
 def completions_frame(completions: tuple[Completion, ...]) -> pd.DataFrame:
     """One row per bin: COMPLETION_COLUMNS; cell and direction as categoricals (millions of rows, few texts)."""
-    sizes = [len(c.ns) for c in completions]
+    sizes = [max(len(c.ns), 1) for c in completions]
+    none = np.array([NO_BIN], dtype=np.int64), np.array([0], dtype=np.int64)
+    bins = [(c.ns, c.counts) if len(c.ns) else none for c in completions]
     empty = np.array([], dtype=np.int64)
     return pd.DataFrame(
         {
             "cell_id": pd.Categorical(np.repeat(np.array([c.cell_id for c in completions], dtype=object), sizes)),
             "direction": pd.Categorical(np.repeat(np.array([c.direction for c in completions], dtype=object), sizes)),
             "trials": np.repeat(np.array([c.trials for c in completions], dtype=np.int64), sizes),
-            "ns": np.concatenate([c.ns for c in completions]) if completions else empty,
-            "count": np.concatenate([c.counts for c in completions]) if completions else empty,
+            "ns": np.concatenate([b[0] for b in bins]) if bins else empty,
+            "count": np.concatenate([b[1] for b in bins]) if bins else empty,
         },
         columns=COMPLETION_COLUMNS,
     )
@@ -294,7 +299,9 @@ def completions_of(table: pd.DataFrame) -> tuple[Completion, ...]:
     direction_names = [str(d) for d in directions.categories]
     ns, counts = table["ns"].to_numpy(np.int64), table["count"].to_numpy(np.int64)
     trials = table["trials"].to_numpy(np.int64)
-    return tuple(
-        Completion(cell_names[cell_codes[a]], direction_names[direction_codes[a]], int(trials[a]), ns[a:b], counts[a:b])
-        for a, b in zip(starts.tolist(), ends, strict=True)
-    )
+    out = []
+    for first, end in zip(starts.tolist(), ends, strict=True):
+        bins = slice(end, end) if ns[first] == NO_BIN else slice(first, end)
+        cell, direction = cell_names[cell_codes[first]], direction_names[direction_codes[first]]
+        out.append(Completion(cell, direction, int(trials[first]), ns[bins], counts[bins]))
+    return tuple(out)
