@@ -34,3 +34,12 @@ def test_small_tables_still_go_to_rich() -> None:
     out = io.StringIO()
     print_table(Console(file=out, width=400, color_system=None), table(3))
     assert [line.rstrip() for line in out.getvalue().splitlines()] == rich_text(table(3))
+
+
+def test_markup_comes_off_as_rich_takes_it_off() -> None:
+    from rich.markup import render
+
+    from layerbench.report.bigtable import _plain
+
+    for text in ["RR [dim]IOPS[/]", "[bold]×1.05[/bold] ±3%", "a [1.2, 3] list", "\\[not a tag]", "[link=x]y[/link]"]:
+        assert _plain(text) == render(text).plain

