@@ -10,10 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from layerbench.analysis.overhead import headline_metric
 from layerbench.analysis.stats import Ratio, cell_values, welch_logs
 from layerbench.analysis.verdicts import judge
-from layerbench.store.read import RunData
+from layerbench.store.read import RunData, RunSamples
 
 # What must match for two runs' numbers to mean the same thing, and why it matters.
 ENVIRONMENT_KEYS = {
@@ -37,20 +39,26 @@ class Comparison:
     note: str = ""  # why there is no interval
 
 
-def compare(a: RunData, b: RunData) -> list[Comparison]:
+def compare(a: RunData | RunSamples, b: RunData | RunSamples) -> list[Comparison]:
     """B relative to A for every cell both runs have."""
     in_b = {c.cell_id for c in b.cells}
+    shared = [(c, headline_metric(c.cell.workload)) for c in a.cells if c.cell_id in in_b]
+    # Each run's values of a metric split by cell once, not once per cell (that was cells x samples).
+    values_a = {m: _cell_values(a, m) for m in {m for _, m in shared}}
+    values_b = {m: _cell_values(b, m) for m in values_a}
     rows = []
-    for c in (c for c in a.cells if c.cell_id in in_b):
-        metric = headline_metric(c.cell.workload)
-        mine = cell_values(a.samples, metric).get(c.cell_id, []) if not a.samples.empty else []
-        theirs = cell_values(b.samples, metric).get(c.cell_id, []) if not b.samples.empty else []
+    for c, metric in shared:
+        mine, theirs = values_a[metric].get(c.cell_id, []), values_b[metric].get(c.cell_id, [])
         rows.append((c, metric, len(mine), len(theirs), welch_logs(theirs, mine)))
     judged = judge([r[-1] for r in rows])
     return [
         Comparison(c.cell_id, c.label, metric, n_a, n_b, j.ratio, j.verdict, j.note)
         for (c, metric, n_a, n_b, _), j in zip(rows, judged, strict=True)
     ]
+
+
+def _cell_values(data: RunData | RunSamples, metric: str) -> dict[str, np.ndarray]:
+    return cell_values(data.samples, metric) if not data.samples.empty else {}
 
 
 def environment_differences(host_a: dict[str, Any], host_b: dict[str, Any]) -> list[str]:

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy import stats
 
 KERNEL_SUFFIX = "_[k]"
 IDLE_COMMS = ("swapper",)  # perf's name for the idle task (pid 0) on every CPU
@@ -394,17 +393,23 @@ def _growths(
 
 def _share_p(base: int, other: int, totals: tuple[int, int]) -> float:
     table = [[base, totals[0] - base], [other, totals[1] - other]]
+    from scipy import stats  # here: scipy.stats takes 0.5-1 s to import, and only profiled runs test
+
     return float(stats.fisher_exact(table).pvalue)
 
 
 def _per_io_p(base: int, other: int, ios: tuple[int, int]) -> float:
     # Under "the same samples per I/O", the other's samples among both are binomial with the
     # other's share of the I/Os as their probability.
+    from scipy import stats
+
     return float(stats.binomtest(other, base + other, ios[1] / (ios[0] + ios[1])).pvalue)
 
 
 def _adjusted(p_values: Sequence[float]) -> list[float]:
     """Benjamini-Hochberg: hundreds of frames are tested at once, so 5% of them would pass by chance."""
+    from scipy import stats
+
     return [float(q) for q in stats.false_discovery_control(np.asarray(p_values), method="bh")]
 
 

@@ -9,35 +9,28 @@ HdrHistograms each trial kept (hdr.py).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 from hdrh.histogram import HdrHistogram
 
 from layerbench import hdr
-from layerbench.analysis.percentiles import STANDARD, merge, percentiles
+from layerbench.analysis.percentiles import STANDARD, sorted_percentiles
 from layerbench.store.read import Completion, StoredTrial
 
 
 def merged_percentiles(completions: Sequence[Completion]) -> pd.DataFrame:
     """One row per (cell_id, direction): n trials, completions counted, and p50…p99.9 in ns."""
-    bins: dict[tuple[str, str], list[Mapping[int, int]]] = defaultdict(list)
-    trials: dict[tuple[str, str], set[int]] = defaultdict(set)
-    for c in completions:
-        bins[(c.cell_id, c.direction)].append(c.bins)
-        trials[(c.cell_id, c.direction)].add(c.trial_id)
-    rows = []
-    for (cell_id, direction), hists in bins.items():
-        merged = merge(hists)
-        rows.append(
-            {
-                "cell_id": cell_id,
-                "direction": direction,
-                "trials": len(trials[(cell_id, direction)]),
-                "completions": sum(merged.values()),
-                **percentiles(merged, STANDARD),
-            }
-        )
+    rows = [
+        {
+            "cell_id": c.cell_id,
+            "direction": c.direction,
+            "trials": c.trials,
+            "completions": int(c.counts.sum()),
+            **sorted_percentiles(c.ns, c.counts, STANDARD),
+        }
+        for c in completions
+    ]
     return pd.DataFrame(rows)
 
 

@@ -37,5 +37,16 @@ def percentiles(hist: Mapping[int, int], points: Iterable[float] = STANDARD) -> 
     return out
 
 
+def sorted_percentiles(values: np.ndarray, counts: np.ndarray, points: Iterable[float] = STANDARD) -> dict[str, float]:
+    """``percentiles`` of a histogram given as its bin values (ascending) and their counts."""
+    cumulative = np.cumsum(counts)
+    if not len(values) or cumulative[-1] == 0:
+        return {}
+    total = cumulative[-1]
+    wanted = np.array([total * p / 100.0 for p in points])
+    index = np.minimum(np.searchsorted(cumulative, wanted, side="left"), len(values) - 1)
+    return {label(p): float(values[i]) for p, i in zip(points, index.tolist(), strict=True)}
+
+
 def label(p: float) -> str:
     return f"p{p:g}"

@@ -108,8 +108,12 @@ def scale_points(
         if c.stack.server is not None:
             # A workload's name is unique in its run: with the stack, it names the group.
             groups.setdefault((group_of(c.stack), c.workload), []).append((c.stack.instances, c))
+    if not groups:
+        return {}  # no database cell: no trial's monitor series to summarize (84,000 of them on a long run)
     ops = cell_values(samples, "ops") if not samples.empty else {}
-    usage = usage_by_trial(monitor, {t.id: t.info for t in trials})
+    members_of = {c.cell_id for members in groups.values() for _, c in members}
+    mine = monitor[monitor["cell_id"].isin(members_of)] if not monitor.empty else monitor
+    usage = usage_by_trial(mine, {t.id: t.info for t in trials if t.cell_id in members_of})
     tails = _merged_p99(samples, trials)
     return {
         key: [_point(n, c, ops, samples, usage, tails, confidence) for n, c in sorted(members, key=lambda m: m[0])]

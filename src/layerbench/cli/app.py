@@ -14,13 +14,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from layerbench import host, nodes
+from layerbench import nodes
 from layerbench.cli import plan as plan_cli
 from layerbench.cli.boundary import EXIT_TRIALS_FAILED, UsageError, boundary, err_console
 from layerbench.cli.progress import TrialProgress
 from layerbench.errors import PrerequisiteError, SpecError
-from layerbench.pipeline import execute, pending, register_cells
 from layerbench.report import markdown as markdown_report
+from layerbench.report.bigtable import print_table
 from layerbench.report.doctor import DOCTOR_IMAGES, DoctorRow, doctor_rows
 from layerbench.report.export import FORMATS, write_samples
 from layerbench.report.terminal import (
@@ -41,13 +41,12 @@ from layerbench.report.terminal import (
     show_json,
 )
 from layerbench.report.view import comparison, view
-from layerbench.session import budget_for, cells_here, check_server_access, check_space, needed_bytes, running
 from layerbench.spec import load as spec_load
 from layerbench.spec import seeds
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Experiment, StackSpec
 from layerbench.store.db import RunRow, Store
-from layerbench.store.read import collector_paused, load
+from layerbench.store.read import collector_paused, load, load_samples
 from layerbench.store.read import samples as read_samples
 
 
@@ -119,8 +118,11 @@ def use_swarm_manager(url: str | None) -> None:
         os.environ[SWARM_ENV] = url if "://" in url else f"unix://{Path(url).resolve()}"
 
 
+# stack/capabilities.py's DEFAULT_CACHE: the commands that read a run import no stack module (0.5 s of their start),
+# so the ones that run import it, and host and session, where they need them.
+CACHE_DEFAULT = Path("/var/cache/layerbench")
 CACHE_OPTION = typer.Option(
-    host.DEFAULT_CACHE,
+    CACHE_DEFAULT,
     "--cache-dir",
     envvar="LAYERBENCH_CACHE_DIR",
     help="Where `make setup` put the database clients' jars (YCSB and its bindings).",
@@ -172,6 +174,8 @@ def run(
     succeeded, 1 when some failed (they are saved with the tool's stderr).
     """
     with boundary():
+        from layerbench.session import cells_here
+
         use_kubeconfig(kubeconfig)
         use_swarm_manager(swarm_manager)
         exp = spec_load.load(spec)
@@ -238,6 +242,8 @@ def _own_argv(
 
 def confirm_formatting(matrix: Matrix, agreed: list[str]) -> None:
     """A block device is formatted only once its owner agreed: on the command line, or at a prompt."""
+    from layerbench import host
+
     named = sorted({str(c.stack.device.path) for c in matrix.cells if c.stack.device.kind == "block"})
     agreed_real = {os.path.realpath(a) for a in agreed}
     for dev in named:
@@ -267,6 +273,10 @@ class Places:
 
 
 def _run(exp: Experiment, matrix: Matrix, db: Path, places: Places, seed: int, node: str | None = None) -> int:
+    from layerbench import host
+    from layerbench.pipeline import register_cells
+    from layerbench.session import check_server_access, check_space, needed_bytes
+
     check_space(places.work_dir, needed_bytes(matrix))
     check_server_access(places.work_dir, matrix)
     store = Store.open(db)
@@ -281,6 +291,9 @@ def _run(exp: Experiment, matrix: Matrix, db: Path, places: Places, seed: int, n
 
 
 def _execute(exp: Experiment, matrix: Matrix, store: Store, run_id: str, places: Places, seed: int) -> int:
+    from layerbench.pipeline import execute, pending
+    from layerbench.session import budget_for, running
+
     budget = budget_for(exp, matrix, store.run(run_id).host)
     with running(store, run_id, places.work_dir, places.state_dir, budget, places.cache_dir) as (ctx, reclaimed):
         for action in reclaimed:
@@ -311,6 +324,10 @@ def resume(
     same cells, so results of unlike conditions are never mixed in one run.
     """
     with boundary():
+        from layerbench import host
+        from layerbench.pipeline import register_cells
+        from layerbench.session import cells_here
+
         use_kubeconfig(kubeconfig)
         use_swarm_manager(swarm_manager)
         store = Store.open(db, create=False)
@@ -357,6 +374,8 @@ def cleanup(
     Running it twice is harmless.
     """
     with boundary():
+        from layerbench import host
+
         actions = host.clean_up(state_dir, dry_run)
         if as_json:
             typer.echo(
@@ -406,7 +425,11 @@ def show(
 
 def _status(run: RunRow, state_dir: Path) -> str:
     """A run recorded as running whose lock is free died without saying so."""
-    if run.status == "running" and not host.run_is_live(state_dir, run.id):
+    if run.status != "running":
+        return run.status
+    from layerbench import host  # here: the stack's modules are half a second of every other `show`
+
+    if not host.run_is_live(state_dir, run.id):
         return f"interrupted: continue with `layerbench resume {run.id}`"
     return run.status
 
@@ -428,7 +451,7 @@ def _show(
         console.print(f"[bold]run {run.id} · {run.name}: each layer against the one beneath it[/bold]")
         for line in v.finding_lines:
             console.print(f"  {line}", markup=False, highlight=False)
-    console.print(results_table(v.results, title=f"run {run.id} · {run.name} · {_status(run, state_dir)}"))
+    print_table(console, results_table(v.results, title=f"run {run.id} · {run.name} · {_status(run, state_dir)}"))
     for table in scaling_tables(v.scalings):
         console.print(table)
     if v.ratios is not None:  # seed 004's table: layers against native on each filesystem
@@ -532,13 +555,13 @@ def compare(
     with boundary(), collector_paused():  # a command that reads, writes and exits: its memory goes at exit
         store_a = Store.open(db, create=False)
         store_b = Store.open(db_b, create=False) if db_b else store_a
-        c = comparison(load(store_a, run_a), load(store_b, run_b))
+        c = comparison(load_samples(store_a, run_a), load_samples(store_b, run_b))  # their samples alone
         if as_json:
             typer.echo(json.dumps(comparison_json(c), indent=2))
             return
         for d in c.environment_differences:
             err_console.print(f"[yellow]warning:[/] environments differ: {d}")
-        console.print(comparison_table(c.cells, c.a, c.b))
+        print_table(console, comparison_table(c.cells, c.a, c.b))  # thousands of rows: not through Rich
 
 
 @app.command()
@@ -611,6 +634,8 @@ def doctor(
     filesystem beneath it.
     """
     with boundary():
+        from layerbench import host
+
         use_kubeconfig(kubeconfig)
         use_swarm_manager(swarm_manager)
         caps = host.caps(cache_dir, guests=True, profiler=True, images=DOCTOR_IMAGES)

@@ -16,8 +16,22 @@ FORMATS = ("csv", "json", "parquet")
 
 
 def samples_with_config(frame: pd.DataFrame, cells: Sequence[StoredCell]) -> pd.DataFrame:
-    """``frame`` from Store.samples_frame; config columns such as ``stack.filesystem.type``, ``workload.bs``."""
-    return frame.merge(cell_config(cells), on="cell_id", how="left")
+    """``frame`` from Store.samples_frame; config columns such as ``stack.filesystem.type``, ``workload.bs``.
+
+    What ``frame.merge(config, on="cell_id", how="left")`` gives, by taking each sample's cell's row (its
+    cell_id is a categorical: one lookup per cell, not a join of a million keys: 2.5 s of a 1M-sample export)."""
+    config = cell_config(cells)
+    keys = frame["cell_id"]
+    at = (
+        pd.Index(config["cell_id"]).get_indexer(keys.cat.categories)
+        if isinstance(keys.dtype, pd.CategoricalDtype)
+        else None
+    )
+    if at is None or (at < 0).any() or frame.empty:  # not a samples frame's codes, or a cell without configuration
+        return frame.merge(config, on="cell_id", how="left")
+    extra = config.drop(columns="cell_id").take(at[keys.cat.codes.to_numpy()]).reset_index(drop=True)
+    keyed = frame.assign(cell_id=keys.astype(config["cell_id"].dtype))
+    return pd.concat([keyed.reset_index(drop=True), extra], axis=1)
 
 
 def cell_config(cells: Sequence[StoredCell]) -> pd.DataFrame:

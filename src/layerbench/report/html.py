@@ -76,8 +76,9 @@ def render(v: RunView, out_dir: Path, workloads: int | None = FIGURE_WORKLOADS) 
     every = list(dict.fromkeys(r.workload for r in v.results))
     shown = set(every[:workloads] if workloads is not None else every)
     figs = []
+    inputs = _inputs(v, shown)  # once: each filters the run's million samples
     for name, draw, source, caption in FIGURES:
-        fig = draw(*_inputs(v, shown)[source])
+        fig = draw(*inputs[source])
         if fig is None:
             continue
         svg = io.StringIO()

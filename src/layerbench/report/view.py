@@ -24,7 +24,7 @@ from layerbench.analysis.remote import AddedLatency
 from layerbench.analysis.scaling import Scaling
 from layerbench.analysis.surface import iozone_points
 from layerbench.store.db import CheckRow
-from layerbench.store.read import RunData
+from layerbench.store.read import RunData, RunSamples
 
 
 @dataclass(frozen=True)
@@ -98,5 +98,5 @@ class RunComparison:
     environment_differences: list[str]  # what makes their numbers mean different things
 
 
-def comparison(a: RunData, b: RunData) -> RunComparison:
+def comparison(a: RunData | RunSamples, b: RunData | RunSamples) -> RunComparison:
     return RunComparison(a.run.id, b.run.id, compare(a, b), environment_differences(a.run.host, b.run.host))

@@ -289,11 +289,15 @@ class Store:
         return {(r[0], r[1]) for r in rows.fetchall()}
 
     def checks(self, run_id: str) -> list[CheckRow]:
+        return [CheckRow(*r) for r in self.check_rows(run_id)]
+
+    def check_rows(self, run_id: str) -> list[tuple[Any, ...]]:
+        """``checks`` as plain rows (CheckRow's fields)."""
         sql = (
             "SELECT t.id, t.cell_id, t.repetition, k.name, k.status, k.detail FROM checks k"
             " JOIN trials t ON t.id = k.trial_id WHERE t.run_id=?"
         )
-        return [CheckRow(*r) for r in self.conn.execute(sql, (run_id,)).fetchall()]
+        return self.conn.execute(sql, (run_id,)).fetchall()
 
     def raw_outputs(self, run_id: str) -> list[tuple[str, int, str]]:
         """(cell_id, trial_id, the tool's raw output) of every successful trial."""
@@ -314,6 +318,11 @@ class Store:
         """What each trial recorded of its conditions (target, devices, servers, limits)."""
         rows = self.conn.execute("SELECT id, info_json FROM trials WHERE run_id=?", (run_id,)).fetchall()
         return {int(r[0]): json.loads(r[1]) for r in rows}
+
+    def trial_info_texts(self, run_id: str) -> dict[int, str]:
+        """``trial_infos`` as stored (JSON), for a reader that decodes only what it reads."""
+        rows = self.conn.execute("SELECT id, info_json FROM trials WHERE run_id=?", (run_id,)).fetchall()
+        return {int(r[0]): r[1] for r in rows}
 
     def profiles(self, run_id: str) -> dict[int, ProfileRecord]:
         """Every profiled trial's profile, by trial id (read only by explanations: they are large)."""

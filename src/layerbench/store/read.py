@@ -8,11 +8,14 @@ workload's point is a field of its cell rather than a suffix of its name.
 from __future__ import annotations
 
 import gc
+import json
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from hdrh.histogram import HdrHistogram
 from pydantic import TypeAdapter, ValidationError
@@ -21,6 +24,7 @@ from layerbench import hdr
 from layerbench.errors import SpecError, StoreError
 from layerbench.spec.matrix import SweepPoint, SweepPoints, sweep_point, sweep_points
 from layerbench.spec.models import STORED_CONTEXT, Cell, StackSpec, Trials, Workload
+from layerbench.store import cache
 from layerbench.store.db import CellRow, CheckRow, ProfileRecord, RefusedRow, RunRow, Store, TrialRow
 from layerbench.workloads import fio
 
@@ -56,18 +60,33 @@ class StoredTrial:
     status: str  # "ok" | "failed"
     category: str | None
     stderr: str
-    info: dict[str, Any]  # what the trial recorded of its conditions (target, devices, endpoints, limits)
+    # What the trial recorded of its conditions (target, devices, endpoints, limits): read it as ``info``. The
+    # store's JSON is decoded when first asked for: few analyses read it, and 84,000 trials took a second.
+    recorded: dict[str, Any] | str
     client_latency: dict[str, HdrHistogram]  # database clients: operation → all instances' histogram
 
+    @property
+    def info(self) -> dict[str, Any]:
+        if isinstance(self.recorded, str):
+            object.__setattr__(self, "recorded", json.loads(self.recorded))
+        assert isinstance(self.recorded, dict)
+        return self.recorded
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, eq=False)
 class Completion:
-    """One fio job's completion-latency histogram (ns → count) in one successful trial."""
+    """fio's completion-latency histogram of one cell and direction, merged over its jobs and successful
+    trials: each latency in ns (ascending) and how many I/Os completed in it."""
 
     cell_id: str
-    trial_id: int
     direction: str
-    bins: Mapping[int, int]
+    trials: int  # how many trials' histograms were merged
+    ns: np.ndarray  # int64, ascending
+    counts: np.ndarray  # int64, one per ``ns``
+
+    @property
+    def bins(self) -> Mapping[int, int]:
+        return dict(zip(self.ns.tolist(), self.counts.tolist(), strict=True))
 
 
 @dataclass(frozen=True)
@@ -96,19 +115,31 @@ def load(store: Store, run_ref: str, latency: bool = False, profiles: bool = Fal
     reads the profiled trials' folded stacks (the report and `advise`)."""
     run = store.run(store.resolve_run(run_ref))
     with collector_paused():
-        infos = store.trial_infos(run.id)
+        # Trials' rows through the cache too: reading a trial's last columns walks past its raw output.
+        trial_rows = cache.rows(store, run.id, "trials", lambda: _trial_rows(store, run.id))
+        check_rows = cache.rows(store, run.id, "checks", lambda: store.check_rows(run.id))
         return RunData(
             run=run,
             trials_rule=Trials.model_validate(run.spec.get("trials") or {}),
             cells=_cells(store, run),
-            trials=tuple(_trial(t, infos.get(t.id, {})) for t in store.trials(run.id)),
-            checks=tuple(store.checks(run.id)),
+            trials=tuple(_trial(TrialRow(*r[:-1]), r[-1]) for r in trial_rows),
+            checks=tuple(CheckRow(*r) for r in check_rows),
             refused=tuple(store.refused(run.id)),
-            samples=store.samples_frame(run.id),
-            monitor=store.monitor_frame(run.id),
-            completions=_completions(store.raw_outputs(run.id)) if latency else None,
+            samples=cache.frame(store, run.id, "samples", lambda: store.samples_frame(run.id)),
+            monitor=cache.frame(store, run.id, "monitor", lambda: store.monitor_frame(run.id)),
+            completions=_cached_completions(store, run.id) if latency else None,
             profiles=_cell_profiles(store, run.id) if profiles else {},
         )
+
+
+def _trial_rows(store: Store, run_id: str) -> list[tuple[Any, ...]]:
+    """Store.trials' rows, each with its recorded conditions (JSON) last."""
+    infos = store.trial_info_texts(run_id)
+    return [(*_trial_fields(t), infos.get(t.id, "{}")) for t in store.trials(run_id)]
+
+
+def _trial_fields(t: TrialRow) -> tuple[Any, ...]:
+    return (t.id, t.cell_id, t.repetition, t.status, t.category, t.started_at, t.ended_at, t.stderr)
 
 
 def _cell_profiles(store: Store, run_id: str) -> dict[str, ProfileRecord]:
@@ -116,12 +147,28 @@ def _cell_profiles(store: Store, run_id: str) -> dict[str, ProfileRecord]:
     return {cell_of[tid]: p for tid, p in sorted(store.profiles(run_id).items()) if tid in cell_of}
 
 
-def samples(store: Store, run_ref: str) -> tuple[tuple[StoredCell, ...], pd.DataFrame]:
-    """A run's cells and its samples (Store.samples_frame) alone: what an export needs, without the trials,
-    checks and monitor series ``load`` reads too (1 s of a 1M-sample run)."""
+@dataclass(frozen=True)
+class RunSamples:
+    """A run's cells and samples alone (``load_samples``): what an export and a comparison of two runs read."""
+
+    run: RunRow
+    cells: tuple[StoredCell, ...]
+    samples: pd.DataFrame  # as RunData.samples
+
+
+def load_samples(store: Store, run_ref: str) -> RunSamples:
+    """A run's cells and its samples (Store.samples_frame), without the trials, checks and monitor series
+    ``load`` reads too (seconds of a 1M-sample run)."""
     run = store.run(store.resolve_run(run_ref))
     with collector_paused():
-        return _cells(store, run), store.samples_frame(run.id)
+        frame = cache.frame(store, run.id, "samples", lambda: store.samples_frame(run.id))
+        return RunSamples(run, _cells(store, run), frame)
+
+
+def samples(store: Store, run_ref: str) -> tuple[tuple[StoredCell, ...], pd.DataFrame]:
+    """``load_samples``' cells and samples."""
+    loaded = load_samples(store, run_ref)
+    return loaded.cells, loaded.samples
 
 
 def _cells(store: Store, run: RunRow) -> tuple[StoredCell, ...]:
@@ -174,19 +221,87 @@ def _cell(row: CellRow, points: SweepPoints, run_id: str) -> StoredCell:
     )
 
 
-def _trial(t: TrialRow, info: dict[str, Any]) -> StoredTrial:
-    encoded = (info.get("latency_hdr") or {}) if t.status == "ok" else {}
-    latency = {op: hdr.decode(text) for op, text in encoded.items()}
-    return StoredTrial(t.id, t.cell_id, t.repetition, t.status, t.category, t.stderr, info, latency)
+def _trial(t: TrialRow, info: str) -> StoredTrial:
+    """``info``: the trial's recorded conditions as stored (JSON), decoded here only for a database client's
+    histograms (a key no file workload's info has)."""
+    recorded: dict[str, Any] | str = info
+    latency: dict[str, HdrHistogram] = {}
+    if t.status == "ok" and '"latency_hdr"' in info:
+        recorded = json.loads(info)
+        latency = {op: hdr.decode(text) for op, text in (recorded.get("latency_hdr") or {}).items()}
+    return StoredTrial(t.id, t.cell_id, t.repetition, t.status, t.category, t.stderr, recorded, latency)
 
 
 def _completions(raw_outputs: list[tuple[str, int, str]]) -> tuple[Completion, ...]:
-    out = []
+    """fio's histograms out of every successful trial's raw output, merged per cell and direction."""
+    merged: dict[tuple[str, str], Counter[int]] = {}
+    trials: dict[tuple[str, str], set[int]] = {}
     for cell_id, trial_id, raw in raw_outputs:
         try:
             result = fio.parse(raw)
         except fio.FioParseError:
             continue  # not fio's output (another tool's trial): no histogram
         for job in result.jobs:
-            out += [Completion(cell_id, trial_id, d, data.clat_bins) for d, data in job.directions.items()]
+            for direction, data in job.directions.items():
+                merged.setdefault((cell_id, direction), Counter()).update(data.clat_bins)
+                trials.setdefault((cell_id, direction), set()).add(trial_id)
+    out = []
+    for (cell_id, direction), bins in merged.items():
+        ns = np.array(sorted(bins), dtype=np.int64)
+        counts = np.array([bins[int(v)] for v in ns], dtype=np.int64)
+        out.append(Completion(cell_id, direction, len(trials[(cell_id, direction)]), ns, counts))
+    return tuple(out)
+
+
+COMPLETION_COLUMNS = ["cell_id", "direction", "trials", "ns", "count"]
+
+
+def _cached_completions(store: Store, run_id: str) -> tuple[Completion, ...]:
+    """``_completions`` through the run's cache (store/cache.py), as one row per bin."""
+    table = cache.frame(
+        store, run_id, "completions", lambda: completions_frame(_completions(store.raw_outputs(run_id)))
+    )
+    return completions_of(table)
+
+
+NO_BIN = -1  # the one row of a histogram without bins (fio's plain JSON has none): ns NO_BIN, count 0
+
+
+def completions_frame(completions: tuple[Completion, ...]) -> pd.DataFrame:
+    """One row per bin: COMPLETION_COLUMNS; cell and direction as categoricals (millions of rows, few texts)."""
+    sizes = [max(len(c.ns), 1) for c in completions]
+    none = np.array([NO_BIN], dtype=np.int64), np.array([0], dtype=np.int64)
+    bins = [(c.ns, c.counts) if len(c.ns) else none for c in completions]
+    empty = np.array([], dtype=np.int64)
+    return pd.DataFrame(
+        {
+            "cell_id": pd.Categorical(np.repeat(np.array([c.cell_id for c in completions], dtype=object), sizes)),
+            "direction": pd.Categorical(np.repeat(np.array([c.direction for c in completions], dtype=object), sizes)),
+            "trials": np.repeat(np.array([c.trials for c in completions], dtype=np.int64), sizes),
+            "ns": np.concatenate([b[0] for b in bins]) if bins else empty,
+            "count": np.concatenate([b[1] for b in bins]) if bins else empty,
+        },
+        columns=COMPLETION_COLUMNS,
+    )
+
+
+def completions_of(table: pd.DataFrame) -> tuple[Completion, ...]:
+    """``completions_frame`` read back: a histogram's rows are contiguous, in order."""
+    if table.empty:
+        return ()
+    cells, directions = pd.Categorical(table["cell_id"]), pd.Categorical(table["direction"])
+    cell_codes, direction_codes = cells.codes, directions.codes
+    change = np.ones(len(table), dtype=bool)
+    change[1:] = (cell_codes[1:] != cell_codes[:-1]) | (direction_codes[1:] != direction_codes[:-1])
+    starts = np.flatnonzero(change)
+    ends = [*starts[1:].tolist(), len(table)]
+    cell_names = [str(c) for c in cells.categories]
+    direction_names = [str(d) for d in directions.categories]
+    ns, counts = table["ns"].to_numpy(np.int64), table["count"].to_numpy(np.int64)
+    trials = table["trials"].to_numpy(np.int64)
+    out = []
+    for first, end in zip(starts.tolist(), ends, strict=True):
+        bins = slice(end, end) if ns[first] == NO_BIN else slice(first, end)
+        cell, direction = cell_names[cell_codes[first]], direction_names[direction_codes[first]]
+        out.append(Completion(cell, direction, int(trials[first]), ns[bins], counts[bins]))
     return tuple(out)
