@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
+
 from layerbench.analysis.overhead import headline_metric
-from layerbench.analysis.stats import Ratio, cell_values, welch_logs
+from layerbench.analysis.stats import NAN, LogRatio, Ratio, cell_values, welch_logs
 from layerbench.analysis.verdicts import judge
 from layerbench.store.read import RunData
 
@@ -37,20 +39,39 @@ class Comparison:
     note: str = ""  # why there is no interval
 
 
-def compare(a: RunData, b: RunData) -> list[Comparison]:
-    """B relative to A for every cell both runs have."""
+def compare(a: RunData, b: RunData, metric: str | None = None) -> list[Comparison]:
+    """B relative to A for every cell both runs have, on each cell's headline metric or on ``metric`` (then
+    only the cells that report it, in one job and one direction: a latency summed over several means
+    nothing)."""
     in_b = {c.cell_id for c in b.cells}
     rows = []
     for c in (c for c in a.cells if c.cell_id in in_b):
-        metric = headline_metric(c.cell.workload)
-        mine = cell_values(a.samples, metric).get(c.cell_id, []) if not a.samples.empty else []
-        theirs = cell_values(b.samples, metric).get(c.cell_id, []) if not b.samples.empty else []
-        rows.append((c, metric, len(mine), len(theirs), welch_logs(theirs, mine)))
+        name = metric or headline_metric(c.cell.workload)
+        if metric is not None and not _reports(a.samples, c.cell_id, metric):
+            continue
+        mine = cell_values(a.samples, name).get(c.cell_id, []) if not a.samples.empty else []
+        theirs = cell_values(b.samples, name).get(c.cell_id, []) if not b.samples.empty else []
+        compared = welch_logs(theirs, mine)
+        if metric is not None and max(_streams(a.samples, c.cell_id, name), _streams(b.samples, c.cell_id, name)) > 1:
+            compared = LogRatio(0, NAN, NAN, NAN, f"{name} of several jobs or directions: not summed")
+        rows.append((c, name, len(mine), len(theirs), compared))
     judged = judge([r[-1] for r in rows])
     return [
         Comparison(c.cell_id, c.label, metric, n_a, n_b, j.ratio, j.verdict, j.note)
         for (c, metric, n_a, n_b, _), j in zip(rows, judged, strict=True)
     ]
+
+
+def _reports(samples: pd.DataFrame, cell_id: str, metric: str) -> bool:
+    return not samples.empty and bool(((samples["cell_id"] == cell_id) & (samples["metric"] == metric)).any())
+
+
+def _streams(samples: pd.DataFrame, cell_id: str, metric: str) -> int:
+    """How many (job, direction) report ``metric`` in a cell's trials."""
+    if samples.empty:
+        return 0
+    rows = samples[(samples["cell_id"] == cell_id) & (samples["metric"] == metric)]
+    return len(rows[["job", "direction"]].drop_duplicates())
 
 
 def environment_differences(host_a: dict[str, Any], host_b: dict[str, Any]) -> list[str]:
