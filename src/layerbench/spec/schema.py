@@ -14,8 +14,18 @@ import json
 from typing import Any, get_args
 
 from layerbench.spec.databases import Profile, ServerKind, Tuning
-from layerbench.spec.models import DRIVERS, EngineKind, Experiment, FsType, PlacementKind, StackEntry, StackSpec
+from layerbench.spec.models import (
+    DRIVERS,
+    WORKLOAD_KINDS,
+    EngineKind,
+    Experiment,
+    FsType,
+    PlacementKind,
+    StackEntry,
+    StackSpec,
+)
 
+DEFAULT_WORKLOAD = WORKLOAD_KINDS[0]  # what models._workload_kind takes a workload without a kind for
 DOCS_PATH = "docs/reference/spec.schema.json"  # where the repository keeps it (relative to the repository's root)
 
 
@@ -60,6 +70,10 @@ def spec_schema() -> dict[str, Any]:
     for field, values in (("profile", Profile), ("tuning", Tuning)):
         entry["properties"][field] = _one_or_list({"type": "string", "enum": list(get_args(values))})
     defs["StackEntry"] = entry
+    for ref in schema["properties"]["workloads"]["items"]["oneOf"]:
+        workload = defs[ref["$ref"].rsplit("/", 1)[1]]
+        if workload["properties"]["kind"].get("const") != DEFAULT_WORKLOAD:  # a workload without a kind is fio's
+            workload["required"] = sorted({*workload.get("required", []), "kind"})
     schema["properties"]["stacks"]["items"] = {"$ref": "#/$defs/StackEntry"}
     schema["$defs"] = dict(sorted(defs.items()))
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
