@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from layerbench.analysis.overhead import headline_metric
@@ -44,15 +45,17 @@ def compare(a: RunData, b: RunData, metric: str | None = None) -> list[Compariso
     only the cells that report it, in one job and one direction: a latency summed over several means
     nothing)."""
     in_b = {c.cell_id for c in b.cells}
+    streams_a, streams_b = (_streams(r.samples, metric) for r in (a, b)) if metric else ({}, {})
     rows = []
+    memo: dict[tuple[int, str], dict[str, np.ndarray]] = {}
     for c in (c for c in a.cells if c.cell_id in in_b):
-        name = metric or headline_metric(c.cell.workload)
-        if metric is not None and not _reports(a.samples, c.cell_id, metric):
+        if metric is not None and c.cell_id not in streams_a:
             continue
-        mine = cell_values(a.samples, name).get(c.cell_id, []) if not a.samples.empty else []
-        theirs = cell_values(b.samples, name).get(c.cell_id, []) if not b.samples.empty else []
+        name = metric or headline_metric(c.cell.workload)
+        mine = _values(a, name, memo).get(c.cell_id, [])
+        theirs = _values(b, name, memo).get(c.cell_id, [])
         compared = welch_logs(theirs, mine)
-        if metric is not None and max(_streams(a.samples, c.cell_id, name), _streams(b.samples, c.cell_id, name)) > 1:
+        if max(streams_a.get(c.cell_id, 0), streams_b.get(c.cell_id, 0)) > 1:
             compared = LogRatio(0, NAN, NAN, NAN, f"{name} of several jobs or directions: not summed")
         rows.append((c, name, len(mine), len(theirs), compared))
     judged = judge([r[-1] for r in rows])
@@ -62,16 +65,20 @@ def compare(a: RunData, b: RunData, metric: str | None = None) -> list[Compariso
     ]
 
 
-def _reports(samples: pd.DataFrame, cell_id: str, metric: str) -> bool:
-    return not samples.empty and bool(((samples["cell_id"] == cell_id) & (samples["metric"] == metric)).any())
+def _values(run: RunData, metric: str, memo: dict[tuple[int, str], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Per cell, its trials' values of ``metric``: computed once per run and metric, not once per cell."""
+    key = (id(run), metric)
+    if key not in memo:
+        memo[key] = cell_values(run.samples, metric) if not run.samples.empty else {}
+    return memo[key]
 
 
-def _streams(samples: pd.DataFrame, cell_id: str, metric: str) -> int:
-    """How many (job, direction) report ``metric`` in a cell's trials."""
+def _streams(samples: pd.DataFrame, metric: str) -> dict[str, int]:
+    """Per cell reporting ``metric``: how many (job, direction) report it."""
     if samples.empty:
-        return 0
-    rows = samples[(samples["cell_id"] == cell_id) & (samples["metric"] == metric)]
-    return len(rows[["job", "direction"]].drop_duplicates())
+        return {}
+    rows = samples.loc[samples["metric"] == metric, ["cell_id", "job", "direction"]].drop_duplicates()
+    return {str(k): int(v) for k, v in rows["cell_id"].value_counts().items() if v}  # a category may count 0
 
 
 def environment_differences(host_a: dict[str, Any], host_b: dict[str, Any]) -> list[str]:
