@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +23,14 @@ def argv(args: list[str], dirs: dict[str, Path]) -> list[str]:
 TEARDOWN_S = 90.0
 
 
-def run(args: list[str], dirs: dict[str, Path], timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def run(
+    args: list[str], dirs: dict[str, Path], timeout: float = 600, prefix: Sequence[str] = ()
+) -> subprocess.CompletedProcess[str]:
     """Run layerbench to its end. Interrupted (a test's deadline, the tier's SIGTERM), it is asked to stop
     as a user's Ctrl-C asks, so it tears down its stack, instead of subprocess.run's SIGKILL, which would
-    leave its mounts and daemons to the next test."""
-    proc = start(args, dirs)
+    leave its mounts and daemons to the next test. ``prefix``: a command that execs the rest (it must keep
+    the PID, so that the interrupt reaches layerbench)."""
+    proc = start(args, dirs, prefix)
     try:
         out, err = proc.communicate(timeout=timeout)
     except BaseException:
@@ -40,8 +44,9 @@ def run(args: list[str], dirs: dict[str, Path], timeout: float = 600) -> subproc
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def start(args: list[str], dirs: dict[str, Path]) -> subprocess.Popen[str]:
-    return subprocess.Popen(argv(args, dirs), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def start(args: list[str], dirs: dict[str, Path], prefix: Sequence[str] = ()) -> subprocess.Popen[str]:
+    command = [*prefix, *argv(args, dirs)]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def refused(spec: dict[str, Any]) -> str | None:

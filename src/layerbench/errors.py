@@ -52,6 +52,6 @@ class TeardownError(LayerbenchError):
 
 
 class StoreError(LayerbenchError):
-    """The results database is missing, locked, or of an unknown schema."""
+    """The results database (or a baseline, store/baseline.py) is missing, locked, or of an unknown schema."""
 
     exit_code = 6

@@ -5,7 +5,7 @@ from typer.testing import CliRunner
 from layerbench.cli.app import app
 
 COMMANDS = ["run", "resume", "cleanup", "show", "report", "compare", "export", "presets", "doctor"]
-COMMANDS += ["plan", "plan-check"]
+COMMANDS += ["plan", "plan-check", "check", "baseline", "schema"]
 
 
 def test_every_command_has_help_that_teaches() -> None:

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from layerbench.analysis.overhead import headline_metric
-from layerbench.analysis.stats import Ratio, cell_values, welch_logs
+from layerbench.analysis.stats import NAN, LogRatio, Ratio, cell_values, welch_logs
 from layerbench.analysis.verdicts import judge
 from layerbench.store.read import RunData, RunSamples
 
@@ -39,17 +40,24 @@ class Comparison:
     note: str = ""  # why there is no interval
 
 
-def compare(a: RunData | RunSamples, b: RunData | RunSamples) -> list[Comparison]:
-    """B relative to A for every cell both runs have."""
+def compare(a: RunData | RunSamples, b: RunData | RunSamples, metric: str | None = None) -> list[Comparison]:
+    """B relative to A for every cell both runs have, on each cell's headline metric or on ``metric`` (then
+    only the cells that report it, in one job and one direction: a latency summed over several means
+    nothing)."""
     in_b = {c.cell_id for c in b.cells}
-    shared = [(c, headline_metric(c.cell.workload)) for c in a.cells if c.cell_id in in_b]
-    # Each run's values of a metric split by cell once, not once per cell (that was cells x samples).
-    values_a = {m: _cell_values(a, m) for m in {m for _, m in shared}}
-    values_b = {m: _cell_values(b, m) for m in values_a}
+    streams_a, streams_b = (_streams(r.samples, metric) for r in (a, b)) if metric else ({}, {})
     rows = []
-    for c, metric in shared:
-        mine, theirs = values_a[metric].get(c.cell_id, []), values_b[metric].get(c.cell_id, [])
-        rows.append((c, metric, len(mine), len(theirs), welch_logs(theirs, mine)))
+    memo: dict[tuple[int, str], dict[str, np.ndarray]] = {}
+    for c in (c for c in a.cells if c.cell_id in in_b):
+        if metric is not None and c.cell_id not in streams_a:
+            continue
+        name = metric or headline_metric(c.cell.workload)
+        mine = _values(a, name, memo).get(c.cell_id, [])
+        theirs = _values(b, name, memo).get(c.cell_id, [])
+        compared = welch_logs(theirs, mine)
+        if max(streams_a.get(c.cell_id, 0), streams_b.get(c.cell_id, 0)) > 1:
+            compared = LogRatio(0, NAN, NAN, NAN, f"{name} of several jobs or directions: not summed")
+        rows.append((c, name, len(mine), len(theirs), compared))
     judged = judge([r[-1] for r in rows])
     return [
         Comparison(c.cell_id, c.label, metric, n_a, n_b, j.ratio, j.verdict, j.note)
@@ -57,8 +65,22 @@ def compare(a: RunData | RunSamples, b: RunData | RunSamples) -> list[Comparison
     ]
 
 
-def _cell_values(data: RunData | RunSamples, metric: str) -> dict[str, np.ndarray]:
-    return cell_values(data.samples, metric) if not data.samples.empty else {}
+def _values(
+    run: RunData | RunSamples, metric: str, memo: dict[tuple[int, str], dict[str, np.ndarray]]
+) -> dict[str, np.ndarray]:
+    """Per cell, its trials' values of ``metric``: computed once per run and metric, not once per cell."""
+    key = (id(run), metric)
+    if key not in memo:
+        memo[key] = cell_values(run.samples, metric) if not run.samples.empty else {}
+    return memo[key]
+
+
+def _streams(samples: pd.DataFrame, metric: str) -> dict[str, int]:
+    """Per cell reporting ``metric``: how many (job, direction) report it."""
+    if samples.empty:
+        return {}
+    rows = samples.loc[samples["metric"] == metric, ["cell_id", "job", "direction"]].drop_duplicates()
+    return {str(k): int(v) for k, v in rows["cell_id"].value_counts().items() if v}  # a category may count 0
 
 
 def environment_differences(host_a: dict[str, Any], host_b: dict[str, Any]) -> list[str]:

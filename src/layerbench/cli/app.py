@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from layerbench import nodes
+from layerbench.cli import gates as gates_cli
 from layerbench.cli import plan as plan_cli
 from layerbench.cli.boundary import EXIT_TRIALS_FAILED, UsageError, boundary, err_console
 from layerbench.cli.progress import TrialProgress
@@ -27,8 +28,6 @@ from layerbench.report.terminal import (
     advice_json,
     advice_lines,
     client_latency_table,
-    comparison_json,
-    comparison_table,
     flag_lines,
     flags_table,
     latency_table,
@@ -40,13 +39,14 @@ from layerbench.report.terminal import (
     scaling_tables,
     show_json,
 )
-from layerbench.report.view import comparison, view
+from layerbench.report.view import view
 from layerbench.spec import load as spec_load
+from layerbench.spec import schema as spec_schema
 from layerbench.spec import seeds
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Experiment, StackSpec
 from layerbench.store.db import RunRow, Store
-from layerbench.store.read import collector_paused, load, load_samples
+from layerbench.store.read import collector_paused, load
 from layerbench.store.read import samples as read_samples
 
 
@@ -539,32 +539,6 @@ def figure_workloads(text: str) -> int | None:
 
 
 @app.command()
-def compare(
-    run_a: str = typer.Argument(..., metavar="RUN_A", help="The reference run."),
-    run_b: str = typer.Argument(..., metavar="RUN_B", help="The run compared with it (B / A)."),
-    db: Path = DB_OPTION,
-    db_b: Path = typer.Option(None, "--db-b", help="RUN_B's database, when it is another file (another host)."),
-    as_json: bool = JSON_OPTION,
-) -> None:
-    """The same cells across two runs: the ratio B/A with its 95% CI and whether it is significant.
-
-    Cells are matched by their full configuration. Differences between the two
-    hosts' environments that change what a number means (kernel, CPU, memory,
-    fio binary, tool versions) are printed as warnings first.
-    """
-    with boundary(), collector_paused():  # a command that reads, writes and exits: its memory goes at exit
-        store_a = Store.open(db, create=False)
-        store_b = Store.open(db_b, create=False) if db_b else store_a
-        c = comparison(load_samples(store_a, run_a), load_samples(store_b, run_b))  # their samples alone
-        if as_json:
-            typer.echo(json.dumps(comparison_json(c), indent=2))
-            return
-        for d in c.environment_differences:
-            err_console.print(f"[yellow]warning:[/] environments differ: {d}")
-        print_table(console, comparison_table(c.cells, c.a, c.b))  # thousands of rows: not through Rich
-
-
-@app.command()
 def export(
     run_ref: str = typer.Argument("latest", metavar="RUN", help="A run id, a unique prefix of one, or 'latest'."),
     db: Path = DB_OPTION,
@@ -584,7 +558,8 @@ def export(
 
 @app.command()
 def presets(
-    name: str = typer.Option(
+    name: str = typer.Argument(None, metavar="[NAME]", help="Print this preset's YAML, as --show NAME does."),
+    show: str = typer.Option(
         None,
         "--show",
         metavar="NAME",
@@ -592,10 +567,13 @@ def presets(
     ),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """List the built-in experiments grouped by the paper (seed) each reproduces, or print one as YAML."""
+    """List the built-in experiments grouped by the paper (seed) each reproduces, or print one as YAML
+    (`layerbench presets NAME`, or `--show NAME`)."""
     with boundary():
-        if name:
-            typer.echo(spec_load.preset_text(name))
+        if name and show and name != show:
+            raise UsageError(f"two presets named: {name} and --show {show}; name one")
+        if name or show:
+            typer.echo(spec_load.preset_text(name or show))
             return
         items = {n: spec_load.parse(spec_load.preset_text(n), n).description.strip() for n in spec_load.preset_names()}
         groups = seeds.grouped(list(items))
@@ -608,6 +586,16 @@ def presets(
             for preset in names:
                 table.add_row(preset, items[preset])
             console.print(table)
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of a spec (generated from its models), for editors that complete and check YAML.
+
+    docs/reference/spec.schema.json is this output, committed; every preset names it in its first line.
+    """
+    with boundary():
+        typer.echo(spec_schema.schema_text(), nl=False)
 
 
 @app.command()
@@ -714,6 +702,9 @@ def _print_plan(matrix: Matrix, header: str | None = None) -> None:
 # Registered here, not by importing cli/plan.py for its side effects: the list of commands stays in this file.
 app.command("plan")(plan_cli.plan_command)
 app.command("plan-check")(plan_cli.check_command)
+app.command("compare")(gates_cli.compare_command)
+app.command("check")(gates_cli.check_command)
+app.add_typer(gates_cli.baseline_app, name="baseline")
 
 
 def main() -> None:

@@ -13,9 +13,11 @@ from rich.console import Console
 
 from layerbench.errors import LayerbenchError
 
-# Documented in docs/reference/exit-codes.md; keep the two in step.
+# Documented in docs/reference/exit-codes.md and docs/how-to/ci-gates.md; keep them in step. Besides these:
+# 2 usage or spec, 3 prerequisite, 4 tool, 5 teardown, 6 results database (errors.py's exit_code).
 EXIT_OK = 0
 EXIT_TRIALS_FAILED = 1
+EXIT_REGRESSION = 7  # compare/check: a comparison is worse than --fail-if-slower/--fail-if-faster allows
 EXIT_INTERRUPTED = 130
 
 err_console = Console(stderr=True, highlight=False)

@@ -17,6 +17,9 @@ from layerbench.analysis.advice import Advised
 from layerbench.analysis.compare import Comparison, compare, environment_differences
 from layerbench.analysis.explain import CellCounters, CpuPerIo, Pair
 from layerbench.analysis.findings import Finding
+from layerbench.analysis.gates import Breach, breaches
+from layerbench.analysis.gates import Gate as Gate  # re-exported: the CLI's door to the gates
+from layerbench.analysis.gates import check_amount as check_amount
 from layerbench.analysis.latency import client_percentiles, merged_percentiles
 from layerbench.analysis.overhead import CellResult
 from layerbench.analysis.ratio_table import RatioTable, ratio_table
@@ -98,5 +101,11 @@ class RunComparison:
     environment_differences: list[str]  # what makes their numbers mean different things
 
 
-def comparison(a: RunData | RunSamples, b: RunData | RunSamples) -> RunComparison:
-    return RunComparison(a.run.id, b.run.id, compare(a, b), environment_differences(a.run.host, b.run.host))
+def comparison(a: RunData | RunSamples, b: RunData | RunSamples, metric: str | None = None) -> RunComparison:
+    """B / A per cell both runs have, on each cell's headline metric or on ``metric``."""
+    return RunComparison(a.run.id, b.run.id, compare(a, b, metric), environment_differences(a.run.host, b.run.host))
+
+
+def gated(c: RunComparison, gate: Gate) -> list[Breach]:
+    """The comparisons worse than ``gate`` allows (analysis/gates.py: read from their verdicts)."""
+    return breaches(c.cells, gate)

@@ -17,13 +17,14 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    WithJsonSchema,
     model_serializer,
     model_validator,
 )
 
-from layerbench.spec.sizes import parse_size
+from layerbench.spec.sizes import SIZE_SCHEMA, parse_size
 
-ByteSize = Annotated[int, BeforeValidator(parse_size), Field(ge=0)]
+ByteSize = Annotated[int, BeforeValidator(parse_size), Field(ge=0), WithJsonSchema(SIZE_SCHEMA)]
 
 ServerKind = Literal["postgres", "redis", "cassandra", "ferretdb", "image"]
 # What a client speaks: each server kind one, an image server the one its spec's ``client`` names.
@@ -85,6 +86,14 @@ def _env_list(value: Any) -> Any:
     return value
 
 
+ENV_SCHEMA = {
+    "anyOf": [
+        {"type": "object", "additionalProperties": {"type": ["string", "number", "boolean"]}},
+        {"type": "array", "items": {"type": "string", "pattern": "="}},
+    ]
+}
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -109,7 +118,7 @@ class ServerSpec(_Frozen):
         description="kind image: where it keeps its data in the container (the placement goes there); default: "
         "the official image's (/data/db, /var/lib/postgresql/data, /data, /var/lib/cassandra)",
     )
-    env: Annotated[tuple[str, ...], BeforeValidator(_env_list)] = Field(
+    env: Annotated[tuple[str, ...], BeforeValidator(_env_list), WithJsonSchema(ENV_SCHEMA)] = Field(
         default=(), description="kind image: its container's environment (a mapping, or KEY=VALUE strings)"
     )
     command: tuple[str, ...] | None = Field(default=None, description="kind image: arguments instead of its CMD")

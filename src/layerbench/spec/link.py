@@ -7,6 +7,21 @@ from typing import Any
 
 _TIME_NS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9}
 _RATE_BITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
+# What parse_delay and parse_rate take, as JSON Schema says it (`layerbench schema`).
+DELAY_SCHEMA = {
+    "anyOf": [
+        {"type": "integer", "exclusiveMinimum": 0},
+        {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*(ns|us|ms|s)\s*$"},
+    ],
+    "description": "one-way delay: nanoseconds, or 50us, 1.5ms",
+}
+RATE_SCHEMA = {
+    "anyOf": [
+        {"type": "integer", "exclusiveMinimum": 0},
+        {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*([bB][iI][tT]|[kKmMgG][bB][iI][tT])\s*$"},
+    ],
+    "description": "link rate: bits per second, or 10gbit, 500mbit",
+}
 
 
 def parse_delay(value: Any) -> int:

@@ -22,14 +22,15 @@ from pydantic import (
     SerializerFunctionWrapHandler,
     Tag,
     ValidationInfo,
+    WithJsonSchema,
     field_validator,
     model_serializer,
     model_validator,
 )
 
 from layerbench.spec.databases import PgbenchWorkload, Profile, Resources, ServerSpec, Tuning, YcsbWorkload
-from layerbench.spec.link import delay_text, parse_delay, parse_rate, rate_text
-from layerbench.spec.sizes import parse_size
+from layerbench.spec.link import DELAY_SCHEMA, RATE_SCHEMA, delay_text, parse_delay, parse_rate, rate_text
+from layerbench.spec.sizes import SIZE_SCHEMA, parse_size
 
 # "none": nothing is built here, the placement's storage is what the cluster gives (a claim of a StorageClass).
 DeviceKind = Literal["loop", "zram", "block", "none"]
@@ -58,7 +59,7 @@ DmMode = Literal["loop-lvm", "direct-lvm"]
 PlacementKind = Literal["raw", "host-dir", "writable-layer", "volume", "bind", "tmpfs", "claim"]
 FioRw = Literal["read", "write", "randread", "randwrite", "rw", "randrw"]
 
-ByteSize = Annotated[int, BeforeValidator(parse_size), Field(ge=0)]
+ByteSize = Annotated[int, BeforeValidator(parse_size), Field(ge=0), WithJsonSchema(SIZE_SCHEMA)]
 
 CONTAINER_PLACEMENTS: frozenset[str] = frozenset({"writable-layer", "volume", "bind", "tmpfs"})
 CLAIM_SIZE = 4 * 2**30  # what a claim asks for unless placement.size says
@@ -74,10 +75,10 @@ class Frozen(BaseModel):
 class LinkSpec(Frozen):
     """How the link to a storage host is shaped (tc on both ends of its veth pair); unshaped by default."""
 
-    delay: Annotated[int, BeforeValidator(parse_delay), Field(gt=0)] | None = Field(
+    delay: Annotated[int, BeforeValidator(parse_delay), Field(gt=0), WithJsonSchema(DELAY_SCHEMA)] | None = Field(
         default=None, description="one-way delay added each way (netem): 50us, 1ms"
     )
-    rate: Annotated[int, BeforeValidator(parse_rate), Field(gt=0)] | None = Field(
+    rate: Annotated[int, BeforeValidator(parse_rate), Field(gt=0), WithJsonSchema(RATE_SCHEMA)] | None = Field(
         default=None, description="the link's rate each way: 10gbit, 500mbit"
     )
 

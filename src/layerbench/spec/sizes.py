@@ -6,6 +6,14 @@ import re
 from typing import Any
 
 _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+# What parse_size takes, as JSON Schema says it (`layerbench schema`): its regex without the IGNORECASE flag.
+SIZE_SCHEMA = {
+    "anyOf": [
+        {"type": "integer", "minimum": 0},
+        {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*[kKmMgGtT]?([iI]?[bB])?\s*$"},
+    ],
+    "description": "bytes, or a size as fio writes it (binary): 4k, 128KiB, 512MiB, 2G",
+}
 
 
 def parse_size(value: Any) -> int:
