@@ -31,7 +31,7 @@ from layerbench.stack.cgroups import mismatches, verdict
 from layerbench.stack.engines import failure_category
 from layerbench.stack.target import Device, Target
 from layerbench.store.db import CheckRecord, MonitorPoint, TrialRecord
-from layerbench.workloads import fio, iozone, personalities
+from layerbench.workloads import fio, fio_log, iozone, personalities
 
 # fio with 32 jobs needs a while to fork and lay out before its clock starts.
 TRIAL_SLACK_S = 120.0
@@ -50,17 +50,41 @@ class Outcome:
     checks: list[Check] = field(default_factory=list)
     monitor: list[MonitorPoint] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
+    logs: dict[str, str] = field(default_factory=dict)  # the tool's logs as it wrote them ("lat": fio's)
 
 
-def workload_argv(w: FileWorkload, target: Target, tools: Path = DEFAULT_CACHE) -> list[str]:
-    """The workload's command line at the target; ``tools`` is where set-up put IOzone (its cache)."""
+def workload_argv(
+    w: FileWorkload, target: Target, tools: Path = DEFAULT_CACHE, lat_log: str | None = None
+) -> list[str]:
+    """The workload's command line at the target; ``tools`` is where set-up put IOzone (its cache);
+    ``lat_log``: the prefix of fio's latency logs (``lat_log_prefix``), None for none."""
     if isinstance(w, IozoneWorkload):
         return iozone.argv(w, target.path, str(iozone.binary(tools)))
     source = job_source(w)
     if source is not None:
         text = fio.rewrite_job_file(source, target.path, target.path_is_device)
         return fio.job_file_argv(target.put(f"lb-{w.name}.fio", text))
-    return fio.argv(w, target.path, target.path_is_device)
+    return fio.argv(w, target.path, target.path_is_device, lat_log=lat_log)
+
+
+def lat_log_prefix(w: FileWorkload, target: Target) -> str | None:
+    """Where fio writes a workload's latency logs: beside its job files (``put``'s directory: the run's work
+    directory natively, /tmp in a container), never in the placement, so they count as no test data."""
+    if not isinstance(w, FioWorkload) or not fio_log.wanted(w):
+        return None
+    marker = target.put(f"lb-{w.name}.lat", "fio's latency logs of this workload go beside this file\n")
+    return fio_log.prefix(marker.rsplit("/", 1)[0], w.name)
+
+
+def read_lat_log(target: Target, w: FioWorkload, prefix: str, out: Outcome) -> None:
+    """The logs of every job, as fio wrote them, into ``out.logs["lat"]``; one that cannot be read is a note
+    in the trial's info, never a failed trial (the results are fio's JSON)."""
+    done = target.run(["cat", *fio_log.files(prefix, w.numjobs)], READ_OUTPUT_S)
+    out.info["lat_log_ms"] = fio_log.interval_ms(w)
+    if done.rc == 0:
+        out.logs["lat"] = done.stdout
+    else:
+        out.info["lat_log"] = f"unread: {done.stderr.strip()[:200]}"
 
 
 def watched(device: Device) -> str:
@@ -130,7 +154,8 @@ def run_trial(target: Target, trial: Trial, prepared: dict[str, Any], tools: Pat
 
 
 def _execute(target: Target, w: FileWorkload, out: Outcome, tools: Path) -> None:
-    out.argv = workload_argv(w, target, tools)
+    lat_log = lat_log_prefix(w, target)
+    out.argv = workload_argv(w, target, tools, lat_log)
     devices = devices_beneath(watched(target.device))
     cgroup = {k: Path(v) for k, v in target.info.get("cgroup", {}).items()} or None
     quiet = iozone.output_file(target.path) if isinstance(w, IozoneWorkload) else None
@@ -153,6 +178,8 @@ def _execute(target: Target, w: FileWorkload, out: Outcome, tools: Path) -> None
         return
     out.status, out.samples = "ok", samples
     out.checks = trial_checks(tool_checks, mon, target, devices[-1] if devices else "")
+    if lat_log is not None and isinstance(w, FioWorkload):
+        read_lat_log(target, w, lat_log, out)
 
 
 READ_OUTPUT_S = 120.0
@@ -252,4 +279,5 @@ def record(trial: Trial, started: float, out: Outcome) -> TrialRecord:
         samples=out.samples,
         checks=[CheckRecord(c.name, c.status, c.detail) for c in out.checks],
         monitor=out.monitor,
+        logs=out.logs,
     )
