@@ -7,6 +7,7 @@ category and the tool's stderr. Nothing here raises for a bad trial.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,8 @@ from layerbench.stack.engines import failure_category
 from layerbench.stack.target import Device, Target
 from layerbench.store.db import CheckRecord, MonitorPoint, TrialRecord
 from layerbench.workloads import fio, fio_log, iozone, personalities
+
+OnPoint = Callable[[str, float, str], None] | None  # BuildContext.on_monitor
 
 # fio with 32 jobs needs a while to fork and lay out before its clock starts.
 TRIAL_SLACK_S = 120.0
@@ -138,13 +141,15 @@ def _precondition_steps(w: FioWorkload, target: Target) -> list[list[str]]:
     return steps
 
 
-def run_trial(target: Target, trial: Trial, prepared: dict[str, Any], tools: Path = DEFAULT_CACHE) -> TrialRecord:
+def run_trial(
+    target: Target, trial: Trial, prepared: dict[str, Any], tools: Path = DEFAULT_CACHE, on_monitor: OnPoint = None
+) -> TrialRecord:
     started = time.time()
     out = Outcome(info={"precondition": prepared, "target": target.info, "engine": target.engine})
     w = trial.cell.workload
     assert isinstance(w, FileWorkload)  # the pipeline sends database clients to a fleet
     try:
-        _execute(target, w, out, tools)
+        _execute(target, w, out, tools, on_monitor)
     except ToolError as exc:
         out.category, out.stderr = category(exc.rc, exc.stderr), exc.stderr
         out.argv = out.argv or exc.argv
@@ -153,7 +158,7 @@ def run_trial(target: Target, trial: Trial, prepared: dict[str, Any], tools: Pat
     return record(trial, started, out)
 
 
-def _execute(target: Target, w: FileWorkload, out: Outcome, tools: Path) -> None:
+def _execute(target: Target, w: FileWorkload, out: Outcome, tools: Path, on_monitor: OnPoint = None) -> None:
     lat_log = lat_log_prefix(w, target)
     out.argv = workload_argv(w, target, tools, lat_log)
     devices = devices_beneath(watched(target.device))
@@ -162,7 +167,7 @@ def _execute(target: Target, w: FileWorkload, out: Outcome, tools: Path) -> None
     run_argv = iozone.quiet_argv(out.argv, quiet) if quiet else out.argv
     # The device's bytes from the end of fio's ramp, as fio counts its own (a job file's ramp is its own).
     ramp = w.ramp_s if isinstance(w, FioWorkload) and job_source(w) is None else 0.0
-    with Monitor(devices, cgroup=cgroup, count_from=ramp) as mon:
+    with Monitor(devices, cgroup=cgroup, count_from=ramp, on_point=on_monitor) as mon:
         done = target.run(run_argv, _time_limit(w))
     if quiet and done.rc == 0:
         done = target.run(iozone.read_argv(quiet), READ_OUTPUT_S)

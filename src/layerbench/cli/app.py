@@ -21,6 +21,7 @@ from layerbench.cli.progress import TrialProgress
 from layerbench.errors import PrerequisiteError, SpecError
 from layerbench.pipeline import execute, pending, register_cells
 from layerbench.report import markdown as markdown_report
+from layerbench.report import metrics as metrics_report
 from layerbench.report.doctor import DOCTOR_IMAGES, DoctorRow, doctor_rows
 from layerbench.report.export import FORMATS, write_samples
 from layerbench.report.terminal import (
@@ -532,15 +533,26 @@ def compare(
 def export(
     run_ref: str = typer.Argument("latest", metavar="RUN", help="A run id, a unique prefix of one, or 'latest'."),
     db: Path = DB_OPTION,
-    fmt: str = typer.Option("csv", "--format", help="csv, json or parquet."),
+    fmt: str = typer.Option(
+        "csv", "--format", help="csv, json or parquet; openmetrics: every trial's headline metrics and checks."
+    ),
     output: Path = typer.Option(None, "--output", "-o", help="The file to write (default: standard output)."),
 ) -> None:
-    """Every sample of a run, one row each, with the cell's configuration as columns."""
+    """Every sample of a run, one row each, with the cell's configuration as columns.
+
+    --format openmetrics writes every trial's headline metric, p99 latency, checks and status instead, labelled
+    by run, cell, stack, workload and repetition and stamped with the trial's end (for promtool's backfill).
+    """
     with boundary(), collector_paused():  # a command that reads, writes and exits: its memory goes at exit
         if fmt not in FORMATS:
             raise UsageError(f"--format {fmt!r} is not one of: {', '.join(FORMATS)}")
         if fmt == "parquet" and output is None and sys.stdout.isatty():
             raise UsageError("parquet is binary: name a file with -o FILE, or redirect standard output")
+        if fmt == "openmetrics":
+            data = load(Store.open(db, create=False), run_ref)
+            where = metrics_report.write(data, output)
+            err_console.print(f"wrote {len(data.trials)} trials to {where}")
+            return
         cells, samples = read_samples(Store.open(db, create=False), run_ref)
         where = write_samples(samples, cells, fmt, output)
         err_console.print(f"wrote {len(samples)} samples to {where}")

@@ -58,6 +58,7 @@ class StoredTrial:
     stderr: str
     info: dict[str, Any]  # what the trial recorded of its conditions (target, devices, endpoints, limits)
     client_latency: dict[str, HdrHistogram]  # database clients: operation → all instances' histogram
+    ended_at: float | None = None  # when it ended (epoch seconds)
 
 
 @dataclass(frozen=True)
@@ -193,7 +194,7 @@ def _cell(row: CellRow, points: SweepPoints, run_id: str) -> StoredCell:
 def _trial(t: TrialRow, info: dict[str, Any]) -> StoredTrial:
     encoded = (info.get("latency_hdr") or {}) if t.status == "ok" else {}
     latency = {op: hdr.decode(text) for op, text in encoded.items()}
-    return StoredTrial(t.id, t.cell_id, t.repetition, t.status, t.category, t.stderr, info, latency)
+    return StoredTrial(t.id, t.cell_id, t.repetition, t.status, t.category, t.stderr, info, latency, t.ended_at)
 
 
 def _timelines(
