@@ -71,10 +71,13 @@ def workload_argv(
 
 
 def lat_log_prefix(w: FileWorkload, target: Target) -> str | None:
-    """Where fio writes a workload's latency logs: beside its job files (``put``'s directory: the run's work
-    directory natively, /tmp in a container), never in the placement, so they count as no test data."""
+    """Where fio writes a workload's latency logs: in the placement directory, which goes with the stack (fio
+    writes them as it exits, after the measured window); on a device, beside its job files (``put``'s
+    directory), from where ``read_lat_log`` removes them."""
     if not isinstance(w, FioWorkload) or not fio_log.wanted(w):
         return None
+    if not target.path_is_device:
+        return fio_log.prefix(target.path, w.name)
     marker = target.put(f"lb-{w.name}.lat", "fio's latency logs of this workload go beside this file\n")
     return fio_log.prefix(marker.rsplit("/", 1)[0], w.name)
 
@@ -82,12 +85,16 @@ def lat_log_prefix(w: FileWorkload, target: Target) -> str | None:
 def read_lat_log(target: Target, w: FioWorkload, prefix: str, out: Outcome) -> None:
     """The logs of every job, as fio wrote them, into ``out.logs["lat"]``; one that cannot be read is a note
     in the trial's info, never a failed trial (the results are fio's JSON)."""
-    done = target.run(["cat", *fio_log.files(prefix, w.numjobs)], READ_OUTPUT_S)
+    files = fio_log.files(prefix, w.numjobs)
+    done = target.run(["cat", *files], READ_OUTPUT_S)
     out.info["lat_log_ms"] = fio_log.interval_ms(w)
     if done.rc == 0:
         out.logs["lat"] = done.stdout
     else:
         out.info["lat_log"] = f"unread: {done.stderr.strip()[:200]}"
+    if target.path_is_device:  # beside the job files: this host's or a guest's run directory, which has rm
+        marker = f"{prefix.rsplit('/', 1)[0]}/lb-{w.name}.lat"
+        target.run(["rm", "-f", marker, *fio_log.written(prefix, w.numjobs)], READ_OUTPUT_S)
 
 
 def watched(device: Device) -> str:

@@ -52,6 +52,7 @@ def test_asked_for_where_layerbench_builds_the_command() -> None:
     assert "--write_lat_log=/tmp/lb-RR" in args and "--log_avg_msec=100" in args
     assert "--write_lat_log=/tmp/lb-RR" not in fio.argv(w, "/data", False)
     assert fio_log.files("/tmp/lb-RR", 2) == ["/tmp/lb-RR_lat.1.log", "/tmp/lb-RR_lat.2.log"]
+    assert len(fio_log.written("/tmp/lb-RR", 2)) == 6 and "/tmp/lb-RR_slat.2.log" in fio_log.written("/tmp/lb-RR", 2)
     assert fio_log.interval_ms(FioWorkload(name="L", runtime_s=60)) == 1200
     assert fio_log.interval_ms(FioWorkload(name="H", runtime_s=3600)) == 10_000
     assert fio_log.interval_ms(FioWorkload(name="S", runtime_s=1)) == 100

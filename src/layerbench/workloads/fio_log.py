@@ -77,6 +77,11 @@ def files(log_prefix: str, numjobs: int) -> list[str]:
     return [f"{log_prefix}_lat.{job}.log" for job in range(1, numjobs + 1)]
 
 
+def written(log_prefix: str, numjobs: int) -> list[str]:
+    """Every log fio writes for it: total, completion and submission latency."""
+    return [f"{log_prefix}_{kind}.{job}.log" for kind in ("lat", "clat", "slat") for job in range(1, numjobs + 1)]
+
+
 def parse(text: str) -> list[list[Entry]]:
     """Each job's entries, from one log or several concatenated (a job's times never go back: where they do,
     the next job's log began)."""
