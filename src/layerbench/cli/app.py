@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -17,11 +18,12 @@ from rich.table import Table
 from layerbench import host, nodes
 from layerbench.cli import plan as plan_cli
 from layerbench.cli.boundary import EXIT_TRIALS_FAILED, UsageError, boundary, err_console
+from layerbench.cli.live import Serve, both, live
 from layerbench.cli.progress import TrialProgress
 from layerbench.errors import PrerequisiteError, SpecError
 from layerbench.pipeline import execute, pending, register_cells
 from layerbench.report import markdown as markdown_report
-from layerbench.report import metrics as metrics_report
+from layerbench.report import metrics
 from layerbench.report.doctor import DOCTOR_IMAGES, DoctorRow, doctor_rows
 from layerbench.report.export import FORMATS, write_samples
 from layerbench.report.terminal import (
@@ -164,6 +166,21 @@ def run(
         help="Cells on different nodes at once: one run per node (each as with --node), in parallel; "
         "on each node one cell at a time. Nodes that share one machine contend: for numbers there, run without.",
     ),
+    metrics_port: int | None = typer.Option(
+        None,
+        "--metrics-port",
+        metavar="PORT",
+        min=0,
+        max=65535,
+        help="While the run goes on, serve its progress, the last trial's results and the monitor's current "
+        "figures for Prometheus at http://127.0.0.1:PORT/metrics (0: any free port; the URL is printed).",
+    ),
+    metrics_address: str = typer.Option(
+        "127.0.0.1",
+        "--metrics-address",
+        metavar="ADDR",
+        help="The address --metrics-port listens on; 0.0.0.0 or :: serves every interface (no authentication).",
+    ),
 ) -> None:
     """Run an experiment: build every stack, run every trial, save each as it ends.
 
@@ -180,6 +197,9 @@ def run(
         matrix = cells_here(exp, cache_dir)
         if node is not None:
             matrix = nodes.only(matrix, node)
+        serve = Serve(metrics_address, metrics_port) if metrics_port is not None else None
+        if parallel_nodes and serve is not None:
+            raise UsageError("--metrics-port serves one run: run each node with --node and its own port instead")
         if parallel_nodes and not dry_run:
             own = _own_argv(spec, db, work_dir, state_dir, cache_dir, seed, format_device, profile)
             _print_plan(matrix)
@@ -193,7 +213,7 @@ def run(
             _print_plan(matrix)
             raise SpecError(f"every cell of {exp.name!r} was refused on this host", hint="see the reasons above")
         confirm_formatting(matrix, format_device)
-        failed = _run(exp, matrix, db, Places(work_dir, state_dir, cache_dir), seed, node)
+        failed = _run(exp, matrix, db, Places(work_dir, state_dir, cache_dir), seed, node, serve)
         if failed:
             raise typer.Exit(EXIT_TRIALS_FAILED)
 
@@ -266,7 +286,15 @@ class Places:
     cache_dir: Path
 
 
-def _run(exp: Experiment, matrix: Matrix, db: Path, places: Places, seed: int, node: str | None = None) -> int:
+def _run(
+    exp: Experiment,
+    matrix: Matrix,
+    db: Path,
+    places: Places,
+    seed: int,
+    node: str | None = None,
+    serve: Serve | None = None,
+) -> int:
     check_space(places.work_dir, needed_bytes(matrix))
     check_server_access(places.work_dir, matrix)
     store = Store.open(db)
@@ -277,16 +305,23 @@ def _run(exp: Experiment, matrix: Matrix, db: Path, places: Places, seed: int, n
     run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), described)
     register_cells(store, run_id, matrix)
     _print_plan(matrix, header=f"run {run_id}: {exp.name}")
-    return _execute(exp, matrix, store, run_id, places, seed)
+    return _execute(exp, matrix, store, run_id, places, seed, serve)
 
 
-def _execute(exp: Experiment, matrix: Matrix, store: Store, run_id: str, places: Places, seed: int) -> int:
+def _execute(
+    exp: Experiment, matrix: Matrix, store: Store, run_id: str, places: Places, seed: int, serve: Serve | None = None
+) -> int:
     budget = budget_for(exp, matrix, store.run(run_id).host)
     with running(store, run_id, places.work_dir, places.state_dir, budget, places.cache_dir) as (ctx, reclaimed):
         for action in reclaimed:
             err_console.print(f"[dim]reclaimed from a dead run:[/] {action.describe()} {action.error or ''}")
-        with TrialProgress(console, pending(exp, matrix, store, run_id)) as progress:
-            outcome = execute(exp, matrix, store, run_id, ctx, on_trial=progress.advance, seed=seed)
+        total = pending(exp, matrix, store, run_id)
+        with TrialProgress(console, total) as progress, live(serve, run_id, total) as state:
+            on_trial = progress.advance
+            if state is not None:
+                ctx = dataclasses.replace(ctx, on_monitor=state.monitor_point)
+                on_trial = both(progress.advance, state)
+            outcome = execute(exp, matrix, store, run_id, ctx, on_trial=on_trial, seed=seed)
     _show(store, run_id, as_json=False)
     console.print(f"{outcome.ok} trials ok, {outcome.failed} failed · results in {store.path} (run {run_id})")
     return outcome.failed
@@ -550,7 +585,7 @@ def export(
             raise UsageError("parquet is binary: name a file with -o FILE, or redirect standard output")
         if fmt == "openmetrics":
             data = load(Store.open(db, create=False), run_ref)
-            where = metrics_report.write(data, output)
+            where = metrics.write(data, output)
             err_console.print(f"wrote {len(data.trials)} trials to {where}")
             return
         cells, samples = read_samples(Store.open(db, create=False), run_ref)

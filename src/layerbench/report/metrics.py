@@ -16,17 +16,21 @@ import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+from prometheus_client import start_http_server
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric, StateSetMetricFamily
 from prometheus_client.openmetrics.exposition import generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from layerbench.analysis.comparisons import headline_metric
+from layerbench.errors import PrerequisiteError
 from layerbench.sample import Sample
-from layerbench.spec.models import Workload
+from layerbench.spec.models import Cell, Workload
+from layerbench.store.db import TrialRecord
 from layerbench.store.read import RunData
 
 LABELS = ("run", "cell_id", "cell", "stack", "workload", "repetition")
@@ -185,6 +189,12 @@ class LiveState:
     started: float = field(default_factory=time.time)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def trial_ended(self, cell: Cell, repetition: int, record: TrialRecord) -> None:
+        """The pipeline's on_trial: a trial just saved."""
+        labels = (self.run_id, cell.id, cell.label(), cell.stack.label(), cell.workload.name, str(repetition))
+        checks = {c.name: c.status for c in record.checks}
+        self.trial_done(of_record(labels, cell.workload, record.status, record.samples, checks))
+
     def trial_done(self, figures: TrialFigures) -> None:
         with self.lock:
             self.done += 1
@@ -223,3 +233,25 @@ class LiveCollector(Collector):
         for (series, unit), value in sorted(monitor.items()):
             gauge.add_metric((s.run_id, series, unit), value)
         yield gauge
+
+
+@contextmanager
+def serving(address: str, port: int, state: LiveState) -> Iterator[str]:
+    """Serve ``state`` at http://ADDRESS:PORT/metrics (Prometheus' text format, or OpenMetrics where the scraper
+    asks for it) until the block ends; yields the URL (port 0: one the kernel picked)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(LiveCollector(state))
+    try:
+        server, thread = start_http_server(port, address, registry)
+    except OSError as exc:
+        raise PrerequisiteError(
+            f"cannot serve metrics at {address}:{port}: {exc.strerror or exc}",
+            hint="choose another --metrics-port (0: any free one), or another --metrics-address",
+        ) from exc
+    host = f"[{address}]" if ":" in address else address
+    try:
+        yield f"http://{host}:{server.server_port}/metrics"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
