@@ -34,12 +34,12 @@ from layerbench.store.db import TrialRecord
 from layerbench.store.read import RunData
 
 LABELS = ("run", "cell_id", "cell", "stack", "workload", "repetition")
-# A headline metric's family: name (without layerbench_trial_), OpenMetrics unit, help text, scale from storage.
+# A headline metric's family: its name after the prefix, its OpenMetrics unit (stored in it), its help text.
 HEADLINES = {
-    "iops": ("iops", "", "I/O operations per second of the trial, all jobs and directions (random I/O)", 1.0),
-    "bw": ("bandwidth", "bytes_per_second", "bandwidth of the trial, all jobs and directions (sequential I/O)", 1.0),
-    "ops": ("ops_per_second", "", "operations per second of the trial, all clients together", 1.0),
-    "iozone_geomean": ("iozone_geomean", "bytes_per_second", "IOzone's geometric mean over its surface", 1.0),
+    "iops": ("iops", "", "I/O operations per second of the trial, all jobs and directions (random I/O)"),
+    "bw": ("bandwidth", "bytes_per_second", "bandwidth of the trial, all jobs and directions (sequential I/O)"),
+    "ops": ("ops_per_second", "", "operations per second of the trial, all clients together"),
+    "iozone_geomean": ("iozone_geomean", "bytes_per_second", "IOzone's geometric mean over its surface"),
 }
 # The p99 samples a trial may hold, and their scale to seconds: fio's completion latency, a database client's.
 P99 = {("clat_p99", "ns"): 1e-9, ("lat_p99_us", "us"): 1e-6}
@@ -128,9 +128,9 @@ def families(trials: Sequence[TrialFigures], prefix: str = "layerbench_trial") -
     for t in trials:
         if t.headline is not None:
             metric, value = t.headline
-            name, unit, doc, scale = HEADLINES.get(metric, (metric, "", f"the trial's {metric}", 1.0))
+            name, unit, doc = HEADLINES.get(metric, (metric, "", f"the trial's {metric}"))
             family = heads.setdefault(metric, GaugeMetricFamily(f"{prefix}_{name}", doc, labels=LABELS, unit=unit))
-            family.add_metric(t.labels, value * scale, timestamp=t.ended_at)
+            family.add_metric(t.labels, value, timestamp=t.ended_at)
         if t.p99_seconds is not None:
             p99.add_metric(t.labels, t.p99_seconds, timestamp=t.ended_at)
         for name, verdict in sorted(t.checks.items()):
