@@ -124,7 +124,7 @@ def _ycsb(fleet: Fleet, w: YcsbWorkload, out: Outcome, ctx: BuildContext, device
         logs = [Path(tmp) / f"i{e.index}" for e in fleet.endpoints]
         for d in logs:
             d.mkdir()
-        with _monitor(fleet, devices) as mon:
+        with _monitor(fleet, devices, ctx) as mon:
             results, done = _ycsb_phase(fleet, w, "run", records, logs, expected, ctx)
         merged = ycsb.merge_hdr_logs(logs)
     out.argv, out.stdout, out.stderr = done[0].argv, _joined(done, "stdout"), _joined(done, "stderr")
@@ -186,7 +186,7 @@ def _pgbench(fleet: Fleet, w: PgbenchWorkload, out: Outcome, ctx: BuildContext, 
     with tempfile.TemporaryDirectory(dir=ctx.work_dir, prefix="pgbench-") as tmp:
         if w.warmup_s > 0:
             _pgbench_phase(fleet, w, Path(tmp) / "warmup", w.warmup_s)
-        with _monitor(fleet, devices) as mon:
+        with _monitor(fleet, devices, ctx) as mon:
             done, prefixes = _pgbench_phase(fleet, w, Path(tmp) / "run", w.runtime_s)
         out.argv, out.stdout, out.stderr = done[0].argv, _joined(done, "stdout"), _joined(done, "stderr")
         results = [pgbench.parse(d.stdout) for d in done]
@@ -221,11 +221,11 @@ RUNNERS: dict[str, Callable[[Fleet, Any, Outcome, BuildContext, list[str]], None
 # --- what every database trial shares ------------------------------------------------------------------
 
 
-def _monitor(fleet: Fleet, devices: list[str]) -> Monitor:
+def _monitor(fleet: Fleet, devices: list[str], ctx: BuildContext) -> Monitor:
     cgroups = {
         f"i{e.index}": {k: Path(v) for k, v in e.info["cgroup"].items()} for e in fleet.endpoints if "cgroup" in e.info
     }
-    return Monitor(devices, cgroups=cgroups)
+    return Monitor(devices, cgroups=cgroups, on_point=ctx.on_monitor)
 
 
 def _finish(out: Outcome, mon: Monitor, fleet: Fleet, devices: list[str], errors: dict[str, int]) -> None:

@@ -13,6 +13,7 @@ import os
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -276,6 +277,9 @@ class Monitor:
     ``count_from`` (seconds after entering): ``totals`` counts each device's bytes from then on, not from
     the start: fio's ramp, which fio's own byte counts leave out, is left out of the device's too, so the
     two compare over one window (the device-accounting check).
+
+    ``on_point`` gets each point (series, value, unit) as it is taken: `run --metrics-port` serves the
+    latest of each while the trial runs.
     """
 
     def __init__(
@@ -287,8 +291,10 @@ class Monitor:
         cgroup: dict[str, Path] | None = None,
         cgroups: dict[str, dict[str, Path]] | None = None,
         count_from: float = 0.0,
+        on_point: Callable[[str, float, str], None] | None = None,
     ) -> None:
         self.devices = devices
+        self.on_point = on_point
         self.count_from = count_from
         self._mark: dict[str, DiskCounters] | None = None  # the devices' counters at count_from
         self._marker = threading.Timer(count_from, self._take_mark)
@@ -329,8 +335,12 @@ class Monitor:
         prev = self._first
         while not self._stop.wait(self.interval):
             cur = self._snapshot()
+            taken = len(self.points)
             self._emit(prev, cur)
             prev = cur
+            if self.on_point is not None:
+                for p in self.points[taken:]:
+                    self.on_point(p.series, p.value, p.unit)
 
     def _disks(self) -> dict[str, DiskCounters]:
         disks = {}

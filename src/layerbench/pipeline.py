@@ -160,7 +160,7 @@ def workload_comms(w: Workload) -> tuple[str, ...]:
 def _unprofiled(target: Target | Fleet, trial: Trial, prepared: dict, ctx: BuildContext) -> TrialRecord:
     if isinstance(target, Fleet):
         return database_trial.run_trial(target, trial, prepared, ctx)
-    return run_trial(target, trial, prepared, ctx.cache_dir)
+    return run_trial(target, trial, prepared, ctx.cache_dir, ctx.on_monitor)
 
 
 def _setup_failure(exc: BaseException) -> str:

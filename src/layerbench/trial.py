@@ -7,6 +7,7 @@ category and the tool's stderr. Nothing here raises for a bad trial.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,9 @@ from layerbench.stack.cgroups import mismatches, verdict
 from layerbench.stack.engines import failure_category
 from layerbench.stack.target import Device, Target
 from layerbench.store.db import CheckRecord, MonitorPoint, TrialRecord
-from layerbench.workloads import fio, iozone, jobfile, personalities
+from layerbench.workloads import fio, fio_log, iozone, jobfile, personalities
+
+OnPoint = Callable[[str, float, str], None] | None  # BuildContext.on_monitor
 
 # fio with 32 jobs needs a while to fork and lay out before its clock starts.
 TRIAL_SLACK_S = 120.0
@@ -50,10 +53,14 @@ class Outcome:
     checks: list[Check] = field(default_factory=list)
     monitor: list[MonitorPoint] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
+    logs: dict[str, str] = field(default_factory=dict)  # the tool's logs as it wrote them ("lat": fio's)
 
 
-def workload_argv(w: FileWorkload, target: Target, tools: Path = DEFAULT_CACHE) -> list[str]:
-    """The workload's command line at the target; ``tools`` is where set-up put IOzone (its cache)."""
+def workload_argv(
+    w: FileWorkload, target: Target, tools: Path = DEFAULT_CACHE, lat_log: str | None = None
+) -> list[str]:
+    """The workload's command line at the target; ``tools`` is where set-up put IOzone (its cache);
+    ``lat_log``: the prefix of fio's latency logs (``lat_log_prefix``), None for none."""
     if isinstance(w, IozoneWorkload):
         return iozone.argv(w, target.path, str(iozone.binary(tools)))
     if w.job_file:
@@ -66,7 +73,34 @@ def workload_argv(w: FileWorkload, target: Target, tools: Path = DEFAULT_CACHE) 
     if source is not None:
         text = fio.rewrite_job_file(source, target.path, target.path_is_device)
         return fio.job_file_argv(target.put(f"lb-{w.name}.fio", text))
-    return fio.argv(w, target.path, target.path_is_device)
+    return fio.argv(w, target.path, target.path_is_device, lat_log=lat_log)
+
+
+def lat_log_prefix(w: FileWorkload, target: Target) -> str | None:
+    """Where fio writes a workload's latency logs: in the placement directory, which goes with the stack (fio
+    writes them as it exits, after the measured window); on a device, beside its job files (``put``'s
+    directory), from where ``read_lat_log`` removes them."""
+    if not isinstance(w, FioWorkload) or not fio_log.wanted(w):
+        return None
+    if not target.path_is_device:
+        return fio_log.prefix(target.path, w.name)
+    marker = target.put(f"lb-{w.name}.lat", "fio's latency logs of this workload go beside this file\n")
+    return fio_log.prefix(marker.rsplit("/", 1)[0], w.name)
+
+
+def read_lat_log(target: Target, w: FioWorkload, prefix: str, out: Outcome) -> None:
+    """The logs of every job, as fio wrote them, into ``out.logs["lat"]``; one that cannot be read is a note
+    in the trial's info, never a failed trial (the results are fio's JSON)."""
+    files = fio_log.files(prefix, w.numjobs)
+    done = target.run(["cat", *files], READ_OUTPUT_S)
+    out.info["lat_log_ms"] = fio_log.interval_ms(w)
+    if done.rc == 0:
+        out.logs["lat"] = done.stdout
+    else:
+        out.info["lat_log"] = f"unread: {done.stderr.strip()[:200]}"
+    if target.path_is_device:  # beside the job files: this host's or a guest's run directory, which has rm
+        marker = f"{prefix.rsplit('/', 1)[0]}/lb-{w.name}.lat"
+        target.run(["rm", "-f", marker, *fio_log.written(prefix, w.numjobs)], READ_OUTPUT_S)
 
 
 def watched(device: Device) -> str:
@@ -120,13 +154,15 @@ def _precondition_steps(w: FioWorkload, target: Target) -> list[list[str]]:
     return steps
 
 
-def run_trial(target: Target, trial: Trial, prepared: dict[str, Any], tools: Path = DEFAULT_CACHE) -> TrialRecord:
+def run_trial(
+    target: Target, trial: Trial, prepared: dict[str, Any], tools: Path = DEFAULT_CACHE, on_monitor: OnPoint = None
+) -> TrialRecord:
     started = time.time()
     out = Outcome(info={"precondition": prepared, "target": target.info, "engine": target.engine})
     w = trial.cell.workload
     assert isinstance(w, FileWorkload)  # the pipeline sends database clients to a fleet
     try:
-        _execute(target, w, out, tools)
+        _execute(target, w, out, tools, on_monitor)
     except ToolError as exc:
         out.category, out.stderr = category(exc.rc, exc.stderr), exc.stderr
         out.argv = out.argv or exc.argv
@@ -135,15 +171,16 @@ def run_trial(target: Target, trial: Trial, prepared: dict[str, Any], tools: Pat
     return record(trial, started, out)
 
 
-def _execute(target: Target, w: FileWorkload, out: Outcome, tools: Path) -> None:
-    out.argv = workload_argv(w, target, tools)
+def _execute(target: Target, w: FileWorkload, out: Outcome, tools: Path, on_monitor: OnPoint = None) -> None:
+    lat_log = lat_log_prefix(w, target)
+    out.argv = workload_argv(w, target, tools, lat_log)
     devices = devices_beneath(watched(target.device))
     cgroup = {k: Path(v) for k, v in target.info.get("cgroup", {}).items()} or None
     quiet = iozone.output_file(target.path) if isinstance(w, IozoneWorkload) else None
     run_argv = iozone.quiet_argv(out.argv, quiet) if quiet else out.argv
     # The device's bytes from the end of fio's ramp, as fio counts its own (a job file's ramp is its own).
     ramp = w.ramp_s if isinstance(w, FioWorkload) and job_source(w) is None else 0.0
-    with Monitor(devices, cgroup=cgroup, count_from=ramp) as mon:
+    with Monitor(devices, cgroup=cgroup, count_from=ramp, on_point=on_monitor) as mon:
         done = target.run(run_argv, _time_limit(w))
     if quiet and done.rc == 0:
         done = target.run(iozone.read_argv(quiet), READ_OUTPUT_S)
@@ -159,6 +196,8 @@ def _execute(target: Target, w: FileWorkload, out: Outcome, tools: Path) -> None
         return
     out.status, out.samples = "ok", samples
     out.checks = trial_checks(tool_checks, mon, target, devices[-1] if devices else "")
+    if lat_log is not None and isinstance(w, FioWorkload):
+        read_lat_log(target, w, lat_log, out)
 
 
 READ_OUTPUT_S = 120.0
@@ -264,4 +303,5 @@ def record(trial: Trial, started: float, out: Outcome) -> TrialRecord:
         samples=out.samples,
         checks=[CheckRecord(c.name, c.status, c.detail) for c in out.checks],
         monitor=out.monitor,
+        logs=out.logs,
     )

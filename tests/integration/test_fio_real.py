@@ -77,3 +77,39 @@ def test_a_rewritten_job_file_runs_at_the_placement_with_its_groups(tmp_path: Pa
     ]
     assert json.loads(done.stdout[done.stdout.index("{") :])["global options"]["directory"] == str(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["job.fio", "shared.dat"]  # both groups, one file
+
+
+@pytest.mark.parametrize("on_device", [False, True], ids=["directory", "device"])
+def test_a_trial_keeps_fios_latency_log_and_leaves_no_log_behind(tmp_path: Path, on_device: bool) -> None:
+    """run_trial on a Target over a temporary directory (on_device: a file standing in for a device): fio writes
+    its latency log, the trial reads it back into its record, and outside the placement nothing is left."""
+    from layerbench.schedule import Trial
+    from layerbench.spec.models import Cell, StackSpec
+    from layerbench.stack.target import Device, Target
+    from layerbench.trial import run_trial
+    from layerbench.workloads import fio_log
+
+    data, work = tmp_path / "data", tmp_path / "work"
+    data.mkdir()
+    work.mkdir()
+
+    def put(name: str, text: str) -> str:
+        (work / name).write_text(text)
+        return str(work / name)
+
+    path = str(data / "device") if on_device else str(data)
+    if on_device:
+        proc.run(["truncate", f"--size={SIZE}", path], timeout=10).check()
+    target = Target(lambda argv, timeout: proc.run(argv, timeout=timeout), put, path, on_device,
+                    Device("", "file", SIZE), "native")  # fmt: skip
+    w = FioWorkload(name="RR", rw="randread", bs="4k", numjobs=2, iodepth=4, size=SIZE, runtime_s=1, ramp_s=0)
+    stack = StackSpec.model_validate(
+        {"device": {"kind": "loop"}, "filesystem": "ext4", "engine": "native", "placement": "host-dir"}
+    )
+    record = run_trial(target, Trial(Cell(stack=stack, workload=w), 0), {})
+    assert record.status == "ok", record.stderr
+    assert any(a.startswith("--write_lat_log=") for a in record.argv) and record.info["lat_log_ms"] == 100
+    found = fio_log.intervals(fio_log.parse(record.logs["lat"]), 100)
+    assert len(fio_log.parse(record.logs["lat"])) == 2  # both jobs' logs
+    assert 8 <= len(found) <= 10 and {i.direction for i in found} == {"read"}  # about ten intervals of 100 ms
+    assert list(work.iterdir()) == []  # on a device the logs went beside the job files, and were removed

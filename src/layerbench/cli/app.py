@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -18,9 +19,11 @@ from layerbench import nodes
 from layerbench.cli import gates as gates_cli
 from layerbench.cli import plan as plan_cli
 from layerbench.cli.boundary import EXIT_TRIALS_FAILED, UsageError, boundary, err_console
+from layerbench.cli.live import Serve, both, live
 from layerbench.cli.progress import TrialProgress
 from layerbench.errors import PrerequisiteError, SpecError
 from layerbench.report import markdown as markdown_report
+from layerbench.report import metrics
 from layerbench.report.bigtable import print_table
 from layerbench.report.doctor import DOCTOR_IMAGES, DoctorRow, doctor_rows
 from layerbench.report.export import FORMATS, write_samples
@@ -166,6 +169,21 @@ def run(
         help="Cells on different nodes at once: one run per node (each as with --node), in parallel; "
         "on each node one cell at a time. Nodes that share one machine contend: for numbers there, run without.",
     ),
+    metrics_port: int | None = typer.Option(
+        None,
+        "--metrics-port",
+        metavar="PORT",
+        min=0,
+        max=65535,
+        help="While the run goes on, serve its progress, the last trial's results and the monitor's current "
+        "figures for Prometheus at http://127.0.0.1:PORT/metrics (0: any free port; the URL is printed).",
+    ),
+    metrics_address: str = typer.Option(
+        "127.0.0.1",
+        "--metrics-address",
+        metavar="ADDR",
+        help="The address --metrics-port listens on; 0.0.0.0 or :: serves every interface (no authentication).",
+    ),
 ) -> None:
     """Run an experiment: build every stack, run every trial, save each as it ends.
 
@@ -184,6 +202,9 @@ def run(
         matrix = cells_here(exp, cache_dir)
         if node is not None:
             matrix = nodes.only(matrix, node)
+        serve = Serve(metrics_address, metrics_port) if metrics_port is not None else None
+        if parallel_nodes and serve is not None:
+            raise UsageError("--metrics-port serves one run: run each node with --node and its own port instead")
         if parallel_nodes and not dry_run:
             own = _own_argv(spec, db, work_dir, state_dir, cache_dir, seed, format_device, profile)
             _print_plan(matrix)
@@ -197,7 +218,7 @@ def run(
             _print_plan(matrix)
             raise SpecError(f"every cell of {exp.name!r} was refused on this host", hint="see the reasons above")
         confirm_formatting(matrix, format_device)
-        failed = _run(exp, matrix, db, Places(work_dir, state_dir, cache_dir), seed, node)
+        failed = _run(exp, matrix, db, Places(work_dir, state_dir, cache_dir), seed, node, serve)
         if failed:
             raise typer.Exit(EXIT_TRIALS_FAILED)
 
@@ -272,7 +293,15 @@ class Places:
     cache_dir: Path
 
 
-def _run(exp: Experiment, matrix: Matrix, db: Path, places: Places, seed: int, node: str | None = None) -> int:
+def _run(
+    exp: Experiment,
+    matrix: Matrix,
+    db: Path,
+    places: Places,
+    seed: int,
+    node: str | None = None,
+    serve: Serve | None = None,
+) -> int:
     from layerbench import host
     from layerbench.pipeline import register_cells
     from layerbench.session import check_server_access, check_space, needed_bytes
@@ -287,10 +316,12 @@ def _run(exp: Experiment, matrix: Matrix, db: Path, places: Places, seed: int, n
     run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), described)
     register_cells(store, run_id, matrix)
     _print_plan(matrix, header=f"run {run_id}: {exp.name}")
-    return _execute(exp, matrix, store, run_id, places, seed)
+    return _execute(exp, matrix, store, run_id, places, seed, serve)
 
 
-def _execute(exp: Experiment, matrix: Matrix, store: Store, run_id: str, places: Places, seed: int) -> int:
+def _execute(
+    exp: Experiment, matrix: Matrix, store: Store, run_id: str, places: Places, seed: int, serve: Serve | None = None
+) -> int:
     from layerbench.pipeline import execute, pending
     from layerbench.session import budget_for, running
 
@@ -298,8 +329,13 @@ def _execute(exp: Experiment, matrix: Matrix, store: Store, run_id: str, places:
     with running(store, run_id, places.work_dir, places.state_dir, budget, places.cache_dir) as (ctx, reclaimed):
         for action in reclaimed:
             err_console.print(f"[dim]reclaimed from a dead run:[/] {action.describe()} {action.error or ''}")
-        with TrialProgress(console, pending(exp, matrix, store, run_id)) as progress:
-            outcome = execute(exp, matrix, store, run_id, ctx, on_trial=progress.advance, seed=seed)
+        total = pending(exp, matrix, store, run_id)
+        with TrialProgress(console, total) as progress, live(serve, run_id, total) as state:
+            on_trial = progress.advance
+            if state is not None:
+                ctx = dataclasses.replace(ctx, on_monitor=state.monitor_point)
+                on_trial = both(progress.advance, state)
+            outcome = execute(exp, matrix, store, run_id, ctx, on_trial=on_trial, seed=seed)
     _show(store, run_id, as_json=False)
     console.print(f"{outcome.ok} trials ok, {outcome.failed} failed · results in {store.path} (run {run_id})")
     return outcome.failed
@@ -542,15 +578,26 @@ def figure_workloads(text: str) -> int | None:
 def export(
     run_ref: str = typer.Argument("latest", metavar="RUN", help="A run id, a unique prefix of one, or 'latest'."),
     db: Path = DB_OPTION,
-    fmt: str = typer.Option("csv", "--format", help="csv, json or parquet."),
+    fmt: str = typer.Option(
+        "csv", "--format", help="csv, json or parquet; openmetrics: every trial's headline metrics and checks."
+    ),
     output: Path = typer.Option(None, "--output", "-o", help="The file to write (default: standard output)."),
 ) -> None:
-    """Every sample of a run, one row each, with the cell's configuration as columns."""
+    """Every sample of a run, one row each, with the cell's configuration as columns.
+
+    --format openmetrics writes every trial's headline metric, p99 latency, checks and status instead, labelled
+    by run, cell, stack, workload and repetition and stamped with the trial's end (for promtool's backfill).
+    """
     with boundary(), collector_paused():  # a command that reads, writes and exits: its memory goes at exit
         if fmt not in FORMATS:
             raise UsageError(f"--format {fmt!r} is not one of: {', '.join(FORMATS)}")
         if fmt == "parquet" and output is None and sys.stdout.isatty():
             raise UsageError("parquet is binary: name a file with -o FILE, or redirect standard output")
+        if fmt == "openmetrics":
+            data = load(Store.open(db, create=False), run_ref)
+            where = metrics.write(data, output)
+            err_console.print(f"wrote {len(data.trials)} trials to {where}")
+            return
         cells, samples = read_samples(Store.open(db, create=False), run_ref)
         where = write_samples(samples, cells, fmt, output)
         err_console.print(f"wrote {len(samples)} samples to {where}")

@@ -12,7 +12,9 @@ import pandas as pd
 from layerbench.report import csv_lines
 from layerbench.store.read import StoredCell
 
-FORMATS = ("csv", "json", "parquet")
+TABLE_FORMATS = ("csv", "json", "parquet")  # one row per sample
+# and every trial's headline metrics and checks, labelled by cell (report/metrics.py)
+FORMATS = (*TABLE_FORMATS, "openmetrics")
 
 
 def samples_with_config(frame: pd.DataFrame, cells: Sequence[StoredCell]) -> pd.DataFrame:
@@ -63,8 +65,8 @@ def write(table: pd.DataFrame, fmt: str, path: Path | None) -> str:
     """Into ``path``, or standard output without one (as other tools do: ``| duckdb``, ``> file``).
 
     Returns where it went, for the user's message."""
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown export format {fmt!r}; formats: {', '.join(FORMATS)}")
+    if fmt not in TABLE_FORMATS:
+        raise ValueError(f"unknown table format {fmt!r}; formats: {', '.join(TABLE_FORMATS)}")
     if fmt == "parquet":
         table.to_parquet(path or sys.stdout.buffer, index=False)
     elif fmt == "csv":

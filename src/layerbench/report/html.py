@@ -18,7 +18,7 @@ from layerbench import __version__
 from layerbench.analysis import explain, flame
 from layerbench.analysis.overhead import BYTE_METRICS, UNITS, CellResult
 from layerbench.analysis.verdicts import FASTER, MARKS, SLOWER
-from layerbench.report import figures, flamegraph
+from layerbench.report import figures, flamegraph, sweep_figures
 from layerbench.report.view import RunView
 
 
@@ -53,6 +53,26 @@ FIGURES = (
         figures.percentile_profile,
         "percentiles",
         "Completion-latency percentiles per cell, from fio's histograms merged over jobs and trials (log scale).",
+    ),
+    (
+        "qd-jobs-heatmap",
+        sweep_figures.qd_jobs_heatmaps,
+        "heatmap",
+        "IOPS and p99 completion latency over queue depth x job count, per swept workload and stack (IOPS of all "
+        "jobs, mean over trials; p99 of the slower direction, from fio's histograms merged over trials).",
+    ),
+    (
+        "bandwidth-block-size",
+        sweep_figures.bandwidth_by_block_size,
+        "bandwidth",
+        "Bandwidth against block size, per swept workload and stack (mean over trials; bars: lowest and highest).",
+    ),
+    (
+        "latency-over-time",
+        sweep_figures.latency_over_time,
+        "timelines",
+        "Mean latency per interval over each cell's first trial, from fio's latency log (write_lat_log with "
+        "log_avg_msec): what the trial's mean hides, such as a cache filling or a device's write cliff.",
     ),
     (
         "scaling",
@@ -103,6 +123,10 @@ def _inputs(v: RunView, shown: set[str]) -> dict[str, tuple[Any, ...]]:
         "percentiles": (pct[pct["cell_id"].isin(cells)] if not pct.empty else pct, v.data.cells),
         "surfaces": (v.results, v.data.cells, v.points),  # panels per operation and layer: not per workload
         "scaling": (v.scalings,),
+        # Sweeps are drawn whole (one panel per workload and stack, not per point), as surfaces are.
+        "heatmap": (samples, pct, v.data.cells),
+        "bandwidth": (samples, v.data.cells),
+        "timelines": (tuple(t for t in v.data.timelines if t.cell_id in cells), v.data.cells),
     }
 
 

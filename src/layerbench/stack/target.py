@@ -26,6 +26,8 @@ class BuildContext:
     runner: Runner
     budget: Budget | None = None  # what resource profiles divide (stacks with database servers)
     cache_dir: Path = DEFAULT_CACHE  # where set-up put the YCSB jars and IOzone
+    # Gets each monitor point (series, value, unit) as a trial's monitor takes it (`run --metrics-port`).
+    on_monitor: Callable[[str, float, str], None] | None = None
 
 
 @dataclass(frozen=True)

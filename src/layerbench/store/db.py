@@ -70,6 +70,7 @@ class TrialRecord:
     checks: list[CheckRecord] = field(default_factory=list)
     monitor: list[MonitorPoint] = field(default_factory=list)
     profile: ProfileRecord | None = None
+    logs: dict[str, str] = field(default_factory=dict)  # the tool's own logs, as written ("lat": fio's latency)
 
 
 @dataclass(frozen=True)
@@ -224,6 +225,7 @@ class Store:
             self.conn.executemany(
                 "INSERT INTO monitor VALUES (?,?,?,?,?)", [(tid, m.t, m.series, m.value, m.unit) for m in t.monitor]
             )
+            self.conn.executemany("INSERT INTO logs VALUES (?,?,?)", [(tid, k, v) for k, v in t.logs.items()])
             if t.profile is not None:
                 p = t.profile
                 folded = "\n".join(f"{stack} {n}" for stack, n in p.folded.items())
@@ -305,6 +307,15 @@ class Store:
             "SELECT cell_id, id, raw_output FROM trials WHERE run_id=? AND status='ok' ORDER BY id", (run_id,)
         )
         return [(c, i, raw) for c, i, raw in rows.fetchall()]
+
+    def logs(self, run_id: str, name: str) -> list[tuple[str, int, str]]:
+        """(cell_id, trial_id, the log's text) of every successful trial that kept a log of this name."""
+        rows = self.conn.execute(
+            "SELECT t.cell_id, t.id, l.text FROM logs l JOIN trials t ON t.id = l.trial_id"
+            " WHERE t.run_id=? AND t.status='ok' AND l.name=? ORDER BY t.id",
+            (run_id, name),
+        )
+        return [(c, i, text) for c, i, text in rows.fetchall()]
 
     def monitor_frame(self, run_id: str) -> pd.DataFrame:
         """Every monitor point of the run's successful trials: cell_id, trial_id, t, series, value, unit."""

@@ -23,10 +23,10 @@ from pydantic import TypeAdapter, ValidationError
 from layerbench import hdr
 from layerbench.errors import SpecError, StoreError
 from layerbench.spec.matrix import SweepPoint, SweepPoints, sweep_point, sweep_points
-from layerbench.spec.models import STORED_CONTEXT, Cell, StackSpec, Trials, Workload
+from layerbench.spec.models import STORED_CONTEXT, Cell, FioWorkload, StackSpec, Trials, Workload
 from layerbench.store import cache
 from layerbench.store.db import CellRow, CheckRow, ProfileRecord, RefusedRow, RunRow, Store, TrialRow
-from layerbench.workloads import fio
+from layerbench.workloads import fio, fio_log
 
 WORKLOAD = TypeAdapter(Workload)
 
@@ -64,6 +64,7 @@ class StoredTrial:
     # store's JSON is decoded when first asked for: few analyses read it, and 84,000 trials took a second.
     recorded: dict[str, Any] | str
     client_latency: dict[str, HdrHistogram]  # database clients: operation → all instances' histogram
+    ended_at: float | None = None  # when it ended (epoch seconds)
 
     @property
     def info(self) -> dict[str, Any]:
@@ -90,6 +91,17 @@ class Completion:
 
 
 @dataclass(frozen=True)
+class Timeline:
+    """One successful trial's latency over time (fio's latency log, averaged per interval over its jobs)."""
+
+    cell_id: str
+    trial_id: int
+    repetition: int
+    every_ms: int  # the interval fio averaged over
+    intervals: tuple[fio_log.Interval, ...]
+
+
+@dataclass(frozen=True)
 class RunData:
     run: RunRow
     trials_rule: Trials  # the spec's repetitions and precision target: the confidence of every interval
@@ -102,6 +114,8 @@ class RunData:
     completions: tuple[Completion, ...] | None  # fio's histograms; None unless loaded with latency=True
     # Each profiled cell's profile (`profile: cpu`: its first round's trial); empty unless loaded with profiles.
     profiles: dict[str, ProfileRecord] = field(default_factory=dict)
+    # fio's latency logs, parsed; empty unless loaded with latency=True (and for runs before they were kept)
+    timelines: tuple[Timeline, ...] = ()
 
     @property
     def per_filesystem(self) -> bool:
@@ -118,17 +132,20 @@ def load(store: Store, run_ref: str, latency: bool = False, profiles: bool = Fal
         # Trials' rows through the cache too: reading a trial's last columns walks past its raw output.
         trial_rows = cache.rows(store, run.id, "trials", lambda: _trial_rows(store, run.id))
         check_rows = cache.rows(store, run.id, "checks", lambda: store.check_rows(run.id))
+        cells = _cells(store, run)
+        trials = tuple(_trial(TrialRow(*r[:-1]), r[-1]) for r in trial_rows)
         return RunData(
             run=run,
             trials_rule=Trials.model_validate(run.spec.get("trials") or {}),
-            cells=_cells(store, run),
-            trials=tuple(_trial(TrialRow(*r[:-1]), r[-1]) for r in trial_rows),
+            cells=cells,
+            trials=trials,
             checks=tuple(CheckRow(*r) for r in check_rows),
             refused=tuple(store.refused(run.id)),
             samples=cache.frame(store, run.id, "samples", lambda: store.samples_frame(run.id)),
             monitor=cache.frame(store, run.id, "monitor", lambda: store.monitor_frame(run.id)),
             completions=_cached_completions(store, run.id) if latency else None,
             profiles=_cell_profiles(store, run.id) if profiles else {},
+            timelines=_timelines(store.logs(run.id, "lat"), cells, trials) if latency else (),
         )
 
 
@@ -229,7 +246,26 @@ def _trial(t: TrialRow, info: str) -> StoredTrial:
     if t.status == "ok" and '"latency_hdr"' in info:
         recorded = json.loads(info)
         latency = {op: hdr.decode(text) for op, text in (recorded.get("latency_hdr") or {}).items()}
-    return StoredTrial(t.id, t.cell_id, t.repetition, t.status, t.category, t.stderr, recorded, latency)
+    return StoredTrial(t.id, t.cell_id, t.repetition, t.status, t.category, t.stderr, recorded, latency, t.ended_at)
+
+
+def _timelines(
+    logs: list[tuple[str, int, str]], cells: tuple[StoredCell, ...], trials: tuple[StoredTrial, ...]
+) -> tuple[Timeline, ...]:
+    workload = {c.cell_id: c.cell.workload for c in cells}
+    trial = {t.id: t for t in trials}
+    out = []
+    for cell_id, trial_id, text in logs:
+        w, t = workload.get(cell_id), trial[trial_id]
+        if not isinstance(w, FioWorkload):
+            continue
+        every = int(t.info.get("lat_log_ms") or fio_log.interval_ms(w))
+        try:
+            found = fio_log.intervals(fio_log.parse(text), every)
+        except fio_log.FioLogError:
+            continue  # a log a later fio writes otherwise: the trial's results stand without it
+        out.append(Timeline(cell_id, trial_id, t.repetition, every, tuple(found)))
+    return tuple(out)
 
 
 def _completions(raw_outputs: list[tuple[str, int, str]]) -> tuple[Completion, ...]:

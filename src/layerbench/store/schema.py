@@ -90,7 +90,18 @@ CREATE TABLE profiles (
 );
 """
 
-MIGRATIONS: list[str] = [V1, V2]
+# A tool's own logs beside its output, as it wrote them (fio's latency log, averaged per interval: latency
+# over time within a trial), apart from the trial row: only figures read them, parsed when read.
+V3 = """
+CREATE TABLE logs (
+    trial_id INTEGER NOT NULL REFERENCES trials(id),
+    name TEXT NOT NULL,
+    text TEXT NOT NULL,
+    PRIMARY KEY (trial_id, name)
+);
+"""
+
+MIGRATIONS: list[str] = [V1, V2, V3]
 VERSION = len(MIGRATIONS)
 
 

@@ -30,6 +30,7 @@ from layerbench.errors import LayerbenchError
 from layerbench.proc import Runner
 from layerbench.sample import Sample
 from layerbench.spec.models import FioWorkload
+from layerbench.workloads import fio_log
 
 DIRECTIONS = ("read", "write", "trim")
 LAT_KINDS = ("slat", "clat", "lat")
@@ -104,8 +105,11 @@ def _ms(seconds: float) -> str:
     return f"{round(seconds * 1000)}ms"
 
 
-def argv(w: FioWorkload, path: str, path_is_device: bool, fio: str = "fio") -> list[str]:
-    """The command line of one workload: all its jobs share one prefilled file and report as one group."""
+def argv(
+    w: FioWorkload, path: str, path_is_device: bool, fio: str = "fio", lat_log: str | None = None
+) -> list[str]:
+    """The command line of one workload: all its jobs share one prefilled file and report as one group;
+    ``lat_log``: where its jobs' latency logs go (a prefix, workloads/fio_log.py), averaged per interval."""
     args = [
         fio,
         f"--name={w.name}",
@@ -134,6 +138,8 @@ def argv(w: FioWorkload, path: str, path_is_device: bool, fio: str = "fio") -> l
         args.append("--unlink=1")  # the next trial writes a fresh file too
     if w.steadystate:
         args += [f"--steadystate={w.steadystate}", f"--ss_dur={_whole_s(w.ss_dur_s)}"]
+    if lat_log is not None:
+        args += fio_log.argv(lat_log, fio_log.interval_ms(w))
     return over_nbd(args)
 
 
