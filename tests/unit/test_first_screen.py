@@ -3,14 +3,21 @@ flooded `make run`'s summary); each cell's own detail is one option away."""
 
 from __future__ import annotations
 
+import io
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+from rich.console import Console
 
 from layerbench.analysis.checks import MEANINGS
+from layerbench.store.db import Store
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "plan" / "scaling.db"  # a real run with three kinds of flag
+QUICK = Path(__file__).resolve().parents[1] / "data" / "quick" / "run.db"  # a real `quick` run, flags and all
 
 
 def show(*args: str) -> list[str]:
@@ -39,3 +46,16 @@ def test_every_check_that_can_flag_has_a_meaning() -> None:
     named = {m for p in src.rglob("*.py") for m in re.findall(r'Check\(\s*"([a-z-]+)"', p.read_text())}
     named |= {m for p in src.rglob("*.py") for m in re.findall(r'^NAME = "([a-z-]+)"', p.read_text(), re.M)}
     assert named >= {"contended", "noisy", "limit-applied"} and named <= set(MEANINGS), named - set(MEANINGS)
+
+
+def test_make_runs_summary_fits_in_40_lines_of_an_80_column_terminal(tmp_path: Path, monkeypatch: Any) -> None:
+    from layerbench.cli import app
+
+    db = tmp_path / "run.db"
+    shutil.copy(QUICK, db)
+    out = io.StringIO()
+    monkeypatch.setattr(app, "console", Console(file=out, width=80))
+    app._show(Store.open(db, create=False), "latest", as_json=False)
+    lines = out.getvalue().splitlines()
+    assert any(line.startswith("⚑ flags in 8 of 18 cells") for line in lines)
+    assert len(lines) + 1 <= 40, len(lines)  # and `run` adds one line: "72 trials ok, 0 failed · results in ..."

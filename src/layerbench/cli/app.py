@@ -64,7 +64,7 @@ app = typer.Typer(
     help=(
         "Measure what each layer of the container storage stack costs a real workload.\n\n"
         "Start with `layerbench doctor` (what this host supports), then "
-        "`layerbench run smoke` (under a minute) and `layerbench run quick` (about ten minutes); "
+        "`layerbench run smoke` (under a minute) and `layerbench run quick` (about six minutes on 2 cores); "
         "`layerbench show latest` prints the results again."
     ),
     no_args_is_help=True,
