@@ -432,6 +432,14 @@ def image_fits_stack(s: StackSpec) -> str | None:
             f"{s.instances} instances of {s.server.name} on the host's network would all listen on "
             f"port {s.server.port}: one instance, or the default (bridge) network"
         )
+    if tuned(s.tuning, "host-network"):
+        # The image decides where it listens (every interface, for the official ones) and whether it asks
+        # for a password; layerbench can make neither private on the host's network.
+        return (
+            f"{s.server.name} on the host's network would listen on every interface of this host, with only "
+            "the image's own authentication: use the default (bridge) network, or a server layerbench "
+            "configures (kind postgres, redis, cassandra: each requires the run's password)"
+        )
     return None
 
 

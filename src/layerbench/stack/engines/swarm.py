@@ -159,7 +159,7 @@ def _server(
         data = f"{target.path}/{definition.kind}"
         for step in (["mkdir", "-p", data], ["chown", f"{SERVER_UID}:{SERVER_UID}", target.path, data]):
             target.run(step, 60).check()
-        config = server_config(stack, data, "0.0.0.0", port, limits, ctx.cache_dir)
+        config = server_config(stack, data, "0.0.0.0", port, limits, ctx.cache_dir, ctx.password)
         if "published_port" not in target.info:
             raise ServerError(f"{definition.kind} #{index}: node {engine.node.name} published no port for it")
         host, published = engine.node.addr, int(target.info["published_port"])
