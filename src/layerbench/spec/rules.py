@@ -352,7 +352,7 @@ def _swarm_ready(s: StackSpec, caps: HostCaps) -> str | None:
 def _docker_host_ready(s: StackSpec, caps: HostCaps) -> str | None:
     """A daemon that answers at its URL (stack/dockerhost.py), with what layerbench can ask of it from here."""
     url = s.engine.node or ""
-    why = caps.docker_hosts.get(url, "not probed")
+    why = caps.docker_hosts.get(s.engine.daemon or "", "not probed")
     if why is not None:
         return f"no Docker daemon answers at {url}: {why}"
     if s.limits.read_bps or s.limits.write_bps:
