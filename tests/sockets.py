@@ -13,6 +13,8 @@ import ipaddress
 import os
 import socket
 import struct
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,3 +112,51 @@ def exposed(kind: str, pid: int, host: str, port: int) -> list[str]:
         for s in sockets
         if not s.private and open_door
     ]
+
+
+# --- during a run: its servers from its ledger, each probed from inside its own network namespace ---------
+
+
+def live_servers(ledger: Path) -> list[tuple[str, int]]:
+    """(kind, host PID) of every server the run's ledger holds as live and started (its PID recorded)."""
+    from layerbench.stack.ledger import Ledger  # the ledger's own reader: its schema is its business
+
+    book = Ledger(ledger, "sockets-test")
+    try:
+        rows = [r for r in book.live() if r.kind == "server" and r.detail.get("pid")]
+        return [(str(r.detail["server"]), int(r.detail["pid"])) for r in rows]
+    finally:
+        book.close()
+
+
+def serving(kind: str, pid: int) -> bool:
+    """Does the server answer yet (it may be preparing: initdb, a JVM starting)? Asked in its namespace."""
+    return bool(listening(pid)) and all(_in_namespace(pid, kind, s) is not None for s in listening(pid))
+
+
+def open_doors(kind: str, pid: int) -> list[str]:
+    """Every socket of the server on a non-private address that lets a client in without a password, each
+    asked from inside the server's own network namespace (where even a wildcard socket is reachable)."""
+    return [
+        f"{kind} (pid {pid}) listens on {s.address}:{s.port} and lets a client in without a password"
+        for s in listening(pid)
+        if not s.private and _in_namespace(pid, kind, s)
+    ]
+
+
+def _in_namespace(pid: int, kind: str, s: Listening) -> bool | None:
+    """lets_in_without_password, run by this Python inside the network namespace of ``pid``; None: no answer."""
+    ip = ipaddress.ip_address(s.address)
+    host = ("::1" if ip.version == 6 else "127.0.0.1") if ip.is_unspecified else s.address
+    code = (
+        f"import sys; from tests import sockets; print(sockets.lets_in_without_password({kind!r}, {host!r}, {s.port}))"
+    )
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(root / "src")])}
+    done = subprocess.run(
+        ["nsenter", f"--net=/proc/{pid}/ns/net", "--", sys.executable, "-c", code],
+        capture_output=True, text=True, timeout=60, env=env, cwd=root,
+    )  # fmt: skip
+    if done.returncode != 0:
+        return None
+    return done.stdout.strip() == "True"
