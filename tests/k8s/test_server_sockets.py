@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from layerbench.stack import capabilities
 from tests import sockets, support
 from tests.deadlines import wait_for
 from tests.integration.leftovers import assert_nothing_left, bridges, server_dirs
@@ -29,7 +30,7 @@ def check_servers_during_the_run(engine: str, extra: list[str], dirs: dict[str, 
     """Start the run; as each server answers, its open doors; then the run's end. What is wrong, said."""
     spec = {**node_spec(engine, ["volume" if engine == "swarm" else "bind"], server=SERVERS), "workloads": [WORKLOAD]}
     dirs["spec"].write_text(yaml.safe_dump(spec))
-    proc = support.start(["run", str(dirs["spec"]), *extra], dirs)
+    proc = support.start(["run", str(dirs["spec"]), "--cache-dir", str(capabilities.DEFAULT_CACHE), *extra], dirs)
     ledger = dirs["state"] / "ledger.db"
     wrong: list[str] = []
     seen: set[str] = set()
