@@ -6,13 +6,14 @@ import dataclasses
 import stat
 from pathlib import Path
 
+import pytest
 import yaml
 
 from layerbench import proc
 from layerbench.database_trial import credentials
 from layerbench.spec import load
 from layerbench.spec.databases import ServerSpec
-from layerbench.spec.feasibility import HostCaps
+from layerbench.spec.feasibility import ClusterNode, HostCaps, SwarmNode
 from layerbench.spec.matrix import expand
 from layerbench.stack.fleet import Fleet
 from layerbench.stack.ledger import Ledger
@@ -96,3 +97,14 @@ def test_an_image_server_on_the_host_network_is_refused(full_caps: HostCaps) -> 
     spec = {"name": "t", "stacks": [{**stack, "tuning": "host-network"}], "workloads": [{"kind": "ycsb", "name": "A"}]}
     m = expand(load.parse(yaml.safe_dump(spec)), dataclasses.replace(full_caps, images={"redis:7": None}))
     assert not m.cells and "would listen on every interface of this host" in m.refused[0].reason
+
+
+@pytest.mark.parametrize("engine", ["swarm", "kubernetes"])
+def test_ferretdb_which_cannot_ask_for_a_password_stays_off_clusters(full_caps: HostCaps, engine: str) -> None:
+    stack = {"filesystem": "ext4", "engine": {"kind": engine, "node": "n1"}, "placement": "bind"}
+    spec = {"name": "t", "device": {"kind": "zram", "size": "1GiB"}, "stacks": [{**stack, "server": "ferretdb"}],
+            "workloads": [{"kind": "ycsb", "name": "A"}]}  # fmt: skip
+    node = ClusterNode(ready=True, local=True) if engine == "kubernetes" else SwarmNode(ready=True, unreachable=None)
+    caps = dataclasses.replace(full_caps, **{"kube" if engine == "kubernetes" else "swarm": {"n1": node}})
+    m = expand(load.parse(yaml.safe_dump(spec)), caps)
+    assert not m.cells and any("ferretdb has no authentication" in r.reason for r in m.refused), m.refused

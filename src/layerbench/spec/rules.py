@@ -318,6 +318,13 @@ def _cluster_server_options(s: StackSpec, unit: str) -> str | None:
         )
     if s.tuning != "default":
         return f"tuning {s.tuning!r} is a Docker container option, not {unit}'s: drop it (or use engine docker)"
+    if s.server.kind == "ferretdb":
+        # Reachable beyond this host (a node's published port, the pod network), a server must ask for the
+        # run's password; FerretDB's embeddable SQLite backend cannot.
+        return (
+            f"ferretdb has no authentication (FerretDB 1.24 on SQLite): in {unit} anyone who reaches the node "
+            "could use it; run it with engine native, docker or podman"
+        )
     return None
 
 
