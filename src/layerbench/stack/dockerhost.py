@@ -75,7 +75,7 @@ def answers(url: str) -> str | None:
 def why(exc: BaseException) -> str:
     """The system's reason inside the SDK's and urllib3's wrapping ("Connection refused"), else its first line."""
     text = str(exc)
-    tls = re.search(r"\[SSL: ([A-Z_]+)\] ([^(\"')]+)", text) or re.search(r"\[SSL\] ([^(\"')]+)", text)
+    tls = re.search(r"\[SSL: ([A-Z0-9_]+)\] ([^(\"')]+)", text) or re.search(r"\[SSL\] ([^(\"')]+)", text)
     if tls:
         said = tls.group(0).strip()
         if "CERTIFICATE_VERIFY_FAILED" in said:
