@@ -18,6 +18,9 @@ The image is layerbench's tools image (host binaries), handed to the node's cont
 docker-archive when the node lacks it (no registry needed), and removed from it after. Limits are the
 container's resource limits (requests equal: the Guaranteed class), read back from the kernel's
 cgroup where the node is this host.
+
+A database server listens on every address of its pod, reached at the pod's IP: whoever reaches the pod
+network reaches it, so it requires the run's password (docs/how-to/server-security.md).
 """
 
 from __future__ import annotations

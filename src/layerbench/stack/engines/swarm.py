@@ -19,7 +19,9 @@ trial is an exec into the task's container, as on Docker. Limits are the service
 
 A database server gets a service of its own from a second image (the server's binaries), started by
 exec as on Docker; the service publishes the server's port in host mode without a number, so the node
-picks a free one, and the client on this host reaches it at the node's swarm address.
+picks a free one, and the client on this host reaches it at the node's swarm address. Host mode publishes
+on every interface of the node: anyone who reaches the node reaches the server, which therefore requires
+the run's password (docs/how-to/server-security.md).
 """
 
 from __future__ import annotations
