@@ -60,7 +60,9 @@ def _address(hex_address: str) -> str:
     """/proc/net/tcp's address: 32-bit words in the host's byte order (little-endian here)."""
     raw = bytes.fromhex(hex_address)
     words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
-    return str(ipaddress.ip_address(words))
+    ip = ipaddress.ip_address(words)
+    mapped = getattr(ip, "ipv4_mapped", None)  # a JVM's IPv4 socket, in tcp6 as ::ffff:a.b.c.d
+    return str(mapped or ip)
 
 
 def lets_in_without_password(kind: str, host: str, port: int) -> bool:

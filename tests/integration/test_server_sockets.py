@@ -54,7 +54,8 @@ def test_a_server_in_a_container_listens_where_its_client_is_and_wants_the_passw
     docker: tuple[Any, Any, BuildContext], kind: str, tuning: str
 ) -> None:
     mount, engine, ctx = docker
-    spec = {"filesystem": "xfs", "engine": "docker:overlay2", "placement": "volume", "tuning": tuning}
+    spec = {"device": {"kind": "loop"}, "filesystem": "xfs", "engine": "docker:overlay2", "placement": "volume",
+            "tuning": tuning}  # fmt: skip
     stack = StackSpec.model_validate({**spec, "server": {"kind": kind, "memory": "256MiB"}})
     with fleet(stack, mount, engine, ctx) as f:
         (e,) = f.endpoints

@@ -71,7 +71,23 @@ def client(url: str, timeout: float = API_TIMEOUT_S) -> docker.DockerClient:
     base, _, fragment = url.partition("#")
     if not fragment:
         return docker.DockerClient(base_url=url, timeout=timeout)
-    return docker.DockerClient(base_url=base, timeout=timeout, tls=tls_config(fragment))
+    return _TlsClient(base_url=base, timeout=timeout, tls=tls_config(fragment))
+
+
+class _TlsApiClient(docker.APIClient):
+    """The SDK's client whose requests trust tls.ca alone. requests lets REQUESTS_CA_BUNDLE or
+    CURL_CA_BUNDLE in the environment replace a session's CA file on every request (psf/requests#3829),
+    which would verify the daemon against the system's CAs instead; docker --tlsverify never does that."""
+
+    def merge_environment_settings(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        settings: dict[str, Any] = super().merge_environment_settings(*args, **kwargs)
+        settings["verify"] = self.verify
+        return settings
+
+
+class _TlsClient(docker.DockerClient):
+    def __init__(self, **kwargs: Any) -> None:
+        self.api = _TlsApiClient(**kwargs)  # all DockerClient's own __init__ does, with the client above
 
 
 def tls_config(fragment: str) -> TLSConfig:
