@@ -48,3 +48,19 @@ def test_a_missing_tls_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(PrerequisiteError, match=r"tls\.cert: no file at .*/cert\.pem"):
         swarm.client(e.daemon)
     assert (dockerhost.answers(e.daemon) or "").startswith("tls.cert: no file at")
+
+
+def test_the_sdk_s_tls_errors_are_said_in_one_line() -> None:
+    # Captured from a dockerd with --tlsverify (tests/k8s/test_docker_host_tls.py's daemon): a CA that did
+    # not sign its certificate, and a client that showed none.
+    data = Path(__file__).parents[1] / "data" / "dockerhost"
+    stranger = dockerhost.why(Exception((data / "tls-stranger-ca.txt").read_text()))
+    assert stranger == (
+        "TLS: the daemon's certificate does not verify against tls.ca ([SSL: CERTIFICATE_VERIFY_FAILED] "
+        "certificate verify failed: unable to get local issuer certificate)"
+    )
+    anonymous = dockerhost.why(Exception((data / "tls-no-client-cert.txt").read_text()))
+    assert anonymous == (
+        "TLS: the daemon refused this client or its certificate ([SSL: SSLV3_ALERT_BAD_CERTIFICATE] sslv3 alert "
+        "bad certificate): check tls.cert and tls.key"
+    )
