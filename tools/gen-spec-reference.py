@@ -25,6 +25,7 @@ from layerbench.spec.databases import PgbenchWorkload, Resources, ServerSpec, Yc
 from layerbench.spec.link import parse_delay, parse_rate
 from layerbench.spec.models import (
     DeviceSpec,
+    DockerTls,
     EngineSpec,
     Experiment,
     FilesystemSpec,
@@ -50,6 +51,7 @@ SECTIONS: list[tuple[str, str, type[BaseModel]]] = [
     ("`stacks[]`", "stacks", StackSpec),
     ("`stacks[].filesystem`", "stacks-filesystem", FilesystemSpec),
     ("`stacks[].engine`", "stacks-engine", EngineSpec),
+    ("`stacks[].engine.tls`", "stacks-engine-tls", DockerTls),
     ("`stacks[].placement`", "stacks-placement", PlacementSpec),
     ("`stacks[].limits`", "stacks-limits", Limits),
     ("`stacks[].server`", "stacks-server", ServerSpec),

@@ -17,10 +17,12 @@ are flagged.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,19 +45,21 @@ from layerbench.workloads import pgbench, ycsb
 CLIENT_SLACK_S = 180.0  # JVM start, connections, the report: beyond the phase's own time
 LOAD_TIMEOUT_S = 3 * 3600.0
 MERGED = "all"
+PG_USER = "postgres"  # the server's user (workloads/servers/postgres.py), which pgbench logs in as
 
 
 def prepare(fleet: Fleet, workloads: list[DbWorkload], ctx: BuildContext) -> dict[str, Any]:
     """Load every instance, in parallel, with what this stack's workloads read; say what each holds."""
     started = time.monotonic()
     info: dict[str, Any] = {}
-    if any(isinstance(w, YcsbWorkload) for w in workloads):
-        fleet.info["records"] = _ycsb_load(fleet, ctx)
-        info["records"] = list(fleet.info["records"])
-    if any(isinstance(w, PgbenchWorkload) for w in workloads):
-        argvs = [pgbench.init_argv(e.host, e.port, fleet.server.scale, "postgres") for e in fleet.endpoints]
-        for done in proc.run_all(argvs, timeout=LOAD_TIMEOUT_S):
-            done.check()
+    with credentials(fleet, ctx):
+        if any(isinstance(w, YcsbWorkload) for w in workloads):
+            fleet.info["records"] = _ycsb_load(fleet, ctx)
+            info["records"] = list(fleet.info["records"])
+        if any(isinstance(w, PgbenchWorkload) for w in workloads):
+            argvs = [pgbench.init_argv(e.host, e.port, fleet.server.scale, PG_USER) for e in fleet.endpoints]
+            for done in proc.run_all(argvs, timeout=LOAD_TIMEOUT_S, env=_pg_env(fleet, ctx)):
+                done.check()
         info["pgbench_scale"] = fleet.server.scale
     info["seconds"] = round(time.monotonic() - started, 3)
     return info
@@ -83,7 +87,8 @@ def run_trial(fleet: Fleet, trial: Trial, prepared: dict[str, Any], ctx: BuildCo
     w = trial.cell.workload
     assert isinstance(w, YcsbWorkload | PgbenchWorkload)  # the pipeline sends only clients to a fleet
     try:
-        RUNNERS[w.kind](fleet, w, out, ctx, devices)
+        with credentials(fleet, ctx):
+            RUNNERS[w.kind](fleet, w, out, ctx, devices)
     except ToolError as exc:
         out.category, out.stderr = category(exc.rc, exc.stderr), exc.stderr
         out.argv = out.argv or exc.argv
@@ -172,7 +177,8 @@ def _ycsb_report(done: Completed) -> ycsb.YcsbResult:
 
 def _ycsb_argv(fleet: Fleet, e: Endpoint, props: dict[str, str], phase: str, ctx: BuildContext) -> list[str]:
     java = shutil.which("java") or "java"
-    return ycsb.argv(java, str(ctx.cache_dir), fleet.server.protocol, phase, props)  # type: ignore[arg-type]
+    secret = [str(_secret_files(ctx)[0])] if fleet.definition.authenticates else []
+    return ycsb.argv(java, str(ctx.cache_dir), fleet.server.protocol, phase, props, secret)  # type: ignore[arg-type]
 
 
 def _endpoint(e: Endpoint) -> dict[str, str]:
@@ -185,9 +191,9 @@ def _endpoint(e: Endpoint) -> dict[str, str]:
 def _pgbench(fleet: Fleet, w: PgbenchWorkload, out: Outcome, ctx: BuildContext, devices: list[str]) -> None:
     with tempfile.TemporaryDirectory(dir=ctx.work_dir, prefix="pgbench-") as tmp:
         if w.warmup_s > 0:
-            _pgbench_phase(fleet, w, Path(tmp) / "warmup", w.warmup_s)
+            _pgbench_phase(fleet, w, Path(tmp) / "warmup", w.warmup_s, ctx)
         with _monitor(fleet, devices, ctx) as mon:
-            done, prefixes = _pgbench_phase(fleet, w, Path(tmp) / "run", w.runtime_s)
+            done, prefixes = _pgbench_phase(fleet, w, Path(tmp) / "run", w.runtime_s, ctx)
         out.argv, out.stdout, out.stderr = done[0].argv, _joined(done, "stdout"), _joined(done, "stderr")
         results = [pgbench.parse(d.stdout) for d in done]
         per_instance = [pgbench.latencies_from_logs(pgbench.log_files(p)) for p in prefixes]
@@ -200,13 +206,15 @@ def _pgbench(fleet: Fleet, w: PgbenchWorkload, out: Outcome, ctx: BuildContext, 
     _finish(out, mon, fleet, devices, {f"i{e.index}": r.failed for e, r in zip(fleet.endpoints, results, strict=True)})
 
 
-def _pgbench_phase(fleet: Fleet, w: PgbenchWorkload, where: Path, seconds: float) -> tuple[list[Completed], list[str]]:
+def _pgbench_phase(
+    fleet: Fleet, w: PgbenchWorkload, where: Path, seconds: float, ctx: BuildContext
+) -> tuple[list[Completed], list[str]]:
     where.mkdir()
     prefixes = [str(where / f"i{e.index}") for e in fleet.endpoints]
     argvs = [
-        pgbench.argv(w, e.host, e.port, "postgres", p, seconds) for e, p in zip(fleet.endpoints, prefixes, strict=True)
+        pgbench.argv(w, e.host, e.port, PG_USER, p, seconds) for e, p in zip(fleet.endpoints, prefixes, strict=True)
     ]
-    done = proc.run_all(argvs, timeout=seconds + CLIENT_SLACK_S)
+    done = proc.run_all(argvs, timeout=seconds + CLIENT_SLACK_S, env=_pg_env(fleet, ctx))
     for d in done:
         d.check()
     return done, prefixes
@@ -219,6 +227,39 @@ RUNNERS: dict[str, Callable[[Fleet, Any, Outcome, BuildContext, list[str]], None
 
 
 # --- what every database trial shares ------------------------------------------------------------------
+
+
+@contextmanager
+def credentials(fleet: Fleet, ctx: BuildContext) -> Iterator[None]:
+    """The run's password where the clients read it, while they run: a YCSB properties file (``-P``: the
+    command line, which the store keeps, names the file only) and a pgpass file (pgbench's PGPASSFILE),
+    each 0600 in the run's private directory and removed afterwards. Nothing for an image's server."""
+    if not fleet.definition.authenticates:
+        yield
+        return
+    props, pgpass = _secret_files(ctx)
+    texts = {
+        props: f"{ycsb.prefix(fleet.server.protocol)}.password={ctx.password}\n",
+        pgpass: f"*:*:*:{PG_USER}:{ctx.password}\n",  # token_urlsafe: no ':' or '\\' to escape
+    }
+    try:
+        for path, text in texts.items():
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+        yield
+    finally:
+        for path in texts:
+            path.unlink(missing_ok=True)
+
+
+def _secret_files(ctx: BuildContext) -> tuple[Path, Path]:
+    """This process's client secret files (a --parallel-nodes child has its own)."""
+    return ctx.work_dir / f"client-{os.getpid()}.properties", ctx.work_dir / f"client-{os.getpid()}.pgpass"
+
+
+def _pg_env(fleet: Fleet, ctx: BuildContext) -> dict[str, str] | None:
+    return {**os.environ, "PGPASSFILE": str(_secret_files(ctx)[1])} if fleet.definition.authenticates else None
 
 
 def _monitor(fleet: Fleet, devices: list[str], ctx: BuildContext) -> Monitor:

@@ -33,7 +33,7 @@ def describe(cache_dir: Path) -> dict[str, Any]:
 def describe_daemons(urls: list[str]) -> dict[str, Any]:
     """Docker hosts' own accounts (driver, backing filesystem, data-root, kernel, CPUs, memory), by URL,
     for a run of their cells to record beside this host's; a daemon that does not answer, with why."""
-    return {url: dockerhost.describe_facts(url) for url in urls}
+    return {dockerhost.shown(url): dockerhost.describe_facts(url) for url in urls}
 
 
 def changes_since(recorded: dict[str, Any], cache_dir: Path) -> list[str]:

@@ -61,9 +61,9 @@ def on_this_machine(matrix: Matrix, local: dict[str, bool]) -> list[str]:
 
 
 def docker_hosts(matrix: Matrix) -> list[str]:
-    """The daemon URLs of the matrix's docker-host cells."""
+    """The daemons of the matrix's docker-host cells (their URLs, with any TLS files: EngineSpec.daemon)."""
     engines = {c.stack.engine for c in matrix.cells}
-    return sorted(e.node for e in engines if e.kind == "docker-host" and e.node)
+    return sorted(e.daemon for e in engines if e.kind == "docker-host" and e.daemon)
 
 
 @dataclass(frozen=True)

@@ -91,8 +91,11 @@ def run(
     return Completed(args, proc.returncode, out, err)
 
 
-def run_all(argvs: Sequence[Sequence[str]], *, timeout: float = DEFAULT_TIMEOUT_S) -> list[Completed]:
-    """Run several commands at once (one client per database server), each to completion.
+def run_all(
+    argvs: Sequence[Sequence[str]], *, timeout: float = DEFAULT_TIMEOUT_S, env: Mapping[str, str] | None = None
+) -> list[Completed]:
+    """Run several commands at once (one client per database server), each to completion, in ``env``
+    (this process's environment unless given).
 
     They start together, in their own sessions; if the caller is interrupted, or
     one of them outlives ``timeout``, every one still running is killed with its
@@ -110,6 +113,7 @@ def run_all(argvs: Sequence[Sequence[str]], *, timeout: float = DEFAULT_TIMEOUT_
                         stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE,
                         text=True,
+                        env=dict(env) if env is not None else None,
                         start_new_session=True,
                     )
                 )

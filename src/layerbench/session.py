@@ -41,7 +41,7 @@ def cells_here(exp: Experiment, cache_dir: Path) -> Matrix:
     images = tuple(sorted({s.server.image for s in stacks if s.server is not None and s.server.image}))
     kube = any(s.engine.kind == "kubernetes" for s in stacks)
     swarm = any(s.engine.kind == "swarm" for s in stacks)
-    hosts = tuple(sorted({s.engine.node for s in stacks if s.engine.kind == "docker-host" and s.engine.node}))
+    hosts = tuple(sorted({s.engine.daemon for s in stacks if s.engine.kind == "docker-host" and s.engine.daemon}))
     profiler = exp.profile != "none"
     caps = probe(
         proc.run, cache_dir, guests=guests, profiler=profiler, images=images, kube=kube, swarm=swarm, docker_hosts=hosts

@@ -2,11 +2,14 @@
 
 The servers are started as layerbench starts them natively (stack/fleet.py),
 on a temporary directory instead of a filesystem under test, and stopped when
-the module's tests are done.
+the module's tests are done. Each requires the run's password: the clients are
+given it, and a client without it is refused.
 """
 
 from __future__ import annotations
 
+import os
+import secrets
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -23,11 +26,14 @@ from layerbench.stack.fleet import Endpoint, fleet
 from layerbench.stack.ledger import Ledger
 from layerbench.stack.target import BuildContext, Device, Mount
 from layerbench.workloads import pgbench, ycsb
+from layerbench.workloads.servers import SERVERS
 from layerbench.workloads.servers.postgres import bindir as postgres_bindir
+from tests import sockets
 
 pytestmark = pytest.mark.requires_db
 
 CACHE = DEFAULT_CACHE  # where `make setup` builds the YCSB jars
+PASSWORD = secrets.token_urlsafe(24)  # the run's password, as BuildContext makes one
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +43,7 @@ def servers() -> Iterator[dict[str, Endpoint]]:
     base.chmod(0o711)
     work, ledger = base / "work", Ledger(base / "ledger.db", "clients")
     (work / "mnt").mkdir(parents=True, mode=0o700)
-    ctx = BuildContext(work, ledger, "clients", proc.run)
+    ctx = BuildContext(work, ledger, "clients", proc.run, password=PASSWORD)
     mount = Mount(Device("/dev/null", "none", 0), "dir", work / "mnt")
     try:
         with ExitStack() as started:
@@ -77,7 +83,7 @@ def _ycsb(java: str, kind: str, phase: ycsb.Phase, props: dict[str, str]) -> ycs
 
 def test_ycsb_loads_runs_and_inserts_new_keys_in_postgres(java: str, postgres: Endpoint, tmp_path: Path) -> None:
     server = ServerSpec(kind="postgres", records=300, fieldcount=5, fieldlength=20)
-    endpoint = {"host": "127.0.0.1", "port": str(postgres.port)}
+    endpoint = {"host": "127.0.0.1", "port": str(postgres.port), "password": PASSWORD}
     # Four threads create the table at once (one DB object per thread): no error may come of it.
     load = YcsbWorkload(name="load", threads=4)
     insert = _ycsb(java, "postgres", "load", ycsb.properties(load, server, 300, endpoint, "load")).operations["INSERT"]
@@ -103,7 +109,7 @@ def test_ycsb_loads_runs_and_inserts_new_keys_in_postgres(java: str, postgres: E
 
 def test_ycsb_loads_and_scans_redis(java: str, redis: Endpoint) -> None:
     server = ServerSpec(kind="redis", records=300, fieldcount=5, fieldlength=20)
-    endpoint = {"host": "127.0.0.1", "port": str(redis.port)}
+    endpoint = {"host": "127.0.0.1", "port": str(redis.port), "password": PASSWORD}
     load = YcsbWorkload(name="load", threads=2)
     insert = _ycsb(java, "redis", "load", ycsb.properties(load, server, 300, endpoint, "load")).operations["INSERT"]
     assert (insert.count, insert.errors) == (300, 0)
@@ -115,10 +121,15 @@ def test_ycsb_loads_and_scans_redis(java: str, redis: Endpoint) -> None:
 
 def test_pgbench_initialises_runs_and_logs_every_transaction(postgres: Endpoint, tmp_path: Path) -> None:
     binary = str(postgres_bindir() / "pgbench")
-    proc.run(pgbench.init_argv("127.0.0.1", postgres.port, 1, "postgres", pgbench=binary), timeout=120).check()
+    env = {**os.environ, "PGPASSWORD": PASSWORD}
+    init = pgbench.init_argv("127.0.0.1", postgres.port, 1, "postgres", pgbench=binary)
+    refused = proc.run(init, timeout=60, env={k: v for k, v in env.items() if not k.startswith("PG")})
+    assert refused.rc != 0 and "password" in refused.stderr  # no password: no way in
+    proc.run(init, timeout=120, env=env).check()
     w = PgbenchWorkload(name="t", clients=2, runtime_s=1)
     prefix = str(tmp_path / "tx")
-    done = proc.run(pgbench.argv(w, "127.0.0.1", postgres.port, "postgres", prefix, 1, pgbench=binary), timeout=60)
+    argv = pgbench.argv(w, "127.0.0.1", postgres.port, "postgres", prefix, 1, pgbench=binary)
+    done = proc.run(argv, timeout=60, env=env)
     result = pgbench.parse(done.check().stdout)
     assert (result.transaction_type, result.clients, result.failed) == ("TPC-B (sort of)", 2, 0)
     assert result.processed > 0 and result.tps > 0
@@ -126,3 +137,13 @@ def test_pgbench_initialises_runs_and_logs_every_transaction(postgres: Endpoint,
     assert latencies.size == result.processed and latencies.min() > 0
     got = {s.metric: s.value for s in pgbench.samples(result, latencies, "t")}
     assert got["lat_p50_us"] <= got["lat_p99_us"] <= got["lat_max_us"]
+
+
+@pytest.mark.parametrize("kind", ["postgres", "redis"])
+def test_a_server_listens_on_loopback_only_and_wants_the_run_s_password(
+    servers: dict[str, Endpoint], kind: str
+) -> None:
+    e = servers[kind]
+    assert sockets.listening(e.handle.pid) == [sockets.Listening("127.0.0.1", e.port)]
+    assert not sockets.lets_in_without_password(kind, e.host, e.port)
+    assert SERVERS[kind].ready(e.host, e.port, proc.run, PASSWORD)  # and with it, in

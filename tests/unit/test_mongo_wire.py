@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import struct
 import threading
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -122,4 +123,6 @@ def _answer(listener: socket.socket, reply: bytes) -> None:
 
 def test_a_mongodb_image_server_waits_for_the_same_probe() -> None:
     mongo = ServerSpec.model_validate({"image": "mongo:7", "port": 27017, "client": "ycsb-mongodb"})
-    assert image.definition(mongo).ready is mongo_wire.ready
+    definition = image.definition(mongo)
+    assert isinstance(definition.ready, partial) and definition.ready.args == (mongo_wire.ready,)
+    assert not definition.authenticates  # its authentication is the image's: its client gets no password

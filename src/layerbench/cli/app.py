@@ -235,7 +235,7 @@ def _warn_shared(matrix: Matrix) -> None:
     if urls:
         from layerbench.stack import dockerhost  # the Docker SDK only where a cell names a daemon
 
-        local |= {url: dockerhost.on_this_machine(url) for url in urls}
+        local |= {dockerhost.shown(url): dockerhost.on_this_machine(url) for url in urls}
     shared = nodes.on_this_machine(matrix, local)
     if len(shared) > 1:
         err_console.print(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import urllib.parse
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -168,6 +169,27 @@ class FilesystemSpec(Frozen):
         return f"{self.type}({extra})" if extra else self.type
 
 
+class DockerTls(Frozen):
+    """How to reach a Docker host over TLS, as ``docker --tlsverify`` does: the daemon's certificate must be
+    signed by ``ca`` (and name the host), and the client shows its own certificate and key."""
+
+    ca: str = Field(description="the CA certificate (PEM) that signed the daemon's certificate (--tlscacert)")
+    cert: str | None = Field(
+        default=None, description="this client's certificate (PEM), signed by a CA the daemon trusts (--tlscert)"
+    )
+    key: str | None = Field(default=None, description="this client's private key (PEM) (--tlskey)")
+
+    @model_validator(mode="after")
+    def _cert_with_key(self) -> DockerTls:
+        if (self.cert is None) != (self.key is None):
+            raise ValueError("tls: cert and key go together (the client's certificate and its private key)")
+        return self
+
+    def fragment(self) -> str:
+        """The files, as the fragment of the daemon's address (stack/dockerhost.py reads it back)."""
+        return urllib.parse.urlencode({k: v for k, v in self.model_dump().items() if v is not None})
+
+
 class EngineSpec(Frozen):
     kind: EngineKind = "native"
     driver: Driver | None = None
@@ -180,7 +202,12 @@ class EngineSpec(Frozen):
         default=None,
         description="kubernetes, swarm and docker-host only (and required there): the node the pod or service is "
         "pinned to, by its name in the cluster (a swarm node's hostname); a docker-host's daemon URL "
-        "(unix:///PATH/docker.sock, tcp://HOST:2375, ssh://USER@HOST)",
+        "(unix:///PATH/docker.sock, tcp://HOST:2375, tcp://HOST:2376 with tls, ssh://USER@HOST)",
+    )
+    tls: DockerTls | None = Field(
+        default=None,
+        description="docker-host with a tcp:// URL only: verify the daemon's certificate against tls.ca and show "
+        "this client's (tls.cert, tls.key), as docker --tlsverify does",
     )
 
     @model_validator(mode="before")
@@ -214,6 +241,8 @@ class EngineSpec(Frozen):
                 f"engine docker-host's node {self.node!r} is not a Docker daemon's URL: it starts with one of "
                 f"{', '.join(DOCKER_HOST_SCHEMES)} (as DOCKER_HOST does), e.g. tcp://10.0.0.5:2375"
             )
+        if self.tls is not None and not (self.kind == "docker-host" and (self.node or "").startswith("tcp://")):
+            raise ValueError("tls is for engine docker-host with a tcp:// URL (e.g. node: tcp://10.0.0.5:2376)")
         if self.mode is not None and self.driver != "devicemapper":
             engine = f"{self.kind}:{self.driver}" if self.driver else self.kind
             raise ValueError(
@@ -225,10 +254,18 @@ class EngineSpec(Frozen):
     def _without_mode(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # Engines without a mode dump as they did before it existed: their cell ids (hashes) stay stable.
         data = handler(self)
-        for optional in ("mode", "node"):
+        for optional in ("mode", "node", "tls"):
             if data.get(optional) is None:
                 data.pop(optional, None)
         return data
+
+    @property
+    def daemon(self) -> str | None:
+        """A docker-host's daemon as stack/dockerhost.py reaches it: its URL, with its TLS files (if any) as
+        the URL's fragment, so that one string names the daemon and how to trust it, in the ledger too."""
+        if self.node is None or self.tls is None:
+            return self.node
+        return f"{self.node}#{self.tls.fragment()}"
 
     def label(self) -> str:
         base = f"{self.kind}:{self.driver}" if self.driver else self.kind

@@ -318,6 +318,13 @@ def _cluster_server_options(s: StackSpec, unit: str) -> str | None:
         )
     if s.tuning != "default":
         return f"tuning {s.tuning!r} is a Docker container option, not {unit}'s: drop it (or use engine docker)"
+    if s.server.kind == "ferretdb":
+        # Reachable beyond this host (a node's published port, the pod network), a server must ask for the
+        # run's password; FerretDB's embeddable SQLite backend cannot.
+        return (
+            f"ferretdb has no authentication (FerretDB 1.24 on SQLite): in {unit} anyone who reaches the node "
+            "could use it; run it with engine native, docker or podman"
+        )
     return None
 
 
@@ -352,7 +359,7 @@ def _swarm_ready(s: StackSpec, caps: HostCaps) -> str | None:
 def _docker_host_ready(s: StackSpec, caps: HostCaps) -> str | None:
     """A daemon that answers at its URL (stack/dockerhost.py), with what layerbench can ask of it from here."""
     url = s.engine.node or ""
-    why = caps.docker_hosts.get(url, "not probed")
+    why = caps.docker_hosts.get(s.engine.daemon or "", "not probed")
     if why is not None:
         return f"no Docker daemon answers at {url}: {why}"
     if s.limits.read_bps or s.limits.write_bps:
@@ -431,6 +438,14 @@ def image_fits_stack(s: StackSpec) -> str | None:
         return (
             f"{s.instances} instances of {s.server.name} on the host's network would all listen on "
             f"port {s.server.port}: one instance, or the default (bridge) network"
+        )
+    if tuned(s.tuning, "host-network"):
+        # The image decides where it listens (every interface, for the official ones) and whether it asks
+        # for a password; layerbench can make neither private on the host's network.
+        return (
+            f"{s.server.name} on the host's network would listen on every interface of this host, with only "
+            "the image's own authentication: use the default (bridge) network, or a server layerbench "
+            "configures (kind postgres, redis, cassandra: each requires the run's password)"
         )
     return None
 

@@ -46,13 +46,16 @@ PROBE_TIMEOUT_S = 10
 HINT = "start the daemon there, or fix the URL (DOCKER_HOST's forms: unix:///PATH, tcp://HOST:PORT, ssh://USER@HOST)"
 
 
+shown = swarm.shown  # a daemon's URL without its TLS files, as messages and records show it
+
+
 def connect(url: str) -> docker.DockerClient:
-    """The daemon at ``url``, once it answers."""
+    """The daemon at ``url`` (its TLS files, if any, in the fragment: EngineSpec.daemon), once it answers."""
     try:
         daemon = swarm.client(url)  # the SDK asks the daemon its API version here
         daemon.ping()
     except API_ERRORS as exc:
-        raise PrerequisiteError(f"no Docker daemon answers at {url}: {why(exc)}", hint=HINT) from exc
+        raise PrerequisiteError(f"no Docker daemon answers at {swarm.shown(url)}: {why(exc)}", hint=HINT) from exc
     return daemon
 
 
@@ -60,16 +63,24 @@ def answers(url: str) -> str | None:
     """None where a daemon answers at ``url``, else why not (the feasibility rules' probe, which does not wait
     on an address that never answers as long as a trial's command would)."""
     try:
-        with contextlib.closing(docker.DockerClient(base_url=url, timeout=PROBE_TIMEOUT_S)) as daemon:
+        with contextlib.closing(swarm.client(url, PROBE_TIMEOUT_S)) as daemon:
             daemon.ping()
     except API_ERRORS as exc:
         return why(exc)
+    except PrerequisiteError as exc:  # a TLS file that is not there
+        return str(exc)
     return None
 
 
 def why(exc: BaseException) -> str:
     """The system's reason inside the SDK's and urllib3's wrapping ("Connection refused"), else its first line."""
     text = str(exc)
+    tls = re.search(r"\[SSL: ([A-Z0-9_]+)\] ([^(\"')]+)", text) or re.search(r"\[SSL\] ([^(\"')]+)", text)
+    if tls:
+        said = tls.group(0).strip()
+        if "CERTIFICATE_VERIFY_FAILED" in said:
+            return f"TLS: the daemon's certificate does not verify against tls.ca ({said})"
+        return f"TLS: the daemon refused this client or its certificate ({said}): check tls.cert and tls.key"
     found = re.search(r"\[Errno -?\d+\] ([^\"')]+)", text) or re.search(r"\w+Error\(-?\d+, '([^']+)'\)", text)
     return found.group(1).strip() if found else swarm.first_line(exc)
 
@@ -167,7 +178,7 @@ def container(
         try:
             made.start()
         except API_ERRORS as exc:
-            raise PrerequisiteError(f"the container on {url} did not start: {exc}") from exc
+            raise PrerequisiteError(f"the container on {swarm.shown(url)} did not start: {exc}") from exc
         yield made
 
 

@@ -3,8 +3,9 @@
 Natively each instance is a server process on 127.0.0.1 with its data in its
 own directory on the filesystem under test. In Docker each instance is a
 container of its own (its own volume, bind directory or writable layer, its
-own limits), reached from the host on the private bridge network, or on
-127.0.0.1 with the host-network tuning. In both, the server runs as an
+own limits), listening at its address on the private bridge network, or on
+127.0.0.1 with the host-network tuning. Every server layerbench configures
+requires the run's password (docs/how-to/server-security.md). In both, the server runs as an
 unprivileged user, is recorded before it starts, must answer its readiness
 probe, and is shut down with its own clean-shutdown signal when the stack
 ends; one that dies or never answers fails with its log's tail.
@@ -111,8 +112,9 @@ def fleet(stack: StackSpec, mount: Mount, engine: Engine | None, ctx: BuildConte
 
 
 def server_config(
-    stack: StackSpec, data_dir: str, listen: str, port: int, limits: Limits, cache_dir: Path
+    stack: StackSpec, data_dir: str, listen: str, port: int, limits: Limits, cache_dir: Path, password: str = ""
 ) -> ServerConfig:
+    """``password``: the run's (BuildContext.password), which the server will require of its clients."""
     assert stack.server is not None
     memory = server_memory(stack.server, limits)
     least = MIN_MEMORY.get(stack.server.kind, 0)
@@ -122,7 +124,7 @@ def server_config(
             f"{stack.server.name} needs at least {least // 2**20} MiB and would get {memory // 2**20} MiB "
             "(its container's memory limit): give the profile a larger resources.memory or fewer instances"
         )
-    return ServerConfig(data_dir, listen, port, memory, stack.server, MAX_CLIENTS, cache_dir)
+    return ServerConfig(data_dir, listen, port, memory, stack.server, MAX_CLIENTS, cache_dir, password=password)
 
 
 @contextmanager
@@ -136,7 +138,7 @@ def _natively(
             path.mkdir(mode=0o700, exist_ok=True)
             os.chown(path, SERVER_UID, SERVER_UID)
         let_through(home.parent, ctx.work_dir)
-        config = server_config(stack, str(data), "127.0.0.1", free_port(), limits, ctx.cache_dir)
+        config = server_config(stack, str(data), "127.0.0.1", free_port(), limits, ctx.cache_dir, ctx.password)
         where = Where(partial(handles.start_native, user=SERVER_UID), _write_native)
         with bring_up(definition, config, where, ctx, index, "127.0.0.1") as h:
             yield Endpoint(index, "127.0.0.1", config.port, config.memory, limits, h, {"data_dir": str(data)})
@@ -165,7 +167,7 @@ def _in_container(
             data = f"{target.path}/{definition.kind}"
             for step in (["mkdir", "-p", data], ["chown", f"{SERVER_UID}:{SERVER_UID}", target.path, data]):
                 target.run(step, 60).check()
-            config = server_config(stack, data, listen, port, limits, ctx.cache_dir)
+            config = server_config(stack, data, listen, port, limits, ctx.cache_dir, ctx.password)
             container = docker.client.containers.get(target.info["container"])
             where = Where(partial(start_exec, docker.client.api, container.id), partial(write_in, container))
             with bring_up(definition, config, where, ctx, index, host) as h:
@@ -227,6 +229,8 @@ def bring_up(
     """Prepare the data directory, write the config files, start the server; its log goes with it. The
     host reaches it at ``host``:``port`` (its own port unless one is forwarded to it)."""
     with server_log(ctx.work_dir / f"{definition.kind}-{index}-{uuid.uuid4().hex[:6]}.log") as log:
+        for name, text in definition.setup_files(config).items():
+            where.write(str(Path(config.data_dir).parent), name, text)
         for step in definition.prepare(config):
             _finish(where.start(step, log), step, definition, index)
         for name, text in definition.config_files(config).items():
@@ -237,9 +241,12 @@ def bring_up(
 
 
 def _write_native(directory: str, name: str, text: str) -> None:
+    """A file of the server's own, readable by it alone (it may hold the run's password)."""
     path = Path(directory) / name
-    path.write_text(text)
-    os.chown(path, SERVER_UID, SERVER_UID)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as f:
+        os.fchown(f.fileno(), SERVER_UID, SERVER_UID)
+        f.write(text)
 
 
 def start_exec(api: Any, container_id: str, argv: list[str], log: Path) -> handles.Handle:
@@ -268,8 +275,9 @@ def _address(
     """(where the host reaches it, what it binds, its port)."""
     if network is None:  # the host's network: loopback, a port of its own
         return "127.0.0.1", "127.0.0.1", free_port()
-    # Its own network namespace: only the bridge reaches it.
-    return _bridge_address(docker, target, network), "0.0.0.0", definition.default_port
+    # Its own network namespace: it listens at its address on the private bridge, where the host is.
+    address = _bridge_address(docker, target, network)
+    return address, address, definition.default_port
 
 
 def _bridge_address(docker: DockerEngine, target: Target, network: Network) -> str:
@@ -331,7 +339,7 @@ def wait_ready(h: handles.Handle, definition: ServerDef, host: str, port: int, c
     while time.monotonic() < deadline:
         if not h.alive():
             raise ServerError(f"{definition.kind} #{index} exited before serving:\n{handles.log_tail(h.log)}")
-        if definition.ready(host, port, ctx.runner):
+        if definition.ready(host, port, ctx.runner, ctx.password if definition.authenticates else ""):
             return
         time.sleep(0.2)
     raise ServerError(

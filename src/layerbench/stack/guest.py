@@ -92,6 +92,10 @@ class Guest:
         (files / name).write_text(text)
         return str(GUEST_SHARE / "files" / name)
 
+    def unstage(self, path: str) -> None:
+        """Remove a file ``put`` staged (its path in the guest)."""
+        (self.share / "files" / Path(path).name).unlink(missing_ok=True)
+
     @contextmanager
     def staged_rootfs(self, entries: list[image.Entry], name: str) -> Iterator[str]:
         """An image's files as a tar in the share (its path in the guest), removed once the guest used it."""

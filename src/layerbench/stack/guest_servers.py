@@ -90,7 +90,9 @@ def starter(
     ) -> Iterator[Endpoint]:
         host_port, guest_port = ports[index]
         with _home(guest, definition, index) as data:
-            config = server_config(stack, data, "0.0.0.0", guest_port, limits, ctx.cache_dir)
+            config = server_config(stack, data, "0.0.0.0", guest_port, limits, ctx.cache_dir, ctx.password)
+            for name, text in definition.setup_files(config).items():
+                _write(guest, str(Path(data).parent), name, text)
             prepare(guest, AS_SERVER, definition, config, index)
             for name, text in definition.config_files(config).items():
                 _write(guest, data, name, text)
@@ -173,10 +175,14 @@ def server_unit(
 
 
 def _write(guest: Guest, directory: str, name: str, text: str) -> None:
-    """A config file into the data directory, owned by the server's user."""
+    """A config file into the data directory, owned by the server's user, readable by it alone; its
+    staged copy in the share is removed once installed (it may hold the run's password)."""
     staged = guest.put(f"{uuid.uuid4().hex[:8]}-{name}", text)
     path = f"{directory}/{name}"
-    _run(guest, ["install", "-m", "0600", "-o", str(SERVER_UID), "-g", str(SERVER_UID), staged, path])
+    try:
+        _run(guest, ["install", "-m", "0600", "-o", str(SERVER_UID), "-g", str(SERVER_UID), staged, path])
+    finally:
+        guest.unstage(staged)
 
 
 def _run(guest: Guest, argv: list[str]) -> None:

@@ -477,10 +477,11 @@ def put_in(core: client.CoreV1Api, ns: str, name: str) -> Put:
     return put
 
 
-def write_file(core: client.CoreV1Api, ns: str, name: str, path: str, text: str) -> str:
+def write_file(core: client.CoreV1Api, ns: str, name: str, path: str, text: str, private: bool = False) -> str:
     """``text`` into ``path`` in the pod, as the exec that writes it gets it (an argument), owned by the
-    container's user."""
-    done = _exec(core, ns, name, ["sh", "-c", 'printf %s "$1" > "$2"', "sh", text, path], 60)
+    container's user; ``private``: readable by that user alone (0600)."""
+    umask = "umask 077; " if private else ""
+    done = _exec(core, ns, name, ["sh", "-c", umask + 'printf %s "$1" > "$2"', "sh", text, path], 60)
     if done.rc != 0:
         raise LayerbenchError(f"could not write {path} in pod {name}: {done.stderr.strip()}")
     return path

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ import docker
 from docker.errors import DockerException, NotFound
 from docker.models.containers import Container
 from docker.models.services import Service
+from docker.tls import TLSConfig
 
 from layerbench.errors import LayerbenchError, PrerequisiteError
 from layerbench.spec.feasibility import SwarmNode
@@ -62,8 +64,44 @@ def manager_url() -> str | None:
     return os.environ.get(MANAGER_ENV) or None
 
 
-def client(url: str) -> docker.DockerClient:
-    return docker.DockerClient(base_url=url, timeout=API_TIMEOUT_S)
+def client(url: str, timeout: float = API_TIMEOUT_S) -> docker.DockerClient:
+    """A client of the daemon at ``url``; a fragment names TLS files (EngineSpec.daemon): then the daemon's
+    certificate is verified against the CA (and its host name), and this client shows its own, as
+    ``docker --tlsverify`` does."""
+    base, _, fragment = url.partition("#")
+    if not fragment:
+        return docker.DockerClient(base_url=url, timeout=timeout)
+    return _TlsClient(base_url=base, timeout=timeout, tls=tls_config(fragment))
+
+
+class _TlsApiClient(docker.APIClient):
+    """The SDK's client whose requests trust tls.ca alone. requests lets REQUESTS_CA_BUNDLE or
+    CURL_CA_BUNDLE in the environment replace a session's CA file on every request (psf/requests#3829),
+    which would verify the daemon against the system's CAs instead; docker --tlsverify never does that."""
+
+    def merge_environment_settings(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        settings: dict[str, Any] = super().merge_environment_settings(*args, **kwargs)
+        settings["verify"] = self.verify
+        return settings
+
+
+class _TlsClient(docker.DockerClient):
+    def __init__(self, **kwargs: Any) -> None:
+        self.api = _TlsApiClient(**kwargs)  # all DockerClient's own __init__ does, with the client above
+
+
+def tls_config(fragment: str) -> TLSConfig:
+    files = dict(urllib.parse.parse_qsl(fragment))
+    for role in ("ca", "cert", "key"):
+        if role in files and not Path(files[role]).is_file():
+            raise PrerequisiteError(f"tls.{role}: no file at {files[role]}", hint="give the PEM file's path")
+    pair = (files["cert"], files["key"]) if "cert" in files else None
+    return TLSConfig(client_cert=pair, ca_cert=files["ca"], verify=True)
+
+
+def shown(url: str) -> str:
+    """A daemon's URL as a person reads it (without its TLS files)."""
+    return url.partition("#")[0]
 
 
 def connect(url: str | None) -> docker.DockerClient:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,9 @@ class BuildContext:
     cache_dir: Path = DEFAULT_CACHE  # where set-up put the YCSB jars and IOzone
     # Gets each monitor point (series, value, unit) as a trial's monitor takes it (`run --metrics-port`).
     on_monitor: Callable[[str, float, str], None] | None = None
+    # The run's database password, made for this run and kept in memory only (never in the store, the
+    # ledger or a log): every server the run starts requires it, every client is given it in a 0600 file.
+    password: str = field(default_factory=lambda: secrets.token_urlsafe(24), repr=False)
 
 
 @dataclass(frozen=True)

@@ -240,10 +240,20 @@ def _chooses_keys(props: Mapping[str, str]) -> bool:
     return any(float(props[p]) > 0 for p in chosen)
 
 
-def argv(java: str, cache_dir: str, protocol: str, phase: Phase, props: Mapping[str, str]) -> list[str]:
-    """The client's command line: each property as ``-p key=value`` (values are never split by a shell)."""
+def argv(
+    java: str,
+    cache_dir: str,
+    protocol: str,
+    phase: Phase,
+    props: Mapping[str, str],
+    property_files: Sequence[str] = (),
+) -> list[str]:
+    """The client's command line: each property as ``-p key=value`` (values are never split by a shell);
+    ``property_files`` (``-P``) hold what the command line must not show (the server's password)."""
     args = [java, "-cp", classpath(cache_dir), CLIENT_CLASS, "-load" if phase == "load" else "-t"]
     args += ["-db", BINDINGS[protocol]]
+    for path in property_files:
+        args += ["-P", path]
     for key, value in props.items():
         args += ["-p", f"{key}={value}"]
     return args

@@ -81,14 +81,14 @@ class DockerHostEngine:
 @contextmanager
 def start(mount: Mount, spec: EngineSpec, ctx: BuildContext) -> Iterator[DockerHostEngine]:
     """The run's row on the daemon at ``spec.node``, once it answers; nothing of the daemon is changed."""
-    assert spec.node is not None  # the spec requires the URL
-    daemon = dockerhost.connect(spec.node)
+    assert spec.daemon is not None  # the spec requires the URL
+    daemon = dockerhost.connect(spec.daemon)
     with contextlib.ExitStack() as exits:
         exits.callback(daemon.close)
         found = dockerhost.facts(daemon.info())
-        exits.enter_context(dockerhost.run_scope(spec.node, ctx))
+        exits.enter_context(dockerhost.run_scope(spec.daemon, ctx))
         images = exits.enter_context(contextlib.ExitStack())  # closed before the run's row goes
-        yield DockerHostEngine(spec.node, daemon, found, images)
+        yield DockerHostEngine(spec.daemon, daemon, found, images)
 
 
 def failure(rc: int | None, stderr: str) -> str | None:
@@ -119,11 +119,11 @@ def _placement(
             "placement": kind,
             "container": made.id[:12],
             "image": image,
-            "daemon_url": engine.url,
+            "daemon_url": swarm.shown(engine.url),
             "daemon": engine.facts,
             # Its processes are another daemon's, perhaps on another machine: this host's /proc cannot tell
             # them apart, so `bottleneck` and `contended` skip (monitor_checks).
-            "unseen": f"{engine.url} (a Docker host)",
+            "unseen": f"{swarm.shown(engine.url)} (a Docker host)",
             "fio_sha256": binary_digests(["fio"])["fio"],  # the image holds this host's fio
             "data_mount": data_mount(table),
             **_limits(made, stack.limits),

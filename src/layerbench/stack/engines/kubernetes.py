@@ -18,6 +18,9 @@ The image is layerbench's tools image (host binaries), handed to the node's cont
 docker-archive when the node lacks it (no registry needed), and removed from it after. Limits are the
 container's resource limits (requests equal: the Guaranteed class), read back from the kernel's
 cgroup where the node is this host.
+
+A database server listens on every address of its pod, reached at the pod's IP: whoever reaches the pod
+network reaches it, so it requires the run's password (docs/how-to/server-security.md).
 """
 
 from __future__ import annotations
@@ -139,14 +142,16 @@ def _server(
         pod, host = target.info["pod"], target.info["pod_ip"]
         data = f"{target.path}/{definition.kind}"
         target.run(["mkdir", "-p", data], 60).check()
-        config = server_config(stack, data, "0.0.0.0", definition.default_port, limits, ctx.cache_dir)
+        config = server_config(stack, data, "0.0.0.0", definition.default_port, limits, ctx.cache_dir, ctx.password)
         config = dataclasses.replace(config, client_address=source_address(host, ctx.runner))
+        for name, text in definition.setup_files(config).items():
+            kube.write_file(engine.core, engine.namespace, pod, f"{target.path}/{name}", text, private=True)
         for step in definition.prepare(config):
             done = target.run(step, PREPARE_TIMEOUT_S)
             if done.rc != 0:
                 raise ServerError(f"{definition.kind} #{index}: {Path(step[0]).name} exited {done.rc}:\n{done.stderr}")
         for name, text in definition.config_files(config).items():
-            kube.write_file(engine.core, engine.namespace, pod, f"{data}/{name}", text)
+            kube.write_file(engine.core, engine.namespace, pod, f"{data}/{name}", text, private=True)
         with server_log(ctx.work_dir / f"{definition.kind}-{index}-{pod}.log") as log:
             cid = target.info["container_id"]
             launch = partial(kube.start_exec, engine.core, engine.namespace, pod, cid, definition.argv(config), log)

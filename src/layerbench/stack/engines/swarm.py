@@ -19,7 +19,9 @@ trial is an exec into the task's container, as on Docker. Limits are the service
 
 A database server gets a service of its own from a second image (the server's binaries), started by
 exec as on Docker; the service publishes the server's port in host mode without a number, so the node
-picks a free one, and the client on this host reaches it at the node's swarm address.
+picks a free one, and the client on this host reaches it at the node's swarm address. Host mode publishes
+on every interface of the node: anyone who reaches the node reaches the server, which therefore requires
+the run's password (docs/how-to/server-security.md).
 """
 
 from __future__ import annotations
@@ -159,7 +161,7 @@ def _server(
         data = f"{target.path}/{definition.kind}"
         for step in (["mkdir", "-p", data], ["chown", f"{SERVER_UID}:{SERVER_UID}", target.path, data]):
             target.run(step, 60).check()
-        config = server_config(stack, data, "0.0.0.0", port, limits, ctx.cache_dir)
+        config = server_config(stack, data, "0.0.0.0", port, limits, ctx.cache_dir, ctx.password)
         if "published_port" not in target.info:
             raise ServerError(f"{definition.kind} #{index}: node {engine.node.name} published no port for it")
         host, published = engine.node.addr, int(target.info["published_port"])

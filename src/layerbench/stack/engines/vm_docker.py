@@ -253,11 +253,12 @@ def _server(
         data = f"{DATA}/{definition.kind}"
         _docker(guest, "exec", "--user", "0", name, "mkdir", "-p", data)
         _docker(guest, "exec", "--user", "0", name, "chown", user, DATA, data)
-        config = server_config(stack, data, "0.0.0.0", guest_port, limits, ctx.cache_dir)
+        config = server_config(stack, data, "0.0.0.0", guest_port, limits, ctx.cache_dir, ctx.password)
+        for file_name, text in definition.setup_files(config).items():
+            _copy_in(guest, name, DATA, file_name, text, user)
         prepare(guest, [*DOCKER, "exec", name], definition, config, index)
         for file_name, text in definition.config_files(config).items():
-            _docker(guest, "cp", guest.put(f"{name}-{file_name}", text), f"{name}:{data}/{file_name}")
-            _docker(guest, "exec", "--user", "0", name, "chown", user, f"{data}/{file_name}")
+            _copy_in(guest, name, data, file_name, text, user)
         command = [*DOCKER, "exec", name, *definition.argv(config)]
         handle = partial(ContainerHandle, container=name)
         h = exits.enter_context(server_unit(guest, definition, index, command, handle))
@@ -269,6 +270,16 @@ def _server(
             "guest_kernel": guest.facts.get("kernel"),
         }
         yield Endpoint(index, "127.0.0.1", host_port, config.memory, limits, h, info)
+
+
+def _copy_in(guest: Guest, container: str, directory: str, file_name: str, text: str, user: str) -> None:
+    """A file into the container, the server's own (0600: it may hold the run's password)."""
+    staged = guest.put(f"{container}-{file_name}", text)
+    try:
+        _docker(guest, "cp", staged, f"{container}:{directory}/{file_name}")
+    finally:
+        guest.unstage(staged)
+    _docker(guest, "exec", "--user", "0", container, "chown", user, f"{directory}/{file_name}")
 
 
 @dataclass

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from layerbench.proc import Runner
@@ -38,6 +38,9 @@ class ServerConfig:
     # Where the client connects from when that is not the server's own subnet (a pod reached through its
     # node from this host): a server that admits clients by address admits this one too.
     client_address: str | None = None
+    # The run's password (BuildContext.password): the server requires it of every client (Redis's
+    # requirepass, PostgreSQL's scram-sha-256, Cassandra's PasswordAuthenticator); "" for none.
+    password: str = field(default="", repr=False)
 
 
 @dataclass(frozen=True)
@@ -48,8 +51,14 @@ class ServerDef:
     files: Callable[[Path], list[str]]  # (cache dir) → other host files it reads (share files, plugins, jars)
     prepare: Callable[[ServerConfig], list[list[str]]]  # run as SERVER_UID before the first start
     argv: Callable[[ServerConfig], list[str]]  # the server, in the foreground
-    ready: Callable[[str, int, Runner], bool]  # does it serve at host:port (probed from the host)
+    # Does it serve at host:port (probed from the host), to a client with this password ("" for none)?
+    ready: Callable[[str, int, Runner, str], bool]
     config_files: Callable[[ServerConfig], dict[str, str]] = lambda c: {}  # data-dir file → text, after prepare
+    # Files beside the data directory (in its parent), written before prepare: initdb's password file.
+    setup_files: Callable[[ServerConfig], dict[str, str]] = lambda c: {}
+    # Does it require the run's password of its clients (a server layerbench configures), or is its
+    # authentication its own business (an image's)?
+    authenticates: bool = True
     stop_signal: int = signal.SIGTERM
     stop_grace_s: float = 60.0
     ready_timeout_s: float = 120.0  # from its start to its first answer to the probe

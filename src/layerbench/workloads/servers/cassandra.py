@@ -11,7 +11,8 @@ saved caches, hints, and the cassandra.yaml and logback.xml layerbench writes th
 its own cluster: the node talks to itself on a loopback address of its own, derived from its
 client port (instances side by side on the host's loopback never share the internode port), and
 JMX is never started (no port to clash). It serves CQL when its native transport answers a CQL
-OPTIONS request; SIGTERM drains it (memtables flushed) and it exits.
+OPTIONS request and the role cassandra logs in with the run's password (PasswordAuthenticator;
+``ready`` sets that password); SIGTERM drains it (memtables flushed) and it exits.
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ SERVER_OPTIONS = [
     # gossip to settle (about 55 s of a 66 s start here) only delay it.
     "-Dcassandra.skip_wait_for_gossip_to_settle=0",
     "-Dcassandra.ring_delay_ms=100",
+    # The default role (cassandra/cassandra) made at once, not 10 s on: ``ready`` changes its password.
+    "-Dcassandra.superuser_setup_delay_ms=0",
 ]
 LOGBACK = """<configuration>
   <appender name="STDOUT" class="ch.qos.logback.core.ConsoleAppender">
@@ -160,7 +163,9 @@ def settings(c: ServerConfig) -> dict[str, object]:
         "memtable_heap_space": f"{heap // 4 // MIB}MiB",  # Cassandra's default share of the heap, said
         "file_cache_size": f"{max(32 * MIB, (c.memory - heap) // 8) // MIB}MiB",  # off-heap chunk cache
         "key_cache_size": f"{max(MIB, heap // 20) // MIB}MiB",
-        "authenticator": "AllowAllAuthenticator",  # reachable only from the host: loopback or the private bridge
+        # Every client logs in (the role cassandra with the run's password, set by ``ready``); what a
+        # logged-in client may do is not checked per request (authorization would cost every operation).
+        "authenticator": "PasswordAuthenticator" if c.password else "AllowAllAuthenticator",
         "authorizer": "AllowAllAuthorizer",
     }  # fmt: skip
     if c.listen == "0.0.0.0":
@@ -193,21 +198,89 @@ def argv(c: ServerConfig) -> list[str]:
 
 # A CQL native-protocol v4 frame header: version, flags, stream, opcode, body length.
 _HEADER = struct.Struct(">BBhBi")
-OPTIONS, SUPPORTED, RESPONSE_V4 = 0x05, 0x06, 0x84
+ERROR, STARTUP, READY, AUTHENTICATE, OPTIONS, SUPPORTED, QUERY, RESULT = 0x00, 0x01, 0x02, 0x03, 0x05, 0x06, 0x07, 0x08
+AUTH_RESPONSE, AUTH_SUCCESS = 0x0F, 0x10
+REQUEST_V4, RESPONSE_V4 = 0x04, 0x84
+ROLE, DEFAULT_PASSWORD = "cassandra", "cassandra"  # PasswordAuthenticator's default superuser
+CONSISTENCY_ONE = 0x0001
 
 
-def ready(host: str, port: int, runner: Runner) -> bool:
-    """Does it serve CQL: an OPTIONS request answered with SUPPORTED (an open port alone is not enough)."""
-    try:
-        with socket.create_connection((host, port), timeout=2) as s:
-            s.sendall(_HEADER.pack(0x04, 0, 0, OPTIONS, 0))
-            head = s.recv(_HEADER.size, socket.MSG_WAITALL)
-    except OSError:
-        return False
+class CqlError(Exception):
+    """The server answered a request with something other than what was asked."""
+
+
+def _frame(opcode: int, body: bytes = b"") -> bytes:
+    return _HEADER.pack(REQUEST_V4, 0, 0, opcode, len(body)) + body
+
+
+def _string(text: str) -> bytes:
+    data = text.encode()
+    return struct.pack(">H", len(data)) + data
+
+
+def _exchange(s: socket.socket, opcode: int, body: bytes = b"") -> tuple[int, bytes]:
+    s.sendall(_frame(opcode, body))
+    head = s.recv(_HEADER.size, socket.MSG_WAITALL)
     if len(head) < _HEADER.size:
-        return False
-    version, _, _, opcode, _ = _HEADER.unpack(head)
-    return version == RESPONSE_V4 and opcode == SUPPORTED
+        raise CqlError("the connection closed")
+    version, _, _, answer, length = _HEADER.unpack(head)
+    if version != RESPONSE_V4:
+        raise CqlError(f"not a CQL v4 response (version byte {version:#x})")
+    body = s.recv(length, socket.MSG_WAITALL) if length else b""
+    return answer, body
+
+
+def _login(s: socket.socket, role: str, password: str) -> bool:
+    """STARTUP, then SASL PLAIN if the server asks for it: did it let this role in?"""
+    answer, _ = _exchange(s, STARTUP, struct.pack(">H", 1) + _string("CQL_VERSION") + _string("3.0.0"))
+    if answer == READY:
+        return True  # no authentication asked
+    if answer != AUTHENTICATE:
+        raise CqlError(f"STARTUP answered with opcode {answer:#x}")
+    token = b"\0" + role.encode() + b"\0" + password.encode()
+    answer, _ = _exchange(s, AUTH_RESPONSE, struct.pack(">i", len(token)) + token)
+    return answer == AUTH_SUCCESS
+
+
+def _query(s: socket.socket, cql: str) -> None:
+    data = cql.encode()
+    answer, body = _exchange(s, QUERY, struct.pack(">i", len(data)) + data + struct.pack(">HB", CONSISTENCY_ONE, 0))
+    if answer != RESULT:
+        raise CqlError(f"{cql.split(' WITH ')[0]}: {body[6:].decode(errors='replace')}")  # code, length, message
+
+
+def _connect(host: str, port: int) -> socket.socket:
+    return socket.create_connection((host, port), timeout=5)
+
+
+def ready(host: str, port: int, runner: Runner, password: str = "") -> bool:
+    """Does it serve CQL: an OPTIONS request answered with SUPPORTED (an open port alone is not enough);
+    with a password, does the role cassandra log in with it.
+
+    PasswordAuthenticator makes the role cassandra with the password cassandra once the node is up:
+    the first probe that finds it so sets the run's password (ALTER ROLE), and the next one logs in
+    with it. That default password works from the node's first answer until then (under a second).
+    """
+    try:
+        with _connect(host, port) as s:
+            answer, _ = _exchange(s, OPTIONS)
+            if answer != SUPPORTED:
+                return False
+        if not password:
+            return True
+        with _connect(host, port) as s:
+            if _login(s, ROLE, password):
+                return True
+        with _connect(host, port) as s:
+            if _login(s, ROLE, DEFAULT_PASSWORD):
+                _query(s, f"ALTER ROLE {ROLE} WITH PASSWORD = '{_quoted(password)}'")
+    except (OSError, CqlError):
+        return False  # not up yet, or the default role not made yet: asked again
+    return False
+
+
+def _quoted(text: str) -> str:
+    return text.replace("'", "''")
 
 
 DEFINITION = ServerDef(

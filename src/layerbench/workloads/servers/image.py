@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Callable
+from functools import partial
 
 from layerbench.proc import Runner
 from layerbench.spec.databases import ServerSpec
 from layerbench.workloads.servers import cassandra, mongo_wire, postgres, redis
 from layerbench.workloads.servers.base import ServerDef
 
-Probe = Callable[[str, int, Runner], bool]
+Probe = Callable[[str, int, Runner, str], bool]
 PROBES: dict[str, Probe] = {
     "postgres": postgres.ready,
     "redis": redis.ready,
@@ -36,7 +37,13 @@ def definition(server: ServerSpec) -> ServerDef:
         files=lambda cache: [],
         prepare=lambda config: [],
         argv=lambda config: [],  # the image's own command (or the spec's) runs as the container's process
-        ready=PROBES[server.protocol],
+        ready=partial(_without_password, PROBES[server.protocol]),
+        authenticates=False,  # the image's own: its clients are given no password
         stop_signal=signal.SIGTERM,  # what `docker stop` sends: every official image shuts down cleanly on it
         ready_timeout_s=READY_TIMEOUT_S,
     )
+
+
+def _without_password(probe: Probe, host: str, port: int, runner: Runner, password: str) -> bool:
+    """The protocol's probe as a client with no password (an image's authentication is its own)."""
+    return probe(host, port, runner, "")

@@ -208,8 +208,9 @@ def ok(reply: Mapping[str, object]) -> bool:
     return not isinstance(value, str) and value == 1
 
 
-def ready(host: str, port: int, runner: Runner) -> bool:
-    """Does it serve MongoDB's protocol: an ``isMaster`` command answered ``ok: 1`` within a second.
+def ready(host: str, port: int, runner: Runner, password: str = "") -> bool:
+    """Does it serve MongoDB's protocol: an ``isMaster`` command answered ``ok: 1`` within a second
+    (FerretDB on SQLite has no authentication: ``password`` is unused).
 
     ``isMaster`` rather than its newer name ``hello`` (MongoDB 4.4.2): every server that speaks
     OP_MSG (MongoDB 3.6 and later, FerretDB) answers it. An open port alone is not enough.

@@ -6,6 +6,10 @@ carries the same binaries plus what they read at run time: the share
 directory (initdb's catalog scripts), the plugins initdb loads (PL/pgSQL, the
 snowball dictionaries, the encoding conversions) and the time-zone data
 (Debian builds with the system's).
+
+It listens at one address (loopback, or its container's own) and admits only the user
+``postgres`` with the run's password, by SCRAM-SHA-256 (initdb reads it from a 0600 file
+beside the data directory; clients from a 0600 pgpass file).
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ from layerbench.workloads.servers.base import ServerConfig, ServerDef
 ZONEINFO = "/usr/share/zoneinfo"
 PLUGINS = ("plpgsql.so", "dict_snowball.so", "*_and_*.so")
 MIB = 2**20
+USER = "postgres"
+AUTH = "scram-sha-256"
+PWFILE = "pwfile"  # initdb's --pwfile, beside the data directory
 
 
 def bindir() -> Path:
@@ -55,15 +62,22 @@ def files(cache_dir: Path | None = None) -> list[str]:
     return sorted(found)
 
 
+def setup_files(c: ServerConfig) -> dict[str, str]:
+    """initdb's password file, beside the data directory (initdb wants that one empty)."""
+    return {PWFILE: c.password + "\n"} if c.password else {}
+
+
 def prepare(c: ServerConfig) -> list[list[str]]:
     # --no-sync: initdb's own fsyncs are set-up, not the workload, and take seconds on a loop device.
     initdb = str(bindir() / "initdb")
-    return [[initdb, "-D", c.data_dir, "--no-sync", "--auth=trust", "--username=postgres", "--no-locale", "-E", "UTF8"]]
+    auth = [f"--auth={AUTH}", f"--pwfile={Path(c.data_dir).parent / PWFILE}"] if c.password else ["--auth=trust"]
+    return [[initdb, "-D", c.data_dir, "--no-sync", *auth, f"--username={USER}", "--no-locale", "-E", "UTF8"]]
 
 
 def argv(c: ServerConfig) -> list[str]:
     settings = {
         "listen_addresses": c.listen,
+        "password_encryption": AUTH,
         "unix_socket_directories": "",  # TCP only: the client is on the host
         "shared_buffers": f"{max(1, c.memory // 4 // MIB)}MB",
         "effective_cache_size": f"{max(1, c.memory * 3 // 4 // MIB)}MB",
@@ -80,13 +94,16 @@ def argv(c: ServerConfig) -> list[str]:
 
 
 def config_files(c: ServerConfig) -> dict[str, str]:
-    # initdb trusts loopback only; in a container the host connects from the bridge's gateway.
-    # "samenet" is the server's own subnets: the private bridge in a container, loopback natively.
-    routed = f"host all all {c.client_address}/32 trust\n" if c.client_address else ""
-    return {"pg_hba.conf": f"host all all 127.0.0.1/32 trust\nhost all all samenet trust\n{routed}"}
+    # Loopback natively; in a container the host connects from the bridge's gateway: "samenet" is the
+    # server's own subnets. Each admits only a client with the run's password (SCRAM: it never crosses
+    # the network in clear).
+    method = AUTH if c.password else "trust"
+    sources = ["127.0.0.1/32", "samenet", *([f"{c.client_address}/32"] if c.client_address else [])]
+    return {"pg_hba.conf": "".join(f"host all all {s} {method}\n" for s in sources)}
 
 
-def ready(host: str, port: int, runner: Runner) -> bool:
+def ready(host: str, port: int, runner: Runner, password: str = "") -> bool:
+    """Does it accept connections (pg_isready asks without logging in: no password needed)."""
     probe = [str(bindir() / "pg_isready"), "-q", "-h", host, "-p", str(port), "-U", "postgres", "-t", "1"]
     return runner(probe, timeout=10).rc == 0
 
@@ -100,5 +117,6 @@ DEFINITION = ServerDef(
     argv=argv,
     ready=ready,
     config_files=config_files,
+    setup_files=setup_files,
     stop_signal=signal.SIGINT,  # "fast" shutdown: clients are cut, the checkpoint is written
 )

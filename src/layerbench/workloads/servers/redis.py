@@ -6,10 +6,14 @@ off. ``maxmemory`` is 3/4 of the memory given (the rest is Redis's own
 overhead and the AOF rewrite buffer) with ``noeviction``: a data set that does
 not fit makes writes fail, and YCSB counts those as errors rather than Redis
 silently dropping keys.
+
+It listens at one address (loopback, or its container's own) and requires the run's password
+(``requirepass``, from a config file in its data directory, never on its command line).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 from pathlib import Path
@@ -24,6 +28,7 @@ PERSISTENCE = {
     "rdb": ["--appendonly", "no"],
     "none": ["--appendonly", "no", "--save", ""],
 }
+CONFIG = "redis.conf"
 CLIENT_HEADROOM = 32  # redis-cli probes and the like, beside the workload's threads
 
 
@@ -43,12 +48,15 @@ def prepare(c: ServerConfig) -> list[list[str]]:
 
 
 def argv(c: ServerConfig) -> list[str]:
+    # The config file first (its requirepass stays off the command line, which every user may read).
     return [
         binaries()["redis-server"],
+        f"{c.data_dir}/{CONFIG}",
         "--bind", c.listen,
         "--port", str(c.port),
         "--dir", c.data_dir,
-        "--protected-mode", "no",  # reachable only from the host: loopback, or the private bridge
+        # Protected mode refuses clients from other addresses only while no password is set; one always is.
+        "--protected-mode", "yes",
         "--daemonize", "no",
         "--maxmemory", str(c.memory * 3 // 4),
         "--maxmemory-policy", "noeviction",
@@ -57,8 +65,15 @@ def argv(c: ServerConfig) -> list[str]:
     ]  # fmt: skip
 
 
-def ready(host: str, port: int, runner: Runner) -> bool:
-    done = runner(["redis-cli", "-h", host, "-p", str(port), "ping"], timeout=10)
+def config_files(c: ServerConfig) -> dict[str, str]:
+    """The password, in a file of the server's own (0600): every client must AUTH with the run's password."""
+    return {CONFIG: f"requirepass {c.password}\n" if c.password else ""}
+
+
+def ready(host: str, port: int, runner: Runner, password: str = "") -> bool:
+    # redis-cli reads the password from its environment: never on a command line.
+    env = {**os.environ, "REDISCLI_AUTH": password} if password else None
+    done = runner(["redis-cli", "--no-auth-warning", "-h", host, "-p", str(port), "ping"], timeout=10, env=env)
     return done.rc == 0 and done.stdout.strip() == "PONG"
 
 
@@ -70,5 +85,6 @@ DEFINITION = ServerDef(
     prepare=prepare,
     argv=argv,
     ready=ready,
+    config_files=config_files,
     stop_signal=signal.SIGTERM,  # Redis fsyncs its AOF and exits
 )

@@ -2,6 +2,7 @@ package dev.layerbench.ycsb;
 
 import com.datastax.oss.driver.api.core.ConsistencyLevel;
 import com.datastax.oss.driver.api.core.CqlSession;
+import com.datastax.oss.driver.api.core.CqlSessionBuilder;
 import com.datastax.oss.driver.api.core.DefaultConsistencyLevel;
 import com.datastax.oss.driver.api.core.DriverException;
 import com.datastax.oss.driver.api.core.config.DefaultDriverOption;
@@ -40,7 +41,8 @@ import site.ycsb.StringByteIterator;
  * {@code cassandra.localdc} (datacenter1: SimpleSnitch's), {@code cassandra.keyspace} (ycsb),
  * {@code cassandra.readconsistencylevel} and {@code cassandra.writeconsistencylevel} (ONE: one
  * replica answers; layerbench runs single-node servers), {@code cassandra.replication} (1),
- * {@code cassandra.timeout.ms} (10000), and YCSB's own {@code table}, {@code fieldcount},
+ * {@code cassandra.timeout.ms} (10000), {@code cassandra.username} (cassandra) and
+ * {@code cassandra.password} (none: no authentication), and YCSB's own {@code table}, {@code fieldcount},
  * {@code fieldnameprefix}.
  *
  * <p>The table is {@code TABLE(y_id text PRIMARY KEY, field0 text, ...)} in its keyspace, both
@@ -163,12 +165,16 @@ public class CassandraDB extends DB {
         // (YCSB's CommandLine never calls cleanup).
         .withBoolean(DefaultDriverOption.NETTY_DAEMON, true)
         .build();
+    CqlSessionBuilder builder = CqlSession.builder()
+        .addContactPoint(new InetSocketAddress(host, port))
+        .withLocalDatacenter(p.getProperty("cassandra.localdc", "datacenter1"))
+        .withConfigLoader(config);
+    String password = p.getProperty("cassandra.password");
+    if (password != null) { // PasswordAuthenticator: the server's per-run role and password
+      builder = builder.withAuthCredentials(p.getProperty("cassandra.username", "cassandra"), password);
+    }
     try {
-      return CqlSession.builder()
-          .addContactPoint(new InetSocketAddress(host, port))
-          .withLocalDatacenter(p.getProperty("cassandra.localdc", "datacenter1"))
-          .withConfigLoader(config)
-          .build();
+      return builder.build();
     } catch (DriverException | IllegalStateException e) {
       throw new DBException("Cassandra at " + host + ":" + port + ": " + Failures.describe(e), e);
     }

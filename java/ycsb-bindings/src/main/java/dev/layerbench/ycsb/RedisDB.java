@@ -28,7 +28,7 @@ import site.ycsb.StringByteIterator;
  * and the index in one MULTI/EXEC, so the two never disagree and each costs one round trip.
  *
  * <p>Properties: {@code redis.host} (127.0.0.1), {@code redis.port} (6379),
- * {@code redis.timeout.ms} (10000).
+ * {@code redis.timeout.ms} (10000), {@code redis.password} (none: no AUTH).
  */
 public class RedisDB extends DB {
   /** The sorted set of every key; YCSB's keys start with "user", so it cannot collide with one. */
@@ -45,6 +45,10 @@ public class RedisDB extends DB {
     int timeoutMs = Integer.parseInt(p.getProperty("redis.timeout.ms", "10000"));
     try {
       jedis = new Jedis(host, port, timeoutMs);
+      String password = p.getProperty("redis.password");
+      if (password != null) {
+        jedis.auth(password); // requirepass: the server's per-run password
+      }
       jedis.ping(); // fail here, in init, rather than on every operation
     } catch (JedisException e) {
       throw new DBException("Redis at " + host + ":" + port + ": " + Failures.describe(e), e);
