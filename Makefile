@@ -34,7 +34,7 @@ BUDGET_K8S ?= 720
 TIER := timeout --foreground --signal=TERM --kill-after=120
 PYTEST := $(PY) -m pytest -q --durations=10
 
-.PHONY: run test docs docs-serve test-long test-seeds test-vm test-k8s vm-image setup apt apt-db apt-test apt-vm apt-k8s venv ycsb cassandra ferretdb k8s iozone lint clean-env
+.PHONY: run test docs docs-serve test-long test-seeds test-vm test-k8s vm-image setup apt apt-db apt-runtimes apt-test apt-vm apt-k8s venv ycsb cassandra ferretdb k8s iozone lint clean-env
 
 run: setup
 	$(VENV)/bin/layerbench run $(PRESET) --db $(DB)
@@ -93,7 +93,7 @@ apt-k8s:
 vm-image: apt-vm venv
 	HOST_PYTHON=$(PY) tools/vm/build-image.sh $(CACHE)
 
-setup: apt apt-db venv ycsb cassandra ferretdb iozone
+setup: apt apt-db apt-runtimes venv ycsb cassandra ferretdb iozone
 
 # Debian's docker.io only where no dockerd is installed: a host with Docker's
 # own packages (docker-ce) keeps them.
@@ -140,6 +140,16 @@ ferretdb:
 # changing apt's configuration. Optional: without it layerbench refuses iozone workloads and says why.
 iozone:
 	@tools/fetch-iozone.sh $(CACHE) || echo "make: no IOzone (the reason is above); iozone workloads will be refused"
+
+# The OCI runtimes beside runc (`engine: {kind: docker, runtime: crun|runsc}`): crun and gVisor's runsc.
+# Optional, one by one: a distribution without one (Ubuntu has no runsc package) refuses its cells and says why.
+RUNTIME_APT_PACKAGES := crun runsc
+apt-runtimes: apt
+	@for p in $(RUNTIME_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 && continue; \
+	  echo "installing: $$p"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$p \
+	    || echo "make: no $$p here; cells with runtime $$p will be refused"; \
+	done
 
 apt-vm:
 	@missing=""; for p in $(VM_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

@@ -43,8 +43,17 @@ def cells_here(exp: Experiment, cache_dir: Path) -> Matrix:
     swarm = any(s.engine.kind == "swarm" for s in stacks)
     hosts = tuple(sorted({s.engine.daemon for s in stacks if s.engine.kind == "docker-host" and s.engine.daemon}))
     profiler = exp.profile != "none"
+    runtimes = tuple(sorted({s.engine.runtime for s in stacks if s.engine.runtime}))
     caps = probe(
-        proc.run, cache_dir, guests=guests, profiler=profiler, images=images, kube=kube, swarm=swarm, docker_hosts=hosts
+        proc.run,
+        cache_dir,
+        guests=guests,
+        profiler=profiler,
+        images=images,
+        kube=kube,
+        swarm=swarm,
+        docker_hosts=hosts,
+        runtimes=runtimes,
     )
     return expand(exp, caps, files=footprint.files, usable_share=footprint.USABLE_SHARE, reads=footprint.refused)
 

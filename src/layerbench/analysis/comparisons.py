@@ -27,6 +27,7 @@ from layerbench.spec.models import (
     StackSpec,
     Workload,
 )
+from layerbench.spec.runtimes import DEFAULT_RUNTIME
 from layerbench.store.read import RunData
 
 Rounds = dict[tuple[str, str], dict[int, float]]  # (cell, metric) → {repetition: the trial's value}
@@ -108,10 +109,13 @@ def _judged(w: Workload, headline: str, name: str, rounds: Rounds, cell_id: str)
 
 def reference(stack: StackSpec) -> StackSpec | None:
     """The layer beneath: a tuned container (seed 001) → the same container with Docker's defaults; a
-    container's or VM's placement → native host-dir on the same filesystem (same limits and servers); a
+    container under another OCI runtime → the same under runc, the default; a container's or VM's
+    placement → native host-dir on the same filesystem (same limits and servers); a
     native filesystem → the raw device; the raw device has none."""
     if stack.tuning != "default":
         return stack.model_copy(update={"tuning": "default"})
+    if stack.engine.runtime not in (None, DEFAULT_RUNTIME):
+        return stack.model_copy(update={"engine": stack.engine.model_copy(update={"runtime": DEFAULT_RUNTIME})})
     if stack.engine.kind != "native":
         return stack.model_copy(update={"engine": EngineSpec(), "placement": PlacementSpec(kind="host-dir")})
     if stack.filesystem.type != "none":

@@ -73,3 +73,6 @@ class HostCaps:
     # Docker daemons named by URL (stack/dockerhost.py), probed only for the experiment's docker-host cells:
     # URL -> None where a daemon answers there, else why not (an absent URL was not probed).
     docker_hosts: dict[str, str | None] = field(default_factory=dict)
+    # OCI runtimes (spec/runtimes.py), probed only for the experiment's cells that name one (stack/runtimes.py):
+    # name -> None where it ran a container here, else why not, in its own words.
+    runtimes: dict[str, str | None] = field(default_factory=dict)

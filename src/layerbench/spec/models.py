@@ -31,6 +31,7 @@ from pydantic import (
 
 from layerbench.spec.databases import PgbenchWorkload, Profile, Resources, ServerSpec, Tuning, YcsbWorkload
 from layerbench.spec.link import DELAY_SCHEMA, RATE_SCHEMA, delay_text, parse_delay, parse_rate, rate_text
+from layerbench.spec.runtimes import RuntimeName
 from layerbench.spec.sizes import SIZE_SCHEMA, parse_size
 
 # "none": nothing is built here, the placement's storage is what the cluster gives (a claim of a StorageClass).
@@ -56,6 +57,8 @@ DRIVERS: dict[str, tuple[str, ...]] = {
 }
 # The devicemapper driver's two modes (Docker's names): its thin pool on sparse files that dockerd attaches
 # to loop devices itself (loop-lvm, its default), or on an LVM thin pool layerbench builds (direct-lvm).
+# Engines whose daemon layerbench starts, so it can register an OCI runtime with it (spec/runtimes.py).
+RUNTIME_ENGINES = ("docker", "podman")
 DmMode = Literal["loop-lvm", "direct-lvm"]
 PlacementKind = Literal["raw", "host-dir", "writable-layer", "volume", "bind", "tmpfs", "claim"]
 FioRw = Literal["read", "write", "randread", "randwrite", "rw", "randrw"]
@@ -204,6 +207,11 @@ class EngineSpec(Frozen):
         "pinned to, by its name in the cluster (a swarm node's hostname); a docker-host's daemon URL "
         "(unix:///PATH/docker.sock, tcp://HOST:2375, tcp://HOST:2376 with tls, ssh://USER@HOST)",
     )
+    runtime: RuntimeName | None = Field(
+        default=None,
+        description="docker and podman only: the OCI runtime of the cell's containers (runc, crun, or runsc: "
+        "gVisor), registered with layerbench's private daemon; absent: the engine's default, runc",
+    )
     tls: DockerTls | None = Field(
         default=None,
         description="docker-host with a tcp:// URL only: verify the daemon's certificate against tls.ca and show "
@@ -243,6 +251,11 @@ class EngineSpec(Frozen):
             )
         if self.tls is not None and not (self.kind == "docker-host" and (self.node or "").startswith("tcp://")):
             raise ValueError("tls is for engine docker-host with a tcp:// URL (e.g. node: tcp://10.0.0.5:2376)")
+        if self.runtime is not None and self.kind not in RUNTIME_ENGINES:
+            raise ValueError(
+                f"runtime is for engines {' and '.join(RUNTIME_ENGINES)} (the daemons layerbench starts); "
+                f"{self.kind} has none"
+            )
         if self.mode is not None and self.driver != "devicemapper":
             engine = f"{self.kind}:{self.driver}" if self.driver else self.kind
             raise ValueError(
@@ -254,7 +267,7 @@ class EngineSpec(Frozen):
     def _without_mode(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # Engines without a mode dump as they did before it existed: their cell ids (hashes) stay stable.
         data = handler(self)
-        for optional in ("mode", "node", "tls"):
+        for optional in ("mode", "node", "tls", "runtime"):
             if data.get(optional) is None:
                 data.pop(optional, None)
         return data
@@ -269,6 +282,7 @@ class EngineSpec(Frozen):
 
     def label(self) -> str:
         base = f"{self.kind}:{self.driver}" if self.driver else self.kind
+        base += f"+{self.runtime}" if self.runtime else ""
         detail = self.mode or self.node
         return f"{base}({detail})" if detail else base
 

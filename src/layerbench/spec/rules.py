@@ -21,6 +21,7 @@ from layerbench.spec.models import (
     StackSpec,
     Workload,
 )
+from layerbench.spec.runtimes import RUNTIMES
 
 # Where a workload runs on a host of its own (the host itself, or a guest): the device, or a directory.
 HOST_PLACEMENTS = frozenset({"raw", "host-dir"})
@@ -205,7 +206,17 @@ def _docker_ready(s: StackSpec, caps: HostCaps) -> str | None:
     driver = s.engine.driver or "overlay2"
     if driver not in caps.docker_drivers:
         return _why_no_driver(driver, caps)
-    return _devicemapper_ready(s, caps) if driver == "devicemapper" else None
+    dm = _devicemapper_ready(s, caps) if driver == "devicemapper" else None
+    return dm or runtime_ready(s, caps)
+
+
+def runtime_ready(s: StackSpec, caps: HostCaps) -> str | None:
+    """The cell's OCI runtime ran a probe container here (stack/runtimes.py), or why not."""
+    name = s.engine.runtime
+    if name is None:
+        return None
+    why = caps.runtimes.get(name, "not probed")
+    return f"runtime {name}: {why}" if why else None
 
 
 def _devicemapper_ready(s: StackSpec, caps: HostCaps) -> str | None:
@@ -236,7 +247,7 @@ def _podman_ready(s: StackSpec, caps: HostCaps) -> str | None:
         # Servers are reached on a private bridge network: Podman's would need CNI bridge, IPAM and
         # firewall state of its own, which layerbench does not build (yet).
         return "database servers under Podman are not supported yet (no private network for them): use docker or native"
-    return None
+    return runtime_ready(s, caps)
 
 
 def _vm_ready(s: StackSpec, caps: HostCaps) -> str | None:
@@ -516,6 +527,9 @@ def workload_fits(stack: StackSpec, w: Workload) -> str | None:
             return "a sparse (never written) file needs a filesystem; a raw device has no holes"
         if stack.device.remote and stack.device.remote.client == "fio" and job_source_kind(w):
             return f"a {job_source_kind(w)} names its own files; fio's nbd engine takes workloads built from fields"
+        runtime = RUNTIMES.get(stack.engine.runtime or "")
+        if runtime and runtime.io_uring and w.ioengine == "io_uring" and not job_source_kind(w):
+            return f"ioengine io_uring under runtime {runtime.name}: {runtime.io_uring}"
         return None
     if isinstance(w, IozoneWorkload):
         if stack.placement.kind == "raw":

@@ -20,6 +20,7 @@ from layerbench.proc import Runner
 from layerbench.profiling import perf
 from layerbench.spec.feasibility import DRIVERS_REMOVED, ClusterNode, HostCaps, SwarmNode
 from layerbench.stack import image_source, vm
+from layerbench.stack import runtimes as oci_runtimes
 from layerbench.stack.remote import needs as remote_needs
 from layerbench.workloads import iozone, ycsb
 from layerbench.workloads.servers import SERVERS
@@ -60,6 +61,7 @@ def probe(
     kube: bool = False,
     swarm: bool = False,
     docker_hosts: tuple[str, ...] = (),
+    runtimes: tuple[str, ...] = (),
 ) -> HostCaps:
     """What this host offers, read from /proc, /sys, /dev and PATH; nothing is changed.
 
@@ -69,7 +71,8 @@ def probe(
     (image servers' images), whether the engines can have it (a registry they reach, or a file); with
     ``kube`` (kubernetes cells), the cluster's nodes (the kubeconfig of $KUBECONFIG: `--kubeconfig`); with
     ``swarm`` (swarm cells), the swarm's nodes (the manager of $LAYERBENCH_SWARM_MANAGER: `--swarm-manager`);
-    for each of ``docker_hosts`` (docker-host cells' URLs), whether a Docker daemon answers there."""
+    for each of ``docker_hosts`` (docker-host cells' URLs), whether a Docker daemon answers there; for each
+    of ``runtimes`` (OCI runtimes cells name), whether it runs a container here (a probe container)."""
     kernel = platform.release()
     notes: list[str] = []
     loadable = _module_prober(runner, kernel, notes)
@@ -106,6 +109,7 @@ def probe(
         **(_kube() if kube else {}),
         **({"swarm": _swarm_nodes()} if swarm else {}),
         docker_hosts={url: _docker_host(url) for url in docker_hosts},
+        runtimes={name: oci_runtimes.probe(name, runner) for name in runtimes},
     )
 
 

@@ -60,6 +60,7 @@ INFO_KEYS = (
     "CgroupDriver",
     "DockerRootDir",
     "SecurityOptions",
+    "DefaultRuntime",
 )
 
 
@@ -89,13 +90,14 @@ def cgroup_parent(exec_root: Path) -> str:
     return f"/layerbench/{exec_root.name}"
 
 
-def daemon_config(exec_root: Path) -> dict[str, Any]:
-    """The daemon's own config file, so /etc/docker/daemon.json (the user's) is never read.
+def daemon_config(exec_root: Path, more: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The daemon's own config file, so /etc/docker/daemon.json (the user's) is never read; ``more`` is
+    the engine's (an OCI runtime it registers, say).
 
     20.10 writes its identity key to /etc/docker/key.json unless told otherwise;
     it goes to the exec-root instead and disappears with it.
     """
-    return {"deprecated-key-path": str(exec_root / "key.json")}
+    return {"deprecated-key-path": str(exec_root / "key.json"), **(more or {})}
 
 
 def dockerd_argv(data_root: Path, exec_root: Path, driver: str, storage_opts: Iterable[str] = ()) -> list[str]:
@@ -130,9 +132,14 @@ def dockerd_argv(data_root: Path, exec_root: Path, driver: str, storage_opts: It
 
 @contextmanager
 def private_dockerd(
-    mount: Mount, driver: str, ctx: BuildContext, storage_opts: tuple[str, ...] = ()
+    mount: Mount,
+    driver: str,
+    ctx: BuildContext,
+    storage_opts: tuple[str, ...] = (),
+    config: dict[str, Any] | None = None,
 ) -> Iterator[DockerEngine]:
-    """A dockerd with ``driver`` (and its ``storage_opts``) whose data-root is on ``mount``."""
+    """A dockerd with ``driver`` (and its ``storage_opts``) whose data-root is on ``mount``; ``config`` is
+    more of its config file (daemon_config)."""
     if mount.mountpoint is None:
         raise PrerequisiteError("Docker needs a filesystem for its data-root", hint="set a filesystem for this stack")
     exec_root = RUN_ROOT / uuid.uuid4().hex[:8]  # short: unix socket paths are limited to 108 bytes
@@ -142,7 +149,7 @@ def private_dockerd(
 
     def start(rid: int) -> DockerEngine:
         try:
-            process = _spawn(data_root, exec_root, driver, log, storage_opts)
+            process = _spawn(data_root, exec_root, driver, log, storage_opts, config)
         except (OSError, ToolError) as exc:  # no dockerd binary, or /run not writable: nothing runs yet
             shutil.rmtree(exec_root, ignore_errors=True)
             ctx.ledger.removed(rid)
@@ -177,11 +184,16 @@ def private_dockerd(
 
 
 def _spawn(
-    data_root: Path, exec_root: Path, driver: str, log: Path, storage_opts: tuple[str, ...] = ()
+    data_root: Path,
+    exec_root: Path,
+    driver: str,
+    log: Path,
+    storage_opts: tuple[str, ...] = (),
+    config: dict[str, Any] | None = None,
 ) -> subprocess.Popen[bytes]:
     RUN_ROOT.mkdir(mode=0o700, parents=True, exist_ok=True)
     exec_root.mkdir(mode=0o700)
-    (exec_root / "daemon.json").write_text(json.dumps(daemon_config(exec_root)))
+    (exec_root / "daemon.json").write_text(json.dumps(daemon_config(exec_root, config)))
     # The daemon's environment: nothing that redirects its temp dir or root (DOCKER_TMPDIR,
     # DOCKER_RAMDISK) and no systemd notify socket that is not ours.
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKER_") and k != "NOTIFY_SOCKET"}

@@ -26,6 +26,7 @@ from docker.errors import ImageNotFound
 
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.stack.dockerd import API_ERRORS, DockerEngine
+from layerbench.stack.ldd import missing_libraries, parse_ldd
 from layerbench.stack.target import BuildContext
 
 REPOSITORY = "layerbench/tools"
@@ -38,25 +39,6 @@ ETC_FILES = {
 }
 EMPTY_DIRS = {"data": 0o755, "tmp": 0o1777, "root": 0o700, "etc": 0o755}
 MAX_LINKS = 40
-
-_LDD_LINE = re.compile(r"^\s*(?:\S+\s+=>\s+)?(/\S+)\s+\(0x[0-9a-fA-F]+\)\s*$")
-_LDD_MISSING = re.compile(r"^\s*(\S+)\s+=>\s+not found\s*$")
-
-
-def parse_ldd(text: str) -> list[str]:
-    """Absolute paths of the libraries and the loader that ldd lists, in its order (vdso has none)."""
-    paths = []
-    for line in text.splitlines():
-        match = _LDD_LINE.match(line)
-        if match:
-            paths.append(match.group(1))
-    return list(dict.fromkeys(paths))
-
-
-def missing_libraries(text: str) -> list[str]:
-    """Libraries ldd could not find (`libfoo.so => not found`)."""
-    return [m.group(1) for m in map(_LDD_MISSING.match, text.splitlines()) if m]
-
 
 def symlink_chain(path: str) -> list[str]:
     """Each symlink met on the way to ``path`` (directories too), then the real file, all absolute."""

@@ -160,6 +160,7 @@ def container_placement(
             "driver": engine.driver,
             # The daemon's own account of its driver (devicemapper: its pool, loop files, deferred removal).
             "driver_status": engine.info.get("DriverStatus"),
+            "runtime": engine.info.get("runtime"),  # the OCI runtime, its version and options
             "pid": _init_pid(container),  # whose /proc/<pid>/mountinfo shows the container's mounts
             "limits": limits.model_dump(mode="json", exclude_none=True),
             "fio_sha256": image_labels(engine, image).get(f"{LABEL_PREFIX}fio"),

@@ -11,7 +11,7 @@ from pathlib import Path
 from layerbench.errors import LayerbenchError
 from layerbench.proc import Runner
 from layerbench.spec.models import EngineSpec
-from layerbench.stack import devmapper, dockerd
+from layerbench.stack import devmapper, dockerd, runtimes
 from layerbench.stack.cgroups import remove_parent
 from layerbench.stack.engines.container import ApiEngine
 from layerbench.stack.ledger import Resource
@@ -24,11 +24,13 @@ EXEC_FAILED_RC = 125
 @contextmanager
 def start(mount: Mount, spec: EngineSpec, ctx: BuildContext) -> Iterator[ApiEngine]:
     """A private dockerd on ``mount``; for devicemapper's direct-lvm, on a thin pool built for it first
-    (and removed after the daemon)."""
+    (and removed after the daemon); with the spec's OCI runtime as every container's."""
     with contextlib.ExitStack() as stack:
         pool = stack.enter_context(devmapper.thin_pool(mount, ctx)) if spec.mode == "direct-lvm" else None
         opts = tuple(devmapper.storage_opts(spec.mode, pool))
-        daemon = stack.enter_context(dockerd.private_dockerd(mount, spec.driver or "overlay2", ctx, opts))
+        config = runtimes.daemon_config(spec.runtime) if spec.runtime else None
+        daemon = stack.enter_context(dockerd.private_dockerd(mount, spec.driver or "overlay2", ctx, opts, config))
+        daemon.info["runtime"] = runtimes.facts(spec.runtime or "runc", ctx.runner)
         yield ApiEngine(daemon)
 
 

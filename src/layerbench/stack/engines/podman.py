@@ -33,7 +33,8 @@ import docker
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Runner, spawn
 from layerbench.spec.models import EngineSpec
-from layerbench.stack import dockerd
+from layerbench.spec.runtimes import RUNTIMES
+from layerbench.stack import dockerd, runtimes
 from layerbench.stack.dockerd import RUN_ROOT, DockerEngine, cgroup_parent
 from layerbench.stack.engines.container import ApiEngine
 from layerbench.stack.engines.docker import EXEC_FAILED_RC
@@ -45,7 +46,14 @@ READY_TIMEOUT_S = 120.0
 # What Podman 4.3 still creates outside its roots: runc's default state dir (conmon's exit commands
 # call runc without our --runtime-flag) and the image library's blob-info cache (on every import).
 # Removed after the service when it created them; a host whose Podman uses them keeps them.
-HOST_DIRS = (Path("/run/runc"), Path("/var/lib/containers/cache"), Path("/var/lib/containers"))
+# Each OCI runtime's default state dir is such a dir: /run/runc, /run/crun, /run/runsc (spec/runtimes.py).
+HOST_DIRS = (
+    Path("/run/runc"),
+    Path("/run/crun"),
+    Path("/run/runsc"),
+    Path("/var/lib/containers/cache"),
+    Path("/var/lib/containers"),
+)
 BLOB_CACHE = Path("/var/lib/containers/cache/blob-info-cache-v1.boltdb")
 DRIVERS = ("overlay", "vfs", "btrfs")
 # Podman 4.3's default ulimits fail on this kind of host (measured, issue 13): every container
@@ -95,8 +103,9 @@ def storage_conf(exec_root: Path, data_root: Path, driver: str) -> str:
     return f'[storage]\ndriver = "{driver}"\ngraphroot = "{data_root}"\nrunroot = "{runroot}"\n'
 
 
-def podman_argv(exec_root: Path, data_root: Path, driver: str) -> list[str]:
+def podman_argv(exec_root: Path, data_root: Path, driver: str, runtime: str = "runc") -> list[str]:
     p = paths(exec_root, data_root)
+    flags = [f"--runtime-flag={arg.lstrip('-')}" for arg in RUNTIMES[runtime].args]
     return [
         "podman",
         f"--root={data_root}",
@@ -104,12 +113,13 @@ def podman_argv(exec_root: Path, data_root: Path, driver: str) -> list[str]:
         f"--tmpdir={p['tmpdir']}",
         f"--storage-driver={driver}",
         "--cgroup-manager=cgroupfs",
-        # runc, always: with crun installed too (apt may pick it for podman's "crun | runc") Podman 4.3
-        # prefers crun, which refuses this kind of host ("cgroups in hybrid mode not supported"); runc
-        # is what the feasibility rule checks for and what every other engine here runs.
-        "--runtime=runc",
-        # runc's state beside ours; only conmon's exit commands still use /run/runc (HOST_DIRS)
+        # runc unless the spec names another: with crun installed too (apt may pick it for podman's
+        # "crun | runc") Podman 4.3 prefers crun, which refuses this kind of host ("cgroups in hybrid
+        # mode not supported"); runc is what every other engine here runs.
+        f"--runtime={runtime}",
+        # the runtime's state beside ours; only conmon's exit commands still use its default (HOST_DIRS)
         f"--runtime-flag=root={p['runc']}",
+        *flags,
         "--events-backend=file",
         f"--network-config-dir={p['cni']}",
         f"--volumepath={p['volumes']}",
@@ -137,13 +147,14 @@ def service_env(exec_root: Path, data_root: Path) -> dict[str, str]:
 @contextmanager
 def start(mount: Mount, spec: EngineSpec, ctx: BuildContext) -> Iterator[ApiEngine]:
     driver = spec.driver or "overlay"
-    with private_podman(mount, driver, ctx) as daemon:
+    with private_podman(mount, driver, ctx, spec.runtime or "runc") as daemon:
+        daemon.info["runtime"] = runtimes.facts(spec.runtime or "runc", ctx.runner)
         # Never auto_remove: an --rm container's overlay is mounted volatile (fsync does nothing).
         yield ApiEngine(daemon, {"cgroup_parent": daemon.cgroup_parent, "auto_remove": False})
 
 
 @contextmanager
-def private_podman(mount: Mount, driver: str, ctx: BuildContext) -> Iterator[DockerEngine]:
+def private_podman(mount: Mount, driver: str, ctx: BuildContext, runtime: str = "runc") -> Iterator[DockerEngine]:
     if mount.mountpoint is None:
         raise PrerequisiteError("Podman needs a filesystem for its storage", hint="set a filesystem for this stack")
     exec_root = RUN_ROOT / uuid.uuid4().hex[:8]  # short: unix socket paths are limited to 108 bytes
@@ -152,7 +163,7 @@ def private_podman(mount: Mount, driver: str, ctx: BuildContext) -> Iterator[Doc
     host_dirs = [d for d in HOST_DIRS if not d.exists()]
 
     def create(rid: int) -> DockerEngine:
-        process = _spawn(exec_root, data_root, driver, log, rid, ctx)
+        process = _spawn(exec_root, data_root, driver, log, rid, ctx, runtime)
         try:
             return _ready(process, exec_root, data_root, driver, log)
         except BaseException:
@@ -199,14 +210,15 @@ def reclaim(res: Resource, runner: Runner) -> None:
 
 
 def _spawn(
-    exec_root: Path, data_root: Path, driver: str, log: Path, rid: int, ctx: BuildContext
+    exec_root: Path, data_root: Path, driver: str, log: Path, rid: int, ctx: BuildContext, runtime: str = "runc"
 ) -> subprocess.Popen[bytes]:
     RUN_ROOT.mkdir(mode=0o700, parents=True, exist_ok=True)
     exec_root.mkdir(mode=0o700)
     (exec_root / "containers.conf").write_text(containers_conf(exec_root, data_root))
     (exec_root / "storage.conf").write_text(storage_conf(exec_root, data_root, driver))
     try:
-        process = spawn(podman_argv(exec_root, data_root, driver), log, env=service_env(exec_root, data_root))
+        argv = podman_argv(exec_root, data_root, driver, runtime)
+        process = spawn(argv, log, env=service_env(exec_root, data_root))
     except (OSError, ToolError) as exc:  # no podman binary: nothing runs yet
         shutil.rmtree(exec_root, ignore_errors=True)
         ctx.ledger.removed(rid)

@@ -1,0 +1,73 @@
+"""OCI runtimes as a spec names them, the feasibility rules refuse them, and a daemon registers them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from layerbench.analysis.comparisons import reference
+from layerbench.spec.feasibility import HostCaps
+from layerbench.spec.models import EngineSpec, FioWorkload, StackSpec
+from layerbench.spec.rules import why_not, workload_fits
+from layerbench.stack import runtimes
+from layerbench.stack.engines.podman import podman_argv
+
+DATA = Path(__file__).parents[1] / "data" / "runtimes"
+
+
+def stack(runtime: str | None, kind: str = "docker") -> StackSpec:
+    engine = {"kind": kind, **({"runtime": runtime} if runtime else {})}
+    body = {"device": {"kind": "zram", "size": "1GiB"}, "filesystem": "ext4", "engine": engine, "placement": "volume"}
+    return StackSpec.model_validate(body)
+
+
+def test_runtime_is_the_daemons_engines_and_shows_in_the_label() -> None:
+    assert stack("runsc").engine.label() == "docker:overlay2+runsc"
+    assert stack("crun", "podman").engine.label() == "podman:overlay+crun"
+    # Without a runtime a cell dumps as before the field existed: its id (a hash of the dump) is unchanged.
+    assert "runtime" not in EngineSpec.model_validate("docker:overlay2").model_dump()
+    with pytest.raises(ValidationError, match="runtime is for engines docker and podman"):
+        EngineSpec.model_validate({"kind": "native", "runtime": "runsc"})
+    with pytest.raises(ValidationError, match="'runc', 'crun' or 'runsc'"):
+        EngineSpec.model_validate({"kind": "docker", "runtime": "kata"})
+
+
+def test_a_runtime_the_probe_could_not_run_refuses_its_cells(full_caps: HostCaps) -> None:
+    said = (DATA / "crun-hybrid.stderr").read_text().strip()
+    caps = replace(full_caps, runtimes={"crun": f"crun cannot run a container on this host: {said}", "runsc": None})
+    assert why_not(stack("crun"), caps) == f"runtime crun: crun cannot run a container on this host: {said}"
+    assert why_not(stack("crun", "podman"), caps).startswith("runtime crun: ")
+    assert why_not(stack("runsc"), caps) is None
+    assert why_not(stack(None), caps) is None
+    assert why_not(stack("runc"), caps) == "runtime runc: not probed"
+
+
+def test_io_uring_under_gvisor_is_refused_with_the_reason() -> None:
+    uring = FioWorkload(name="RR", rw="randread", ioengine="io_uring")
+    assert "double free" in (workload_fits(stack("runsc"), uring) or "")
+    assert workload_fits(stack("runc"), uring) is None
+    assert workload_fits(stack("runsc"), FioWorkload(name="RR", rw="randread", ioengine="psync")) is None
+
+
+def test_a_runtime_is_judged_against_runc_and_runc_against_native() -> None:
+    assert reference(stack("runsc")) == stack("runc")
+    assert reference(stack("runc")).engine.kind == "native"
+
+
+def test_the_daemon_registers_gvisor_without_its_sandbox_network() -> None:
+    config = runtimes.daemon_config("runsc")
+    assert config["default-runtime"] == "runsc"
+    assert config["runtimes"]["runsc"]["runtimeArgs"] == ["--network=none"]
+    assert runtimes.daemon_config("runc") == {"default-runtime": "runc"}  # built into dockerd
+    argv = podman_argv(Path("/run/layerbench/x"), Path("/mnt/podman"), "overlay", "runsc")
+    assert "--runtime=runsc" in argv and "--runtime-flag=network=none" in argv
+
+
+def test_the_refusal_quotes_what_the_runtime_said() -> None:
+    runc = (DATA / "runc-run-failed.stderr").read_text()
+    assert runtimes.last_line(runc).startswith('runc run failed: unable to start container process: error during')
+    assert '"cgroup" to rootfs' in runtimes.last_line(runc)
+    assert runtimes.last_line((DATA / "crun-hybrid.stderr").read_text()).startswith("cgroups in hybrid mode")
