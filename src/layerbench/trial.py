@@ -162,6 +162,10 @@ def run_trial(
     w = trial.cell.workload
     assert isinstance(w, FileWorkload)  # the pipeline sends database clients to a fleet
     try:
+        blocked = io_uring_blocked(target, w)
+        if blocked:
+            out.category, out.stderr = "io_uring-blocked", blocked
+            return record(trial, started, out)
         _execute(target, w, out, tools, on_monitor)
     except ToolError as exc:
         out.category, out.stderr = category(exc.rc, exc.stderr), exc.stderr
@@ -169,6 +173,31 @@ def run_trial(
     except OSError as exc:
         out.category, out.stderr = "setup-error", f"{type(exc).__name__}: {exc}"
     return record(trial, started, out)
+
+
+IO_URING_PROBE_S = 60.0
+IO_URING_WHY = (
+    "a container's seccomp profile that blocks io_uring (Docker 25 and later and containerd 2.0 do by default: "
+    "moby pull request 46762, containerd pull request 9320) or a host's kernel.io_uring_disabled: use ioengine "
+    "libaio, tuning seccomp-unconfined, or a profile that allows io_uring_setup, io_uring_enter and io_uring_register"
+)
+
+
+def io_uring_blocked(target: Target, w: FileWorkload) -> str | None:
+    """Where the workload asks for io_uring: why this target refuses it, or None. One 4 KiB probe per
+    target, before its first such trial; the answer stays in the target's info, so each trial records it."""
+    if not isinstance(w, FioWorkload) or w.ioengine != "io_uring" or job_source(w) or w.job_file:
+        return None
+    if target.path.startswith("nbd://"):
+        return None  # fio's nbd engine, not io_uring, reaches an export
+    if "io_uring" not in target.info:
+        done = target.run(fio.io_uring_probe_argv(target.path, target.path_is_device), IO_URING_PROBE_S)
+        said = fio.io_uring_refused(done.stdout + done.stderr) if done.rc != 0 else None
+        target.info["io_uring"] = "allowed" if said is None else f"refused: {said}"
+    answer = str(target.info["io_uring"])
+    if not answer.startswith("refused"):
+        return None
+    return f"io_uring probe before the trial: {answer.removeprefix('refused: ')}; the usual cause is {IO_URING_WHY}"
 
 
 def _execute(target: Target, w: FileWorkload, out: Outcome, tools: Path, on_monitor: OnPoint = None) -> None:

@@ -90,6 +90,30 @@ def test_io_uring_under_runsc_is_refused_before_the_run(tmp_path: Path, runsc_mi
     assert "ioengine io_uring under runtime runsc" in " ".join(done.stdout.split()), done.stdout + done.stderr
 
 
+def test_a_daemon_whose_seccomp_profile_blocks_io_uring_refuses_it_before_the_trial(tmp_path: Path) -> None:
+    """Docker 25's default profile, reproduced on the private daemon (tests/data/runtimes): the io_uring cell's
+    trial is refused by the probe, with the reason; the same container with seccomp unconfined runs."""
+    profile = Path(__file__).parents[1] / "data" / "runtimes" / "seccomp-no-io_uring.json"
+    body = spec([{"kind": "docker", "seccomp": str(profile)}], {**RR, "ioengine": "io_uring", "iodepth": 8})
+    body["stacks"][0]["tuning"] = ["default", "seccomp-unconfined"]
+    dirs = dirs_in(tmp_path)
+    done = support.run(["run", str(write(tmp_path, body))], dirs, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr  # 1: a trial failed, as it should
+    with sqlite3.connect(dirs["db"]) as db:
+        rows = db.execute(
+            "SELECT c.label, t.status, t.category, t.stderr, t.info_json FROM trials t JOIN cells c USING (cell_id)"
+        ).fetchall()
+    by_tuning = {("seccomp-unconfined" in label): row for label, *row in rows}
+    status, category, stderr, info = by_tuning[False]
+    assert (status, category) == ("failed", "io_uring-blocked"), rows
+    assert "Operation not permitted" in stderr and "moby pull request 46762" in stderr
+    assert json.loads(info)["target"]["io_uring"] == "refused: Operation not permitted"
+    status, category, _, info = by_tuning[True]
+    assert (status, category) == ("ok", None), rows
+    assert json.loads(info)["target"]["io_uring"] == "allowed"
+    assert leftovers(dirs["work"]) == []
+
+
 def test_sigkill_with_a_runsc_container_up_then_cleanup(tmp_path: Path, runsc_missing: str | None) -> None:
     if runsc_missing:
         pytest.skip(f"skipped, because {runsc_missing}")

@@ -14,6 +14,7 @@ from layerbench.spec.models import EngineSpec, FioWorkload, StackSpec
 from layerbench.spec.rules import why_not, workload_fits
 from layerbench.stack import runtimes
 from layerbench.stack.engines.podman import podman_argv
+from layerbench.workloads import fio
 
 DATA = Path(__file__).parents[1] / "data" / "runtimes"
 
@@ -71,3 +72,27 @@ def test_the_refusal_quotes_what_the_runtime_said() -> None:
     assert runtimes.last_line(runc).startswith('runc run failed: unable to start container process: error during')
     assert '"cgroup" to rootfs' in runtimes.last_line(runc)
     assert runtimes.last_line((DATA / "crun-hybrid.stderr").read_text()).startswith("cgroups in hybrid mode")
+
+
+def test_fio_refused_io_uring_in_its_own_words() -> None:
+    said = (DATA / "fio-io_uring-seccomp-eperm.stdout").read_text()  # fio 3.33 says it before its JSON
+    assert fio.io_uring_refused(said) == "Operation not permitted"
+    assert fio.io_uring_refused("fio: pid=9, err=2/file:filesetup.c:805, func=open, error=No such file") is None
+
+
+def test_the_io_uring_probe_reads_a_device_and_writes_only_its_own_file() -> None:
+    device = fio.io_uring_probe_argv("/dev/zram1", True)
+    assert "--rw=read" in device and "--filename=/dev/zram1" in device and "--unlink=1" not in device
+    directory = fio.io_uring_probe_argv("/data", False)
+    assert "--filename=/data/.lb-io_uring-probe" in directory and "--unlink=1" in directory
+    assert "--ioengine=io_uring" in device and "--ioengine=io_uring" in directory
+
+
+def test_a_daemons_seccomp_profile_is_dockers_and_must_be_a_json_file(tmp_path: Path, full_caps: HostCaps) -> None:
+    with pytest.raises(ValidationError, match="seccomp is the docker engine's"):
+        EngineSpec.model_validate({"kind": "podman", "seccomp": "/x.json"})
+    body = {"device": {"kind": "zram", "size": "1GiB"}, "filesystem": "ext4", "placement": "volume"}
+    missing = StackSpec.model_validate({**body, "engine": {"kind": "docker", "seccomp": str(tmp_path / "no.json")}})
+    assert "not a readable JSON file" in (why_not(missing, full_caps) or "")
+    given = {"kind": "docker", "seccomp": str(DATA / "seccomp-no-io_uring.json")}
+    assert why_not(StackSpec.model_validate({**body, "engine": given}), full_caps) is None

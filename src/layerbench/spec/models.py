@@ -59,6 +59,7 @@ DRIVERS: dict[str, tuple[str, ...]] = {
 # to loop devices itself (loop-lvm, its default), or on an LVM thin pool layerbench builds (direct-lvm).
 # Engines whose daemon layerbench starts, so it can register an OCI runtime with it (spec/runtimes.py).
 RUNTIME_ENGINES = ("docker", "podman")
+SECCOMP_ENGINES = ("docker",)  # a daemon's default seccomp profile, from a file (dockerd --seccomp-profile)
 DmMode = Literal["loop-lvm", "direct-lvm"]
 PlacementKind = Literal["raw", "host-dir", "writable-layer", "volume", "bind", "tmpfs", "claim"]
 FioRw = Literal["read", "write", "randread", "randwrite", "rw", "randrw"]
@@ -212,6 +213,11 @@ class EngineSpec(Frozen):
         description="docker and podman only: the OCI runtime of the cell's containers (runc, crun, or runsc: "
         "gVisor), registered with layerbench's private daemon; absent: the engine's default, runc",
     )
+    seccomp: str | None = Field(
+        default=None,
+        description="docker only: the private daemon's default seccomp profile, a JSON file (dockerd "
+        "--seccomp-profile), e.g. your production daemon's; absent: dockerd's built-in one",
+    )
     tls: DockerTls | None = Field(
         default=None,
         description="docker-host with a tcp:// URL only: verify the daemon's certificate against tls.ca and show "
@@ -256,6 +262,8 @@ class EngineSpec(Frozen):
                 f"runtime is for engines {' and '.join(RUNTIME_ENGINES)} (the daemons layerbench starts); "
                 f"{self.kind} has none"
             )
+        if self.seccomp is not None and self.kind not in SECCOMP_ENGINES:
+            raise ValueError(f"seccomp is the docker engine's (its daemon's default profile); {self.kind} has none")
         if self.mode is not None and self.driver != "devicemapper":
             engine = f"{self.kind}:{self.driver}" if self.driver else self.kind
             raise ValueError(
@@ -267,7 +275,7 @@ class EngineSpec(Frozen):
     def _without_mode(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # Engines without a mode dump as they did before it existed: their cell ids (hashes) stay stable.
         data = handler(self)
-        for optional in ("mode", "node", "tls", "runtime"):
+        for optional in ("mode", "node", "tls", "runtime", "seccomp"):
             if data.get(optional) is None:
                 data.pop(optional, None)
         return data

@@ -7,7 +7,9 @@ a user can act on, or None.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 
 from layerbench.spec.databases import CLIENTS_OF, PROFILE_RESOURCES, YcsbWorkload, tuned
 from layerbench.spec.feasibility import DRIVERS_REMOVED, HostCaps
@@ -207,7 +209,18 @@ def _docker_ready(s: StackSpec, caps: HostCaps) -> str | None:
     if driver not in caps.docker_drivers:
         return _why_no_driver(driver, caps)
     dm = _devicemapper_ready(s, caps) if driver == "devicemapper" else None
-    return dm or runtime_ready(s, caps)
+    return dm or runtime_ready(s, caps) or seccomp_ready(s)
+
+
+def seccomp_ready(s: StackSpec) -> str | None:
+    """The daemon's seccomp profile is a JSON file that dockerd can read (it refuses to start otherwise)."""
+    if s.engine.seccomp is None:
+        return None
+    try:
+        json.loads(Path(s.engine.seccomp).read_text())
+    except (OSError, ValueError) as exc:
+        return f"seccomp profile {s.engine.seccomp}: not a readable JSON file ({exc})"
+    return None
 
 
 def runtime_ready(s: StackSpec, caps: HostCaps) -> str | None:

@@ -105,9 +105,7 @@ def _ms(seconds: float) -> str:
     return f"{round(seconds * 1000)}ms"
 
 
-def argv(
-    w: FioWorkload, path: str, path_is_device: bool, fio: str = "fio", lat_log: str | None = None
-) -> list[str]:
+def argv(w: FioWorkload, path: str, path_is_device: bool, fio: str = "fio", lat_log: str | None = None) -> list[str]:
     """The command line of one workload: all its jobs share one prefilled file and report as one group;
     ``lat_log``: where its jobs' latency logs go (a prefix, workloads/fio_log.py), averaged per interval."""
     args = [
@@ -170,6 +168,36 @@ def precondition_argv(size: int, path: str, path_is_device: bool, fio: str = "fi
         "--output-format=json",
     ]
     return over_nbd(args)
+
+
+def io_uring_probe_argv(path: str, path_is_device: bool, fio: str = "fio") -> list[str]:
+    """One 4 KiB I/O with io_uring where a workload will run, before its trial: a seccomp profile that
+    blocks io_uring (Docker 25+ and containerd 2.0 by default) fails here. A device is read, never written;
+    in a directory the probe writes a file of its own and removes it."""
+    where = path if path_is_device else f"{path}/.lb-io_uring-probe"
+    return [
+        fio,
+        "--name=io_uring-probe",
+        f"--filename={where}",
+        "--rw=read" if path_is_device else "--rw=write",
+        "--bs=4k",
+        "--size=4k",
+        "--ioengine=io_uring",
+        *([] if path_is_device else ["--unlink=1"]),
+        "--output-format=json",
+    ]
+
+
+# fio's own words when the kernel refuses io_uring (measured under a seccomp filter that answers EPERM):
+# "fio: pid=9, err=1/file:engines/io_uring.c:998, func=io_queue_init, error=Operation not permitted".
+_IO_URING_REFUSED = re.compile(r"func=io_queue_init, error=([^\n]+)")
+
+
+def io_uring_refused(output: str) -> str | None:
+    """What the kernel answered fio's io_uring set-up (e.g. "Operation not permitted"), or None. fio 3.33
+    prints it on stdout, before its JSON."""
+    found = _IO_URING_REFUSED.search(output)
+    return found.group(1).strip() if found else None
 
 
 def steady_argv(

@@ -28,7 +28,9 @@ def start(mount: Mount, spec: EngineSpec, ctx: BuildContext) -> Iterator[ApiEngi
     with contextlib.ExitStack() as stack:
         pool = stack.enter_context(devmapper.thin_pool(mount, ctx)) if spec.mode == "direct-lvm" else None
         opts = tuple(devmapper.storage_opts(spec.mode, pool))
-        config = runtimes.daemon_config(spec.runtime) if spec.runtime else None
+        config = runtimes.daemon_config(spec.runtime) if spec.runtime else {}
+        if spec.seccomp:
+            config["seccomp-profile"] = str(Path(spec.seccomp).resolve())
         daemon = stack.enter_context(dockerd.private_dockerd(mount, spec.driver or "overlay2", ctx, opts, config))
         daemon.info["runtime"] = runtimes.facts(spec.runtime or "runc", ctx.runner)
         yield ApiEngine(daemon)
