@@ -27,6 +27,7 @@ from layerbench.spec.models import (
     StackSpec,
     Workload,
 )
+from layerbench.spec.traits import traits
 from layerbench.store.read import RunData
 
 Rounds = dict[tuple[str, str], dict[int, float]]  # (cell, metric) → {repetition: the trial's value}
@@ -112,7 +113,7 @@ def reference(stack: StackSpec) -> StackSpec | None:
     native filesystem → the raw device; the raw device has none."""
     if stack.tuning != "default":
         return stack.model_copy(update={"tuning": "default"})
-    if stack.engine.kind != "native":
+    if traits(stack.engine.kind).layer:
         return stack.model_copy(update={"engine": EngineSpec(), "placement": PlacementSpec(kind="host-dir")})
     if stack.filesystem.type != "none":
         return stack.model_copy(update={"filesystem": FilesystemSpec(), "placement": PlacementSpec(kind="raw")})

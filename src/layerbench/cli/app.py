@@ -48,6 +48,7 @@ from layerbench.spec import schema as spec_schema
 from layerbench.spec import seeds
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Experiment, StackSpec
+from layerbench.spec.traits import traits
 from layerbench.store.db import RunRow, Store
 from layerbench.store.read import collector_paused, load
 from layerbench.store.read import samples as read_samples
@@ -226,7 +227,7 @@ def run(
 def _warn_shared(matrix: Matrix) -> None:
     """Parallel parts on one machine compete for its CPUs and memory: say so before their numbers exist."""
     local: dict[str, bool] = {}
-    if any(c.stack.engine.kind == "kubernetes" for c in matrix.cells):
+    if any(traits(c.stack.engine.kind).probe == "kube-nodes" for c in matrix.cells):
         from layerbench.stack import kube  # the Kubernetes client only where a cell needs it
 
         found = kube.cluster_nodes(kube.kubeconfig())

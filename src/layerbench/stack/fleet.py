@@ -32,6 +32,7 @@ from layerbench.errors import LayerbenchError, PrerequisiteError
 from layerbench.spec.databases import MIN_MEMORY, ServerSpec, tuned
 from layerbench.spec.models import Limits, StackSpec
 from layerbench.spec.profiles import Budget, instance_limits, needs_bandwidth
+from layerbench.spec.traits import traits
 from layerbench.stack import handle as handles
 from layerbench.stack import image_source
 from layerbench.stack.calibrate import device_bandwidth
@@ -101,7 +102,7 @@ def fleet(stack: StackSpec, mount: Mount, engine: Engine | None, ctx: BuildConte
             start = own(definition, exits, ctx)
         elif stack.server.kind == "image":  # the rules send image servers to container engines only
             start = _from_image(cast("ContainerEngine", engine), stack, exits, ctx)
-        elif kind != "native":
+        elif traits(kind).layer:
             start = _in_container(cast("ContainerEngine", engine), stack, definition, mount, exits, ctx)
         endpoints = []
         for i in range(stack.instances):
