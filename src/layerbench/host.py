@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from layerbench import proc
+from layerbench.profiling import perf
 from layerbench.spec.feasibility import HostCaps
 from layerbench.stack import capabilities, cleanup, device, dockerhost, environment, runlock
 from layerbench.stack.cleanup import Action
@@ -22,7 +23,8 @@ def caps(cache_dir: Path, guests: bool = False, profiler: bool = False, images: 
     """What this host supports (`doctor`, and every run's feasibility rules); with ``guests``, whether
     and how a VM runs here too (a probe boot); with ``profiler``, whether perf records here; with
     ``images``, whether the container engines can have each (pull it, or load its file)."""
-    return capabilities.probe(proc.run, cache_dir, guests=guests, profiler=profiler, images=images)
+    found = perf.missing if profiler else None
+    return capabilities.probe(proc.run, cache_dir, guests=guests, profiler=found, images=images)
 
 
 def describe(cache_dir: Path) -> dict[str, Any]:

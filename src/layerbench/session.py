@@ -16,6 +16,7 @@ from typing import Any
 
 from layerbench import proc
 from layerbench.errors import PrerequisiteError
+from layerbench.profiling import perf
 from layerbench.spec.matrix import Matrix, expand, expand_stacks
 from layerbench.spec.models import Experiment
 from layerbench.spec.profiles import Budget
@@ -44,7 +45,7 @@ def cells_here(exp: Experiment, cache_dir: Path) -> Matrix:
         proc.run,
         cache_dir,
         guests="guest-boot" in probes,
-        profiler=exp.profile != "none",
+        profiler=perf.missing if exp.profile != "none" else None,
         images=images,
         kube="kube-nodes" in probes,
         swarm="swarm-nodes" in probes,

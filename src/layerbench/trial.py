@@ -27,10 +27,9 @@ from layerbench.mount_check import volatile_check
 from layerbench.sample import Sample
 from layerbench.schedule import Trial
 from layerbench.spec.models import FileWorkload, FioWorkload, IozoneWorkload
-from layerbench.stack.capabilities import DEFAULT_CACHE
 from layerbench.stack.cgroups import mismatches, verdict
 from layerbench.stack.engines import failure_category
-from layerbench.stack.target import Device, Target
+from layerbench.stack.target import DEFAULT_CACHE, Device, Target
 from layerbench.store.db import CheckRecord, MonitorPoint, TrialRecord
 from layerbench.workloads import fio, fio_log, iozone, jobfile, personalities
 

@@ -144,3 +144,159 @@ def test_the_traits_table_has_a_row_per_engine_kind_and_registered_engine() -> N
 
     assert list(TRAITS) == list(get_args(EngineKind))
     assert set(ENGINES) == set(TRAITS)
+
+
+STACK = SRC / "stack"
+
+
+def _module_of(path: Path) -> str:
+    whole = path.with_suffix("").parts
+    parts = list(whole[len(whole) - 1 - whole[::-1].index("layerbench") :])
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(root: Path = STACK) -> dict[str, set[str]]:
+    """Module → the modules of ``root`` it imports, anywhere in it (at the top, in a function, or for the type
+    checker alone): each is a dependency, whether or not it runs at import time."""
+    modules = {_module_of(p): p for p in sorted(root.rglob("*.py"))}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module, path in modules.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], base]).strip(".")
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            graph[module] |= {t for t in targets if t in modules and t != module}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm), each as one cycle
+    through some of its modules, named in import order."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+        return None
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def one_cycle(graph: dict[str, set[str]], component: list[str]) -> list[str]:
+    """A path from the component's first module back to itself, within the component."""
+    start, members = component[0], set(component)
+    paths = {start: [start]}
+    queue = [start]
+    while queue:
+        v = queue.pop(0)
+        for w in sorted(graph[v] & members):
+            if w == start:
+                return [*paths[v], start]
+            if w not in paths:
+                paths[w] = [*paths[v], w]
+                queue.append(w)
+    return component
+
+
+def test_stack_has_no_import_cycle() -> None:
+    graph = import_graph()
+    found = cycles(graph)
+    said = [
+        f"{len(c)} modules: " + " -> ".join(m.removeprefix("layerbench.") for m in one_cycle(graph, c)) for c in found
+    ]
+    assert not found, f"{len(found)} import cycles in stack/:\n" + "\n".join(said)
+
+
+def test_the_cycle_finder_finds_one() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert one_cycle(graph, ["a", "b", "c"]) == ["a", "b", "c", "a"]
+
+
+# stack/'s layers, bottom first, as docs/architecture.md describes them: an import from a module to one of a
+# higher layer points up (measured for the report, `python tests/unit/test_seam.py`; not asserted yet).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("ledger", "runlock", "target", "protocols", "mountinfo", "cgroups", "cgexec", "handle", "route", "guest_agent"),
+    ("device", "devmapper", "filesystem", "cell_cgroup", "remote", "dockerd", "network", "image"),
+    ("image_archive", "image_source", "vm", "guest"),
+    ("kube", "swarm", "dockerhost"),
+    ("placement", "fleet", "guest_servers", "calibrate"),
+    ("engines",),
+    ("build", "cleanup", "capabilities", "environment", "__init__"),
+)
+
+
+def _layer(module: str) -> int:
+    name = module.removeprefix("layerbench.stack").lstrip(".").split(".")[0] or "__init__"
+    return next(i for i, names in enumerate(LAYERS) if name in names)
+
+
+def upward(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """The imports in stack/ from a module to one of a higher layer."""
+    return sorted((m, t) for m, ts in graph.items() for t in ts if _layer(t) > _layer(m))
+
+
+def figures(src: Path = SRC) -> dict[str, object]:
+    graph = import_graph(src / "stack")
+    return {
+        "engine-name comparisons outside stack/engines/": len(engine_name_comparisons(src)),
+        "import cycles in stack/ (modules in each)": [len(c) for c in cycles(graph)],
+        "imports in stack/ pointing up its layers": [f"{m} -> {t}" for m, t in upward(graph)],
+        "imports from stack/ of a layer above it": sorted(
+            f"{_module_of(p)} -> {t}"
+            for p in (src / "stack").rglob("*.py")
+            for t in _imports_of(p)
+            if t.split(".")[1] in ABOVE_STACK
+        ),
+    }
+
+
+# Packages above stack/ in `cli → report → analysis → store → workloads, stack → proc, spec, errors`.
+ABOVE_STACK = frozenset({"cli", "report", "analysis", "store", "profiling", "pipeline", "session", "trial", "host"})
+
+
+def _imports_of(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("layerbench."):
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("layerbench.")}
+    return found
+
+
+if __name__ == "__main__":  # the figures of issue 30's item 3, for a tree: python tests/unit/test_seam.py [SRC]
+    import json
+    import sys
+
+    print(json.dumps(figures(Path(sys.argv[1]) if len(sys.argv) > 1 else SRC), indent=1))

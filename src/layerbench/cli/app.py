@@ -122,7 +122,7 @@ def use_swarm_manager(url: str | None) -> None:
         os.environ[SWARM_ENV] = url if "://" in url else f"unix://{Path(url).resolve()}"
 
 
-# stack/capabilities.py's DEFAULT_CACHE: the commands that read a run import no stack module (0.5 s of their start),
+# stack/target.py's DEFAULT_CACHE: the commands that read a run import no stack module (0.5 s of their start),
 # so the ones that run import it, and host and session, where they need them.
 CACHE_DEFAULT = Path("/var/cache/layerbench")
 CACHE_OPTION = typer.Option(

@@ -26,7 +26,7 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from layerbench.errors import LayerbenchError, PrerequisiteError
 from layerbench.spec.databases import MIN_MEMORY, ServerSpec, tuned
@@ -41,12 +41,10 @@ from layerbench.stack.image import resolve
 from layerbench.stack.ledger import tracked
 from layerbench.stack.network import Network, bridge_network
 from layerbench.stack.placement import Role, host_dir, tuning_options
+from layerbench.stack.protocols import ContainerEngine, Engine
 from layerbench.stack.target import BuildContext, Device, Mount, Target
 from layerbench.workloads.servers import SERVER_UID, SERVERS, ServerConfig, ServerDef
 from layerbench.workloads.servers import image as image_server
-
-if TYPE_CHECKING:  # the engines' own modules build fleets (a VM's servers): no import cycle at run time
-    from layerbench.stack.engines import ContainerEngine, Engine
 
 PREPARE_TIMEOUT_S = 300.0
 MAX_CLIENTS = 256  # per server: YCSB threads or pgbench clients, checked by the spec rules
@@ -101,9 +99,9 @@ def fleet(stack: StackSpec, mount: Mount, engine: Engine | None, ctx: BuildConte
         if own is not None:
             start = own(definition, exits, ctx)
         elif stack.server.kind == "image":  # the rules send image servers to container engines only
-            start = _from_image(cast("ContainerEngine", engine), stack, exits, ctx)
+            start = _from_image(cast(ContainerEngine, engine), stack, exits, ctx)
         elif traits(kind).layer:
-            start = _in_container(cast("ContainerEngine", engine), stack, definition, mount, exits, ctx)
+            start = _in_container(cast(ContainerEngine, engine), stack, definition, mount, exits, ctx)
         endpoints = []
         for i in range(stack.instances):
             limits = instance_limits(stack, budget, i, os.cpu_count() or 1)

@@ -10,8 +10,10 @@ from typing import Any
 
 from layerbench.proc import Completed, Runner
 from layerbench.spec.profiles import Budget
-from layerbench.stack.capabilities import DEFAULT_CACHE
 from layerbench.stack.ledger import Ledger
+
+# Where `make setup` puts what the database clients need (the YCSB jars, IOzone); --cache-dir elsewhere.
+DEFAULT_CACHE = Path("/var/cache/layerbench")
 
 Exec = Callable[[Sequence[str], float], Completed]
 Put = Callable[[str, str], str]  # (file name, text) -> its path as the workload sees it

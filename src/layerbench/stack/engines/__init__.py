@@ -18,48 +18,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
 from layerbench.proc import Runner
-from layerbench.spec.models import EngineSpec, Limits, PlacementSpec, StackSpec
+from layerbench.spec.models import EngineSpec
 from layerbench.stack import dockerhost, guest, kube
 from layerbench.stack import swarm as swarm_adapter  # the engine module below is `swarm`
 from layerbench.stack.engines import docker, docker_host, kubernetes, native, podman, swarm, vm, vm_docker
 from layerbench.stack.ledger import Resource
-from layerbench.stack.target import BuildContext, Mount, Target
+from layerbench.stack.protocols import ContainerEngine, Engine
+from layerbench.stack.target import BuildContext, Mount
+
+__all__ = ["ENGINES", "ContainerEngine", "Engine", "EngineType", "engine_type", "failure_category", "removers"]
 
 Remover = Callable[[Resource, Runner], None]
-
-
-class Engine(Protocol):
-    """A running engine, as the stack builder and the database fleet use it."""
-
-    kind: str  # "native", "docker", "podman", "vm", "kubernetes", "swarm", "docker-host": Target.engine, Fleet.engine
-
-    def place(
-        self, mount: Mount, stack: StackSpec, data_bytes: int, ctx: BuildContext
-    ) -> AbstractContextManager[Target]:
-        """The workload's place (its limits applied and read back), with the tools image if it needs one."""
-        ...
-
-
-class ContainerEngine(Engine, Protocol):
-    """An engine with images and containers (what a database fleet needs beyond ``place``)."""
-
-    daemon: Any  # stack.dockerd.DockerEngine: the Docker API client of this engine
-
-    def image(self, binaries: dict[str, str], ctx: BuildContext, files: tuple[str, ...] = ()) -> str: ...
-
-    def container(
-        self,
-        image: str,
-        mount: Mount,
-        placement: PlacementSpec,
-        limits: Limits,
-        data_bytes: int,
-        ctx: BuildContext,
-        options: dict[str, Any] | None = None,
-    ) -> AbstractContextManager[Target]: ...
 
 
 @dataclass(frozen=True)
