@@ -21,14 +21,23 @@ from dataclasses import dataclass, field
 
 from layerbench.proc import Runner
 from layerbench.spec.models import EngineSpec
-from layerbench.stack import dockerhost, guest, kube
+from layerbench.stack import dockerd, dockerhost, guest, kube
 from layerbench.stack import swarm as swarm_adapter  # the engine module below is `swarm`
 from layerbench.stack.engines import docker, docker_host, kubernetes, native, podman, swarm, vm, vm_docker
 from layerbench.stack.ledger import Resource
 from layerbench.stack.protocols import ContainerEngine, Engine
 from layerbench.stack.target import BuildContext, Mount
 
-__all__ = ["ENGINES", "ContainerEngine", "Engine", "EngineType", "engine_type", "failure_category", "removers"]
+__all__ = [
+    "ENGINES",
+    "ContainerEngine",
+    "Engine",
+    "EngineType",
+    "api_errors",
+    "engine_type",
+    "failure_category",
+    "removers",
+]
 
 Remover = Callable[[Resource, Runner], None]
 
@@ -39,12 +48,15 @@ class EngineType:
     start: Callable[[Mount, EngineSpec, BuildContext], AbstractContextManager[Engine]]
     failure: Callable[[int | None, str], str | None] = lambda rc, stderr: None
     removers: Mapping[str, Remover] = field(default_factory=dict)
+    # What its API raises when the engine fails under a stack being built (its daemon gone or broken):
+    # the pipeline counts such a failure as the engine's (engine-error), not the setup's.
+    errors: tuple[type[BaseException], ...] = ()
 
 
 ENGINES: dict[str, EngineType] = {
     "native": EngineType("native", native.start),
-    "docker": EngineType("docker", docker.start, docker.failure, {"dockerd": docker.reclaim}),
-    "podman": EngineType("podman", podman.start, podman.failure, {"podman": podman.reclaim}),
+    "docker": EngineType("docker", docker.start, docker.failure, {"dockerd": docker.reclaim}, dockerd.API_ERRORS),
+    "podman": EngineType("podman", podman.start, podman.failure, {"podman": podman.reclaim}, dockerd.API_ERRORS),
     "vm": EngineType("vm", vm.start, vm.failure, {"vm": guest.reclaim}),
     "vm+docker": EngineType("vm+docker", vm_docker.start, vm_docker.failure),  # its guest is the vm engine's
     "kubernetes": EngineType(
@@ -62,6 +74,7 @@ ENGINES: dict[str, EngineType] = {
             "swarm-volume": swarm_adapter.reclaim_volume,
             "swarm-image": swarm_adapter.reclaim_image,
         },
+        errors=dockerd.API_ERRORS,
     ),
     # A daemon layerbench did not start: only what the run's rows name, or its label marks, is removed there.
     "docker-host": EngineType(
@@ -74,6 +87,7 @@ ENGINES: dict[str, EngineType] = {
             "docker-host-volume": swarm_adapter.reclaim_volume,  # its row's socket is the daemon's URL
             "docker-host-image": swarm_adapter.reclaim_image,
         },
+        errors=dockerd.API_ERRORS,
     ),
 }
 
@@ -94,3 +108,8 @@ def failure_category(rc: int | None, stderr: str) -> str | None:
 def removers() -> dict[str, Remover]:
     """Ledger kind → remover, for what each engine records (its daemon)."""
     return {kind: remover for t in ENGINES.values() for kind, remover in t.removers.items()}
+
+
+def api_errors() -> tuple[type[BaseException], ...]:
+    """What the engines' APIs raise when an engine fails under a stack (each class once)."""
+    return tuple(dict.fromkeys(e for t in ENGINES.values() for e in t.errors))
