@@ -248,6 +248,41 @@ def test_the_cycle_finder_finds_one() -> None:
     assert one_cycle(graph, ["a", "b", "c"]) == ["a", "b", "c", "a"]
 
 
+def test_a_targets_facts_are_the_keys_its_engine_gave_typed() -> None:
+    from layerbench.stack.target import Facts
+
+    info = {"accel": "tcg", "guest_kernel": None, "limits": {"cpus": 1.0}, "pid": 42, "other": "kept aside"}
+    facts = Facts.of(info)
+    assert (facts.accel, facts.guest_kernel, facts.limits, facts.pid, facts.limits_set) == (
+        "tcg",
+        None,
+        {"cpus": 1.0},
+        42,
+        None,
+    )
+    # A fact given as None is recorded as it was given; one not given is not recorded.
+    assert facts.recorded(("container", "accel", "guest_kernel")) == {"accel": "tcg", "guest_kernel": None}
+
+
+def test_an_emulated_guests_trial_is_flagged_from_its_facts() -> None:
+    from layerbench.monitor import Monitor
+    from layerbench.stack.target import Device, Target
+    from layerbench.trial import trial_checks
+
+    target = Target(
+        lambda a, t: None,  # type: ignore[arg-type,return-value]
+        lambda n, x: n,
+        "/data",
+        False,
+        Device("", "none", 0),
+        "vm",
+        {"accel": "tcg"},
+        mount_table=lambda: "",
+    )
+    names = {c.name: c.status for c in trial_checks([], Monitor([]), target, "")}
+    assert names["not-comparable"] == "flag"
+
+
 # stack/'s layers, bottom first (docs/architecture.md): an import from a module to one of a higher layer
 # points up. A new module of stack/ takes its place here.
 LAYERS: tuple[tuple[str, ...], ...] = (

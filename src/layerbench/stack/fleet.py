@@ -42,7 +42,7 @@ from layerbench.stack.ledger import tracked
 from layerbench.stack.network import Network, bridge_network
 from layerbench.stack.placement import Role, host_dir, tuning_options
 from layerbench.stack.protocols import ContainerEngine, Engine
-from layerbench.stack.target import BuildContext, Device, Mount, Target
+from layerbench.stack.target import BuildContext, Device, Facts, Mount, Target
 from layerbench.workloads.servers import SERVER_UID, SERVERS, ServerConfig, ServerDef
 from layerbench.workloads.servers import image as image_server
 
@@ -64,6 +64,10 @@ class Endpoint:
     limits: Limits
     handle: handles.Handle
     info: dict[str, Any] = field(default_factory=dict)  # container id, cgroup dirs, limits read back
+
+    @property
+    def facts(self) -> Facts:
+        return Facts.of(self.info)
 
 
 @dataclass(frozen=True)
