@@ -41,7 +41,7 @@ from layerbench.stack.image import resolve
 from layerbench.stack.ledger import tracked
 from layerbench.stack.network import Network, bridge_network
 from layerbench.stack.placement import Role, host_dir, tuning_options
-from layerbench.stack.protocols import ContainerEngine, Engine
+from layerbench.stack.protocols import BoundedNode, ContainerEngine, Engine, StartsServers
 from layerbench.stack.target import BuildContext, Device, Facts, Mount, Target
 from layerbench.workloads.servers import SERVER_UID, SERVERS, ServerConfig, ServerDef
 from layerbench.workloads.servers import image as image_server
@@ -91,17 +91,15 @@ def fleet(stack: StackSpec, mount: Mount, engine: Engine | None, ctx: BuildConte
     assert stack.server is not None  # a fleet is built only for stacks with a server
     definition = image_server.definition(stack.server) if stack.server.kind == "image" else SERVERS[stack.server.kind]
     budget = ctx.budget or Budget(float(os.cpu_count() or 1), 0, stack.instances)
-    within = getattr(engine, "budget", None)  # an engine whose node has less room than this host (a pod's)
-    if within is not None and stack.profile != "none":
-        budget = within(budget)
+    if isinstance(engine, BoundedNode) and stack.profile != "none":  # a node with less room than this host
+        budget = engine.budget(budget)
     if needs_bandwidth(stack, budget):
         budget = budget.with_bandwidth(*device_bandwidth(mount, ctx))
     with ExitStack() as exits:
         kind = "native" if engine is None else engine.kind
         start: Starter = _natively
-        own = getattr(engine, "server_starter", None)  # an engine that starts servers its own way (a VM)
-        if own is not None:
-            start = own(definition, exits, ctx)
+        if isinstance(engine, StartsServers):  # an engine that starts servers its own way (a VM, a pod)
+            start = engine.server_starter(definition, exits, ctx)
         elif stack.server.kind == "image":  # the rules send image servers to container engines only
             start = _from_image(cast(ContainerEngine, engine), stack, exits, ctx)
         elif traits(kind).layer:

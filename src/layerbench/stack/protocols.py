@@ -6,11 +6,14 @@ which the engines' own modules use, names them without importing the engines bac
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack
+from typing import Any, Protocol, runtime_checkable
 
 from layerbench.spec.models import Limits, PlacementSpec, StackSpec
+from layerbench.spec.profiles import Budget
 from layerbench.stack.target import BuildContext, Mount, Target
+from layerbench.workloads.servers import ServerDef
 
 
 class Engine(Protocol):
@@ -42,3 +45,20 @@ class ContainerEngine(Engine, Protocol):
         ctx: BuildContext,
         options: dict[str, Any] | None = None,
     ) -> AbstractContextManager[Target]: ...
+
+
+@runtime_checkable
+class StartsServers(Protocol):
+    """An engine that starts database servers its own way (a VM's guest, a pod, a swarm service): the fleet
+    asks it for a starter (``fleet.Starter``: instance → its ``Endpoint``) instead of running servers here."""
+
+    def server_starter(
+        self, definition: ServerDef, exits: ExitStack, ctx: BuildContext
+    ) -> Callable[..., AbstractContextManager[Any]]: ...
+
+
+@runtime_checkable
+class BoundedNode(Protocol):
+    """An engine whose node has less room than this host (a pod's): the profiles divide what it can have."""
+
+    def budget(self, budget: Budget) -> Budget: ...
