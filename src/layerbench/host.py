@@ -12,7 +12,7 @@ from typing import Any
 from layerbench import proc
 from layerbench.profiling import perf
 from layerbench.spec.feasibility import HostCaps
-from layerbench.stack import capabilities, cleanup, device, dockerhost, environment, runlock
+from layerbench.stack import capabilities, cleanup, device, engines, environment, runlock
 from layerbench.stack.cleanup import Action
 from layerbench.stack.ledger import Ledger
 
@@ -35,7 +35,7 @@ def describe(cache_dir: Path) -> dict[str, Any]:
 def describe_daemons(urls: list[str]) -> dict[str, Any]:
     """Docker hosts' own accounts (driver, backing filesystem, data-root, kernel, CPUs, memory), by URL,
     for a run of their cells to record beside this host's; a daemon that does not answer, with why."""
-    return {dockerhost.shown(url): dockerhost.describe_facts(url) for url in urls}
+    return engines.describe_daemons(urls)
 
 
 def changes_since(recorded: dict[str, Any], cache_dir: Path) -> list[str]:

@@ -18,12 +18,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import Any
 
 from layerbench.proc import Runner
 from layerbench.spec.models import EngineSpec
 from layerbench.stack import dockerd, dockerhost, guest, kube
 from layerbench.stack import swarm as swarm_adapter  # the engine module below is `swarm`
-from layerbench.stack.engines import docker, docker_host, kubernetes, native, podman, swarm, vm, vm_docker
+from layerbench.stack.engines import container, docker, docker_host, kubernetes, native, podman, swarm, vm, vm_docker
 from layerbench.stack.ledger import Resource
 from layerbench.stack.protocols import ContainerEngine, Engine
 from layerbench.stack.target import BuildContext, Mount
@@ -34,6 +35,7 @@ __all__ = [
     "Engine",
     "EngineType",
     "api_errors",
+    "describe_daemons",
     "engine_type",
     "failure_category",
     "removers",
@@ -51,12 +53,19 @@ class EngineType:
     # What its API raises when the engine fails under a stack being built (its daemon gone or broken):
     # the pipeline counts such a failure as the engine's (engine-error), not the setup's.
     errors: tuple[type[BaseException], ...] = ()
+    # An engine that reaches a daemon by URL: the daemon's name as shown, and its own account of itself
+    # (driver, backing filesystem, kernel...), which a run records beside this host's.
+    describe_daemon: Callable[[str], tuple[str, dict[str, Any]]] | None = None
 
 
 ENGINES: dict[str, EngineType] = {
     "native": EngineType("native", native.start),
-    "docker": EngineType("docker", docker.start, docker.failure, {"dockerd": docker.reclaim}, dockerd.API_ERRORS),
-    "podman": EngineType("podman", podman.start, podman.failure, {"podman": podman.reclaim}, dockerd.API_ERRORS),
+    "docker": EngineType(
+        "docker", docker.start, docker.failure, {"dockerd": docker.reclaim, **container.REMOVERS}, dockerd.API_ERRORS
+    ),
+    "podman": EngineType(
+        "podman", podman.start, podman.failure, {"podman": podman.reclaim, **container.REMOVERS}, dockerd.API_ERRORS
+    ),
     "vm": EngineType("vm", vm.start, vm.failure, {"vm": guest.reclaim}),
     "vm+docker": EngineType("vm+docker", vm_docker.start, vm_docker.failure),  # its guest is the vm engine's
     "kubernetes": EngineType(
@@ -88,6 +97,7 @@ ENGINES: dict[str, EngineType] = {
             "docker-host-image": swarm_adapter.reclaim_image,
         },
         errors=dockerd.API_ERRORS,
+        describe_daemon=lambda url: (dockerhost.shown(url), dockerhost.describe_facts(url)),
     ),
 }
 
@@ -113,3 +123,13 @@ def removers() -> dict[str, Remover]:
 def api_errors() -> tuple[type[BaseException], ...]:
     """What the engines' APIs raise when an engine fails under a stack (each class once)."""
     return tuple(dict.fromkeys(e for t in ENGINES.values() for e in t.errors))
+
+
+def describe_daemons(urls: list[str]) -> dict[str, dict[str, Any]]:
+    """Daemons named by URL, each as its engine describes it (a daemon that does not answer: why)."""
+    return {
+        name: facts
+        for t in ENGINES.values()
+        if t.describe_daemon is not None
+        for name, facts in (t.describe_daemon(url) for url in urls)
+    }
