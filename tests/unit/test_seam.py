@@ -7,6 +7,8 @@ import ast
 from pathlib import Path
 from typing import get_args
 
+import pytest
+
 from layerbench.spec.models import EngineKind
 from layerbench.spec.traits import TRAITS
 
@@ -281,6 +283,27 @@ def test_an_emulated_guests_trial_is_flagged_from_its_facts() -> None:
     )
     names = {c.name: c.status for c in trial_checks([], Monitor([]), target, "")}
     assert names["not-comparable"] == "flag"
+
+
+def test_the_cli_imports_no_module_of_stack_anywhere() -> None:
+    """Not at start (test_cli_start.py) nor in a command: it goes through host.py and session.py."""
+    found = sorted(
+        f"src/layerbench/{path.relative_to(SRC).as_posix()}: {name}"
+        for path in (SRC / "cli").rglob("*.py")
+        for name in _imports_of(path)
+        if name.startswith("layerbench.stack")
+    )
+    assert not found, "\n".join(found)
+
+
+def test_doctor_says_how_to_name_a_cluster_and_a_swarm(monkeypatch: pytest.MonkeyPatch) -> None:
+    from layerbench import host
+
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("LAYERBENCH_SWARM_MANAGER", raising=False)
+    rows = host.engine_rows([])
+    assert [(engine, ok) for engine, _, ok, _ in rows] == [("kubernetes", False), ("swarm", False)]
+    assert all("not probed: pass --" in note for *_, note in rows)
 
 
 # stack/'s layers, bottom first (docs/architecture.md): an import from a module to one of a higher layer
