@@ -53,9 +53,9 @@ def _k8s_missing() -> str | None:
 
 def _perf_missing() -> str | None:
     from layerbench import proc
-    from layerbench.stack.capabilities import profiler_missing
+    from layerbench.profiling import perf
 
-    return profiler_missing(proc.run)
+    return perf.missing(proc.run)
 
 
 def _vm_missing() -> str | None:

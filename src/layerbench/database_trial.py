@@ -45,6 +45,8 @@ from layerbench.workloads import pgbench, ycsb
 CLIENT_SLACK_S = 180.0  # JVM start, connections, the report: beyond the phase's own time
 LOAD_TIMEOUT_S = 3 * 3600.0
 MERGED = "all"
+# What a trial records of each server's place, where its engine gave it (stack.target.Facts).
+ENDPOINT_FACTS = ("container", "limits_enforced", "accel", "guest_kernel", "unit")
 PG_USER = "postgres"  # the server's user (workloads/servers/postgres.py), which pgbench logs in as
 
 
@@ -107,7 +109,7 @@ def _describe(fleet: Fleet) -> dict[str, Any]:
             "port": e.port,
             "memory": e.memory,
             "limits": e.limits.model_dump(mode="json", exclude_none=True),
-            **{k: e.info[k] for k in ("container", "limits_enforced", "accel", "guest_kernel", "unit") if k in e.info},
+            **e.facts.recorded(ENDPOINT_FACTS),
         }
         for e in fleet.endpoints
     ]
@@ -264,7 +266,9 @@ def _pg_env(fleet: Fleet, ctx: BuildContext) -> dict[str, str] | None:
 
 def _monitor(fleet: Fleet, devices: list[str], ctx: BuildContext) -> Monitor:
     cgroups = {
-        f"i{e.index}": {k: Path(v) for k, v in e.info["cgroup"].items()} for e in fleet.endpoints if "cgroup" in e.info
+        f"i{e.index}": {k: Path(v) for k, v in e.facts.cgroup.items()}
+        for e in fleet.endpoints
+        if "cgroup" in e.facts.told
     }
     return Monitor(devices, cgroups=cgroups, on_point=ctx.on_monitor)
 
@@ -273,11 +277,11 @@ def _finish(out: Outcome, mon: Monitor, fleet: Fleet, devices: list[str], errors
     out.status = "ok"
     out.monitor = [MonitorPoint(p.t, p.series, p.value, p.unit) for p in mon.points]
     limits = {f"i{e.index}": e.limits.model_dump(mode="json", exclude_none=True) for e in fleet.endpoints}
-    unseen = next((e.info["unseen"] for e in fleet.endpoints if e.info.get("unseen")), None)  # another machine's
+    unseen = next((e.facts.unseen for e in fleet.endpoints if e.facts.unseen), None)  # another machine's
     out.checks = [bottleneck_check(mon, devices[-1] if devices else "", DATABASE_REMEDY, limits, unseen)]
     out.checks.append(contended_check(mon, unseen))
     out.checks += [_errors_check(errors), *_limit_checks(fleet)]
-    out.checks += emulated(next((e.info["accel"] for e in fleet.endpoints if "accel" in e.info), None))
+    out.checks += emulated(next((e.facts.accel for e in fleet.endpoints if "accel" in e.facts.told), None))
     out.checks.append(Check("device-accounting", "skip", "a database decides what reaches the device (its caches)"))
 
 
@@ -298,9 +302,9 @@ def _limit_checks(fleet: Fleet) -> list[Check]:
     checks = []
     for e in fleet.endpoints:
         asked = e.limits.model_dump(mode="json", exclude_none=True)
-        if not asked or "limits_enforced" not in e.info:
+        if not asked or "limits_enforced" not in e.facts.told:
             continue
-        status, detail = verdict(asked, e.info["limits_enforced"])
+        status, detail = verdict(asked, e.facts.limits_enforced or {})
         checks.append(Check("limit-applied", status, f"i{e.index}: {detail}"))
     return checks
 

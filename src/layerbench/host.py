@@ -6,12 +6,14 @@ change inside the stack (a new engine, another probe) stops at this file.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from layerbench import proc
+from layerbench.profiling import perf
 from layerbench.spec.feasibility import HostCaps
-from layerbench.stack import capabilities, cleanup, device, dockerhost, environment, runlock
+from layerbench.stack import capabilities, cleanup, device, engines, environment, runlock
 from layerbench.stack.cleanup import Action
 from layerbench.stack.ledger import Ledger
 
@@ -22,7 +24,8 @@ def caps(cache_dir: Path, guests: bool = False, profiler: bool = False, images: 
     """What this host supports (`doctor`, and every run's feasibility rules); with ``guests``, whether
     and how a VM runs here too (a probe boot); with ``profiler``, whether perf records here; with
     ``images``, whether the container engines can have each (pull it, or load its file)."""
-    return capabilities.probe(proc.run, cache_dir, guests=guests, profiler=profiler, images=images)
+    found = perf.missing if profiler else None
+    return capabilities.probe(proc.run, cache_dir, guests=guests, profiler=found, images=images)
 
 
 def describe(cache_dir: Path) -> dict[str, Any]:
@@ -33,7 +36,7 @@ def describe(cache_dir: Path) -> dict[str, Any]:
 def describe_daemons(urls: list[str]) -> dict[str, Any]:
     """Docker hosts' own accounts (driver, backing filesystem, data-root, kernel, CPUs, memory), by URL,
     for a run of their cells to record beside this host's; a daemon that does not answer, with why."""
-    return {dockerhost.shown(url): dockerhost.describe_facts(url) for url in urls}
+    return engines.describe_daemons(urls)
 
 
 def changes_since(recorded: dict[str, Any], cache_dir: Path) -> list[str]:
@@ -58,3 +61,44 @@ def describe_block(dev_path: str) -> str:
 def run_is_live(state_dir: Path, run_id: str) -> bool:
     """A run's process still holds its lock (a run recorded as running without it died)."""
     return runlock.is_live(state_dir, run_id)
+
+
+def on_this_machine(kube: bool, docker_hosts: list[str]) -> dict[str, bool]:
+    """Which nodes are this very machine: a Kubernetes cluster's (``kube``: the run has cells there), by
+    their boot id; Docker hosts' by their URL (node name or daemon URL → local)."""
+    local: dict[str, bool] = {}
+    if kube:
+        from layerbench.stack import kube as cluster  # the Kubernetes client only where a cell needs it
+
+        found = cluster.cluster_nodes(cluster.kubeconfig())
+        local = {name: n.local for name, n in found.items()} if isinstance(found, dict) else {}
+    if docker_hosts:
+        from layerbench.stack import dockerhost  # the Docker SDK only where a cell names a daemon
+
+        local |= {dockerhost.shown(url): dockerhost.on_this_machine(url) for url in docker_hosts}
+    return local
+
+
+def engine_rows(docker_hosts: list[str]) -> list[tuple[str, str, bool, str]]:
+    """`doctor`'s rows of the engines on other machines: (engine, what, ok, note) for the Kubernetes cluster
+    of $KUBECONFIG, the swarm of --swarm-manager and each Docker host named; each asked only where named."""
+    from layerbench.stack import swarm
+
+    rows: list[tuple[str, str, bool, str]] = []
+    config = os.environ.get("KUBECONFIG")
+    if not config:
+        rows.append(("kubernetes", "cluster", False, "not probed: pass --kubeconfig FILE (or set KUBECONFIG)"))
+    else:
+        from layerbench.stack import kube  # the Kubernetes client only where a cluster is named
+
+        rows += [("kubernetes", what, ok, note) for what, ok, note in kube.describe(config)]
+    manager = os.environ.get(swarm.MANAGER_ENV)
+    if not manager:
+        rows.append(("swarm", "swarm", False, f"not probed: pass --swarm-manager URL (or set {swarm.MANAGER_ENV})"))
+    else:
+        rows += [("swarm", what, ok, note) for what, ok, note in swarm.describe(manager)]
+    if docker_hosts:
+        from layerbench.stack import dockerhost  # the Docker SDK only where a daemon is named
+
+        rows += [("docker-host", url, *dockerhost.describe(url)) for url in docker_hosts]
+    return rows

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Cell
+from layerbench.spec.traits import traits
 
 THIS_HOST = "this host"
 
@@ -54,8 +55,8 @@ def on_this_machine(matrix: Matrix, local: dict[str, bool]) -> list[str]:
     (``local``: node name or daemon URL → local)."""
     found = []
     for node, part in split(matrix).items():
-        kinds = {c.stack.engine.kind for c in part.cells}
-        if node == THIS_HOST or "swarm" in kinds or local.get(node, False):
+        here = any(traits(c.stack.engine.kind).node_here for c in part.cells)
+        if node == THIS_HOST or here or local.get(node, False):
             found.append(node)
     return found
 
@@ -63,7 +64,7 @@ def on_this_machine(matrix: Matrix, local: dict[str, bool]) -> list[str]:
 def docker_hosts(matrix: Matrix) -> list[str]:
     """The daemons of the matrix's docker-host cells (their URLs, with any TLS files: EngineSpec.daemon)."""
     engines = {c.stack.engine for c in matrix.cells}
-    return sorted(e.daemon for e in engines if e.kind == "docker-host" and e.daemon)
+    return sorted(e.daemon for e in engines if traits(e.kind).daemon_url and e.daemon)
 
 
 @dataclass(frozen=True)

@@ -21,15 +21,15 @@ from layerbench.spec.databases import YcsbWorkload
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Cell, Experiment, FioWorkload, IozoneWorkload, Workload
 from layerbench.stack.build import StackBuilder
-from layerbench.stack.dockerd import API_ERRORS
-from layerbench.stack.engines import failure_category
+from layerbench.stack.engines import api_errors, failure_category
 from layerbench.stack.fleet import Fleet, ServerError
 from layerbench.stack.target import BuildContext, Target
 from layerbench.store.db import CellRow, Store, TrialRecord
 from layerbench.trial import Outcome as TrialOutcome
 from layerbench.trial import precondition, record, run_trial
 
-SETUP_ERRORS = (LayerbenchError, *API_ERRORS, OSError)  # a ServerError (its log's tail) among them
+ENGINE_ERRORS = api_errors()  # an engine's API failing under a stack: its daemon gone or broken
+SETUP_ERRORS = (LayerbenchError, *ENGINE_ERRORS, OSError)  # a ServerError (its log's tail) among them
 ENGINE_LEVEL = 2  # device 0, filesystem 1, engine 2, placement 3
 
 OnTrial = Callable[[Trial, TrialRecord], None]
@@ -166,7 +166,7 @@ def _unprofiled(target: Target | Fleet, trial: Trial, prepared: dict, ctx: Build
 def _setup_failure(exc: BaseException) -> str:
     if isinstance(exc, ServerError):
         return "server-error"
-    if isinstance(exc, API_ERRORS):  # the engine's API failed under us: its daemon is gone or broken
+    if isinstance(exc, ENGINE_ERRORS):  # the engine's API failed under us: its daemon is gone or broken
         return "engine-error"
     if isinstance(exc, ToolError):
         return failure_category(exc.rc, exc.stderr) or "setup-error"  # the engine's own, where it is to blame

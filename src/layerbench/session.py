@@ -16,10 +16,11 @@ from typing import Any
 
 from layerbench import proc
 from layerbench.errors import PrerequisiteError
+from layerbench.profiling import perf
 from layerbench.spec.matrix import Matrix, expand, expand_stacks
 from layerbench.spec.models import Experiment
 from layerbench.spec.profiles import Budget
-from layerbench.spec.rules import VM_ENGINES
+from layerbench.spec.traits import traits
 from layerbench.stack.capabilities import DEFAULT_CACHE, probe
 from layerbench.stack.cleanup import Action, reclaim
 from layerbench.stack.fleet import check_passable
@@ -37,23 +38,19 @@ def cells_here(exp: Experiment, cache_dir: Path) -> Matrix:
     """The experiment's cells on this host: refused where the host lacks a layer or a tool, or where a
     cell's files would not fit on its device."""
     stacks = expand_stacks(exp)
-    guests = any(s.engine.kind in VM_ENGINES for s in stacks)
+    probes = {traits(s.engine.kind).probe for s in stacks}
     images = tuple(sorted({s.server.image for s in stacks if s.server is not None and s.server.image}))
-    kube = any(s.engine.kind == "kubernetes" for s in stacks)
-    swarm = any(s.engine.kind == "swarm" for s in stacks)
-    hosts = tuple(sorted({s.engine.daemon for s in stacks if s.engine.kind == "docker-host" and s.engine.daemon}))
-    profiler = exp.profile != "none"
-    runtimes = tuple(sorted({s.engine.runtime for s in stacks if s.engine.runtime}))
+    urls = {s.engine.daemon for s in stacks if traits(s.engine.kind).probe == "daemon-url" and s.engine.daemon}
     caps = probe(
         proc.run,
         cache_dir,
-        guests=guests,
-        profiler=profiler,
+        guests="guest-boot" in probes,
+        profiler=perf.missing if exp.profile != "none" else None,
         images=images,
-        kube=kube,
-        swarm=swarm,
-        docker_hosts=hosts,
-        runtimes=runtimes,
+        kube="kube-nodes" in probes,
+        swarm="swarm-nodes" in probes,
+        docker_hosts=tuple(sorted(urls)),
+        runtimes=tuple(sorted({s.engine.runtime for s in stacks if s.engine.runtime})),
     )
     return expand(exp, caps, files=footprint.files, usable_share=footprint.USABLE_SHARE, reads=footprint.refused)
 
@@ -78,7 +75,7 @@ def check_space(work_dir: Path, need: int) -> None:
 
 def check_server_access(work_dir: Path, matrix: Matrix) -> None:
     """Native servers run unprivileged, with their data below --work-dir: its parents must let them pass."""
-    if any(c.stack.server is not None and c.stack.engine.kind == "native" for c in matrix.cells):
+    if any(c.stack.server is not None and not traits(c.stack.engine.kind).layer for c in matrix.cells):
         check_passable(work_dir)
 
 

@@ -27,10 +27,9 @@ from layerbench.mount_check import volatile_check
 from layerbench.sample import Sample
 from layerbench.schedule import Trial
 from layerbench.spec.models import FileWorkload, FioWorkload, IozoneWorkload
-from layerbench.stack.capabilities import DEFAULT_CACHE
 from layerbench.stack.cgroups import mismatches, verdict
 from layerbench.stack.engines import failure_category
-from layerbench.stack.target import Device, Target
+from layerbench.stack.target import DEFAULT_CACHE, Device, Target
 from layerbench.store.db import CheckRecord, MonitorPoint, TrialRecord
 from layerbench.workloads import fio, fio_log, iozone, jobfile, personalities
 
@@ -204,7 +203,7 @@ def _execute(target: Target, w: FileWorkload, out: Outcome, tools: Path, on_moni
     lat_log = lat_log_prefix(w, target)
     out.argv = workload_argv(w, target, tools, lat_log)
     devices = devices_beneath(watched(target.device))
-    cgroup = {k: Path(v) for k, v in target.info.get("cgroup", {}).items()} or None
+    cgroup = {k: Path(v) for k, v in target.facts.cgroup.items()} or None
     quiet = iozone.output_file(target.path) if isinstance(w, IozoneWorkload) else None
     run_argv = iozone.quiet_argv(out.argv, quiet) if quiet else out.argv
     # The device's bytes from the end of fio's ramp, as fio counts its own (a job file's ramp is its own).
@@ -280,14 +279,15 @@ def category(rc: int | None, stderr: str) -> str:
 
 
 def trial_checks(tool_checks: list[Check], mon: Monitor, target: Target, lowest: str) -> list[Check]:
-    asked, enforced = target.info.get("limits"), target.info.get("limits_enforced")
-    unseen = target.info.get("unseen")  # a machine other than this host ran the trial
+    facts = target.facts
+    asked, enforced = facts.limits, facts.limits_enforced
+    unseen = facts.unseen  # a machine other than this host ran the trial
     checks = [*tool_checks, bottleneck_check(mon, lowest, FIO_REMEDY, {"": asked or {}}, unseen)]
     checks.append(contended_check(mon, unseen))
-    checks.append(volatile_check(target.path, target.info.get("pid"), target.path_is_device, target.mount_table))
-    checks += emulated(target.info.get("accel"))
-    if asked and enforced is None and "limits_set" in target.info:
-        checks.append(set_not_enforced(asked, target.info["limits_set"]))
+    checks.append(volatile_check(target.path, facts.pid, target.path_is_device, target.mount_table))
+    checks += emulated(facts.accel)
+    if asked and enforced is None and facts.limits_set is not None:
+        checks.append(set_not_enforced(asked, facts.limits_set))
     elif asked:
         checks.append(Check("limit-applied", *verdict(asked, enforced or {})))
     return checks
@@ -305,7 +305,7 @@ def set_not_enforced(asked: dict[str, object], limits_set: dict[str, object]) ->
 
 
 def _accounting(result: fio.FioResult, mon: Monitor, target: Target, devices: list[str]) -> Check:
-    if target.info.get("placement") == "tmpfs":
+    if target.facts.placement == "tmpfs":
         return Check("device-accounting", "skip", "tmpfs: the data lives in memory, no device to account")
     blind = accounting_blind(devices, target.device.kind == "loop", set(mon.totals))
     if blind is not None:

@@ -242,3 +242,10 @@ def test_a_timed_out_exec_is_killed_from_inside_its_container_not_by_a_pid_of_th
     container = type("C", (), {"id": "c1"})()
     kill_inside(container)(api, "exec-1")  # type: ignore[arg-type]
     assert api.calls == [("create", ("c1", ["sh", "-c", "kill -9 -1"])), ("start", "exec-2")]
+
+
+def test_a_run_records_a_daemon_through_the_registry() -> None:
+    from layerbench.stack.engines import describe_daemons
+
+    found = describe_daemons(["unix:///nonexistent/docker.sock"])
+    assert list(found) == ["unix:///nonexistent/docker.sock"] and found["unix:///nonexistent/docker.sock"]["unknown"]

@@ -24,6 +24,7 @@ from layerbench.analysis.findings import Finding, interval_text
 from layerbench.analysis.overhead import CellResult
 from layerbench.analysis.verdicts import DIFFERENT, EQUIVALENT, MATERIAL, UNDECIDED
 from layerbench.spec.models import FioWorkload, IozoneWorkload, StackSpec, Workload
+from layerbench.spec.traits import traits
 
 FDR = 0.05  # the share of named differences that may be chance, over a run's comparisons (analysis/verdicts.py)
 WRITES = ("write", "randwrite", "rw", "readwrite", "randrw", "trimwrite")
@@ -183,7 +184,7 @@ def filesystems(ev: Evidence) -> list[Advice]:
     by_workload: dict[str, list[tuple[Finding, StackSpec]]] = {}
     for f in ev.findings:
         s = ev.stacks.get(f.subject)
-        if s is not None and s.engine.kind == "native" and s.placement.kind == "host-dir" and s.server is None:
+        if s is not None and not traits(s.engine.kind).layer and s.placement.kind == "host-dir" and s.server is None:
             by_workload.setdefault(f.workload, []).append((f, s))
     out = []
     for workload, fs in by_workload.items():
@@ -237,7 +238,7 @@ def other_layers(ev: Evidence) -> list[Advice]:
     by_stack: dict[tuple[str, str], list[Finding]] = {}
     for f in ev.findings:
         s = ev.stacks.get(f.subject)
-        if s is None or s.engine.kind == "native" or s.tuning != "default" or f.verdict != "slower":
+        if s is None or not traits(s.engine.kind).layer or s.tuning != "default" or f.verdict != "slower":
             continue
         if s.placement.kind != "writable-layer":  # the placement rule speaks for writable layers
             by_stack.setdefault((f.subject, f.reference), []).append(f)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from layerbench.spec.models import StackSpec
+from layerbench.spec.traits import traits
 
 # Below this share of fio's bytes reaching the disk, something else answered.
 ACCOUNTING_MIN_SHARE = 0.5
@@ -114,7 +115,7 @@ def noisy(cv: float, n: int, threshold: float = NOISY_CV) -> Check:
 
 def layers(stack: StackSpec) -> int:
     """How many layers sit between a workload and its device: each can only cost, never add, speed."""
-    count = (stack.filesystem.type != "none") + (stack.engine.kind != "native")
+    count = (stack.filesystem.type != "none") + traits(stack.engine.kind).layer
     count += stack.placement.kind == "writable-layer"  # the storage driver (overlay) over the filesystem
     count += stack.device.kind == "loop" and not stack.device.direct_io  # the host's page cache under the loop
     return count

@@ -28,6 +28,7 @@ from layerbench.spec.models import (
     Workload,
 )
 from layerbench.spec.runtimes import DEFAULT_RUNTIME
+from layerbench.spec.traits import traits
 from layerbench.store.read import RunData
 
 Rounds = dict[tuple[str, str], dict[int, float]]  # (cell, metric) → {repetition: the trial's value}
@@ -116,7 +117,7 @@ def reference(stack: StackSpec) -> StackSpec | None:
         return stack.model_copy(update={"tuning": "default"})
     if stack.engine.runtime not in (None, DEFAULT_RUNTIME):
         return stack.model_copy(update={"engine": stack.engine.model_copy(update={"runtime": DEFAULT_RUNTIME})})
-    if stack.engine.kind != "native":
+    if traits(stack.engine.kind).layer:
         return stack.model_copy(update={"engine": EngineSpec(), "placement": PlacementSpec(kind="host-dir")})
     if stack.filesystem.type != "none":
         return stack.model_copy(update={"filesystem": FilesystemSpec(), "placement": PlacementSpec(kind="raw")})

@@ -48,6 +48,7 @@ from layerbench.spec import schema as spec_schema
 from layerbench.spec import seeds
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Experiment, StackSpec
+from layerbench.spec.traits import traits
 from layerbench.store.db import RunRow, Store
 from layerbench.store.read import collector_paused, load
 from layerbench.store.read import samples as read_samples
@@ -121,7 +122,7 @@ def use_swarm_manager(url: str | None) -> None:
         os.environ[SWARM_ENV] = url if "://" in url else f"unix://{Path(url).resolve()}"
 
 
-# stack/capabilities.py's DEFAULT_CACHE: the commands that read a run import no stack module (0.5 s of their start),
+# stack/target.py's DEFAULT_CACHE: the commands that read a run import no stack module (0.5 s of their start),
 # so the ones that run import it, and host and session, where they need them.
 CACHE_DEFAULT = Path("/var/cache/layerbench")
 CACHE_OPTION = typer.Option(
@@ -225,17 +226,10 @@ def run(
 
 def _warn_shared(matrix: Matrix) -> None:
     """Parallel parts on one machine compete for its CPUs and memory: say so before their numbers exist."""
-    local: dict[str, bool] = {}
-    if any(c.stack.engine.kind == "kubernetes" for c in matrix.cells):
-        from layerbench.stack import kube  # the Kubernetes client only where a cell needs it
+    from layerbench import host
 
-        found = kube.cluster_nodes(kube.kubeconfig())
-        local = {name: n.local for name, n in found.items()} if isinstance(found, dict) else {}
-    urls = nodes.docker_hosts(matrix)
-    if urls:
-        from layerbench.stack import dockerhost  # the Docker SDK only where a cell names a daemon
-
-        local |= {dockerhost.shown(url): dockerhost.on_this_machine(url) for url in urls}
+    kube = any(traits(c.stack.engine.kind).probe == "kube-nodes" for c in matrix.cells)
+    local = host.on_this_machine(kube, nodes.docker_hosts(matrix))
     shared = nodes.on_this_machine(matrix, local)
     if len(shared) > 1:
         err_console.print(
@@ -674,7 +668,7 @@ def doctor(
         use_kubeconfig(kubeconfig)
         use_swarm_manager(swarm_manager)
         caps = host.caps(cache_dir, guests=True, profiler=True, images=DOCTOR_IMAGES)
-        rows = doctor_rows(caps) + _kube_rows() + _swarm_rows() + _docker_host_rows(docker_host)
+        rows = doctor_rows(caps) + [DoctorRow(*row) for row in host.engine_rows(docker_host)]
         if as_json:
             typer.echo(json.dumps([r._asdict() for r in rows], indent=2))
             return
@@ -683,30 +677,6 @@ def doctor(
             status = "[green]yes[/]" if r.ok else "[red]no[/]"
             table.add_row(r.axis, r.value, status, r.note)
         console.print(table)
-
-
-def _kube_rows() -> list[DoctorRow]:
-    if not os.environ.get("KUBECONFIG"):
-        return [DoctorRow("kubernetes", "cluster", False, "not probed: pass --kubeconfig FILE (or set KUBECONFIG)")]
-    from layerbench.stack import kube  # the Kubernetes client only where a cluster is named
-
-    return [DoctorRow("kubernetes", what, ok, note) for what, ok, note in kube.describe(os.environ["KUBECONFIG"])]
-
-
-def _swarm_rows() -> list[DoctorRow]:
-    if not os.environ.get(SWARM_ENV):
-        return [DoctorRow("swarm", "swarm", False, f"not probed: pass --swarm-manager URL (or set {SWARM_ENV})")]
-    from layerbench.stack import swarm  # the swarm is asked only where a manager is named
-
-    return [DoctorRow("swarm", what, ok, note) for what, ok, note in swarm.describe(os.environ[SWARM_ENV])]
-
-
-def _docker_host_rows(urls: list[str]) -> list[DoctorRow]:
-    if not urls:
-        return []
-    from layerbench.stack import dockerhost  # the Docker SDK only where a daemon is named
-
-    return [DoctorRow("docker-host", url, *dockerhost.describe(url)) for url in urls]
 
 
 PLAN_NAMES_SHOWN = 12

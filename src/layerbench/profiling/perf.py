@@ -21,11 +21,14 @@ tests/data/perf/README.md has the captures):
 from __future__ import annotations
 
 import re
+import shutil
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from layerbench.errors import LayerbenchError, SpecError
+from layerbench.proc import Runner
 
 KERNEL_SUFFIX = "_[k]"
 # Counters read by ``stat_argv``: how often the workload's threads switched and entered the kernel.
@@ -231,3 +234,17 @@ def _number(value: str, number: int) -> float:
         return float(value)
     except ValueError:
         raise PerfError(f"perf stat line {number}: {value!r} is not a counter value") from None
+
+
+def missing(runner: Runner) -> str | None:
+    """Why perf cannot record the whole machine here, found by trying it for an instant; None if it can."""
+    if shutil.which("perf") is None:
+        return "perf is not installed (apt-get install linux-perf; make setup does)"
+    with tempfile.TemporaryDirectory(prefix="layerbench-perf-") as tmp:
+        done = runner([*record_argv(Path(tmp) / "probe.data", 99), "--", "true"], timeout=60)
+    if done.rc == 0:
+        return None
+    said = (done.stderr.strip().splitlines() or ["no output"])[0]
+    paranoid = Path("/proc/sys/kernel/perf_event_paranoid")
+    level = paranoid.read_text().strip() if paranoid.exists() else "?"
+    return f"perf cannot record system-wide here (kernel.perf_event_paranoid={level}): {said}"

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 from layerbench.errors import SpecError
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.load import spec_error
-from layerbench.spec.models import Cell, Experiment, FioWorkload, StackSpec, Workload
+from layerbench.spec.models import Cell, EngineSpec, Experiment, FioWorkload, StackSpec, Workload
 from layerbench.spec.rules import (
     client_ready,
     emulation_refused,
@@ -28,6 +28,7 @@ from layerbench.spec.rules import (
     workload_fits,
 )
 from layerbench.spec.space import Files, overflowing
+from layerbench.spec.traits import TRAITS
 
 STACK_FIELDS = ("device", "filesystem", "engine", "placement", "limits", "server", "instances", "profile", "tuning")
 
@@ -170,7 +171,8 @@ def _default_placement(data: dict[str, Any]) -> str:
     engine_kind = engine.partition(":")[0] if isinstance(engine, str) else engine.get("kind")
     if fs_type == "none":
         return "raw"
-    return "host-dir" if engine_kind in (None, "native") else "writable-layer"
+    engine = TRAITS.get(engine_kind or EngineSpec().kind)  # an unknown kind: the validation says so next
+    return engine.default_placement if engine else "writable-layer"
 
 
 def _baselines(exp: Experiment, cells: list[Cell]) -> dict[str, str | None]:

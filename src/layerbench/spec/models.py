@@ -33,6 +33,7 @@ from layerbench.spec.databases import PgbenchWorkload, Profile, Resources, Serve
 from layerbench.spec.link import DELAY_SCHEMA, RATE_SCHEMA, delay_text, parse_delay, parse_rate, rate_text
 from layerbench.spec.runtimes import RuntimeName
 from layerbench.spec.sizes import SIZE_SCHEMA, parse_size
+from layerbench.spec.traits import TRAITS, traits
 
 # "none": nothing is built here, the placement's storage is what the cluster gives (a claim of a StorageClass).
 DeviceKind = Literal["loop", "zram", "block", "none"]
@@ -42,31 +43,19 @@ FsType = Literal["none", "ext4", "xfs", "btrfs", "reiserfs"]
 EngineKind = Literal["native", "docker", "podman", "vm", "vm+docker", "kubernetes", "swarm", "docker-host"]
 Driver = Literal["overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "aufs", "overlay"]
 # Engines that run a cell on one named node of a cluster (engine.node), and what names a node there.
-NODE_ENGINES = {
-    "kubernetes": "its name in the cluster",
-    "swarm": "its hostname in the swarm",
-    "docker-host": "the daemon's URL, as DOCKER_HOST takes it",
-}
+NODE_ENGINES = {kind: t.node for kind, t in TRAITS.items() if t.node}
 # How a docker-host engine's URL may reach its daemon (the Docker SDK's schemes, as DOCKER_HOST's).
 DOCKER_HOST_SCHEMES = ("unix://", "tcp://", "ssh://")
-# Each container engine's storage drivers, the first its default (Podman calls overlay "overlay").
-DRIVERS: dict[str, tuple[str, ...]] = {
-    "docker": ("overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "aufs"),
-    "podman": ("overlay", "vfs", "btrfs"),
-    "vm+docker": ("overlay2", "vfs"),  # the guest's Docker, on the filesystem the guest makes on its disk
-}
+# Each container engine's storage drivers, the first its default (spec/traits.py).
+DRIVERS: dict[str, tuple[str, ...]] = {kind: t.drivers for kind, t in TRAITS.items() if t.drivers}
 # The devicemapper driver's two modes (Docker's names): its thin pool on sparse files that dockerd attaches
 # to loop devices itself (loop-lvm, its default), or on an LVM thin pool layerbench builds (direct-lvm).
-# Engines whose daemon layerbench starts, so it can register an OCI runtime with it (spec/runtimes.py).
-RUNTIME_ENGINES = ("docker", "podman")
-SECCOMP_ENGINES = ("docker",)  # a daemon's default seccomp profile, from a file (dockerd --seccomp-profile)
 DmMode = Literal["loop-lvm", "direct-lvm"]
 PlacementKind = Literal["raw", "host-dir", "writable-layer", "volume", "bind", "tmpfs", "claim"]
 FioRw = Literal["read", "write", "randread", "randwrite", "rw", "randrw"]
 
 ByteSize = Annotated[int, BeforeValidator(parse_size), Field(ge=0), WithJsonSchema(SIZE_SCHEMA)]
 
-CONTAINER_PLACEMENTS: frozenset[str] = frozenset({"writable-layer", "volume", "bind", "tmpfs"})
 CLAIM_SIZE = 4 * 2**30  # what a claim asks for unless placement.size says
 # Validation context of cells read back from a results database: ``Cell.model_validate(d, context=STORED_CONTEXT)``.
 STORED = "stored"
@@ -234,40 +223,39 @@ class EngineSpec(Frozen):
 
     @model_validator(mode="after")
     def _driver_matches_kind(self) -> EngineSpec:
-        if self.kind == "native" and self.driver:
-            raise ValueError("engine 'native' takes no storage driver")
-        if self.kind in DRIVERS and not self.driver:
-            object.__setattr__(self, "driver", DRIVERS[self.kind][0])
-        if self.kind in DRIVERS and self.driver not in DRIVERS[self.kind]:
-            allowed = ", ".join(repr(d) for d in DRIVERS[self.kind])
+        engine = traits(self.kind)
+        if not engine.layer and self.driver:
+            raise ValueError(f"engine {self.kind!r} takes no storage driver")
+        if engine.drivers and not self.driver:
+            object.__setattr__(self, "driver", engine.drivers[0])
+        if engine.drivers and self.driver not in engine.drivers:
+            allowed = ", ".join(repr(d) for d in engine.drivers)
             raise ValueError(f"{self.kind} has no storage driver {self.driver!r}; allowed values: {allowed}")
         if self.driver == "devicemapper" and self.mode is None:
             object.__setattr__(self, "mode", "loop-lvm")  # what dockerd does without a thin pool
-        if (self.kind in NODE_ENGINES) != (self.node is not None):
+        if (engine.node is not None) != (self.node is not None):
             raise ValueError(
-                f"engine {self.kind} needs node: the node to run on ({NODE_ENGINES[self.kind]})"
-                if self.kind in NODE_ENGINES
+                f"engine {self.kind} needs node: the node to run on ({engine.node})"
+                if engine.node is not None
                 else f"node is the kubernetes engine's and the swarm engine's (the node a pod or a service is "
                 f"pinned to), and the docker-host engine's (its daemon's URL); {self.kind} has none"
             )
-        if self.kind == "docker-host" and not _docker_url(self.node or ""):
+        if engine.daemon_url and not _docker_url(self.node or ""):
             raise ValueError(
                 f"engine docker-host's node {self.node!r} is not a Docker daemon's URL: it starts with one of "
                 f"{', '.join(DOCKER_HOST_SCHEMES)} (as DOCKER_HOST does), e.g. tcp://10.0.0.5:2375"
             )
-        if self.tls is not None and not (self.kind == "docker-host" and (self.node or "").startswith("tcp://")):
+        if self.tls is not None and not (engine.daemon_url and (self.node or "").startswith("tcp://")):
             raise ValueError("tls is for engine docker-host with a tcp:// URL (e.g. node: tcp://10.0.0.5:2376)")
-        if self.runtime is not None and self.kind not in RUNTIME_ENGINES:
-            raise ValueError(
-                f"runtime is for engines {' and '.join(RUNTIME_ENGINES)} (the daemons layerbench starts); "
-                f"{self.kind} has none"
-            )
-        if self.seccomp is not None and self.kind not in SECCOMP_ENGINES:
+        if self.runtime is not None and not traits(self.kind).runtimes:
+            takers = " and ".join(k for k, t in TRAITS.items() if t.runtimes)
+            raise ValueError(f"runtime is for engines {takers} (the daemons layerbench starts); {self.kind} has none")
+        if self.seccomp is not None and not traits(self.kind).seccomp:
             raise ValueError(f"seccomp is the docker engine's (its daemon's default profile); {self.kind} has none")
         if self.mode is not None and self.driver != "devicemapper":
-            engine = f"{self.kind}:{self.driver}" if self.driver else self.kind
+            named = f"{self.kind}:{self.driver}" if self.driver else self.kind
             raise ValueError(
-                f"mode {self.mode!r} is the devicemapper driver's (loop-lvm or direct-lvm); {engine} has none"
+                f"mode {self.mode!r} is the devicemapper driver's (loop-lvm or direct-lvm); {named} has none"
             )
         return self
 

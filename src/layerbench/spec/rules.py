@@ -14,7 +14,6 @@ from pathlib import Path
 from layerbench.spec.databases import CLIENTS_OF, PROFILE_RESOURCES, YcsbWorkload, tuned
 from layerbench.spec.feasibility import DRIVERS_REMOVED, HostCaps
 from layerbench.spec.models import (
-    CONTAINER_PLACEMENTS,
     DbWorkload,
     FileWorkload,
     FioWorkload,
@@ -24,13 +23,8 @@ from layerbench.spec.models import (
     Workload,
 )
 from layerbench.spec.runtimes import RUNTIMES
+from layerbench.spec.traits import CONTAINER_PLACEMENTS, traits
 
-# Where a workload runs on a host of its own (the host itself, or a guest): the device, or a directory.
-HOST_PLACEMENTS = frozenset({"raw", "host-dir"})
-# Engines whose workload runs in a guest (stack/engines/vm.py, vm_docker.py).
-VM_ENGINES = frozenset({"vm", "vm+docker"})
-# A Docker host's placements: its storage driver's writable layer, a named volume of its own, memory.
-DOCKER_HOST_PLACEMENTS = frozenset({"writable-layer", "volume", "tmpfs"})
 # Database servers one guest hosts: qemu forwards one port from the host per server, set at boot.
 VM_MAX_SERVERS = 8
 # What each transport and client needs (keys of HostCaps.remote), beyond a storage host.
@@ -63,22 +57,22 @@ APT_PACKAGE = {
 
 
 def placement_matches_layers(s: StackSpec, caps: HostCaps) -> str | None:
-    fs, eng, pl = s.filesystem.type, s.engine.kind, s.placement.kind
-    if pl == "claim" or s.device.kind == "none" or eng == "docker-host":
+    fs, engine, pl = s.filesystem.type, traits(s.engine.kind), s.placement.kind
+    if pl == "claim" or s.device.kind == "none" or not engine.builds_storage:
         return _nothing_built_here(s)
     if fs == "none" and pl != "raw":
         return f"placement {pl!r} needs a filesystem; with filesystem 'none' only 'raw' applies"
     if pl == "raw" and fs != "none":
         return "placement 'raw' is the bare device; set filesystem: none"
-    if eng == "vm":  # the guest is the host: the device, or a directory on the disk file's filesystem
-        if pl not in HOST_PLACEMENTS:
+    if not engine.container:  # the host itself, or a guest: the device, or a directory (on a guest's disk file)
+        if pl in engine.placements:
+            return None
+        if engine.guest:
             return f"placement {pl!r} is a container's; a VM's disk is 'raw' (the device) or 'host-dir' (a disk file)"
-        return None
-    if eng != "native" and fs == "none":
-        return f"{ENGINE_NAMES[eng]} needs a host filesystem for its data-root; set filesystem"
-    if eng == "native" and pl in CONTAINER_PLACEMENTS:
         return f"placement {pl!r} is a container placement; set engine: docker:<driver> or podman:<driver>"
-    if eng != "native" and pl not in CONTAINER_PLACEMENTS:
+    if fs == "none":
+        return f"{engine.label} needs a host filesystem for its data-root; set filesystem"
+    if pl not in CONTAINER_PLACEMENTS:
         allowed = ", ".join(sorted(CONTAINER_PLACEMENTS))
         return f"placement {pl!r} is native; in a container use one of: {allowed}"
     return None
@@ -87,7 +81,7 @@ def placement_matches_layers(s: StackSpec, caps: HostCaps) -> str | None:
 def _nothing_built_here(s: StackSpec) -> str | None:
     """Stacks whose storage layerbench does not build: a claim's (what the cluster's StorageClass gives) and
     a Docker host's (its daemon's own data-root, on its machine). Their device and filesystem are none."""
-    if s.engine.kind == "docker-host":
+    if not traits(s.engine.kind).builds_storage:
         return _docker_host_layers(s)
     if s.placement.kind != "claim":
         return (
@@ -99,7 +93,7 @@ def _nothing_built_here(s: StackSpec) -> str | None:
             "placement claim's device and filesystem are the StorageClass's: set device: {kind: none} and "
             "filesystem: none (layerbench builds neither, and records what the pod got)"
         )
-    if s.engine.kind != "kubernetes":
+    if "claim" not in traits(s.engine.kind).placements:
         return "placement claim is a Kubernetes PersistentVolumeClaim: use engine {kind: kubernetes, node: NAME}"
     return None
 
@@ -117,7 +111,7 @@ def _docker_host_layers(s: StackSpec) -> str | None:
             "placement bind is a directory of this host, which means nothing to a daemon named by URL: "
             "use writable-layer, volume (a named volume of that daemon) or tmpfs"
         )
-    if s.placement.kind not in DOCKER_HOST_PLACEMENTS:
+    if s.placement.kind not in traits(s.engine.kind).placements:
         return f"placement {s.placement.kind!r} is not a Docker host's: use writable-layer, volume or tmpfs"
     return None
 
@@ -171,10 +165,11 @@ def host_has_remote(s: StackSpec, caps: HostCaps) -> str | None:
     remote = s.device.remote
     if remote is None:
         return None
-    if s.engine.kind in VM_ENGINES:
+    engine = traits(s.engine.kind)
+    if engine.guest:
         return "a VM's disk on a remote device is not supported yet: use engine native, docker or podman"
     client = remote.client
-    if client == "fio" and (s.filesystem.type, s.engine.kind, s.placement.kind) != ("none", "native", "raw"):
+    if client == "fio" and (s.filesystem.type != "none" or engine.layer or s.placement.kind != "raw"):
         return "fio's nbd engine is the client itself, with no block device here: filesystem none, native, raw only"
     if client == "fio" and s.limits.model_dump(exclude_none=True):
         return "limits act on a block device and a cgroup; fio's nbd engine reaches the export with neither"
@@ -275,7 +270,7 @@ def _vm_ready(s: StackSpec, caps: HostCaps) -> str | None:
 
 def emulation_refused(s: StackSpec, caps: HostCaps, emulation: str) -> str | None:
     """A VM cell where only an emulated CPU can run it: refused unless the experiment allows emulation."""
-    if s.engine.kind not in VM_ENGINES or caps.vm_accel != "tcg" or emulation == "allow":
+    if not traits(s.engine.kind).guest or caps.vm_accel != "tcg" or emulation == "allow":
         return None
     return (
         "KVM cannot run a guest on this host, and an emulated CPU is 10-50x slower: VM cells are refused "
@@ -288,10 +283,9 @@ def profile_refused(s: StackSpec, caps: HostCaps, profile: str) -> str | None:
     """A profiled cell where perf cannot see it: no perf, or a guest whose kernel the host's perf does not see."""
     if profile == "none":
         return None
-    if s.engine.kind in VM_ENGINES:
-        return "profile cpu: perf on the host sees a guest only as qemu's threads, not its kernel's frames"
-    if s.engine.kind == "docker-host":
-        return "profile cpu: perf records this host, and a Docker host's containers run where its daemon is"
+    unprofiled = traits(s.engine.kind).unprofiled
+    if unprofiled:
+        return f"profile cpu: {unprofiled}"
     return f"profile cpu: {caps.profiler_missing}" if caps.profiler_missing else None
 
 
@@ -407,15 +401,6 @@ ENGINE_RULES: dict[str, Rule] = {
     "swarm": _swarm_ready,
     "docker-host": _docker_host_ready,
 }
-ENGINE_NAMES = {
-    "docker": "Docker",
-    "podman": "Podman",
-    "vm": "a VM",
-    "vm+docker": "Docker in a VM",
-    "kubernetes": "Kubernetes",
-    "swarm": "Docker Swarm",
-    "docker-host": "a Docker host",
-}
 # A pod's placements on the filesystem layerbench builds here: a hostPath (bind) and a local volume's claim.
 KUBE_LOCAL_PLACEMENTS = frozenset({"bind", "volume"})
 
@@ -443,12 +428,14 @@ def server_fits_stack(s: StackSpec, caps: HostCaps) -> str | None:
         return None
     if (s.filesystem.type == "none" and s.placement.kind != "claim") or s.placement.kind == "raw":
         return "a database server keeps its data in files: give the stack a filesystem and a directory placement"
-    where = {"native": "natively", "vm": "in a VM", "vm+docker": "in a VM"}.get(s.engine.kind)
+    engine = traits(s.engine.kind)
+    # Natively and in a VM a server has no container of its own: no cgroup limits, nothing to tune.
+    where = None if engine.server_limits else "in a VM" if engine.guest else "natively"
     if where and s.profile != "none":
         return f"profile {s.profile!r} is a container's cgroup limits: {where} there is none (use engine docker)"
     if where and s.tuning != "default":
         return f"tuning {s.tuning!r} is a container option: {where} there is nothing to tune (use engine docker)"
-    if s.server.kind == "cassandra" and s.engine.kind in VM_ENGINES:
+    if s.server.kind == "cassandra" and engine.guest:
         return "cassandra in a VM is not supported yet (its JVM and jars have not been run in the test guest)"
     return image_fits_stack(s) if s.server.kind == "image" else None
 
@@ -456,7 +443,7 @@ def server_fits_stack(s: StackSpec, caps: HostCaps) -> str | None:
 def image_fits_stack(s: StackSpec) -> str | None:
     """An image server is its container's own process: a container engine on this host runs it."""
     assert s.server is not None
-    if s.engine.kind not in ("docker", "podman"):
+    if not traits(s.engine.kind).images:
         return f"an image server ({s.server.name}) runs in a container: use engine docker or podman"
     if tuned(s.tuning, "host-network") and s.instances > 1:
         return (
@@ -478,7 +465,7 @@ def tuning_fits_stack(s: StackSpec, caps: HostCaps) -> str | None:
     """A file workload's container takes seccomp's tuning; pinning and the host network are a server's."""
     if s.server is not None or s.tuning == "default":
         return None
-    if s.engine.kind not in ("docker", "podman", "docker-host"):
+    if not traits(s.engine.kind).tunings:
         return f"tuning {s.tuning!r} is a container option: use engine docker"
     if s.tuning == "seccomp-unconfined":
         return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from layerbench.spec.models import Cell, StackSpec, Workload
+from layerbench.spec.traits import traits
 
 Files = Callable[[Workload], dict[str, int]]
 
@@ -20,7 +21,11 @@ def overflowing(cells: list[Cell], files: Files, usable_share: float) -> dict[st
     kept: dict[StackSpec, dict[str, int]] = {}
     for cell in cells:
         stack = cell.stack
-        if stack.device.kind == "block" or stack.placement.kind == "tmpfs" or stack.engine.kind == "docker-host":
+        if (
+            stack.device.kind == "block"
+            or stack.placement.kind == "tmpfs"
+            or not traits(stack.engine.kind).builds_storage
+        ):
             # A named device's size is the device's own; tmpfs holds its files in memory; a Docker host's
             # storage is its daemon's, of a size this host is not told.
             continue

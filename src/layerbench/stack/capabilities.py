@@ -17,11 +17,11 @@ from pathlib import Path
 
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Runner
-from layerbench.profiling import perf
 from layerbench.spec.feasibility import DRIVERS_REMOVED, ClusterNode, HostCaps, SwarmNode
 from layerbench.stack import image_source, vm
 from layerbench.stack import runtimes as oci_runtimes
 from layerbench.stack.remote import needs as remote_needs
+from layerbench.stack.target import DEFAULT_CACHE  # beside BuildContext; read here too
 from layerbench.workloads import iozone, ycsb
 from layerbench.workloads.servers import SERVERS
 
@@ -48,15 +48,13 @@ SBIN_DIRS = ("/usr/sbin", "/sbin", "/usr/local/sbin")
 ZRAM_HOT_ADD = Path("/sys/class/zram-control/hot_add")
 
 Loadable = Callable[[str], bool]
-# Where `make setup` puts what the database clients need (the YCSB jars); --cache-dir elsewhere.
-DEFAULT_CACHE = Path("/var/cache/layerbench")
 
 
 def probe(
     runner: Runner,
     cache_dir: Path = DEFAULT_CACHE,
     guests: bool = False,
-    profiler: bool = False,
+    profiler: Callable[[Runner], str | None] | None = None,
     images: tuple[str, ...] = (),
     kube: bool = False,
     swarm: bool = False,
@@ -67,8 +65,9 @@ def probe(
 
     With ``guests`` (an experiment with VM cells) it also learns whether KVM runs a guest here, which
     takes a probe boot of the guest's kernel (seconds with KVM, up to a minute without); with ``profiler``
-    (an experiment that profiles), whether perf records the whole machine here; for each of ``images``
-    (image servers' images), whether the engines can have it (a registry they reach, or a file); with
+    (an experiment that profiles: ``profiling.perf.missing``), whether perf records the whole machine here;
+    for each of ``images`` (image servers' images), whether the engines can have it (a registry they reach,
+    or a file); with
     ``kube`` (kubernetes cells), the cluster's nodes (the kubeconfig of $KUBECONFIG: `--kubeconfig`); with
     ``swarm`` (swarm cells), the swarm's nodes (the manager of $LAYERBENCH_SWARM_MANAGER: `--swarm-manager`);
     for each of ``docker_hosts`` (docker-host cells' URLs), whether a Docker daemon answers there; for each
@@ -105,7 +104,7 @@ def probe(
         remote=remote_needs.probe(runner, loadable),
         images={image: image_source.missing(image) for image in images},
         **(guest_caps(cache_dir) if guests else {}),
-        **({"profiler_missing": profiler_missing(runner)} if profiler else {}),
+        **({"profiler_missing": profiler(runner)} if profiler else {}),
         **(_kube() if kube else {}),
         **({"swarm": _swarm_nodes()} if swarm else {}),
         docker_hosts={url: _docker_host(url) for url in docker_hosts},
@@ -139,20 +138,6 @@ def guest_caps(cache_dir: Path) -> dict[str, str | None]:
         return {"vm_missing": reason, "vm_accel": None}
     with tempfile.TemporaryDirectory(prefix="layerbench-kvm-") as tmp:
         return {"vm_missing": None, "vm_accel": vm.accel_for(vm.require(cache_dir), Path(tmp))}
-
-
-def profiler_missing(runner: Runner) -> str | None:
-    """Why perf cannot record the whole machine here, found by trying it for an instant; None if it can."""
-    if shutil.which("perf") is None:
-        return "perf is not installed (apt-get install linux-perf; make setup does)"
-    with tempfile.TemporaryDirectory(prefix="layerbench-perf-") as tmp:
-        done = runner([*perf.record_argv(Path(tmp) / "probe.data", 99), "--", "true"], timeout=60)
-    if done.rc == 0:
-        return None
-    said = (done.stderr.strip().splitlines() or ["no output"])[0]
-    paranoid = Path("/proc/sys/kernel/perf_event_paranoid")
-    level = paranoid.read_text().strip() if paranoid.exists() else "?"
-    return f"perf cannot record system-wide here (kernel.perf_event_paranoid={level}): {said}"
 
 
 def database_servers(notes: list[str], cache_dir: Path = DEFAULT_CACHE) -> frozenset[str]:

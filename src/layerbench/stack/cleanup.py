@@ -19,7 +19,7 @@ import docker
 
 from layerbench.errors import LayerbenchError
 from layerbench.proc import Runner
-from layerbench.stack import devmapper, dockerd, handle, network
+from layerbench.stack import devmapper, dockerd, handle
 from layerbench.stack.cell_cgroup import remove_dirs
 from layerbench.stack.device import read_or_empty, release_zram, why_unsafe
 from layerbench.stack.engines import removers
@@ -61,47 +61,6 @@ def reclaim(ledger: Ledger, state_dir: Path, runner: Runner, dry_run: bool = Fal
         ledger.removed(res.id)
         actions.append(Action(res, done=True))
     return actions
-
-
-def _container(res: Resource, runner: Runner) -> None:
-    with _client(res) as client:
-        if client is not None:
-            with contextlib.suppress(docker.errors.NotFound):
-                client.containers.get(res.detail.get("container", res.ident)).remove(force=True, v=True)
-
-
-def _volume(res: Resource, runner: Runner) -> None:
-    with _client(res) as client:
-        if client is not None:
-            with contextlib.suppress(docker.errors.NotFound):
-                client.volumes.get(res.ident).remove(force=True)
-
-
-@contextlib.contextmanager
-def _client(res: Resource):  # -> Iterator[DockerClient | None]
-    """The dead run's daemon, if it still answers; if not, its containers died with it."""
-    socket = Path(res.detail.get("socket", ""))
-    if not socket.is_socket():
-        yield None
-        return
-    try:
-        # Constructing asks the daemon for its API version: a stale socket fails here, a live daemon answered.
-        client = docker.DockerClient(base_url=f"unix://{socket}", timeout=30)
-    except docker.errors.DockerException:
-        yield None
-        return
-    try:
-        yield client
-    finally:
-        client.close()
-
-
-def _network(res: Resource, runner: Runner) -> None:
-    with _client(res) as client:
-        if client is not None:
-            with contextlib.suppress(docker.errors.NotFound):
-                client.networks.get(res.ident).remove()
-    network.delete_link(res.detail.get("bridge", ""), runner)
 
 
 def _process(res: Resource, runner: Runner) -> None:
@@ -193,9 +152,6 @@ def _cgroup(res: Resource, runner: Runner) -> None:
 
 
 REMOVERS: dict[str, Remover] = {
-    "container": _container,
-    "volume": _volume,
-    "network": _network,
     "server": _process,
     "process": _process,
     "mount": _mount,
@@ -213,5 +169,7 @@ REMOVERS: dict[str, Remover] = {
     "file": _file,
     "dir": _dir,
     "cgroup": _cgroup,
-    **removers(),  # each engine's daemon ("dockerd", "podman"), from its module in stack/engines
+    # Each engine's: its daemon ("dockerd", "podman"), and what Docker's API made there (container, volume,
+    # network: stack/engines/container.py), from its module in stack/engines.
+    **removers(),
 }

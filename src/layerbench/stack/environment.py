@@ -13,7 +13,7 @@ from layerbench import __version__
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Runner
 from layerbench.stack import cgroups, vm
-from layerbench.stack.capabilities import DEFAULT_CACHE
+from layerbench.stack.target import DEFAULT_CACHE
 from layerbench.workloads import iozone
 from layerbench.workloads.servers import postgres
 

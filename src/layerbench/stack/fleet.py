@@ -26,12 +26,13 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from layerbench.errors import LayerbenchError, PrerequisiteError
 from layerbench.spec.databases import MIN_MEMORY, ServerSpec, tuned
 from layerbench.spec.models import Limits, StackSpec
 from layerbench.spec.profiles import Budget, instance_limits, needs_bandwidth
+from layerbench.spec.traits import traits
 from layerbench.stack import handle as handles
 from layerbench.stack import image_source
 from layerbench.stack.calibrate import device_bandwidth
@@ -40,12 +41,10 @@ from layerbench.stack.image import resolve
 from layerbench.stack.ledger import tracked
 from layerbench.stack.network import Network, bridge_network
 from layerbench.stack.placement import Role, host_dir, tuning_options
-from layerbench.stack.target import BuildContext, Device, Mount, Target
+from layerbench.stack.protocols import BoundedNode, ContainerEngine, Engine, StartsServers
+from layerbench.stack.target import BuildContext, Device, Facts, Mount, Target
 from layerbench.workloads.servers import SERVER_UID, SERVERS, ServerConfig, ServerDef
 from layerbench.workloads.servers import image as image_server
-
-if TYPE_CHECKING:  # the engines' own modules build fleets (a VM's servers): no import cycle at run time
-    from layerbench.stack.engines import ContainerEngine, Engine
 
 PREPARE_TIMEOUT_S = 300.0
 MAX_CLIENTS = 256  # per server: YCSB threads or pgbench clients, checked by the spec rules
@@ -65,6 +64,10 @@ class Endpoint:
     limits: Limits
     handle: handles.Handle
     info: dict[str, Any] = field(default_factory=dict)  # container id, cgroup dirs, limits read back
+
+    @property
+    def facts(self) -> Facts:
+        return Facts.of(self.info)
 
 
 @dataclass(frozen=True)
@@ -88,21 +91,19 @@ def fleet(stack: StackSpec, mount: Mount, engine: Engine | None, ctx: BuildConte
     assert stack.server is not None  # a fleet is built only for stacks with a server
     definition = image_server.definition(stack.server) if stack.server.kind == "image" else SERVERS[stack.server.kind]
     budget = ctx.budget or Budget(float(os.cpu_count() or 1), 0, stack.instances)
-    within = getattr(engine, "budget", None)  # an engine whose node has less room than this host (a pod's)
-    if within is not None and stack.profile != "none":
-        budget = within(budget)
+    if isinstance(engine, BoundedNode) and stack.profile != "none":  # a node with less room than this host
+        budget = engine.budget(budget)
     if needs_bandwidth(stack, budget):
         budget = budget.with_bandwidth(*device_bandwidth(mount, ctx))
     with ExitStack() as exits:
         kind = "native" if engine is None else engine.kind
         start: Starter = _natively
-        own = getattr(engine, "server_starter", None)  # an engine that starts servers its own way (a VM)
-        if own is not None:
-            start = own(definition, exits, ctx)
+        if isinstance(engine, StartsServers):  # an engine that starts servers its own way (a VM, a pod)
+            start = engine.server_starter(definition, exits, ctx)
         elif stack.server.kind == "image":  # the rules send image servers to container engines only
-            start = _from_image(cast("ContainerEngine", engine), stack, exits, ctx)
-        elif kind != "native":
-            start = _in_container(cast("ContainerEngine", engine), stack, definition, mount, exits, ctx)
+            start = _from_image(cast(ContainerEngine, engine), stack, exits, ctx)
+        elif traits(kind).layer:
+            start = _in_container(cast(ContainerEngine, engine), stack, definition, mount, exits, ctx)
         endpoints = []
         for i in range(stack.instances):
             limits = instance_limits(stack, budget, i, os.cpu_count() or 1)

@@ -32,6 +32,7 @@ from layerbench.stack.target import BuildContext
 REPOSITORY = "layerbench/tools"
 RECIPE_VERSION = "1"  # part of the tag: a change to what goes into the image must change the tag
 LABEL_PREFIX = "layerbench.sha256."
+IDLE = ["sleep", "infinity"]  # a tools container's own process: every command is an exec beside it
 DEFAULT_PATH = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
 ETC_FILES = {
     "etc/passwd": b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n",

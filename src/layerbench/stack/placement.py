@@ -41,13 +41,12 @@ from layerbench.stack.cell_cgroup import cell_cgroup
 from layerbench.stack.cgroups import majmin, process_dirs, read_limits
 from layerbench.stack.dockerd import API_ERRORS, DockerEngine
 from layerbench.stack.handle import marked_env, new_mark, start_time
-from layerbench.stack.image import LABEL_PREFIX, binary_digests, image_labels
+from layerbench.stack.image import IDLE, LABEL_PREFIX, binary_digests, image_labels
 from layerbench.stack.ledger import tracked
 from layerbench.stack.target import BuildContext, Exec, Mount, Put, Target
 
 DATA = "/data"
 TMPFS_HEADROOM = 64 * 2**20  # fio's own files beside the test file
-IDLE = ["sleep", "infinity"]  # a tools container's own process: every command is an exec beside it
 
 
 @dataclass(frozen=True)
@@ -171,7 +170,7 @@ def container_placement(
             # What the kernel enforces, not what Docker accepted: the limit-applied check compares.
             info["limits_enforced"] = read_limits(dirs, majmin(mount.device.path))
         run = exec_in(engine, container)
-        yield Target(run, _put_in(container), role.data_at, False, mount.device, engine.kind, info)
+        yield Target(run, put_in(container), role.data_at, False, mount.device, engine.kind, info)
 
 
 def _init_pid(container: Container) -> int:
@@ -369,7 +368,7 @@ def descendants(pid: int, proc: Path = Path("/proc")) -> list[int]:
     return found
 
 
-def _put_in(container: Container) -> Put:
+def put_in(container: Container) -> Put:
     def put(name: str, text: str) -> str:
         data = text.encode()
         buf = io.BytesIO()

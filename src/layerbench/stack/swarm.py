@@ -33,10 +33,9 @@ from docker.tls import TLSConfig
 
 from layerbench.errors import LayerbenchError, PrerequisiteError
 from layerbench.spec.feasibility import SwarmNode
-from layerbench.stack.image import REPOSITORY, recipe
+from layerbench.stack.image import IDLE, REPOSITORY, recipe
 from layerbench.stack.image_archive import ImageRecipe, write_archive
 from layerbench.stack.ledger import Resource, tracked
-from layerbench.stack.placement import IDLE
 from layerbench.stack.target import BuildContext
 
 RUN_LABEL = "layerbench.run"

@@ -18,48 +18,30 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from layerbench.proc import Runner
-from layerbench.spec.models import EngineSpec, Limits, PlacementSpec, StackSpec
-from layerbench.stack import dockerhost, guest, kube
+from layerbench.spec.models import EngineSpec
+from layerbench.stack import dockerd, dockerhost, guest, kube
 from layerbench.stack import swarm as swarm_adapter  # the engine module below is `swarm`
-from layerbench.stack.engines import docker, docker_host, kubernetes, native, podman, swarm, vm, vm_docker
+from layerbench.stack.engines import container, docker, docker_host, kubernetes, native, podman, swarm, vm, vm_docker
 from layerbench.stack.ledger import Resource
-from layerbench.stack.target import BuildContext, Mount, Target
+from layerbench.stack.protocols import ContainerEngine, Engine
+from layerbench.stack.target import BuildContext, Mount
+
+__all__ = [
+    "ENGINES",
+    "ContainerEngine",
+    "Engine",
+    "EngineType",
+    "api_errors",
+    "describe_daemons",
+    "engine_type",
+    "failure_category",
+    "removers",
+]
 
 Remover = Callable[[Resource, Runner], None]
-
-
-class Engine(Protocol):
-    """A running engine, as the stack builder and the database fleet use it."""
-
-    kind: str  # "native", "docker", "podman", "vm", "kubernetes", "swarm", "docker-host": Target.engine, Fleet.engine
-
-    def place(
-        self, mount: Mount, stack: StackSpec, data_bytes: int, ctx: BuildContext
-    ) -> AbstractContextManager[Target]:
-        """The workload's place (its limits applied and read back), with the tools image if it needs one."""
-        ...
-
-
-class ContainerEngine(Engine, Protocol):
-    """An engine with images and containers (what a database fleet needs beyond ``place``)."""
-
-    daemon: Any  # stack.dockerd.DockerEngine: the Docker API client of this engine
-
-    def image(self, binaries: dict[str, str], ctx: BuildContext, files: tuple[str, ...] = ()) -> str: ...
-
-    def container(
-        self,
-        image: str,
-        mount: Mount,
-        placement: PlacementSpec,
-        limits: Limits,
-        data_bytes: int,
-        ctx: BuildContext,
-        options: dict[str, Any] | None = None,
-    ) -> AbstractContextManager[Target]: ...
 
 
 @dataclass(frozen=True)
@@ -68,12 +50,22 @@ class EngineType:
     start: Callable[[Mount, EngineSpec, BuildContext], AbstractContextManager[Engine]]
     failure: Callable[[int | None, str], str | None] = lambda rc, stderr: None
     removers: Mapping[str, Remover] = field(default_factory=dict)
+    # What its API raises when the engine fails under a stack being built (its daemon gone or broken):
+    # the pipeline counts such a failure as the engine's (engine-error), not the setup's.
+    errors: tuple[type[BaseException], ...] = ()
+    # An engine that reaches a daemon by URL: the daemon's name as shown, and its own account of itself
+    # (driver, backing filesystem, kernel...), which a run records beside this host's.
+    describe_daemon: Callable[[str], tuple[str, dict[str, Any]]] | None = None
 
 
 ENGINES: dict[str, EngineType] = {
     "native": EngineType("native", native.start),
-    "docker": EngineType("docker", docker.start, docker.failure, {"dockerd": docker.reclaim}),
-    "podman": EngineType("podman", podman.start, podman.failure, {"podman": podman.reclaim}),
+    "docker": EngineType(
+        "docker", docker.start, docker.failure, {"dockerd": docker.reclaim, **container.REMOVERS}, dockerd.API_ERRORS
+    ),
+    "podman": EngineType(
+        "podman", podman.start, podman.failure, {"podman": podman.reclaim, **container.REMOVERS}, dockerd.API_ERRORS
+    ),
     "vm": EngineType("vm", vm.start, vm.failure, {"vm": guest.reclaim}),
     "vm+docker": EngineType("vm+docker", vm_docker.start, vm_docker.failure),  # its guest is the vm engine's
     "kubernetes": EngineType(
@@ -91,6 +83,7 @@ ENGINES: dict[str, EngineType] = {
             "swarm-volume": swarm_adapter.reclaim_volume,
             "swarm-image": swarm_adapter.reclaim_image,
         },
+        errors=dockerd.API_ERRORS,
     ),
     # A daemon layerbench did not start: only what the run's rows name, or its label marks, is removed there.
     "docker-host": EngineType(
@@ -103,6 +96,8 @@ ENGINES: dict[str, EngineType] = {
             "docker-host-volume": swarm_adapter.reclaim_volume,  # its row's socket is the daemon's URL
             "docker-host-image": swarm_adapter.reclaim_image,
         },
+        errors=dockerd.API_ERRORS,
+        describe_daemon=lambda url: (dockerhost.shown(url), dockerhost.describe_facts(url)),
     ),
 }
 
@@ -123,3 +118,18 @@ def failure_category(rc: int | None, stderr: str) -> str | None:
 def removers() -> dict[str, Remover]:
     """Ledger kind → remover, for what each engine records (its daemon)."""
     return {kind: remover for t in ENGINES.values() for kind, remover in t.removers.items()}
+
+
+def api_errors() -> tuple[type[BaseException], ...]:
+    """What the engines' APIs raise when an engine fails under a stack (each class once)."""
+    return tuple(dict.fromkeys(e for t in ENGINES.values() for e in t.errors))
+
+
+def describe_daemons(urls: list[str]) -> dict[str, dict[str, Any]]:
+    """Daemons named by URL, each as its engine describes it (a daemon that does not answer: why)."""
+    return {
+        name: facts
+        for t in ENGINES.values()
+        if t.describe_daemon is not None
+        for name, facts in (t.describe_daemon(url) for url in urls)
+    }

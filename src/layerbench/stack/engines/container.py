@@ -7,13 +7,20 @@ the placement, image and network layers; an engine's own container options
 
 from __future__ import annotations
 
+import contextlib
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import docker
+
+from layerbench.proc import Runner
 from layerbench.spec.models import Limits, PlacementSpec, StackSpec
+from layerbench.stack import network
 from layerbench.stack.dockerd import DockerEngine
 from layerbench.stack.image import ensure_image, resolve
+from layerbench.stack.ledger import Resource
 from layerbench.stack.placement import Role, container_placement, tuning_options
 from layerbench.stack.target import BuildContext, Mount, Target
 from layerbench.workloads import iozone
@@ -69,3 +76,49 @@ def tools(ctx: BuildContext) -> dict[str, str]:
     if iozone.missing(ctx.cache_dir) is None:
         found["iozone"] = str(iozone.binary(ctx.cache_dir))
     return found
+
+
+# What a dead run left on a private daemon through Docker's API, removed from its ledger rows (`cleanup`):
+# nothing is left to remove where the daemon died with its containers.
+def reclaim_container(res: Resource, runner: Runner) -> None:
+    with _client(res) as client:
+        if client is not None:
+            with contextlib.suppress(docker.errors.NotFound):
+                client.containers.get(res.detail.get("container", res.ident)).remove(force=True, v=True)
+
+
+def reclaim_volume(res: Resource, runner: Runner) -> None:
+    with _client(res) as client:
+        if client is not None:
+            with contextlib.suppress(docker.errors.NotFound):
+                client.volumes.get(res.ident).remove(force=True)
+
+
+@contextlib.contextmanager
+def _client(res: Resource):  # -> Iterator[DockerClient | None]
+    """The dead run's daemon, if it still answers; if not, its containers died with it."""
+    socket = Path(res.detail.get("socket", ""))
+    if not socket.is_socket():
+        yield None
+        return
+    try:
+        # Constructing asks the daemon for its API version: a stale socket fails here, a live daemon answered.
+        client = docker.DockerClient(base_url=f"unix://{socket}", timeout=30)
+    except docker.errors.DockerException:
+        yield None
+        return
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def reclaim_network(res: Resource, runner: Runner) -> None:
+    with _client(res) as client:
+        if client is not None:
+            with contextlib.suppress(docker.errors.NotFound):
+                client.networks.get(res.ident).remove()
+    network.delete_link(res.detail.get("bridge", ""), runner)
+
+
+REMOVERS = {"container": reclaim_container, "volume": reclaim_volume, "network": reclaim_network}

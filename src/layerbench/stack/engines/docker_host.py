@@ -39,10 +39,10 @@ from layerbench.stack.placement import (
     DATA,
     IDLE,
     TMPFS_HEADROOM,
-    _put_in,
     exec_in,
     kill_inside,
     limit_kwargs,
+    put_in,
     tuning_options,
 )
 from layerbench.stack.target import BuildContext, Exec, Mount, Target
@@ -128,7 +128,7 @@ def _placement(
             "data_mount": data_mount(table),
             **_limits(made, stack.limits),
         }
-        yield Target(run, _put_in(made), DATA, False, mount.device, KIND, info, mount_table=table)
+        yield Target(run, put_in(made), DATA, False, mount.device, KIND, info, mount_table=table)
 
 
 def _data(

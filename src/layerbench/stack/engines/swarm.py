@@ -58,7 +58,7 @@ from layerbench.stack.fleet import (
     write_in,
 )
 from layerbench.stack.image import binary_digests, resolve
-from layerbench.stack.placement import DATA, IDLE, TMPFS_HEADROOM, _put_in, exec_in, host_dir
+from layerbench.stack.placement import DATA, IDLE, TMPFS_HEADROOM, exec_in, host_dir, put_in
 from layerbench.stack.route import source_address
 from layerbench.stack.target import BuildContext, Mount, Target
 from layerbench.workloads.servers import SERVER_UID, ServerDef
@@ -195,7 +195,7 @@ def _placement(
         info = {"placement": kind, "service": name, "service_id": made.id[:12], **_info(engine, container, image)}
         info.update(_limits(container, stack.limits, mount))
         run = exec_in(cast(DockerEngine, NodeDaemon(engine.daemon)), container)
-        yield Target(run, _put_in(container), DATA, False, mount.device, "swarm", info)
+        yield Target(run, put_in(container), DATA, False, mount.device, "swarm", info)
 
 
 def _mounts(

@@ -1,0 +1,64 @@
+"""What the stack builder, the database fleet and the pipeline ask of a running engine (stack/engines/).
+
+The protocols live apart from the registry (stack/engines/__init__.py), which imports every engine: the fleet,
+which the engines' own modules use, names them without importing the engines back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack
+from typing import Any, Protocol, runtime_checkable
+
+from layerbench.spec.models import Limits, PlacementSpec, StackSpec
+from layerbench.spec.profiles import Budget
+from layerbench.stack.target import BuildContext, Mount, Target
+from layerbench.workloads.servers import ServerDef
+
+
+class Engine(Protocol):
+    """A running engine, as the stack builder and the database fleet use it."""
+
+    kind: str  # "native", "docker", "podman", "vm", "kubernetes", "swarm", "docker-host": Target.engine, Fleet.engine
+
+    def place(
+        self, mount: Mount, stack: StackSpec, data_bytes: int, ctx: BuildContext
+    ) -> AbstractContextManager[Target]:
+        """The workload's place (its limits applied and read back), with the tools image if it needs one."""
+        ...
+
+
+class ContainerEngine(Engine, Protocol):
+    """An engine with images and containers (what a database fleet needs beyond ``place``)."""
+
+    daemon: Any  # stack.dockerd.DockerEngine: the Docker API client of this engine
+
+    def image(self, binaries: dict[str, str], ctx: BuildContext, files: tuple[str, ...] = ()) -> str: ...
+
+    def container(
+        self,
+        image: str,
+        mount: Mount,
+        placement: PlacementSpec,
+        limits: Limits,
+        data_bytes: int,
+        ctx: BuildContext,
+        options: dict[str, Any] | None = None,
+    ) -> AbstractContextManager[Target]: ...
+
+
+@runtime_checkable
+class StartsServers(Protocol):
+    """An engine that starts database servers its own way (a VM's guest, a pod, a swarm service): the fleet
+    asks it for a starter (``fleet.Starter``: instance → its ``Endpoint``) instead of running servers here."""
+
+    def server_starter(
+        self, definition: ServerDef, exits: ExitStack, ctx: BuildContext
+    ) -> Callable[..., AbstractContextManager[Any]]: ...
+
+
+@runtime_checkable
+class BoundedNode(Protocol):
+    """An engine whose node has less room than this host (a pod's): the profiles divide what it can have."""
+
+    def budget(self, budget: Budget) -> Budget: ...

@@ -1,0 +1,379 @@
+"""The engine seam, measured: no code outside stack/engines/ and the traits table compares a value with an
+engine's name; what differs between engines is read from spec/traits.py (issue 30)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import get_args
+
+import pytest
+
+from layerbench.spec.models import EngineKind
+from layerbench.spec.traits import TRAITS
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "layerbench"
+KINDS = frozenset(get_args(EngineKind))
+# Where naming an engine is the point: the engines themselves, and the one table of what they are.
+ALLOWED = ("stack/engines/", "spec/traits.py")
+
+
+def _names(node: ast.AST | None, constants: dict[str, frozenset[str]]) -> frozenset[str]:
+    """The engine names a literal operand holds: a string, a tuple, list, set or dict of them, a
+    ``frozenset({...})``, or a module-level name bound to one of those."""
+    if node is None:
+        return frozenset()
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return frozenset({node.value}) & KINDS
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return frozenset().union(*(_names(e, constants) for e in node.elts))
+    if isinstance(node, ast.Dict):
+        return frozenset().union(*(_names(k, constants) for k in node.keys))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("frozenset", "set", "tuple"):
+        return frozenset().union(*(_names(a, constants) for a in node.args))
+    if isinstance(node, ast.Name):
+        return constants.get(node.id, frozenset())
+    return frozenset()
+
+
+def _programs(node: ast.AST) -> bool:
+    """A set of programs' names (``binaries``, ``caps.binaries``): Podman's program is named as its engine is."""
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return name.endswith("binaries")
+
+
+def _module_constants(tree: ast.Module) -> dict[str, frozenset[str]]:
+    """Module-level names bound to a literal of engine names (``VM_ENGINES = frozenset({"vm", ...})``)."""
+    found: dict[str, frozenset[str]] = {}
+    for stmt in tree.body:
+        targets: list[ast.expr] = []
+        value: ast.expr | None = None
+        if isinstance(stmt, ast.Assign):
+            targets, value = stmt.targets, stmt.value
+        elif isinstance(stmt, ast.AnnAssign):
+            targets, value = [stmt.target], stmt.value
+        names = _names(value, {}) if not isinstance(value, ast.Constant) else frozenset()
+        for t in targets:
+            if isinstance(t, ast.Name) and names:
+                found[t.id] = names
+    return found
+
+
+def _comparisons(tree: ast.Module, constants: dict[str, frozenset[str]] | None = None) -> list[tuple[int, str]]:
+    """(line, what) for each comparison of a value with an engine's name in one module; ``constants``: the
+    names bound to engine names in any module (one imported from another counts too)."""
+    constants = {**_module_constants(tree), **(constants or {})}
+    hits: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            for left, op, right in zip(operands, node.ops, operands[1:], strict=False):
+                if isinstance(op, (ast.In, ast.NotIn)) and _programs(right):
+                    continue  # "podman" in caps.binaries: a program on PATH, not the engine
+                if isinstance(op, (ast.In, ast.NotIn)):
+                    names = _names(left, {}) | _names(right, constants)
+                else:
+                    names = _names(left, {}) | _names(right, {})
+                if names:
+                    hits.append((node.lineno, f"{ast.unparse(node)}  [{', '.join(sorted(names))}]"))
+                    break
+        elif isinstance(node, ast.match_case):
+            names = frozenset(
+                n.value.value
+                for n in ast.walk(node.pattern)
+                if isinstance(n, ast.MatchValue) and isinstance(n.value, ast.Constant) and n.value.value in KINDS
+            )
+            if names:
+                hits.append((node.pattern.lineno, f"case {ast.unparse(node.pattern)}"))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and isinstance(node.func.value, ast.Dict)
+            and _names(node.func.value, {})
+        ):  # {"native": ..., "vm": ...}.get(kind): a comparison in disguise
+            hits.append((node.lineno, ast.unparse(node)[:100]))
+    return sorted(hits)
+
+
+def engine_name_comparisons(src: Path = SRC) -> list[str]:
+    """``file:line: code`` for each comparison with an engine's name outside the engines and the traits table."""
+    trees = {path.relative_to(src).as_posix(): ast.parse(path.read_text(), str(path)) for path in src.rglob("*.py")}
+    constants = {
+        name: names
+        for rel, tree in trees.items()
+        if not rel.startswith(ALLOWED)
+        for name, names in _module_constants(tree).items()
+    }
+    found: list[str] = []
+    for rel, tree in sorted(trees.items()):
+        if rel.startswith(ALLOWED):
+            continue
+        for line, what in _comparisons(tree, constants):
+            found.append(f"src/layerbench/{rel}:{line}: {what}")
+    return found
+
+
+def test_no_engine_name_is_compared_outside_the_engines_and_the_traits_table() -> None:
+    found = engine_name_comparisons()
+    assert not found, (
+        f"{len(found)} comparisons with an engine's name outside stack/engines/ and spec/traits.py "
+        "(read a trait of spec/traits.py instead):\n" + "\n".join(found)
+    )
+
+
+def test_the_scan_sees_each_form_of_comparison() -> None:
+    code = """
+KINDS = frozenset({"vm", "vm+docker"})
+a = kind == "native"
+b = "swarm" in kinds
+c = kind in ("docker", "podman")
+d = kind in KINDS
+e = {"native": "natively"}.get(kind)
+match kind:
+    case "kubernetes" | "swarm":
+        pass
+f = kind == "fio"
+g = name in ("runc", "crun")
+h = "podman" in caps.binaries
+"""
+    lines = [line for line, _ in _comparisons(ast.parse(code))]
+    assert lines == [3, 4, 5, 6, 7, 9]
+
+
+def test_the_traits_table_has_a_row_per_engine_kind_and_registered_engine() -> None:
+    from layerbench.stack.engines import ENGINES
+
+    assert list(TRAITS) == list(get_args(EngineKind))
+    assert set(ENGINES) == set(TRAITS)
+
+
+STACK = SRC / "stack"
+
+
+def _module_of(path: Path) -> str:
+    whole = path.with_suffix("").parts
+    parts = list(whole[len(whole) - 1 - whole[::-1].index("layerbench") :])
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(root: Path = STACK) -> dict[str, set[str]]:
+    """Module → the modules of ``root`` it imports, anywhere in it (at the top, in a function, or for the type
+    checker alone): each is a dependency, whether or not it runs at import time."""
+    modules = {_module_of(p): p for p in sorted(root.rglob("*.py"))}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module, path in modules.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], base]).strip(".")
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            graph[module] |= {t for t in targets if t in modules and t != module}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm), each as one cycle
+    through some of its modules, named in import order."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+        return None
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def one_cycle(graph: dict[str, set[str]], component: list[str]) -> list[str]:
+    """A path from the component's first module back to itself, within the component."""
+    start, members = component[0], set(component)
+    paths = {start: [start]}
+    queue = [start]
+    while queue:
+        v = queue.pop(0)
+        for w in sorted(graph[v] & members):
+            if w == start:
+                return [*paths[v], start]
+            if w not in paths:
+                paths[w] = [*paths[v], w]
+                queue.append(w)
+    return component
+
+
+def test_stack_has_no_import_cycle() -> None:
+    graph = import_graph()
+    found = cycles(graph)
+    said = [
+        f"{len(c)} modules: " + " -> ".join(m.removeprefix("layerbench.") for m in one_cycle(graph, c)) for c in found
+    ]
+    assert not found, f"{len(found)} import cycles in stack/:\n" + "\n".join(said)
+
+
+def test_no_import_in_stack_points_up_its_layers() -> None:
+    found = [f"{m} -> {t}" for m, t in upward(import_graph())]
+    assert not found, "imports pointing up stack/'s layers (test_seam.LAYERS):\n" + "\n".join(found)
+
+
+def test_the_cycle_finder_finds_one() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert one_cycle(graph, ["a", "b", "c"]) == ["a", "b", "c", "a"]
+
+
+def test_a_targets_facts_are_the_keys_its_engine_gave_typed() -> None:
+    from layerbench.stack.target import Facts
+
+    info = {"accel": "tcg", "guest_kernel": None, "limits": {"cpus": 1.0}, "pid": 42, "other": "kept aside"}
+    facts = Facts.of(info)
+    assert (facts.accel, facts.guest_kernel, facts.limits, facts.pid, facts.limits_set) == (
+        "tcg",
+        None,
+        {"cpus": 1.0},
+        42,
+        None,
+    )
+    # A fact given as None is recorded as it was given; one not given is not recorded.
+    assert facts.recorded(("container", "accel", "guest_kernel")) == {"accel": "tcg", "guest_kernel": None}
+
+
+def test_an_emulated_guests_trial_is_flagged_from_its_facts() -> None:
+    from layerbench.monitor import Monitor
+    from layerbench.stack.target import Device, Target
+    from layerbench.trial import trial_checks
+
+    target = Target(
+        lambda a, t: None,  # type: ignore[arg-type,return-value]
+        lambda n, x: n,
+        "/data",
+        False,
+        Device("", "none", 0),
+        "vm",
+        {"accel": "tcg"},
+        mount_table=lambda: "",
+    )
+    names = {c.name: c.status for c in trial_checks([], Monitor([]), target, "")}
+    assert names["not-comparable"] == "flag"
+
+
+def test_the_cli_imports_no_module_of_stack_anywhere() -> None:
+    """Not at start (test_cli_start.py) nor in a command: it goes through host.py and session.py."""
+    found = sorted(
+        f"src/layerbench/{path.relative_to(SRC).as_posix()}: {name}"
+        for path in (SRC / "cli").rglob("*.py")
+        for name in _imports_of(path)
+        if name.startswith("layerbench.stack")
+    )
+    assert not found, "\n".join(found)
+
+
+def test_doctor_says_how_to_name_a_cluster_and_a_swarm(monkeypatch: pytest.MonkeyPatch) -> None:
+    from layerbench import host
+
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("LAYERBENCH_SWARM_MANAGER", raising=False)
+    rows = host.engine_rows([])
+    assert [(engine, ok) for engine, _, ok, _ in rows] == [("kubernetes", False), ("swarm", False)]
+    assert all("not probed: pass --" in note for *_, note in rows)
+
+
+# stack/'s layers, bottom first (docs/architecture.md): an import from a module to one of a higher layer
+# points up. A new module of stack/ takes its place here.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    (
+        "ledger",
+        "runlock",
+        "target",
+        "protocols",
+        "mountinfo",
+        "cgroups",
+        "cgexec",
+        "handle",
+        "route",
+        "guest_agent",
+        "ldd",
+    ),
+    ("device", "devmapper", "filesystem", "cell_cgroup", "remote", "dockerd", "network", "image", "runtimes"),
+    ("image_archive", "image_source", "vm", "guest"),
+    ("kube", "swarm", "dockerhost"),
+    ("placement", "fleet", "guest_servers", "calibrate"),
+    ("engines",),
+    ("build", "cleanup", "capabilities", "environment", "__init__"),
+)
+
+
+def _layer(module: str) -> int:
+    name = module.removeprefix("layerbench.stack").lstrip(".").split(".")[0] or "__init__"
+    found = [i for i, names in enumerate(LAYERS) if name in names]
+    assert found, f"{module} is in none of test_seam.LAYERS: give it its layer"
+    return found[0]
+
+
+def upward(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """The imports in stack/ from a module to one of a higher layer."""
+    return sorted((m, t) for m, ts in graph.items() for t in ts if _layer(t) > _layer(m))
+
+
+def figures(src: Path = SRC) -> dict[str, object]:
+    graph = import_graph(src / "stack")
+    return {
+        "engine-name comparisons outside stack/engines/": len(engine_name_comparisons(src)),
+        "import cycles in stack/ (modules in each)": [len(c) for c in cycles(graph)],
+        "imports in stack/ pointing up its layers": [f"{m} -> {t}" for m, t in upward(graph)],
+        "imports from stack/ of a layer above it": sorted(
+            f"{_module_of(p)} -> {t}"
+            for p in (src / "stack").rglob("*.py")
+            for t in _imports_of(p)
+            if t.split(".")[1] in ABOVE_STACK
+        ),
+    }
+
+
+# Packages above stack/ in `cli → report → analysis → store → workloads, stack → proc, spec, errors`.
+ABOVE_STACK = frozenset({"cli", "report", "analysis", "store", "profiling", "pipeline", "session", "trial", "host"})
+
+
+def _imports_of(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("layerbench."):
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("layerbench.")}
+    return found
+
+
+if __name__ == "__main__":  # the figures of issue 30's item 3, for a tree: python tests/unit/test_seam.py [SRC]
+    import json
+    import sys
+
+    print(json.dumps(figures(Path(sys.argv[1]) if len(sys.argv) > 1 else SRC), indent=1))
