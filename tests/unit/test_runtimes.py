@@ -96,3 +96,11 @@ def test_a_daemons_seccomp_profile_is_dockers_and_must_be_a_json_file(tmp_path: 
     assert "not a readable JSON file" in (why_not(missing, full_caps) or "")
     given = {"kind": "docker", "seccomp": str(DATA / "seccomp-no-io_uring.json")}
     assert why_not(StackSpec.model_validate({**body, "engine": given}), full_caps) is None
+
+
+
+def test_a_database_server_under_gvisor_is_refused_with_the_reason(full_caps: HostCaps) -> None:
+    caps = replace(full_caps, runtimes={"runsc": None})
+    body = {"device": {"kind": "zram", "size": "1GiB"}, "filesystem": "ext4", "placement": "volume"}
+    server = StackSpec.model_validate({**body, "engine": {"kind": "docker", "runtime": "runsc"}, "server": "postgres"})
+    assert "root network namespace" in (why_not(server, caps) or "")

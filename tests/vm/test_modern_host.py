@@ -35,6 +35,8 @@ SPEC: dict[str, Any] = {
         # cgroup v2 under systemd: a container's limits and a native cell's own cgroup.
         {"filesystem": "ext4", "engine": "native", "placement": "host-dir", "limits": LIMITS},
         {"filesystem": "ext4", "engine": "docker:overlay2", "placement": "volume", "limits": LIMITS},
+        # crun, the OCI runtime for cgroup v2 hosts (it refuses this project's hybrid-cgroup host).
+        {"filesystem": "ext4", "engine": {"kind": "docker", "runtime": "crun"}, "placement": "volume"},
         # Docker's devicemapper in both modes (dm-thin-pool): seed 000's loop-lvm anomaly.
         {"filesystem": "ext4", "engine": ["docker:devicemapper", DIRECT_LVM], "placement": "writable-layer"},
         # reiserfs (seed 004).
@@ -121,7 +123,7 @@ def test_the_run_finishes_every_cell_once_and_leaves_nothing(result: dict[str, A
     assert result["last"]["rc"] == 0, result["last"]["output"]
     assert result["show"]["run"]["status"] == "finished", result["show"]
     labels = [t["label"] for t in result["trials"]]
-    assert len(labels) == len(set(labels)) == 9, labels  # none lost, none repeated by a resume
+    assert len(labels) == len(set(labels)) == 10, labels  # none lost, none repeated by a resume
     failed = [(t["label"], t["stderr"]) for t in result["trials"] if t["status"] != "ok"]
     assert failed == []
     assert result["live_after"] == [] and result["left_after"] == []
@@ -160,6 +162,13 @@ def test_loop_lvm_reads_the_page_cache_and_is_flagged_direct_lvm_passes(by_label
     # The anomaly, caught; and the honest mode on the same device, not.
     assert loop["checks"]["device-accounting"][0] == "flag", loop["checks"]
     assert direct["checks"]["device-accounting"][0] == "pass", direct["checks"]
+
+
+def test_crun_runs_a_container_on_a_cgroup_v2_host(by_label: dict[str, Any]) -> None:
+    crun = by_label["zram/ext4/docker:overlay2+crun/volume"]
+    assert crun["status"] == "ok", crun["stderr"]
+    runtime = crun["info"]["target"]["runtime"]
+    assert runtime["name"] == "crun" and runtime["version"].startswith("crun version"), runtime
 
 
 def test_reiserfs_runs_natively(by_label: dict[str, Any], result: dict[str, Any]) -> None:

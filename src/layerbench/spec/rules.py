@@ -223,6 +223,8 @@ def runtime_ready(s: StackSpec, caps: HostCaps) -> str | None:
     name = s.engine.runtime
     if name is None:
         return None
+    if s.server is not None and RUNTIMES[name].servers:
+        return f"runtime {name}: {RUNTIMES[name].servers}"
     why = caps.runtimes.get(name, "not probed")
     return f"runtime {name}: {why}" if why else None
 

@@ -26,6 +26,8 @@ class Runtime:
     args: tuple[str, ...] = ()
     # Why a workload with io_uring cannot run under it, or None where io_uring works as on the host.
     io_uring: str | None = None
+    # Why a database server (a container on a bridge network) cannot run under it, or None.
+    servers: str | None = None
     about: str = ""
 
 
@@ -40,6 +42,11 @@ RUNTIMES: dict[str, Runtime] = {
         io_uring=(
             "gVisor's io_uring is incomplete: under Debian's runsc (2022-12) fio with ioengine=io_uring reported "
             "0 IOPS and aborted with 'free(): double free detected'; use libaio or psync under runsc"
+        ),
+        servers=(
+            "a database server needs a network, and gVisor's own network stack did not start in a bridged "
+            "container under Docker 20.10 here ('cannot run with network enabled in root network namespace'); "
+            "its cells run with --network=none"
         ),
         about="gVisor: a user-space kernel; files go through its gofer",
     ),
