@@ -119,14 +119,13 @@ def exposed(kind: str, pid: int, host: str, port: int) -> list[str]:
 # --- during a run: its servers from its ledger, each probed from inside its own network namespace ---------
 
 
-def live_servers(ledger: Path) -> list[tuple[str, int]]:
-    """(kind, host PID) of every server the run's ledger holds as live and started (its PID recorded)."""
+def server_rows(ledger: Path) -> list[dict[str, object]]:
+    """The detail of every live server row of the run's ledger, started or not (its PID recorded or not)."""
     from layerbench.stack.ledger import Ledger  # the ledger's own reader: its schema is its business
 
     book = Ledger(ledger, "sockets-test")
     try:
-        rows = [r for r in book.live() if r.kind == "server" and r.detail.get("pid")]
-        return [(str(r.detail["server"]), int(r.detail["pid"])) for r in rows]
+        return [{"ident": r.ident, **r.detail} for r in book.live() if r.kind == "server"]
     finally:
         book.close()
 
@@ -144,6 +143,22 @@ def open_doors(kind: str, pid: int) -> list[str]:
         for s in listening(pid)
         if not s.private and _in_namespace(pid, kind, s)
     ]
+
+
+def private_and_closed(kind: str, pid: int) -> list[str]:
+    """What is wrong with a server that must listen at private addresses only (never the wildcard) and
+    want the run's password at each of them (a pod's, reachable by whoever reaches the pod network):
+    each of its sockets, asked from inside its own network namespace."""
+    found = listening(pid)
+    if not found:
+        return [f"{kind} (pid {pid}) listens on no TCP socket"]
+    wrong = [f"{kind} (pid {pid}) listens on {s.address}:{s.port}: not private" for s in found if not s.private]
+    for s in found:
+        answer = _in_namespace(pid, kind, s)
+        if answer is not False:
+            said = "did not answer the probe" if answer is None else "lets a client in without a password"
+            wrong.append(f"{kind} (pid {pid}) at {s.address}:{s.port} {said}")
+    return wrong
 
 
 def _in_namespace(pid: int, kind: str, s: Listening) -> bool | None:

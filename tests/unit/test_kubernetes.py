@@ -91,6 +91,32 @@ def test_a_containers_first_process_is_found_by_its_cgroup(tmp_path: Path) -> No
     assert kube.container_pid("containerd://absent", tmp_path) is None
 
 
+def test_an_exec_d_server_is_found_by_its_cgroup_parent_and_program(tmp_path: Path) -> None:
+    """The exec's process is the shim's child in the container's cgroup, new since the exec, running the
+    program: not the runtime's init on its way there, not a child of the server's, not the pod's first
+    process; found also once the server has rewritten its command line (Redis's title)."""
+    cid = "7ddf5598579d19ac3620ca0b3a22904c3ad373473d750e93a20a380c494795d0"
+    cgroup = f"4:memory:/lb30bf-node2/kubepods/besteffort/pod62/{cid}\n"
+    redis = "/usr/bin/redis-server"
+
+    def process(pid: int, parent: int, cmdline: bytes, group: str = cgroup) -> None:
+        d = tmp_path / str(pid)
+        d.mkdir()
+        (d / "cgroup").write_text(group)
+        (d / "stat").write_text(f"{pid} (x) S {parent} 0 0\n")
+        (d / "cmdline").write_bytes(cmdline)
+
+    process(100, 1, b"containerd-shim-runc-v2\0-namespace\0k8s.io\0", "4:memory:/\n")
+    process(200, 100, b"sleep\0infinity\0")  # the pod's first process, there before the exec
+    process(300, 100, b"runc\0init\0")  # the runtime on its way to the program
+    before = {200}
+    assert kube.exec_pid(cid, before, redis, tmp_path) is None
+    (tmp_path / "300" / "cmdline").write_bytes(b"/usr/bin/redis-server 10.21.2.5:6379" + b"\0" * 8)  # its title
+    process(301, 300, b"redis-rdb-bgsave 10.21.2.5:6379\0")  # a child of the server's
+    assert kube.exec_pid(f"containerd://{cid}", before, redis, tmp_path) == 300
+    assert kube.exec_pid(cid, before, "/usr/lib/postgresql/15/bin/postgres", tmp_path) is None
+
+
 def test_a_database_server_needs_a_node_of_this_host(full_caps: HostCaps) -> None:
     caps = cluster(full_caps, n1=ClusterNode(ready=True, local=False), n2=ClusterNode(ready=True, local=True))
     server = {"kind": "postgres", "records": 1000}
@@ -146,3 +172,26 @@ def test_servers_in_pods_take_cpu_and_memory_profiles_not_bandwidth_nor_tunings(
         tuning
         == "tuning 'seccomp-unconfined' is a Docker container option, not a pod's: drop it (or use engine docker)"
     )
+
+
+# An exec's status as the API sends it on the error channel (the start failure's message is the one a run
+# on the local cluster got when Redis's image had no sh; the status around it is the API's metav1.Status).
+MISSING_SH = (
+    '{"metadata":{},"status":"Failure","message":"Internal error occurred: error executing command in container: '
+    'failed to exec in container: failed to start exec \\"338f6c69\\": OCI runtime exec failed: exec failed: unable '
+    'to start container process: exec: \\"sh\\": executable file not found in $PATH: unknown",'
+    '"reason":"InternalError","details":{"causes":[{"message":"error executing command in container"}]},"code":500}'
+)
+
+
+def test_an_exec_s_status_gives_its_exit_code_or_why_it_never_started() -> None:
+    assert kube.exit_status('{"metadata":{},"status":"Success"}') == (0, "")
+    failed = (
+        '{"metadata":{},"status":"Failure","message":"command terminated with non-zero exit code: error executing '
+        'command [sh -c exit 3], exit code 3","reason":"NonZeroExitCode","details":{"causes":[{"reason":"ExitCode",'
+        '"message":"3"}]}}'
+    )
+    assert kube.exit_status(failed) == (3, "")
+    rc, why = kube.exit_status(MISSING_SH)
+    assert rc == 126 and 'exec: "sh": executable file not found in $PATH' in why
+    assert kube.exit_status("")[0] == 125

@@ -27,9 +27,11 @@ from pathlib import Path
 from typing import Any
 
 import urllib3
+import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import stream
+from kubernetes.stream.ws_client import ERROR_CHANNEL
 from kubernetes.utils import parse_quantity
 
 from layerbench.errors import LayerbenchError, PrerequisiteError
@@ -448,10 +450,33 @@ def _exec(core: client.CoreV1Api, ns: str, name: str, argv: list[str], timeout: 
                 _exec(core, ns, name, ["sh", "-c", "kill -9 -1"], 60)
                 said = f"\nkubernetes exec: timed out after {timeout:.0f} s"
                 return Completed(argv, 124, "".join(out), "".join(err) + said)
-        rc = resp.returncode
+        rc, why = exit_status(resp.read_channel(ERROR_CHANNEL))
     finally:
         resp.close()
-    return Completed(argv, rc if rc is not None else 125, "".join(out), "".join(err))
+    return Completed(argv, rc, "".join(out), "".join(err) + why)
+
+
+def exit_status(raw: str) -> tuple[int, str]:
+    """(exit code, what the API said beyond it) from an exec's status, its error channel's one message.
+
+    Success is 0; a program that exited non-zero is its code (``NonZeroExitCode``, the code as the
+    cause's message); an exec that never started (its program not in the image, the runtime failing) is
+    126 with the API's message, as ``docker exec`` says 126; no status at all (the stream ended early) is
+    125. (The client's own ``returncode`` takes every failure for an exit code, and raised ValueError on
+    an exec whose program was missing.)"""
+    try:
+        status = yaml.safe_load(raw) if raw else None
+    except yaml.YAMLError:
+        status = None
+    if not isinstance(status, dict):
+        return 125, "\nkubernetes exec: the stream ended without an exit status"
+    if status.get("status") == "Success":
+        return 0, ""
+    if status.get("reason") == "NonZeroExitCode":
+        for cause in (status.get("details") or {}).get("causes") or []:
+            if cause.get("reason") == "ExitCode" and str(cause.get("message", "")).isdigit():
+                return int(cause["message"]), ""
+    return 126, f"\nkubernetes exec: {status.get('message') or status}"
 
 
 def _open(core: client.CoreV1Api, ns: str, name: str, argv: Sequence[str]) -> Any:
@@ -518,19 +543,46 @@ class ExecHandle:
 def start_exec(
     core: client.CoreV1Api, ns: str, name: str, container_id: str, argv: Sequence[str], log: Path
 ) -> ExecHandle:
+    """``argv`` exec'd in the pod, its output pumped into ``log``; its host PID found before this returns
+    (or it has already ended: its log says why). The PID is what signals it, and what the ledger records."""
     before = set(pids_in(container_id))
     resp = _open(core, ns, name, argv)
     handle = ExecHandle(log)
     handle._thread = threading.Thread(target=_pump, args=(resp, handle), daemon=True)
     handle._thread.start()
     deadline = time.monotonic() + PID_WAIT_S
-    while handle.alive() and time.monotonic() < deadline:
-        new = [p for p in pids_in(container_id) if p not in before and _argv0(p) == argv[0]]
-        if new:
-            handle._pid = min(new)
+    while handle.alive():
+        found = exec_pid(container_id, before, argv[0])
+        if found is not None:
+            handle._pid = found
             break
+        if time.monotonic() > deadline:
+            resp.close()  # the exec's stream: the pod's deletion ends the process itself
+            raise LayerbenchError(
+                f"pod {name}: {Path(argv[0]).name} was exec'd but no process of it appeared in the container's "
+                f"cgroup within {PID_WAIT_S:.0f} s"
+            )
         time.sleep(0.05)
     return handle
+
+
+def exec_pid(container_id: str, before: set[int], program: str, proc: Path = Path("/proc")) -> int | None:
+    """The host PID of a process just exec'd in a container: one of its cgroup's that was not there
+    ``before``, whose parent is outside the container (the runtime's shim, as for every exec; not one of
+    the server's own children) and that already runs ``program`` (not the runtime's init in between).
+    A server may rewrite its command line (Redis: ``/usr/bin/redis-server 10.1.2.3:6379``): its first
+    word is still the program."""
+    inside = set(pids_in(container_id, proc))
+    new = [p for p in inside - before if _parent(p, proc) not in inside and _runs(p, program, proc)]
+    return min(new, default=None)
+
+
+def _runs(pid: int, program: str, proc: Path) -> bool:
+    try:
+        first = (proc / str(pid) / "cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+    except OSError:
+        return False
+    return first == program or first.startswith(program + " ")
 
 
 def _pump(resp: Any, handle: ExecHandle) -> None:
@@ -539,19 +591,13 @@ def _pump(resp: Any, handle: ExecHandle) -> None:
             while resp.is_open():
                 out.write("".join(_read(resp)))
                 out.flush()
-            handle._rc = resp.returncode
+            handle._rc, why = exit_status(resp.read_channel(ERROR_CHANNEL))
+            out.write(why)
         except Exception as exc:  # the pod went away under it: the server is gone
             out.write(f"\nkubernetes exec ended: {exc}\n")
             handle._rc = 137
         finally:
             resp.close()
-
-
-def _argv0(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
-    except OSError:
-        return ""
 
 
 def pids_in(container_id: str, proc: Path = Path("/proc")) -> list[int]:

@@ -19,8 +19,9 @@ docker-archive when the node lacks it (no registry needed), and removed from it 
 container's resource limits (requests equal: the Guaranteed class), read back from the kernel's
 cgroup where the node is this host.
 
-A database server listens on every address of its pod, reached at the pod's IP: whoever reaches the pod
-network reaches it, so it requires the run's password (docs/how-to/server-security.md).
+A database server listens at its pod's IP only (never the pod's wildcard, as on a Docker bridge it
+listens at its container's address), where this host reaches it: whoever reaches the pod network
+reaches it, so it requires the run's password (docs/how-to/server-security.md).
 """
 
 from __future__ import annotations
@@ -63,6 +64,11 @@ from layerbench.stack.route import source_address
 from layerbench.stack.target import BuildContext, Mount, Target
 from layerbench.workloads.servers import SERVER_UID, ServerDef
 
+# What a server's pod needs beyond the server and IMAGE_TOOLS: kube.write_file writes its config files
+# (Redis's password among them) with `sh -c printf`, the API having no copy; a server's own binaries may
+# lack a shell (Redis's and Cassandra's do: without it, writing redis.conf failed to exec).
+POD_TOOLS = ["sh"]
+
 
 @dataclass
 class KubeEngine:
@@ -82,7 +88,7 @@ class KubeEngine:
 
     def server_starter(self, definition: ServerDef, exits: contextlib.ExitStack, ctx: BuildContext) -> Starter:
         """A database fleet here: a pod per server on the node, reached from this host at the pod's IP."""
-        binaries = {**resolve(IMAGE_TOOLS), **definition.binaries(ctx.cache_dir)}
+        binaries = {**resolve([*IMAGE_TOOLS, *POD_TOOLS]), **definition.binaries(ctx.cache_dir)}
         return partial(_server, self, self._load(binaries, ctx, definition.files(ctx.cache_dir)))
 
     def budget(self, budget: Budget) -> Budget:
@@ -135,14 +141,14 @@ def _server(
     ctx: BuildContext,
 ) -> Iterator[Endpoint]:
     """One server in a pod of its own, run as the server's user: its data at the placement, prepared,
-    configured and started by exec, reached at the pod's IP."""
+    configured and started by exec, listening at the pod's IP alone, where this host reaches it."""
     assert stack.server is not None  # a fleet is built only for stacks with a server
     placed = stack.model_copy(update={"limits": limits})
     with _placement(engine, image, mount, placed, data_bytes(stack.server), ctx, SERVER_UID) as target:
         pod, host = target.info["pod"], target.info["pod_ip"]
         data = f"{target.path}/{definition.kind}"
         target.run(["mkdir", "-p", data], 60).check()
-        config = server_config(stack, data, "0.0.0.0", definition.default_port, limits, ctx.cache_dir, ctx.password)
+        config = server_config(stack, data, host, definition.default_port, limits, ctx.cache_dir, ctx.password)
         config = dataclasses.replace(config, client_address=source_address(host, ctx.runner))
         for name, text in definition.setup_files(config).items():
             kube.write_file(engine.core, engine.namespace, pod, f"{target.path}/{name}", text, private=True)
