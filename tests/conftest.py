@@ -59,10 +59,10 @@ def _perf_missing() -> str | None:
 
 
 def _vm_missing() -> str | None:
-    from layerbench.stack import vm
     from layerbench.stack.capabilities import DEFAULT_CACHE
+    from layerbench.stack.engines.vm import qemu
 
-    return vm.missing(DEFAULT_CACHE)
+    return qemu.missing(DEFAULT_CACHE)
 
 
 def _iozone_missing() -> str | None:

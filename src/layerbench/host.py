@@ -68,37 +68,37 @@ def on_this_machine(kube: bool, docker_hosts: list[str]) -> dict[str, bool]:
     their boot id; Docker hosts' by their URL (node name or daemon URL → local)."""
     local: dict[str, bool] = {}
     if kube:
-        from layerbench.stack import kube as cluster  # the Kubernetes client only where a cell needs it
+        from layerbench.stack.engines.kubernetes import kube_api  # the Kubernetes client only where a cell needs it
 
-        found = cluster.cluster_nodes(cluster.kubeconfig())
+        found = kube_api.cluster_nodes(kube_api.kubeconfig())
         local = {name: n.local for name, n in found.items()} if isinstance(found, dict) else {}
     if docker_hosts:
-        from layerbench.stack import dockerhost  # the Docker SDK only where a cell names a daemon
+        from layerbench.stack.engines.docker_host import host_api  # the Docker SDK only where a cell names a daemon
 
-        local |= {dockerhost.shown(url): dockerhost.on_this_machine(url) for url in docker_hosts}
+        local |= {host_api.shown(url): host_api.on_this_machine(url) for url in docker_hosts}
     return local
 
 
 def engine_rows(docker_hosts: list[str]) -> list[tuple[str, str, bool, str]]:
     """`doctor`'s rows of the engines on other machines: (engine, what, ok, note) for the Kubernetes cluster
     of $KUBECONFIG, the swarm of --swarm-manager and each Docker host named; each asked only where named."""
-    from layerbench.stack import swarm
+    from layerbench.stack.engines.swarm import swarm_api
 
     rows: list[tuple[str, str, bool, str]] = []
     config = os.environ.get("KUBECONFIG")
     if not config:
         rows.append(("kubernetes", "cluster", False, "not probed: pass --kubeconfig FILE (or set KUBECONFIG)"))
     else:
-        from layerbench.stack import kube  # the Kubernetes client only where a cluster is named
+        from layerbench.stack.engines.kubernetes import kube_api  # the Kubernetes client only where a cluster is named
 
-        rows += [("kubernetes", what, ok, note) for what, ok, note in kube.describe(config)]
-    manager = os.environ.get(swarm.MANAGER_ENV)
+        rows += [("kubernetes", what, ok, note) for what, ok, note in kube_api.describe(config)]
+    manager = os.environ.get(swarm_api.MANAGER_ENV)
     if not manager:
-        rows.append(("swarm", "swarm", False, f"not probed: pass --swarm-manager URL (or set {swarm.MANAGER_ENV})"))
+        rows.append(("swarm", "swarm", False, f"not probed: pass --swarm-manager URL (or set {swarm_api.MANAGER_ENV})"))
     else:
-        rows += [("swarm", what, ok, note) for what, ok, note in swarm.describe(manager)]
+        rows += [("swarm", what, ok, note) for what, ok, note in swarm_api.describe(manager)]
     if docker_hosts:
-        from layerbench.stack import dockerhost  # the Docker SDK only where a daemon is named
+        from layerbench.stack.engines.docker_host import host_api  # the Docker SDK only where a daemon is named
 
-        rows += [("docker-host", url, *dockerhost.describe(url)) for url in docker_hosts]
+        rows += [("docker-host", url, *host_api.describe(url)) for url in docker_hosts]
     return rows

@@ -18,7 +18,7 @@ from localcluster import dockerhosts  # on the path by tests/k8s/conftest.py (to
 
 from layerbench.errors import PrerequisiteError
 from layerbench.spec.models import EngineSpec
-from layerbench.stack import dockerhost
+from layerbench.stack.engines.docker_host import host_api
 from tests import support
 from tests.integration.leftovers import server_dirs
 
@@ -78,24 +78,24 @@ def test_the_daemon_answers_with_the_right_ca_and_refuses_otherwise_with_the_rea
     state, f = tls_host
     url = state.url("node1")
     good = engine(url, ca=str(f["ca"]), cert=str(f["cert"]), key=str(f["key"]))
-    assert good.daemon is not None and dockerhost.answers(good.daemon) is None
-    assert dockerhost.describe_facts(good.daemon)["driver"] == "overlay2"
+    assert good.daemon is not None and host_api.answers(good.daemon) is None
+    assert host_api.describe_facts(good.daemon)["driver"] == "overlay2"
 
     stranger = engine(url, ca=str(f["stranger"]), cert=str(f["cert"]), key=str(f["key"]))
     assert stranger.daemon is not None
-    why = dockerhost.answers(stranger.daemon)
+    why = host_api.answers(stranger.daemon)
     assert why is not None and why.startswith("TLS: the daemon's certificate does not verify against tls.ca"), why
     with pytest.raises(PrerequisiteError, match=f"no Docker daemon answers at {url}: TLS: the daemon's certificate"):
-        dockerhost.connect(stranger.daemon)
+        host_api.connect(stranger.daemon)
 
     anonymous = engine(url, ca=str(f["ca"]))  # --tlsverify: the daemon wants the client's certificate
     assert anonymous.daemon is not None
-    why = dockerhost.answers(anonymous.daemon)
+    why = host_api.answers(anonymous.daemon)
     assert why is not None and why.startswith("TLS: the daemon refused this client"), why
-    assert dockerhost.answers(url) is not None  # plain HTTP to a TLS port: no answer
+    assert host_api.answers(url) is not None  # plain HTTP to a TLS port: no answer
 
     missing = engine(url, ca=str(f["ca"].parent / "absent.pem"))
-    assert missing.daemon is not None and "tls.ca: no file at" in (dockerhost.answers(missing.daemon) or "")
+    assert missing.daemon is not None and "tls.ca: no file at" in (host_api.answers(missing.daemon) or "")
 
 
 def test_fio_runs_on_the_tls_host_and_a_wrong_ca_is_refused_before_the_run(tls_host: Any) -> None:

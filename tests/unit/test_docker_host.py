@@ -15,10 +15,9 @@ from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.load import validate
 from layerbench.spec.matrix import expand, expand_stacks
 from layerbench.spec.models import EngineSpec
-from layerbench.stack import dockerhost
 from layerbench.stack.cleanup import REMOVERS
 from layerbench.stack.engines import ENGINES, failure_category
-from layerbench.stack.engines.docker_host import data_mount, limits_set
+from layerbench.stack.engines.docker_host import data_mount, host_api, limits_set
 from layerbench.stack.placement import kill_inside
 from layerbench.stack.target import Device, Target
 from layerbench.trial import set_not_enforced, trial_checks
@@ -134,11 +133,11 @@ INFO = {
 
 
 def test_a_trial_records_what_the_daemon_says_its_storage_is() -> None:
-    found = dockerhost.facts(INFO)
+    found = host_api.facts(INFO)
     assert found["driver"] == "overlay2" and found["backing_filesystem"] == "extfs"
     assert found["data_root"] == "/var/tmp/lbdocker/node1/data" and found["kernel"] == "6.1.0-test"
     assert (found["cpus"], found["memory_bytes"], found["server_version"]) == (2, 4_000_000_000, "20.10.24+dfsg1")
-    assert "Swarm" not in found and "backing_filesystem" not in dockerhost.facts({"Driver": "vfs"})
+    assert "Swarm" not in found and "backing_filesystem" not in host_api.facts({"Driver": "vfs"})
 
 
 MOUNTINFO = (
@@ -198,13 +197,13 @@ def test_cleanup_has_a_remover_for_everything_the_engine_records() -> None:
 
 
 def test_a_dead_url_answers_why_without_waiting() -> None:
-    why = dockerhost.answers("tcp://127.0.0.1:1")
+    why = host_api.answers("tcp://127.0.0.1:1")
     assert why is not None and why  # connection refused, in the SDK's words
-    assert dockerhost.answers("unix:///nonexistent/docker.sock") is not None
-    assert dockerhost.describe_facts("tcp://127.0.0.1:1")["unknown"]
-    assert dockerhost.on_this_machine("unix:///nonexistent/docker.sock")  # a socket here is this machine
-    assert not dockerhost.on_this_machine("tcp://127.0.0.1:1")
-    assert dockerhost.describe("tcp://127.0.0.1:1") == (
+    assert host_api.answers("unix:///nonexistent/docker.sock") is not None
+    assert host_api.describe_facts("tcp://127.0.0.1:1")["unknown"]
+    assert host_api.on_this_machine("unix:///nonexistent/docker.sock")  # a socket here is this machine
+    assert not host_api.on_this_machine("tcp://127.0.0.1:1")
+    assert host_api.describe("tcp://127.0.0.1:1") == (
         False,
         "no Docker daemon answers at tcp://127.0.0.1:1: Connection refused",
     )
@@ -216,10 +215,10 @@ def test_why_a_daemon_does_not_answer_is_the_systems_reason_unwrapped() -> None:
         "exceeded with url: /version (Caused by NewConnectionError(\"HTTPConnection(host='127.0.0.1', port=1): "
         'Failed to establish a new connection: [Errno 111] Connection refused"))'
     )
-    assert dockerhost.why(RuntimeError(refused)) == "Connection refused"
+    assert host_api.why(RuntimeError(refused)) == "Connection refused"
     gone = "Error while fetching server API version: ('Connection aborted.', FileNotFoundError(2, 'No such file'))"
-    assert dockerhost.why(RuntimeError(gone)) == "No such file"
-    assert dockerhost.why(RuntimeError("500 Server Error\nmore")) == "500 Server Error"
+    assert host_api.why(RuntimeError(gone)) == "No such file"
+    assert host_api.why(RuntimeError("500 Server Error\nmore")) == "500 Server Error"
 
 
 class RecordingApi:

@@ -12,8 +12,8 @@ import pytest
 
 from layerbench.errors import ToolError
 from layerbench.proc import FakeRunner
-from layerbench.stack import guest_agent
-from layerbench.stack.guest import GONE, GONE_RC, PIDFILE, Guest, reclaim
+from layerbench.stack.engines.vm import guest_agent
+from layerbench.stack.engines.vm.guest import GONE, GONE_RC, PIDFILE, Guest, reclaim
 from layerbench.stack.ledger import Resource
 from layerbench.trial import category
 

@@ -12,8 +12,7 @@ from layerbench.spec.feasibility import ClusterNode, HostCaps
 from layerbench.spec.load import validate
 from layerbench.spec.matrix import expand
 from layerbench.spec.models import CLAIM_SIZE, EngineSpec, Limits, PlacementSpec
-from layerbench.stack import kube
-from layerbench.stack.engines.kubernetes import _resources
+from layerbench.stack.engines.kubernetes import _resources, kube_api
 
 
 def cluster(full_caps: HostCaps, **nodes: ClusterNode) -> HostCaps:
@@ -73,9 +72,9 @@ def test_limits_become_a_guaranteed_pods_resources() -> None:
 
 
 def test_image_names_are_qualified_as_containerd_names_them() -> None:
-    assert kube.qualified("layerbench/tools:abc") == "docker.io/layerbench/tools:abc"
-    assert kube.qualified("registry.local:5000/x/y:1") == "registry.local:5000/x/y:1"
-    assert kube.safe_name("20261126-040542-FD16") == "20261126-040542-fd16"
+    assert kube_api.qualified("layerbench/tools:abc") == "docker.io/layerbench/tools:abc"
+    assert kube_api.qualified("registry.local:5000/x/y:1") == "registry.local:5000/x/y:1"
+    assert kube_api.safe_name("20261126-040542-FD16") == "20261126-040542-fd16"
 
 
 def test_a_containers_first_process_is_found_by_its_cgroup(tmp_path: Path) -> None:
@@ -87,8 +86,8 @@ def test_a_containers_first_process_is_found_by_its_cgroup(tmp_path: Path) -> No
         (d / "cgroup").write_text(group)
         (d / "stat").write_text(f"{d.name} (x) S {parent} 0 0\n")
     (exec_ / "stat").write_text("300 (fio) S 100 0 0\n")  # an exec is also the shim's child: the lower wins
-    assert kube.container_pid(f"containerd://{cid}", tmp_path) == 200
-    assert kube.container_pid("containerd://absent", tmp_path) is None
+    assert kube_api.container_pid(f"containerd://{cid}", tmp_path) == 200
+    assert kube_api.container_pid("containerd://absent", tmp_path) is None
 
 
 def test_an_exec_d_server_is_found_by_its_cgroup_parent_and_program(tmp_path: Path) -> None:
@@ -110,11 +109,11 @@ def test_an_exec_d_server_is_found_by_its_cgroup_parent_and_program(tmp_path: Pa
     process(200, 100, b"sleep\0infinity\0")  # the pod's first process, there before the exec
     process(300, 100, b"runc\0init\0")  # the runtime on its way to the program
     before = {200}
-    assert kube.exec_pid(cid, before, redis, tmp_path) is None
+    assert kube_api.exec_pid(cid, before, redis, tmp_path) is None
     (tmp_path / "300" / "cmdline").write_bytes(b"/usr/bin/redis-server 10.21.2.5:6379" + b"\0" * 8)  # its title
     process(301, 300, b"redis-rdb-bgsave 10.21.2.5:6379\0")  # a child of the server's
-    assert kube.exec_pid(f"containerd://{cid}", before, redis, tmp_path) == 300
-    assert kube.exec_pid(cid, before, "/usr/lib/postgresql/15/bin/postgres", tmp_path) is None
+    assert kube_api.exec_pid(f"containerd://{cid}", before, redis, tmp_path) == 300
+    assert kube_api.exec_pid(cid, before, "/usr/lib/postgresql/15/bin/postgres", tmp_path) is None
 
 
 def test_a_database_server_needs_a_node_of_this_host(full_caps: HostCaps) -> None:
@@ -185,13 +184,13 @@ MISSING_SH = (
 
 
 def test_an_exec_s_status_gives_its_exit_code_or_why_it_never_started() -> None:
-    assert kube.exit_status('{"metadata":{},"status":"Success"}') == (0, "")
+    assert kube_api.exit_status('{"metadata":{},"status":"Success"}') == (0, "")
     failed = (
         '{"metadata":{},"status":"Failure","message":"command terminated with non-zero exit code: error executing '
         'command [sh -c exit 3], exit code 3","reason":"NonZeroExitCode","details":{"causes":[{"reason":"ExitCode",'
         '"message":"3"}]}}'
     )
-    assert kube.exit_status(failed) == (3, "")
-    rc, why = kube.exit_status(MISSING_SH)
+    assert kube_api.exit_status(failed) == (3, "")
+    rc, why = kube_api.exit_status(MISSING_SH)
     assert rc == 126 and 'exec: "sh": executable file not found in $PATH' in why
-    assert kube.exit_status("")[0] == 125
+    assert kube_api.exit_status("")[0] == 125

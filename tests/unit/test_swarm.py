@@ -15,10 +15,9 @@ from layerbench.spec.feasibility import HostCaps, SwarmNode
 from layerbench.spec.load import validate
 from layerbench.spec.matrix import expand
 from layerbench.spec.models import EngineSpec, Limits
-from layerbench.stack import swarm
 from layerbench.stack.cleanup import REMOVERS
 from layerbench.stack.engines import failure_category
-from layerbench.stack.engines.swarm import _resources, _service
+from layerbench.stack.engines.swarm import _resources, _service, swarm_api
 
 READY = SwarmNode(ready=True, unreachable=None)
 
@@ -117,23 +116,23 @@ def test_the_manager_option_takes_a_url_or_a_socket_path(tmp_path: Path, monkeyp
     use_swarm_manager(None)
     assert SWARM_ENV not in os.environ
     use_swarm_manager("unix:///var/tmp/s/node1/docker.sock")
-    assert swarm.manager_url() == "unix:///var/tmp/s/node1/docker.sock"
+    assert swarm_api.manager_url() == "unix:///var/tmp/s/node1/docker.sock"
     monkeypatch.chdir(tmp_path)
     use_swarm_manager("node1/docker.sock")
-    assert swarm.manager_url() == f"unix://{tmp_path}/node1/docker.sock"
+    assert swarm_api.manager_url() == f"unix://{tmp_path}/node1/docker.sock"
 
 
 def test_no_manager_named_is_a_prerequisite_with_the_option_to_pass() -> None:
-    assert swarm.swarm_nodes(None) == "no Docker Swarm manager named"
-    assert swarm.swarm_nodes("unix:///nonexistent/docker.sock").startswith(
+    assert swarm_api.swarm_nodes(None) == "no Docker Swarm manager named"
+    assert swarm_api.swarm_nodes("unix:///nonexistent/docker.sock").startswith(
         "no Docker daemon answers at unix:///nonexistent/docker.sock"
     )
 
 
 def test_a_node_label_that_is_no_socket_here_says_so(tmp_path: Path) -> None:
-    assert "has no label layerbench.socket" in str(swarm._unreachable(None, "id1"))
-    assert "is not a unix socket on this host" in str(swarm._unreachable(f"unix://{tmp_path}/docker.sock", "id1"))
-    assert "is not a unix socket on this host" in str(swarm._unreachable("tcp://10.0.0.2:2375", "id1"))
+    assert "has no label layerbench.socket" in str(swarm_api._unreachable(None, "id1"))
+    assert "is not a unix socket on this host" in str(swarm_api._unreachable(f"unix://{tmp_path}/docker.sock", "id1"))
+    assert "is not a unix socket on this host" in str(swarm_api._unreachable("tcp://10.0.0.2:2375", "id1"))
 
 
 def test_a_database_server_runs_on_a_swarm_node_with_cpu_and_memory_profiles_only(full_caps: HostCaps) -> None:

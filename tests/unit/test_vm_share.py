@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from layerbench.stack import vm
+from layerbench.stack.engines.vm import qemu
 
 
 @pytest.fixture
@@ -20,13 +20,13 @@ def share(tmp_path: Path) -> Path:
 
 def test_a_regular_file_is_read(share: Path) -> None:
     (share / "res" / "1.json").write_text('{"rc": 0}')
-    assert vm.guest_text(share, "res/1.json") == '{"rc": 0}'
+    assert qemu.guest_text(share, "res/1.json") == '{"rc": 0}'
 
 
 def test_a_symlink_is_not_followed(share: Path) -> None:
     (share / "output").symlink_to(share.parent / "secret")
-    with pytest.raises(vm.GuestFileError, match="symbolic link"):
-        vm.guest_text(share, "output")
+    with pytest.raises(qemu.GuestFileError, match="symbolic link"):
+        qemu.guest_text(share, "output")
 
 
 def test_a_symlinked_directory_is_not_followed(share: Path) -> None:
@@ -34,37 +34,37 @@ def test_a_symlinked_directory_is_not_followed(share: Path) -> None:
     (share.parent / "elsewhere" / "1.json").write_text("{}")
     (share / "res").rmdir()
     (share / "res").symlink_to(share.parent / "elsewhere")
-    with pytest.raises(vm.GuestFileError, match="symbolic link"):
-        vm.guest_text(share, "res/1.json")
+    with pytest.raises(qemu.GuestFileError, match="symbolic link"):
+        qemu.guest_text(share, "res/1.json")
 
 
 def test_an_oversized_file_is_not_read(share: Path) -> None:
     with (share / "output").open("wb") as f:
         f.truncate(4097)  # sparse: large without taking space
-    with pytest.raises(vm.GuestFileError, match="4097 bytes, more than the 4096"):
-        vm.guest_text(share, "output", limit=4096)
-    assert len(vm.guest_text(share, "output", limit=4097)) == 4097
+    with pytest.raises(qemu.GuestFileError, match="4097 bytes, more than the 4096"):
+        qemu.guest_text(share, "output", limit=4096)
+    assert len(qemu.guest_text(share, "output", limit=4097)) == 4097
 
 
 def test_a_fifo_is_refused_without_blocking(share: Path) -> None:
     os.mkfifo(share / "rc")
-    with pytest.raises(vm.GuestFileError, match="not a regular file"):
-        vm.guest_text(share, "rc")
+    with pytest.raises(qemu.GuestFileError, match="not a regular file"):
+        qemu.guest_text(share, "rc")
 
 
 def test_paths_leaving_the_share_are_refused(share: Path) -> None:
     for rel in ("../secret", "/etc/passwd", ""):
-        with pytest.raises(vm.GuestFileError, match="not a path inside"):
-            vm.guest_text(share, rel)
+        with pytest.raises(qemu.GuestFileError, match="not a path inside"):
+            qemu.guest_text(share, rel)
 
 
 def test_the_files_returned_are_regular_ones_links_not_followed(share: Path) -> None:
     (share / "res" / "a.txt").write_text("a")
     (share / "link").symlink_to(share.parent / "secret")
     (share / "dirlink").symlink_to(share.parent)
-    assert vm.guest_files(share) == ["res/a.txt"]
+    assert qemu.guest_files(share) == ["res/a.txt"]
     with pytest.raises(FileNotFoundError):
-        vm.guest_text(share, "missing")
+        qemu.guest_text(share, "missing")
 
 
 def test_a_guest_servers_log_tail_follows_no_link_and_reads_only_the_end(tmp_path: Path) -> None:

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from layerbench.stack import vm
 from layerbench.stack.capabilities import DEFAULT_CACHE
+from layerbench.stack.engines.vm import qemu
 from tests.integration.test_devicemapper import DIRECT, DIRECT_LVM, LOOP_LVM
 from tests.integration.test_devicemapper import SPEC as DEVICEMAPPER
 
@@ -84,21 +84,23 @@ echo "run_s=$(cut -d' ' -f1 /proc/uptime)" >> /mnt/lbshare/facts
 """
 
 
-def _shares() -> list[vm.Share]:
+def _shares() -> list[qemu.Share]:
     """The checkout, and the tool cache (IOzone, YCSB) where set-up made one."""
-    return [vm.Share(f"lb{i}", p) for i, p in enumerate((REPO, DEFAULT_CACHE)) if p.exists()]
+    return [qemu.Share(f"lb{i}", p) for i, p in enumerate((REPO, DEFAULT_CACHE)) if p.exists()]
 
 
 @pytest.fixture(scope="module")
-def guest(tmp_path_factory: pytest.TempPathFactory) -> vm.GuestRun:
+def guest(tmp_path_factory: pytest.TempPathFactory) -> qemu.GuestRun:
     script = SCRIPT.format(repo=REPO, python=GUEST_PYTHON)
     # The spec reaches the guest inside its script: a heredoc writes it to the share before the run.
     script = f"cat > /mnt/lbshare/spec.json <<'EOF'\n{json.dumps(SPEC)}\nEOF\n" + script
-    return vm.run_script(vm.require(DEFAULT_CACHE), script, _shares(), GUEST_TIMEOUT_S, tmp_path_factory.mktemp("vm"))
+    return qemu.run_script(
+        qemu.require(DEFAULT_CACHE), script, _shares(), GUEST_TIMEOUT_S, tmp_path_factory.mktemp("vm")
+    )
 
 
 @pytest.fixture(scope="module")
-def result(guest: vm.GuestRun) -> dict[str, Any]:
+def result(guest: qemu.GuestRun) -> dict[str, Any]:
     assert "result.json" in guest.files, f"rc={guest.rc}\n{guest.output[-3000:]}\n{guest.console[-3000:]}"
     return json.loads(guest.files["result.json"])
 
@@ -108,12 +110,12 @@ def by_label(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {t["label"]: t for t in result["trials"]}
 
 
-def _facts(run: vm.GuestRun) -> dict[str, str]:
+def _facts(run: qemu.GuestRun) -> dict[str, str]:
     lines = run.files.get("facts", "").splitlines()
     return dict(line.split("=", 1) for line in lines if "=" in line)
 
 
-def test_the_guest_is_a_modern_host(guest: vm.GuestRun) -> None:
+def test_the_guest_is_a_modern_host(guest: qemu.GuestRun) -> None:
     facts = _facts(guest)
     assert facts.get("pid1") == "systemd", guest.console[-3000:]
     assert facts.get("cgroupfs") == "cgroup2fs"

@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from layerbench.spec.load import preset_text
-from layerbench.stack import vm
 from layerbench.stack.capabilities import DEFAULT_CACHE
+from layerbench.stack.engines.vm import qemu
 from tests import support
 from tests.integration.leftovers import leftovers
 
@@ -95,7 +95,7 @@ def test_fio_runs_in_a_guest_and_in_a_container_in_a_guest(dirs: dict[str, Path]
 def test_vm_cells_are_refused_where_only_emulation_could_run_them(dirs: dict[str, Path], tmp_path: Path) -> None:
     done = support.run(["run", _spec(tmp_path, "refuse"), "--dry-run"], dirs)
     assert done.returncode == 0, done.stderr
-    accel = vm.accel_for(vm.require(DEFAULT_CACHE), tmp_path)  # the same probe the run made
+    accel = qemu.accel_for(qemu.require(DEFAULT_CACHE), tmp_path)  # the same probe the run made
     refused = "KVM cannot run a guest on this host" in " ".join(done.stdout.split())
     assert refused == (accel == "tcg"), done.stdout
 

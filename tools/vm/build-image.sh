@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the test VM's image once, cached: a Debian bookworm root filesystem made with debootstrap, with
 # Debian's kernel and modules, systemd as init (so cgroup v2 by default), docker.io, fio and the
-# filesystem tools layerbench drives; booted by layerbench.stack.vm under qemu.
+# filesystem tools layerbench drives; booted by layerbench.stack.engines.vm.qemu under qemu.
 #
 # Usage: tools/vm/build-image.sh CACHE_DIR [MIRROR]
 #

@@ -18,8 +18,9 @@ from pathlib import Path
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Runner
 from layerbench.spec.feasibility import DRIVERS_REMOVED, ClusterNode, HostCaps, SwarmNode
-from layerbench.stack import image_source, vm
+from layerbench.stack import image_source
 from layerbench.stack import runtimes as oci_runtimes
+from layerbench.stack.engines.vm import qemu
 from layerbench.stack.remote import needs as remote_needs
 from layerbench.stack.target import DEFAULT_CACHE  # beside BuildContext; read here too
 from layerbench.workloads import iozone, ycsb
@@ -113,31 +114,35 @@ def probe(
 
 
 def _kube() -> dict[str, dict[str, ClusterNode] | str | frozenset[str]]:
-    from layerbench.stack import kube  # the Kubernetes client is imported only where a cell needs it
+    from layerbench.stack.engines.kubernetes import (
+        kube_api,  # the Kubernetes client is imported only where a cell needs it
+    )
 
-    config = kube.kubeconfig()
-    return {"kube": kube.cluster_nodes(config), "kube_classes": kube.storage_classes(config)}
+    config = kube_api.kubeconfig()
+    return {"kube": kube_api.cluster_nodes(config), "kube_classes": kube_api.storage_classes(config)}
 
 
 def _swarm_nodes() -> dict[str, SwarmNode] | str:
-    from layerbench.stack import swarm
+    from layerbench.stack.engines.swarm import swarm_api
 
-    return swarm.swarm_nodes(swarm.manager_url())
+    return swarm_api.swarm_nodes(swarm_api.manager_url())
 
 
 def _docker_host(url: str) -> str | None:
-    from layerbench.stack import dockerhost  # the Docker SDK is asked only where a cell names a daemon
+    from layerbench.stack.engines.docker_host import (
+        host_api,  # the Docker SDK is asked only where a cell names a daemon
+    )
 
-    return dockerhost.answers(url)
+    return host_api.answers(url)
 
 
 def guest_caps(cache_dir: Path) -> dict[str, str | None]:
     """Whether a guest can boot here (qemu, the image), and under which accelerator."""
-    reason = vm.missing(cache_dir)
+    reason = qemu.missing(cache_dir)
     if reason is not None:
         return {"vm_missing": reason, "vm_accel": None}
     with tempfile.TemporaryDirectory(prefix="layerbench-kvm-") as tmp:
-        return {"vm_missing": None, "vm_accel": vm.accel_for(vm.require(cache_dir), Path(tmp))}
+        return {"vm_missing": None, "vm_accel": qemu.accel_for(qemu.require(cache_dir), Path(tmp))}
 
 
 def database_servers(notes: list[str], cache_dir: Path = DEFAULT_CACHE) -> frozenset[str]:

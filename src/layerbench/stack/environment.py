@@ -12,7 +12,8 @@ from typing import Any
 from layerbench import __version__
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Runner
-from layerbench.stack import cgroups, vm
+from layerbench.stack import cgroups
+from layerbench.stack.engines.vm import qemu
 from layerbench.stack.target import DEFAULT_CACHE
 from layerbench.workloads import iozone
 from layerbench.workloads.servers import postgres
@@ -55,7 +56,7 @@ def describe_host(runner: Runner, cache_dir: Path = DEFAULT_CACHE) -> dict[str, 
 
 def _vm_image(cache_dir: Path) -> str | None:
     """The guest image the vm engine boots (its directory names what went into it), if one is built."""
-    image = vm.find_image(cache_dir)
+    image = qemu.find_image(cache_dir)
     return image.directory.name if image else None
 
 

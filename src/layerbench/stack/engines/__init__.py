@@ -22,9 +22,12 @@ from typing import Any
 
 from layerbench.proc import Runner
 from layerbench.spec.models import EngineSpec
-from layerbench.stack import dockerd, dockerhost, guest, kube
-from layerbench.stack import swarm as swarm_adapter  # the engine module below is `swarm`
+from layerbench.stack import docker_api, dockerd
 from layerbench.stack.engines import container, docker, docker_host, kubernetes, native, podman, swarm, vm, vm_docker
+from layerbench.stack.engines.docker_host import host_api
+from layerbench.stack.engines.kubernetes import kube_api
+from layerbench.stack.engines.swarm import swarm_api
+from layerbench.stack.engines.vm import guest
 from layerbench.stack.ledger import Resource
 from layerbench.stack.protocols import ContainerEngine, Engine
 from layerbench.stack.target import BuildContext, Mount
@@ -71,17 +74,21 @@ ENGINES: dict[str, EngineType] = {
     "kubernetes": EngineType(
         "kubernetes",
         kubernetes.start,
-        removers={"k8s-namespace": kube.reclaim, "k8s-object": kube.reclaim_object, "k8s-image": kube.reclaim_image},
+        removers={
+            "k8s-namespace": kube_api.reclaim,
+            "k8s-object": kube_api.reclaim_object,
+            "k8s-image": kube_api.reclaim_image,
+        },
     ),
     "swarm": EngineType(
         "swarm",
         swarm.start,
         swarm.failure,
         removers={
-            "swarm-run": swarm_adapter.reclaim_run,
-            "swarm-service": swarm_adapter.reclaim_service,
-            "swarm-volume": swarm_adapter.reclaim_volume,
-            "swarm-image": swarm_adapter.reclaim_image,
+            "swarm-run": swarm_api.reclaim_run,
+            "swarm-service": swarm_api.reclaim_service,
+            "swarm-volume": docker_api.reclaim_volume,
+            "swarm-image": docker_api.reclaim_image,
         },
         errors=dockerd.API_ERRORS,
     ),
@@ -91,13 +98,13 @@ ENGINES: dict[str, EngineType] = {
         docker_host.start,
         docker_host.failure,
         removers={
-            "docker-host-run": dockerhost.reclaim_run,
-            "docker-host-container": dockerhost.reclaim_container,
-            "docker-host-volume": swarm_adapter.reclaim_volume,  # its row's socket is the daemon's URL
-            "docker-host-image": swarm_adapter.reclaim_image,
+            "docker-host-run": host_api.reclaim_run,
+            "docker-host-container": host_api.reclaim_container,
+            "docker-host-volume": docker_api.reclaim_volume,  # its row's socket is the daemon's URL
+            "docker-host-image": docker_api.reclaim_image,
         },
         errors=dockerd.API_ERRORS,
-        describe_daemon=lambda url: (dockerhost.shown(url), dockerhost.describe_facts(url)),
+        describe_daemon=lambda url: (host_api.shown(url), host_api.describe_facts(url)),
     ),
 }
 

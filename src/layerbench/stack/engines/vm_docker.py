@@ -33,6 +33,8 @@ from layerbench.spec.rules import VM_MAX_SERVERS
 from layerbench.stack import dockerd, image
 from layerbench.stack.engines.container import tools
 from layerbench.stack.engines.vm import GUEST_PORT_BASE, SETUP_TIMEOUT_S, guest_on
+from layerbench.stack.engines.vm.guest import GUEST_MOUNT, Guest
+from layerbench.stack.engines.vm.guest_servers import GuestHandle, prepare, server_unit
 from layerbench.stack.fleet import (
     IMAGE_TOOLS,
     Endpoint,
@@ -42,8 +44,6 @@ from layerbench.stack.fleet import (
     server_config,
     wait_ready,
 )
-from layerbench.stack.guest import GUEST_MOUNT, Guest
-from layerbench.stack.guest_servers import GuestHandle, prepare, server_unit
 from layerbench.stack.target import BuildContext, Exec, Mount, Put, Target
 from layerbench.workloads.servers import SERVER_UID, ServerDef
 

@@ -2,7 +2,7 @@
 
 ``engine: {kind: docker-host, node: tcp://10.0.0.5:2375}`` (or ``unix:///PATH/docker.sock``; ``ssh://``
 where the Docker SDK reaches it). layerbench builds no device nor filesystem for it: the storage is the
-daemon's own, on its machine, and each trial records what it is (stack/dockerhost.py's ``facts``: the
+daemon's own, on its machine, and each trial records what it is (stack/host_api.py's ``facts``: the
 storage driver, the filesystem beneath it, the data-root, the kernel) and what /data is in the
 container's own mount table. Placements (spec/rules.py):
 
@@ -31,9 +31,10 @@ from docker.models.containers import Container
 
 from layerbench.errors import LayerbenchError, PrerequisiteError
 from layerbench.spec.models import EngineSpec, Limits, StackSpec
-from layerbench.stack import dockerhost, mountinfo, swarm
+from layerbench.stack import docker_api, mountinfo
 from layerbench.stack.dockerd import DockerEngine
 from layerbench.stack.engines.container import tools
+from layerbench.stack.engines.docker_host import host_api
 from layerbench.stack.image import binary_digests
 from layerbench.stack.placement import (
     DATA,
@@ -64,7 +65,7 @@ class Daemon:
 class DockerHostEngine:
     url: str
     daemon: docker.DockerClient
-    facts: dict[str, Any]  # the daemon's account of itself (dockerhost.facts), recorded in every trial
+    facts: dict[str, Any]  # the daemon's account of itself (host_api.facts), recorded in every trial
     exits: contextlib.ExitStack  # what lives as long as the engine: the tools image on the daemon
     tools_image: str | None = None
     kind: str = KIND
@@ -73,7 +74,7 @@ class DockerHostEngine:
         self, mount: Mount, stack: StackSpec, data_bytes: int, ctx: BuildContext
     ) -> AbstractContextManager[Target]:
         if self.tools_image is None:
-            image = swarm.image_on(self.daemon, self.url, tools(ctx), ctx, self.exits, kind="docker-host-image")
+            image = docker_api.image_on(self.daemon, self.url, tools(ctx), ctx, self.exits, kind="docker-host-image")
             self.tools_image = image
         return _placement(self, self.tools_image, mount, stack, data_bytes, ctx)
 
@@ -82,11 +83,11 @@ class DockerHostEngine:
 def start(mount: Mount, spec: EngineSpec, ctx: BuildContext) -> Iterator[DockerHostEngine]:
     """The run's row on the daemon at ``spec.node``, once it answers; nothing of the daemon is changed."""
     assert spec.daemon is not None  # the spec requires the URL
-    daemon = dockerhost.connect(spec.daemon)
+    daemon = host_api.connect(spec.daemon)
     with contextlib.ExitStack() as exits:
         exits.callback(daemon.close)
-        found = dockerhost.facts(daemon.info())
-        exits.enter_context(dockerhost.run_scope(spec.daemon, ctx))
+        found = host_api.facts(daemon.info())
+        exits.enter_context(host_api.run_scope(spec.daemon, ctx))
         images = exits.enter_context(contextlib.ExitStack())  # closed before the run's row goes
         yield DockerHostEngine(spec.daemon, daemon, found, images)
 
@@ -112,18 +113,18 @@ def _placement(
             **limit_kwargs(stack.limits, ""),  # no block-I/O limit reaches here (spec/rules.py)
             **_data(engine, name, kind, data_bytes, ctx, exits),
         }
-        made = exits.enter_context(dockerhost.container(engine.daemon, engine.url, name, kwargs, ctx))
+        made = exits.enter_context(host_api.container(engine.daemon, engine.url, name, kwargs, ctx))
         run = exec_in(cast(DockerEngine, Daemon(engine.daemon)), made, kill_inside(made))
         table = _mount_table(run)
         info = {
             "placement": kind,
             "container": made.id[:12],
             "image": image,
-            "daemon_url": swarm.shown(engine.url),
+            "daemon_url": docker_api.shown(engine.url),
             "daemon": engine.facts,
             # Its processes are another daemon's, perhaps on another machine: this host's /proc cannot tell
             # them apart, so `bottleneck` and `contended` skip (monitor_checks).
-            "unseen": f"{swarm.shown(engine.url)} (a Docker host)",
+            "unseen": f"{docker_api.shown(engine.url)} (a Docker host)",
             "fio_sha256": binary_digests(["fio"])["fio"],  # the image holds this host's fio
             "data_mount": data_mount(table),
             **_limits(made, stack.limits),
@@ -138,7 +139,7 @@ def _data(
     if kind == "writable-layer":
         return {}
     if kind == "volume":
-        made = exits.enter_context(dockerhost.volume(engine.daemon, engine.url, name, ctx))
+        made = exits.enter_context(host_api.volume(engine.daemon, engine.url, name, ctx))
         return {"volumes": {made: {"bind": DATA, "mode": "rw"}}}
     if kind == "tmpfs":
         return {"tmpfs": {DATA: f"size={data_bytes + TMPFS_HEADROOM}"}}

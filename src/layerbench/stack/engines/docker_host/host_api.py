@@ -25,12 +25,12 @@ from docker.errors import NotFound
 from docker.models.containers import Container
 
 from layerbench.errors import PrerequisiteError
-from layerbench.stack import swarm
+from layerbench.stack import docker_api
 from layerbench.stack.dockerd import API_ERRORS
 from layerbench.stack.ledger import Resource, tracked
 from layerbench.stack.target import BuildContext
 
-RUN_LABEL = swarm.RUN_LABEL
+RUN_LABEL = docker_api.RUN_LABEL
 # What a trial records of the daemon (its `docker info`), under names of our own.
 INFO_KEYS = {
     "Name": "name",
@@ -46,16 +46,16 @@ PROBE_TIMEOUT_S = 10
 HINT = "start the daemon there, or fix the URL (DOCKER_HOST's forms: unix:///PATH, tcp://HOST:PORT, ssh://USER@HOST)"
 
 
-shown = swarm.shown  # a daemon's URL without its TLS files, as messages and records show it
+shown = docker_api.shown  # a daemon's URL without its TLS files, as messages and records show it
 
 
 def connect(url: str) -> docker.DockerClient:
     """The daemon at ``url`` (its TLS files, if any, in the fragment: EngineSpec.daemon), once it answers."""
     try:
-        daemon = swarm.client(url)  # the SDK asks the daemon its API version here
+        daemon = docker_api.client(url)  # the SDK asks the daemon its API version here
         daemon.ping()
     except API_ERRORS as exc:
-        raise PrerequisiteError(f"no Docker daemon answers at {swarm.shown(url)}: {why(exc)}", hint=HINT) from exc
+        raise PrerequisiteError(f"no Docker daemon answers at {docker_api.shown(url)}: {why(exc)}", hint=HINT) from exc
     return daemon
 
 
@@ -63,7 +63,7 @@ def answers(url: str) -> str | None:
     """None where a daemon answers at ``url``, else why not (the feasibility rules' probe, which does not wait
     on an address that never answers as long as a trial's command would)."""
     try:
-        with contextlib.closing(swarm.client(url, PROBE_TIMEOUT_S)) as daemon:
+        with contextlib.closing(docker_api.client(url, PROBE_TIMEOUT_S)) as daemon:
             daemon.ping()
     except API_ERRORS as exc:
         return why(exc)
@@ -82,7 +82,7 @@ def why(exc: BaseException) -> str:
             return f"TLS: the daemon's certificate does not verify against tls.ca ({said})"
         return f"TLS: the daemon refused this client or its certificate ({said}): check tls.cert and tls.key"
     found = re.search(r"\[Errno -?\d+\] ([^\"')]+)", text) or re.search(r"\w+Error\(-?\d+, '([^']+)'\)", text)
-    return found.group(1).strip() if found else swarm.first_line(exc)
+    return found.group(1).strip() if found else docker_api.first_line(exc)
 
 
 def facts(info: dict[str, Any]) -> dict[str, Any]:
@@ -139,7 +139,7 @@ def run_scope(url: str, ctx: BuildContext) -> Iterator[None]:
 def remove_labelled(url: str, run_id: str) -> None:
     """Every container of the run on the daemon (with its anonymous volumes), then every volume of the run."""
     selector = {"label": f"{RUN_LABEL}={run_id}"}
-    with contextlib.closing(swarm.client(url)) as daemon:
+    with contextlib.closing(docker_api.client(url)) as daemon:
         for container in daemon.containers.list(all=True, filters=selector, sparse=True):
             with contextlib.suppress(NotFound):
                 container.remove(force=True, v=True)
@@ -155,7 +155,9 @@ def volume(daemon: docker.DockerClient, url: str, name: str, ctx: BuildContext) 
     def create(rid: int) -> str:
         return str(daemon.volumes.create(name, driver="local", labels={RUN_LABEL: ctx.run_id}).name)
 
-    with tracked(ctx.ledger, "docker-host-volume", name, create, lambda v: swarm.remove_volume(url, v), socket=url):
+    with tracked(
+        ctx.ledger, "docker-host-volume", name, create, lambda v: docker_api.remove_volume(url, v), socket=url
+    ):
         yield name
 
 
@@ -178,12 +180,12 @@ def container(
         try:
             made.start()
         except API_ERRORS as exc:
-            raise PrerequisiteError(f"the container on {swarm.shown(url)} did not start: {exc}") from exc
+            raise PrerequisiteError(f"the container on {docker_api.shown(url)} did not start: {exc}") from exc
         yield made
 
 
 def remove_container(url: str, name: str) -> None:
-    with contextlib.closing(swarm.client(url)) as daemon, contextlib.suppress(NotFound):
+    with contextlib.closing(docker_api.client(url)) as daemon, contextlib.suppress(NotFound):
         daemon.containers.get(name).remove(force=True, v=True)
 
 

@@ -25,7 +25,8 @@ from pathlib import Path
 
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Completed, Runner, spawn
-from layerbench.stack import dockerd, guest_agent, image, vm
+from layerbench.stack import dockerd, image
+from layerbench.stack.engines.vm import guest_agent, qemu
 from layerbench.stack.handle import kill_if_same, start_time
 from layerbench.stack.ledger import Resource, tracked
 from layerbench.stack.target import BuildContext
@@ -44,8 +45,8 @@ AGENT = "agent.py"
 # qemu writes its own PID here as it starts: cleanup finds a guest that a run killed before it could
 # record the PID in the ledger.
 PIDFILE = "qemu.pid"
-SCRIPT = f"exec python3 /mnt/{vm.SHARE_TAG}/{AGENT} /mnt/{vm.SHARE_TAG}\n"
-GUEST_SHARE = Path("/mnt") / vm.SHARE_TAG
+SCRIPT = f"exec python3 /mnt/{qemu.SHARE_TAG}/{AGENT} /mnt/{qemu.SHARE_TAG}\n"
+GUEST_SHARE = Path("/mnt") / qemu.SHARE_TAG
 # qemu's user-mode network forwards the host's ports to this address (its default for the guest).
 GUEST_ADDRESS = "10.0.2.15/24"
 GUEST_MOUNT = "/mnt/lbdata"  # where an engine mounts the filesystem it makes on the guest's data disk
@@ -79,7 +80,7 @@ class Guest:
             if time.monotonic() > deadline:
                 raise ToolError(args, None, f"no answer from the guest after {timeout:.0f}s")
             time.sleep(POLL_S)
-        data = json.loads(vm.guest_text(self.share, f"res/{name}"))
+        data = json.loads(qemu.guest_text(self.share, f"res/{name}"))
         answer.unlink()
         if data["rc"] is None:
             raise ToolError(args, None, data["stderr"])
@@ -108,7 +109,7 @@ class Guest:
             tar.unlink(missing_ok=True)
 
     def console_tail(self, chars: int = 2000) -> str:
-        return vm.read(self.directory / "console.log")[-chars:]
+        return qemu.read(self.directory / "console.log")[-chars:]
 
     def wait_ready(self, limit_s: float) -> None:
         ready = self.share / "ready"
@@ -119,7 +120,7 @@ class Guest:
             if time.monotonic() > deadline:
                 raise PrerequisiteError(f"the guest did not come up in {limit_s:.0f}s: {self.console_tail()}")
             time.sleep(POLL_S)
-        self.facts = json.loads(vm.guest_text(self.share, "ready"))
+        self.facts = json.loads(qemu.guest_text(self.share, "ready"))
 
     def stop(self) -> None:
         """Ask the guest to power off; kill it (by PID) if it does not within STOP_LIMIT_S."""
@@ -127,16 +128,16 @@ class Guest:
             (self.share / "stop").touch()
             with contextlib.suppress(subprocess.TimeoutExpired):  # killed below
                 self.process.wait(STOP_LIMIT_S)
-        vm.kill(self.process)
+        qemu.kill(self.process)
 
 
 @contextmanager
 def booted(
-    image: vm.GuestImage,
+    image: qemu.GuestImage,
     ctx: BuildContext,
     accel: str,
     disks: Sequence[str] = (),
-    shares: Sequence[vm.Share] = (),
+    shares: Sequence[qemu.Share] = (),
     memory_mib: int = 2048,
     cpus: int = 2,
     forwards: Sequence[tuple[int, int]] = (),
@@ -148,11 +149,11 @@ def booted(
 
     def create(rid: int) -> Guest:
         (directory / "share").mkdir(parents=True, mode=0o700)
-        vm.prepare_share(directory / "share", SCRIPT, shares)
+        qemu.prepare_share(directory / "share", SCRIPT, shares)
         shutil.copyfile(guest_agent.__file__, directory / "share" / AGENT)
         console = directory / "console.log"
         pidfile = directory / PIDFILE
-        argv = vm.qemu_argv(
+        argv = qemu.qemu_argv(
             image, accel, directory / "share", shares, console, memory_mib, cpus, disks, pidfile, forwards
         )
         process = spawn(argv, directory / "qemu.log")

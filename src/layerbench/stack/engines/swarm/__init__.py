@@ -41,10 +41,11 @@ from docker.types import Mount as SwarmMount
 
 from layerbench.errors import PrerequisiteError
 from layerbench.spec.models import EngineSpec, Limits, StackSpec
-from layerbench.stack import mountinfo, swarm
+from layerbench.stack import docker_api, mountinfo
 from layerbench.stack.cgroups import majmin, process_dirs, read_limits
 from layerbench.stack.dockerd import DockerEngine
 from layerbench.stack.engines.container import tools
+from layerbench.stack.engines.swarm import swarm_api
 from layerbench.stack.fleet import (
     IMAGE_TOOLS,
     Endpoint,
@@ -80,7 +81,7 @@ class NodeDaemon:
 class SwarmEngine:
     manager: docker.DockerClient
     manager_at: str
-    node: swarm.NodeFacts
+    node: swarm_api.NodeFacts
     daemon: docker.DockerClient  # the node's own
     exits: contextlib.ExitStack  # what lives as long as the engine: the tools image on the node
     tools_image: str | None = None
@@ -106,18 +107,18 @@ class SwarmEngine:
 
     def _load(self, binaries: dict[str, str], ctx: BuildContext, files: tuple[str, ...] = ()) -> str:
         """The image of these host binaries on the node: loaded there unless the node has it."""
-        return swarm.image_on(self.daemon, self.socket, binaries, ctx, self.exits, files)
+        return docker_api.image_on(self.daemon, self.socket, binaries, ctx, self.exits, files)
 
 
 @contextmanager
 def start(mount: Mount, spec: EngineSpec, ctx: BuildContext) -> Iterator[SwarmEngine]:
     """The run's row on the swarm, once the pinned node is found ready, with a daemon of its own here."""
-    url = swarm.manager_url()
-    manager = swarm.connect(url)
+    url = swarm_api.manager_url()
+    manager = swarm_api.connect(url)
     assert url is not None  # connect refuses none
     with contextlib.ExitStack() as exits:
         exits.callback(manager.close)
-        facts = swarm.nodes(manager)
+        facts = swarm_api.nodes(manager)
         node = facts.get(spec.node or "")
         if node is None or not node.ready or node.unreachable:
             state = (
@@ -129,9 +130,9 @@ def start(mount: Mount, spec: EngineSpec, ctx: BuildContext) -> Iterator[SwarmEn
             )
             raise PrerequisiteError(f"swarm node {spec.node!r} {state}")
         assert node.socket is not None  # reachable, so labelled
-        daemon = swarm.client(node.socket)
+        daemon = docker_api.client(node.socket)
         exits.callback(daemon.close)
-        exits.enter_context(swarm.run_scope(url, node, ctx))
+        exits.enter_context(swarm_api.run_scope(url, node, ctx))
         images = exits.enter_context(contextlib.ExitStack())  # closed before the run's row goes
         yield SwarmEngine(manager, url, node, daemon, images)
 
@@ -190,7 +191,7 @@ def _placement(
         mounts = _mounts(engine, name, kind, mount, data_bytes, ctx, exits)
         body = _service(name, image, engine.node.name, stack.limits, mounts, ctx.run_id, port)
         made, container = exits.enter_context(
-            swarm.service(engine.manager, engine.manager_at, engine.daemon, engine.socket, body, ctx)
+            swarm_api.service(engine.manager, engine.manager_at, engine.daemon, engine.socket, body, ctx)
         )
         info = {"placement": kind, "service": name, "service_id": made.id[:12], **_info(engine, container, image)}
         info.update(_limits(container, stack.limits, mount))
@@ -214,7 +215,7 @@ def _mounts(
     path = exits.enter_context(host_dir(mount.mountpoint / f"{name}-data", ctx))
     if kind == "bind":
         return [SwarmMount(DATA, str(path), type="bind")]
-    volume = exits.enter_context(swarm.bound_volume(engine.daemon, engine.socket, name, path, ctx))
+    volume = exits.enter_context(swarm_api.bound_volume(engine.daemon, engine.socket, name, path, ctx))
     return [SwarmMount(DATA, volume, type="volume")]
 
 
@@ -230,7 +231,7 @@ def _service(
     """The Docker SDK's arguments of the cell's service: one task on ``node``, never restarted, reached by
     name only (dnsrr: no virtual IP, no ingress: a kernel without IPVS runs it too), or at a port the
     node publishes itself (host mode: the node picks a free one)."""
-    labels = {swarm.RUN_LABEL: run_id}
+    labels = {docker_api.RUN_LABEL: run_id}
     ports = [{"TargetPort": port, "Protocol": "tcp", "PublishMode": "host"}] if port else None
     return {
         "image": image,

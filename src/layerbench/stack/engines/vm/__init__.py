@@ -27,9 +27,9 @@ from typing import Any
 from layerbench.errors import PrerequisiteError
 from layerbench.spec.models import EngineSpec, StackSpec
 from layerbench.spec.rules import VM_MAX_SERVERS
-from layerbench.stack import guest_servers, vm
+from layerbench.stack.engines.vm import guest_servers, qemu
+from layerbench.stack.engines.vm.guest import GONE, GONE_RC, GUEST_MOUNT, Guest, booted
 from layerbench.stack.fleet import Starter, free_port
-from layerbench.stack.guest import GONE, GONE_RC, GUEST_MOUNT, Guest, booted
 from layerbench.stack.ledger import tracked
 from layerbench.stack.target import BuildContext, Mount, Target
 from layerbench.workloads.servers import ServerDef
@@ -73,9 +73,9 @@ def guest_on(
 ) -> Iterator[tuple[Guest, dict[str, Any]]]:
     """A guest whose /dev/vdb is the stack's device, or a disk file on its filesystem with a filesystem of
     the same type made and mounted in the guest at GUEST_MOUNT; with the facts every trial records."""
-    image = vm.require(ctx.cache_dir)
-    accel = vm.accel_for(image, ctx.work_dir)
-    shares = [vm.Share("lbcache", ctx.cache_dir)] if ctx.cache_dir.is_dir() else []  # IOzone, at its host path
+    image = qemu.require(ctx.cache_dir)
+    accel = qemu.accel_for(image, ctx.work_dir)
+    shares = [qemu.Share("lbcache", ctx.cache_dir)] if ctx.cache_dir.is_dir() else []  # IOzone, at its host path
     with contextlib.ExitStack() as stack:
         disk = mount.device.path if mount.mountpoint is None else stack.enter_context(_disk_file(mount, ctx))
         guest = stack.enter_context(booted(image, ctx, accel, [disk], shares, forwards=forwards or ()))

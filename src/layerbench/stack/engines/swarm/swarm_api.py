@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,21 +28,17 @@ import docker
 from docker.errors import DockerException, NotFound
 from docker.models.containers import Container
 from docker.models.services import Service
-from docker.tls import TLSConfig
 
 from layerbench.errors import LayerbenchError, PrerequisiteError
 from layerbench.spec.feasibility import SwarmNode
-from layerbench.stack.image import IDLE, REPOSITORY, recipe
-from layerbench.stack.image_archive import ImageRecipe, write_archive
+from layerbench.stack.docker_api import RUN_LABEL, client, first_line, remove_volume
 from layerbench.stack.ledger import Resource, tracked
 from layerbench.stack.target import BuildContext
 
-RUN_LABEL = "layerbench.run"
 SOCKET_LABEL = "layerbench.socket"  # on a node: its own daemon's socket (our local swarm sets it)
 MANAGER_ENV = "LAYERBENCH_SWARM_MANAGER"  # `--swarm-manager` sets it, as `--kubeconfig` sets KUBECONFIG
 TASK_LIMIT_S = 300.0  # a guard against a task that never starts, not a deadline
 GONE_LIMIT_S = 300.0
-API_TIMEOUT_S = 60
 # A task's states from which it will never run (Swarm does not retry: the restart policy is none).
 ENDED = frozenset({"complete", "failed", "shutdown", "rejected", "orphaned", "remove"})
 HINT = f"pass --swarm-manager unix:///PATH/docker.sock (a manager's socket), or set {MANAGER_ENV}"
@@ -61,46 +56,6 @@ class NodeFacts:
 
 def manager_url() -> str | None:
     return os.environ.get(MANAGER_ENV) or None
-
-
-def client(url: str, timeout: float = API_TIMEOUT_S) -> docker.DockerClient:
-    """A client of the daemon at ``url``; a fragment names TLS files (EngineSpec.daemon): then the daemon's
-    certificate is verified against the CA (and its host name), and this client shows its own, as
-    ``docker --tlsverify`` does."""
-    base, _, fragment = url.partition("#")
-    if not fragment:
-        return docker.DockerClient(base_url=url, timeout=timeout)
-    return _TlsClient(base_url=base, timeout=timeout, tls=tls_config(fragment))
-
-
-class _TlsApiClient(docker.APIClient):
-    """The SDK's client whose requests trust tls.ca alone. requests lets REQUESTS_CA_BUNDLE or
-    CURL_CA_BUNDLE in the environment replace a session's CA file on every request (psf/requests#3829),
-    which would verify the daemon against the system's CAs instead; docker --tlsverify never does that."""
-
-    def merge_environment_settings(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        settings: dict[str, Any] = super().merge_environment_settings(*args, **kwargs)
-        settings["verify"] = self.verify
-        return settings
-
-
-class _TlsClient(docker.DockerClient):
-    def __init__(self, **kwargs: Any) -> None:
-        self.api = _TlsApiClient(**kwargs)  # all DockerClient's own __init__ does, with the client above
-
-
-def tls_config(fragment: str) -> TLSConfig:
-    files = dict(urllib.parse.parse_qsl(fragment))
-    for role in ("ca", "cert", "key"):
-        if role in files and not Path(files[role]).is_file():
-            raise PrerequisiteError(f"tls.{role}: no file at {files[role]}", hint="give the PEM file's path")
-    pair = (files["cert"], files["key"]) if "cert" in files else None
-    return TLSConfig(client_cert=pair, ca_cert=files["ca"], verify=True)
-
-
-def shown(url: str) -> str:
-    """A daemon's URL as a person reads it (without its TLS files)."""
-    return url.partition("#")[0]
 
 
 def connect(url: str | None) -> docker.DockerClient:
@@ -196,58 +151,6 @@ def remove_labelled(manager_at: str, socket: str, run_id: str) -> None:
                 volume.remove(force=True)
 
 
-def image_on(
-    daemon: docker.DockerClient,
-    socket: str,
-    binaries: dict[str, str],
-    ctx: BuildContext,
-    exits: contextlib.ExitStack,
-    files: tuple[str, ...] = (),
-    kind: str = "swarm-image",
-) -> str:
-    """The image of these host binaries on a daemon layerbench did not start (a swarm node's, a Docker
-    host's): loaded there unless it has it, removed when ``exits`` closes (ledger ``kind``)."""
-    _, _, tag = recipe(binaries, ctx, files)
-    ref = f"{REPOSITORY}:{tag}"
-    if has_image(daemon, ref):
-        return ref  # the daemon's own (an image it had before is left there)
-    archive = ctx.work_dir / f"{kind}-{tag}.tar"
-    write_archive(ImageRecipe(ref, binaries, list(files), IDLE), archive)
-    try:
-        exits.enter_context(loaded_image(daemon, socket, archive, ref, ctx, kind))
-    finally:
-        archive.unlink(missing_ok=True)
-    return ref
-
-
-@contextmanager
-def loaded_image(
-    daemon: docker.DockerClient, socket: str, archive: Path, ref: str, ctx: BuildContext, kind: str = "swarm-image"
-) -> Iterator[str]:
-    """``ref`` loaded into the daemon at ``socket`` from a docker-archive (no registry needed), removed after."""
-
-    def create(rid: int) -> str:
-        with archive.open("rb") as f:
-            daemon.images.load(f)
-        return ref
-
-    with tracked(ctx.ledger, kind, ref, create, lambda _: remove_image(socket, ref), socket=socket):
-        yield ref
-
-
-def has_image(daemon: docker.DockerClient, ref: str) -> bool:
-    try:
-        daemon.images.get(ref)
-    except NotFound:
-        return False
-    return True
-
-
-def remove_image(socket: str, ref: str) -> None:
-    with contextlib.closing(client(socket)) as daemon, contextlib.suppress(NotFound):
-        daemon.images.remove(ref)
-
-
 @contextmanager
 def bound_volume(daemon: docker.DockerClient, socket: str, name: str, path: Path, ctx: BuildContext) -> Iterator[str]:
     """A named volume of the local driver on the node whose data is ``path`` (a directory on the filesystem
@@ -260,11 +163,6 @@ def bound_volume(daemon: docker.DockerClient, socket: str, name: str, path: Path
 
     with tracked(ctx.ledger, "swarm-volume", name, create, lambda v: remove_volume(socket, v), socket=socket) as made:
         yield made
-
-
-def remove_volume(socket: str, name: str) -> None:
-    with contextlib.closing(client(socket)) as daemon, contextlib.suppress(NotFound):
-        daemon.volumes.get(name).remove(force=True)
 
 
 @contextmanager
@@ -334,21 +232,9 @@ def _wait(done: Callable[[], bool], what: str) -> None:
         time.sleep(0.2)
 
 
-def first_line(exc: BaseException) -> str:
-    return (str(exc).splitlines() or [type(exc).__name__])[0]
-
-
 # Removers for `cleanup`, from the ledger's rows (newest first: services, volumes, the image, the run).
 def reclaim_service(res: Resource, runner: Any) -> None:
     remove_service(res.detail["manager"], res.detail["socket"], res.ident)
-
-
-def reclaim_volume(res: Resource, runner: Any) -> None:
-    remove_volume(res.detail["socket"], res.ident)
-
-
-def reclaim_image(res: Resource, runner: Any) -> None:
-    remove_image(res.detail["socket"], res.ident)
 
 
 def reclaim_run(res: Resource, runner: Any) -> None:

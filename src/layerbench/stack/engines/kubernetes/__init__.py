@@ -43,9 +43,10 @@ from layerbench.errors import LayerbenchError, PrerequisiteError
 from layerbench.spec.models import EngineSpec, Limits, PlacementSpec, StackSpec
 from layerbench.spec.profiles import Budget
 from layerbench.spec.rules import KUBE_LOCAL_PLACEMENTS
-from layerbench.stack import kube, mountinfo
+from layerbench.stack import mountinfo
 from layerbench.stack.cgroups import majmin, process_dirs, read_limits
 from layerbench.stack.engines.container import tools
+from layerbench.stack.engines.kubernetes import kube_api
 from layerbench.stack.fleet import (
     IMAGE_TOOLS,
     PREPARE_TIMEOUT_S,
@@ -64,7 +65,7 @@ from layerbench.stack.route import source_address
 from layerbench.stack.target import BuildContext, Mount, Target
 from layerbench.workloads.servers import SERVER_UID, ServerDef
 
-# What a server's pod needs beyond the server and IMAGE_TOOLS: kube.write_file writes its config files
+# What a server's pod needs beyond the server and IMAGE_TOOLS: kube_api.write_file writes its config files
 # (Redis's password among them) with `sh -c printf`, the API having no copy; a server's own binaries may
 # lack a shell (Redis's and Cassandra's do: without it, writing redis.conf failed to exec).
 POD_TOOLS = ["sh"]
@@ -74,7 +75,7 @@ POD_TOOLS = ["sh"]
 class KubeEngine:
     core: client.CoreV1Api
     namespace: str
-    node: kube.NodeFacts
+    node: kube_api.NodeFacts
     exits: contextlib.ExitStack  # what lives as long as the engine: the tools image on the node
     tools_image: str | None = None
     kind: str = "kubernetes"
@@ -94,7 +95,7 @@ class KubeEngine:
     def budget(self, budget: Budget) -> Budget:
         """What the profiles divide on this node: the run's budget, within what a pod can still request
         there (requests equal limits: shares of more than that would never be scheduled)."""
-        cpus, memory = kube.room(self.core, self.node.name)
+        cpus, memory = kube_api.room(self.core, self.node.name)
         memory = min(budget.memory, memory) if budget.memory else memory
         return dataclasses.replace(budget, cpus=min(budget.cpus, cpus), memory=memory)
 
@@ -102,12 +103,12 @@ class KubeEngine:
         """The image of these host binaries on the node: loaded there unless the node has it."""
         _, _, tag = recipe(binaries, ctx, files)
         ref = f"{REPOSITORY}:{tag}"
-        if kube.has_image(self.node, ref, ctx.runner):
+        if kube_api.has_image(self.node, ref, ctx.runner):
             return ref
         archive = ctx.work_dir / f"k8s-image-{tag}.tar"
         write_archive(ImageRecipe(ref, binaries, list(files), ["sleep", "infinity"]), archive)
         try:
-            self.exits.enter_context(kube.load_image(self.node, archive, ref, ctx))
+            self.exits.enter_context(kube_api.load_image(self.node, archive, ref, ctx))
         finally:
             archive.unlink(missing_ok=True)
         return ref
@@ -116,15 +117,15 @@ class KubeEngine:
 @contextmanager
 def start(mount: Mount, spec: EngineSpec, ctx: BuildContext) -> Iterator[KubeEngine]:
     """The run's namespace on the cluster, once the pinned node is found Ready."""
-    config = kube.kubeconfig()
-    core = kube.connect(config)
-    facts = kube.nodes(core)
+    config = kube_api.kubeconfig()
+    core = kube_api.connect(config)
+    facts = kube_api.nodes(core)
     node = facts.get(spec.node or "")
     if node is None or not node.ready:
         state = "is not Ready" if node else f"is not in the cluster (its nodes: {', '.join(sorted(facts))})"
         raise PrerequisiteError(f"Kubernetes node {spec.node!r} {state}")
     with contextlib.ExitStack() as exits:
-        ns = exits.enter_context(kube.namespace(core, ctx, config))
+        ns = exits.enter_context(kube_api.namespace(core, ctx, config))
         images = exits.enter_context(contextlib.ExitStack())  # closed before the namespace goes
         yield KubeEngine(core, ns, node, images)
 
@@ -151,16 +152,16 @@ def _server(
         config = server_config(stack, data, host, definition.default_port, limits, ctx.cache_dir, ctx.password)
         config = dataclasses.replace(config, client_address=source_address(host, ctx.runner))
         for name, text in definition.setup_files(config).items():
-            kube.write_file(engine.core, engine.namespace, pod, f"{target.path}/{name}", text, private=True)
+            kube_api.write_file(engine.core, engine.namespace, pod, f"{target.path}/{name}", text, private=True)
         for step in definition.prepare(config):
             done = target.run(step, PREPARE_TIMEOUT_S)
             if done.rc != 0:
                 raise ServerError(f"{definition.kind} #{index}: {Path(step[0]).name} exited {done.rc}:\n{done.stderr}")
         for name, text in definition.config_files(config).items():
-            kube.write_file(engine.core, engine.namespace, pod, f"{data}/{name}", text, private=True)
+            kube_api.write_file(engine.core, engine.namespace, pod, f"{data}/{name}", text, private=True)
         with server_log(ctx.work_dir / f"{definition.kind}-{index}-{pod}.log") as log:
             cid = target.info["container_id"]
-            launch = partial(kube.start_exec, engine.core, engine.namespace, pod, cid, definition.argv(config), log)
+            launch = partial(kube_api.start_exec, engine.core, engine.namespace, pod, cid, definition.argv(config), log)
             with serving(definition, config, launch, ctx, index, host) as h:
                 yield Endpoint(index, host, config.port, config.memory, limits, h, dict(target.info))
 
@@ -183,15 +184,15 @@ def _placement(
     with contextlib.ExitStack() as exits:
         volume = _volume(engine, name, stack.placement, mount, data_bytes, ctx, exits, user)
         body = _pod(name, image, engine.node.name, stack.limits, volume, ctx.run_id, user)
-        running = exits.enter_context(kube.pod(engine.core, engine.namespace, body, ctx))
+        running = exits.enter_context(kube_api.pod(engine.core, engine.namespace, body, ctx))
         info = {"placement": kind, **_info(engine, running, image, stack.limits, mount)}
-        run = kube.exec_in(engine.core, engine.namespace, name)
-        put = kube.put_in(engine.core, engine.namespace, name)
+        run = kube_api.exec_in(engine.core, engine.namespace, name)
+        put = kube_api.put_in(engine.core, engine.namespace, name)
         table = None if "pid" in info else partial(_mount_table, run)  # another machine's pod: ask it
         if kind == "claim":
-            info["claim"] = kube.claim_facts(engine.core, engine.namespace, name)
+            info["claim"] = kube_api.claim_facts(engine.core, engine.namespace, name)
             info["data_mount"] = _data_mount(info.get("pid"), table)
-        yield Target(run, put, kube.DATA, False, mount.device, "kubernetes", info, mount_table=table)
+        yield Target(run, put, kube_api.DATA, False, mount.device, "kubernetes", info, mount_table=table)
 
 
 def _volume(
@@ -210,7 +211,7 @@ def _volume(
         return client.V1Volume(name="data", empty_dir=client.V1EmptyDirVolumeSource(medium="Memory", size_limit=size))
     if kind == "claim":
         assert placement.storage_class is not None and placement.size is not None  # the spec's validator
-        made = kube.class_claim(engine.core, engine.namespace, name, placement.storage_class, placement.size, ctx)
+        made = kube_api.class_claim(engine.core, engine.namespace, name, placement.storage_class, placement.size, ctx)
         source = client.V1PersistentVolumeClaimVolumeSource(claim_name=exits.enter_context(made))
         return client.V1Volume(name="data", persistent_volume_claim=source)
     assert mount.mountpoint is not None  # a container placement has a filesystem (spec/rules.py)
@@ -219,7 +220,7 @@ def _volume(
         os.chown(path, user, user)
     if kind == "bind":
         return client.V1Volume(name="data", host_path=client.V1HostPathVolumeSource(path=str(path), type="Directory"))
-    claim = exits.enter_context(kube.local_claim(engine.core, engine.namespace, name, engine.node.name, path, ctx))
+    claim = exits.enter_context(kube_api.local_claim(engine.core, engine.namespace, name, engine.node.name, path, ctx))
     source = client.V1PersistentVolumeClaimVolumeSource(claim_name=claim)
     return client.V1Volume(name="data", persistent_volume_claim=source)
 
@@ -235,9 +236,9 @@ def _data_mount(pid: int | None, table: Any) -> dict[str, Any]:
         entries = mountinfo.parse(table() if table else mountinfo.read(pid))
     except (OSError, LayerbenchError, mountinfo.MountinfoError) as exc:
         return {"unknown": f"cannot read the pod's mounts: {exc}"}
-    held = mountinfo.holding(entries, kube.DATA)
+    held = mountinfo.holding(entries, kube_api.DATA)
     if not held:
-        return {"unknown": f"no mount holds {kube.DATA} in the pod's mount table"}
+        return {"unknown": f"no mount holds {kube_api.DATA} in the pod's mount table"}
     return {"source": held[0].source, "fs_type": held[0].fs_type, "root": held[0].root}
 
 
@@ -251,7 +252,7 @@ def _pod(
         image_pull_policy="Never",  # no registry: the image was loaded onto the node
         command=["sleep", "infinity"],
         resources=client.V1ResourceRequirements(limits=resources, requests=resources) if resources else None,
-        volume_mounts=[client.V1VolumeMount(name="data", mount_path=kube.DATA)] if volume else None,
+        volume_mounts=[client.V1VolumeMount(name="data", mount_path=kube_api.DATA)] if volume else None,
     )
     spec = client.V1PodSpec(
         containers=[container],
@@ -266,7 +267,7 @@ def _pod(
         if user is not None
         else None,
     )
-    meta = client.V1ObjectMeta(name=name, labels={kube.RUN_LABEL: kube.label(run_id)})
+    meta = client.V1ObjectMeta(name=name, labels={kube_api.RUN_LABEL: kube_api.label(run_id)})
     return client.V1Pod(metadata=meta, spec=spec)
 
 
@@ -291,7 +292,7 @@ def _info(engine: KubeEngine, running: client.V1Pod, image: str, limits: Limits,
         "fio_sha256": binary_digests(["fio"])["fio"],  # the image holds this host's fio
     }
     status = (running.status.container_statuses or [None])[0]
-    pid = kube.container_pid(status.container_id) if engine.node.local and status and status.container_id else None
+    pid = kube_api.container_pid(status.container_id) if engine.node.local and status and status.container_id else None
     if status and status.container_id:
         info["container_id"] = status.container_id
     if pid is None:

@@ -26,6 +26,7 @@ from layerbench.errors import ToolError
 from layerbench.spec.models import Limits, StackSpec
 from layerbench.stack import handle as handles
 from layerbench.stack import image
+from layerbench.stack.engines.vm.guest import GUEST_MOUNT, GUEST_SHARE, Guest
 from layerbench.stack.fleet import (
     IMAGE_TOOLS,
     PREPARE_TIMEOUT_S,
@@ -35,7 +36,6 @@ from layerbench.stack.fleet import (
     server_config,
     wait_ready,
 )
-from layerbench.stack.guest import GUEST_MOUNT, GUEST_SHARE, Guest
 from layerbench.stack.target import BuildContext, Mount
 from layerbench.workloads.servers import SERVER_UID, ServerConfig, ServerDef
 
