@@ -8,7 +8,7 @@ and its server asked, in its protocol, whether it lets a client in without the r
   wildcard) and refuse a client without the password.
 
 The servers are found in the run's ledger (their host PIDs: a pod's server by its container's cgroup,
-stack/kube.py), their sockets in their own network namespace's tables, and each is asked from inside
+engines/kubernetes/kube_api.py), their sockets in their own network namespace's tables, and each is asked from inside
 that namespace (tests/sockets.py)."""
 
 from __future__ import annotations

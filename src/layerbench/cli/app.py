@@ -105,7 +105,7 @@ def use_kubeconfig(path: Path | None) -> None:
         os.environ["KUBECONFIG"] = str(path.resolve())
 
 
-SWARM_ENV = "LAYERBENCH_SWARM_MANAGER"  # stack/swarm.py's MANAGER_ENV (the CLI imports no stack module)
+SWARM_ENV = "LAYERBENCH_SWARM_MANAGER"  # engines/swarm/swarm_api.py's MANAGER_ENV (the CLI imports no stack module)
 SWARM_OPTION = typer.Option(
     None,
     "--swarm-manager",

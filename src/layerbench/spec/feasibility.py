@@ -25,7 +25,7 @@ class SwarmNode:
     """A Docker Swarm node as the rules see it."""
 
     ready: bool
-    unreachable: str | None  # why its own daemon cannot be used from this host (stack/swarm.py); None: it can
+    unreachable: str | None  # why its own daemon cannot be used from this host (swarm/swarm_api.py); None: it can
 
 
 @dataclass(frozen=True)
@@ -63,14 +63,14 @@ class HostCaps:
     # Images of image servers (spec/databases.py), probed only for experiments that name them:
     # reference or archive path -> None where the engine can have it, else why not.
     images: dict[str, str | None] = field(default_factory=dict)
-    # The Kubernetes cluster (stack/kube.py), probed only for experiments with kubernetes cells: its nodes
+    # The Kubernetes cluster (kubernetes/kube_api.py), probed only for experiments with kubernetes cells: its nodes
     # by name, or why it could not be reached.
     kube: dict[str, ClusterNode] | str = "not probed: the experiment has no kubernetes cells"
     kube_classes: frozenset[str] = frozenset()  # the cluster's StorageClasses, by name (probed with kube)
-    # The Docker Swarm (stack/swarm.py), probed only for experiments with swarm cells: its nodes by
+    # The Docker Swarm (stack/engines/swarm/swarm_api.py), probed only for experiments with swarm cells: its nodes by
     # hostname, or why the manager could not be reached.
     swarm: dict[str, SwarmNode] | str = "not probed: the experiment has no swarm cells"
-    # Docker daemons named by URL (stack/dockerhost.py), probed only for the experiment's docker-host cells:
+    # Docker daemons named by URL (engines/docker_host/host_api.py), probed only for the experiment's docker-host cells:
     # URL -> None where a daemon answers there, else why not (an absent URL was not probed).
     docker_hosts: dict[str, str | None] = field(default_factory=dict)
     # OCI runtimes (spec/runtimes.py), probed only for the experiment's cells that name one (stack/runtimes.py):

@@ -179,7 +179,7 @@ class DockerTls(Frozen):
         return self
 
     def fragment(self) -> str:
-        """The files, as the fragment of the daemon's address (stack/dockerhost.py reads it back)."""
+        """The files, as the fragment of the daemon's address (engines/docker_host/host_api.py reads it back)."""
         return urllib.parse.urlencode({k: v for k, v in self.model_dump().items() if v is not None})
 
 
@@ -270,7 +270,7 @@ class EngineSpec(Frozen):
 
     @property
     def daemon(self) -> str | None:
-        """A docker-host's daemon as stack/dockerhost.py reaches it: its URL, with its TLS files (if any) as
+        """A docker-host's daemon as engines/docker_host/host_api.py reaches it: its URL, with its TLS files (if any) as
         the URL's fragment, so that one string names the daemon and how to trust it, in the ledger too."""
         if self.node is None or self.tls is None:
             return self.node

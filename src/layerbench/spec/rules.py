@@ -349,7 +349,7 @@ def _cluster_server_options(s: StackSpec, unit: str) -> str | None:
 
 
 def _swarm_ready(s: StackSpec, caps: HostCaps) -> str | None:
-    """A swarm node this host reaches through its own daemon (stack/swarm.py), with what a service has."""
+    """A swarm node this host reaches through its own daemon (engines/swarm/swarm_api.py), with what a service has."""
     if isinstance(caps.swarm, str):
         return f"no Docker Swarm: {caps.swarm}"
     node = caps.swarm.get(s.engine.node or "")
@@ -377,7 +377,7 @@ def _swarm_ready(s: StackSpec, caps: HostCaps) -> str | None:
 
 
 def _docker_host_ready(s: StackSpec, caps: HostCaps) -> str | None:
-    """A daemon that answers at its URL (stack/dockerhost.py), with what layerbench can ask of it from here."""
+    """A daemon that answers at its URL (docker_host/host_api.py), with what layerbench can ask of it from here."""
     url = s.engine.node or ""
     why = caps.docker_hosts.get(s.engine.daemon or "", "not probed")
     if why is not None:

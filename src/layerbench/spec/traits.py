@@ -95,7 +95,7 @@ TRAITS: dict[str, EngineTraits] = {
         node="its name in the cluster",
         probe="kube-nodes",
     ),
-    # Every node is reached through its own daemon, on this host (stack/swarm.py).
+    # Every node is reached through its own daemon, on this host (stack/engines/swarm/swarm_api.py).
     "swarm": EngineTraits("Docker Swarm", node="its hostname in the swarm", node_here=True, probe="swarm-nodes"),
     # A daemon layerbench did not start, named by URL: its storage is its own, on its machine.
     "docker-host": EngineTraits(

@@ -1,6 +1,6 @@
 """The vm+docker engine: a container in a qemu guest (seed 002's VM-C-L and VM-C-H).
 
-The guest is the vm engine's (engines/vm.py: its disk a file on the stack's filesystem, with a filesystem
+The guest is the vm engine's (engines/vm/: its disk a file on the stack's filesystem, with a filesystem
 of the same type made in the guest). A dockerd runs there as a transient systemd unit, with the same
 arguments as a private dockerd on the host (stack/dockerd.py) and its data-root on the guest's disk; the
 tools image is the host's binaries and libraries (stack/image.py), imported in the guest, so fio is the
@@ -8,7 +8,7 @@ same file as in every other container cell. The placements are the container's: 
 bind (a directory of the guest's filesystem: VM-C-H), volume, tmpfs. Everything is driven with the docker
 CLI in the guest, over the guest's command channel: argument lists, never a shell.
 
-The ledger records the guest (stack/guest.py), not what runs in it: the guest's root is a snapshot that
+The ledger records the guest (engines/vm/guest.py), not what runs in it: the guest's root is a snapshot that
 its power-off discards and its disk file is removed with the stack, so nothing made in it can outlive
 the guest.
 """

@@ -10,7 +10,7 @@ container's own mount table. Placements (spec/rules.py):
 - volume: a named volume of the daemon's local driver (under its data-root: that filesystem);
 - tmpfs: memory (a control, as on Docker).
 
-The tools image is loaded into the daemon from a docker-archive unless it has it (stack/swarm.py's
+The tools image is loaded into the daemon from a docker-archive unless it has it (stack/docker_api.py's
 ``image_on``), and every command of a trial is an exec into the container (stack/placement.py's
 ``exec_in``); one that times out is killed from inside the container, since the daemon's PIDs may be
 another machine's. Limits (cpus, memory, cpuset) are the container's, read back from the daemon's

@@ -9,7 +9,7 @@ guest I/O reaches the stack's device:
   preallocated (``fallocate``), and the guest makes a filesystem of the same type on it and works
   in a directory there: a VM's local disk as a VM host keeps it.
 
-Commands reach the guest through ``stack/guest.py``'s channel. KVM where a probe guest ran (spec/rules.py
+Commands reach the guest through ``vm/guest.py``'s channel. KVM where a probe guest ran (spec/rules.py
 refuses VM cells without it unless the spec allows emulation); an emulated guest's trials carry a
 ``not-comparable`` flag, since a TCG CPU is 10-50x slower than the host's.
 """
@@ -56,7 +56,7 @@ class VmEngine:
         return _placed(self, stack)
 
     def server_starter(self, definition: ServerDef, exits: contextlib.ExitStack, ctx: BuildContext) -> Starter:
-        """How a database fleet starts its servers in this guest (stack/guest_servers.py)."""
+        """How a database fleet starts its servers in this guest (guest_servers.py)."""
         return guest_servers.starter(self.guest, self.ports, definition, exits, ctx)
 
 

@@ -1,6 +1,6 @@
 """A guest that stays up: a VM booted once per engine layer, running the host's commands until told to stop.
 
-``stack/vm.py`` boots a guest for one script; the VM engine needs one that lives as long as its stack and
+``qemu.py`` boots a guest for one script; the VM engine needs one that lives as long as its stack and
 runs every command of every trial. The guest's boot unit (tools/vm/guest/) starts ``guest_agent.py``
 from the 9p share, and ``Guest.run`` passes argument lists to it and gets back exit code, stdout and
 stderr, with the timeout enforced inside the guest as ``proc.run`` enforces it on the host.
@@ -38,7 +38,7 @@ BOOT_LIMIT_S = 1200.0
 STOP_LIMIT_S = 180.0
 # Beyond a command's own timeout (enforced in the guest): the round trip over 9p.
 ANSWER_GRACE_S = 60.0
-# What a command gets when the guest is gone: the engine's failure, not the tool's (engines/vm.py).
+# What a command gets when the guest is gone: the engine's failure, not the tool's (engines/vm/).
 GONE_RC = 255
 GONE = "layerbench: the guest is gone"
 AGENT = "agent.py"

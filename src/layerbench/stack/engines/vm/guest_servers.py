@@ -9,7 +9,7 @@ tail when it fails. The client on the host reaches it through a port qemu forwar
 loopback (user-mode networking, ``restrict=on``: the guest reaches nothing else); that network path is
 part of what a VM cell measures.
 
-Nothing here is in the ledger: it all lives in the guest, and the guest is (stack/guest.py).
+Nothing here is in the ledger: it all lives in the guest, and the guest is (guest.py).
 """
 
 from __future__ import annotations
