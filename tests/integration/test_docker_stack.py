@@ -26,7 +26,7 @@ from layerbench import proc
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.spec.models import Limits, PlacementSpec
 from layerbench.stack.cgroups import mismatches
-from layerbench.stack.dockerd import API_ERRORS, DockerEngine, log_tail, mentions, mounts_below, private_dockerd
+from layerbench.stack.dockerd import API_ERRORS, ApiDaemon, log_tail, mentions, mounts_below, private_dockerd
 from layerbench.stack.image import LABEL_PREFIX, binary_digests, ensure_image
 from layerbench.stack.ledger import Ledger
 from layerbench.stack.placement import container_placement, native_placement
@@ -117,7 +117,7 @@ def make_ctx(tmp: Path, run_id: str) -> BuildContext:
 class Stack:
     ctx: BuildContext
     mount: Mount
-    engine: DockerEngine
+    engine: ApiDaemon
     image: str
 
 
@@ -182,7 +182,7 @@ def processes_naming(*roots: Path) -> list[str]:
     return found
 
 
-def assert_nothing_left(engine: DockerEngine, mount: Mount, ctx: BuildContext, live_ok: tuple[str, ...] = ()) -> None:
+def assert_nothing_left(engine: ApiDaemon, mount: Mount, ctx: BuildContext, live_ok: tuple[str, ...] = ()) -> None:
     assert mount.mountpoint is not None
     assert not alive(engine.pid), "dockerd still runs"
     containerd = engine.info.get("containerd_pid")

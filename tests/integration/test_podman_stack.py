@@ -24,7 +24,7 @@ from layerbench.mount_check import volatile_check
 from layerbench.spec.models import EngineSpec, Limits, PlacementSpec, StackSpec
 from layerbench.stack import mountinfo
 from layerbench.stack.cgroups import mismatches
-from layerbench.stack.dockerd import DockerEngine, mounts_below
+from layerbench.stack.dockerd import ApiDaemon, mounts_below
 from layerbench.stack.engines import ENGINES
 from layerbench.stack.engines.container import ApiEngine
 from layerbench.stack.engines.podman import HOST_DIRS, containers_conf, podman_argv, service_env
@@ -72,7 +72,7 @@ class Stack:
     engine: ApiEngine
 
     @property
-    def daemon(self) -> DockerEngine:
+    def daemon(self) -> ApiDaemon:
         return self.engine.daemon
 
 
@@ -105,7 +105,7 @@ def podman_stack(tmp: Path, fs: str, mkfs: list[str], driver: str) -> Iterator[S
     assert set(Path("/var/tmp").glob("api_load.tar*")) <= spooled_before, "an image import's spool file outlived it"
 
 
-def assert_nothing_left(daemon: DockerEngine, mount: Mount, ctx: BuildContext) -> None:
+def assert_nothing_left(daemon: ApiDaemon, mount: Mount, ctx: BuildContext) -> None:
     assert mount.mountpoint is not None
     assert not alive(daemon.pid), "the podman service still runs"
     assert processes_naming(daemon.exec_root, daemon.data_root) == []  # conmon, exit commands

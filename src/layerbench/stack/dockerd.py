@@ -65,7 +65,7 @@ INFO_KEYS = (
 
 
 @dataclass
-class DockerEngine:
+class ApiDaemon:
     """A private daemon that speaks Docker's API (dockerd, or Podman's service), reached by the Docker SDK."""
 
     client: docker.DockerClient
@@ -137,7 +137,7 @@ def private_dockerd(
     ctx: BuildContext,
     storage_opts: tuple[str, ...] = (),
     config: dict[str, Any] | None = None,
-) -> Iterator[DockerEngine]:
+) -> Iterator[ApiDaemon]:
     """A dockerd with ``driver`` (and its ``storage_opts``) whose data-root is on ``mount``; ``config`` is
     more of its config file (daemon_config)."""
     if mount.mountpoint is None:
@@ -147,7 +147,7 @@ def private_dockerd(
     log = ctx.work_dir / f"dockerd-{exec_root.name}.log"
     host_dirs = [d for d in HOST_DIRS if not d.exists()]
 
-    def start(rid: int) -> DockerEngine:
+    def start(rid: int) -> ApiDaemon:
         try:
             process = _spawn(data_root, exec_root, driver, log, storage_opts, config)
         except (OSError, ToolError) as exc:  # no dockerd binary, or /run not writable: nothing runs yet
@@ -165,7 +165,7 @@ def private_dockerd(
         ctx.ledger.update(rid, containerd_pid=engine.info.get("containerd_pid"))
         return engine
 
-    def stop(engine: DockerEngine) -> None:
+    def stop(engine: ApiDaemon) -> None:
         remove_containers_and_volumes(engine)
         engine.client.close()
         assert engine.process is not None  # set by _ready
@@ -200,7 +200,7 @@ def _spawn(
     return spawn(dockerd_argv(data_root, exec_root, driver, storage_opts), log, env=env)
 
 
-def _ready(process: subprocess.Popen[bytes], exec_root: Path, data_root: Path, driver: str, log: Path) -> DockerEngine:
+def _ready(process: subprocess.Popen[bytes], exec_root: Path, data_root: Path, driver: str, log: Path) -> ApiDaemon:
     socket = exec_root / "docker.sock"
     started = time.monotonic()
     while time.monotonic() - started < READY_TIMEOUT_S:
@@ -251,7 +251,7 @@ def _engine(
     data_root: Path,
     driver: str,
     log: Path,
-) -> DockerEngine:
+) -> ApiDaemon:
     info = client.info()
     if info.get("Driver") != driver:
         client.close()
@@ -264,7 +264,7 @@ def _engine(
     kept["containerd_pid"] = _containerd_pid(exec_root)
     kept["containerd"] = "managed" if kept["containerd_pid"] else f"system ({SYSTEM_CONTAINERD})"
     version = str(info.get("ServerVersion"))
-    return DockerEngine(client, socket, data_root, exec_root, driver, process.pid, version, kept, log, process)
+    return ApiDaemon(client, socket, data_root, exec_root, driver, process.pid, version, kept, log, process)
 
 
 def _containerd_pid(exec_root: Path) -> int | None:
@@ -274,7 +274,7 @@ def _containerd_pid(exec_root: Path) -> int | None:
         return None
 
 
-def remove_containers_and_volumes(engine: DockerEngine) -> None:
+def remove_containers_and_volumes(engine: ApiDaemon) -> None:
     # A daemon that died cannot answer; the process and mount sweep in _stop still
     # removes what its containers left, so an unreachable API is not fatal here.
     try:

@@ -36,7 +36,7 @@ from layerbench.spec.traits import traits
 from layerbench.stack import handle as handles
 from layerbench.stack import image_source
 from layerbench.stack.calibrate import device_bandwidth
-from layerbench.stack.dockerd import DockerEngine
+from layerbench.stack.dockerd import ApiDaemon
 from layerbench.stack.image import resolve
 from layerbench.stack.ledger import tracked
 from layerbench.stack.network import Network, bridge_network
@@ -152,7 +152,7 @@ def _in_container(
     engine: ContainerEngine, stack: StackSpec, definition: ServerDef, mount: Mount, exits: ExitStack, ctx: BuildContext
 ) -> Starter:
     """The per-instance starter for this engine: one image and one network for all instances."""
-    docker: DockerEngine = engine.daemon
+    docker: ApiDaemon = engine.daemon
     binaries = {**resolve(IMAGE_TOOLS), **definition.binaries(ctx.cache_dir)}
     image = engine.image(binaries, ctx, definition.files(ctx.cache_dir))
     network = None if tuned(stack.tuning, "host-network") else exits.enter_context(bridge_network(docker, ctx))
@@ -184,7 +184,7 @@ def _from_image(engine: ContainerEngine, stack: StackSpec, exits: ExitStack, ctx
     or the spec's limits set one."""
     server = stack.server
     assert server is not None and server.image is not None and server.port is not None and server.data_path
-    docker: DockerEngine = engine.daemon
+    docker: ApiDaemon = engine.daemon
     image = image_source.acquire(docker, server.image)
     network = None if tuned(stack.tuning, "host-network") else exits.enter_context(bridge_network(docker, ctx))
     command = list(server.command) if server.command is not None else None
@@ -270,9 +270,7 @@ def _container_options(stack: StackSpec, network: Network | None) -> dict[str, A
     return options | tuning_options(stack.tuning)
 
 
-def _address(
-    docker: DockerEngine, target: Target, network: Network | None, definition: ServerDef
-) -> tuple[str, str, int]:
+def _address(docker: ApiDaemon, target: Target, network: Network | None, definition: ServerDef) -> tuple[str, str, int]:
     """(where the host reaches it, what it binds, its port)."""
     if network is None:  # the host's network: loopback, a port of its own
         return "127.0.0.1", "127.0.0.1", free_port()
@@ -281,7 +279,7 @@ def _address(
     return address, address, definition.default_port
 
 
-def _bridge_address(docker: DockerEngine, target: Target, network: Network) -> str:
+def _bridge_address(docker: ApiDaemon, target: Target, network: Network) -> str:
     container = docker.client.containers.get(target.info["container"])
     return str(container.attrs["NetworkSettings"]["Networks"][network.name]["IPAddress"])
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from docker.errors import ImageNotFound
 
 from layerbench.errors import PrerequisiteError, ToolError
-from layerbench.stack.dockerd import API_ERRORS, DockerEngine
+from layerbench.stack.dockerd import API_ERRORS, ApiDaemon
 from layerbench.stack.ldd import missing_libraries, parse_ldd
 from layerbench.stack.target import BuildContext
 
@@ -144,7 +144,7 @@ def closure(paths: dict[str, str], ctx: BuildContext, extra: list[str] | tuple[s
 
 
 def ensure_image(
-    engine: DockerEngine,
+    engine: ApiDaemon,
     binaries: list[str] | dict[str, str],
     ctx: BuildContext,
     files: list[str] | tuple[str, ...] = (),
@@ -177,7 +177,7 @@ def changes(paths: dict[str, str], labels: dict[str, str]) -> list[str]:
     return [f"ENV PATH={':'.join(search)}", *(f"LABEL {k}={v}" for k, v in sorted(labels.items()))]
 
 
-def _import(engine: DockerEngine, entries: list[Entry], tag: str, changes: list[str], ctx: BuildContext) -> None:
+def _import(engine: ApiDaemon, entries: list[Entry], tag: str, changes: list[str], ctx: BuildContext) -> None:
     ref = f"{REPOSITORY}:{tag}"
     tar_path = ctx.work_dir / f"image-{tag}.tar"  # a file, not memory: fio's libraries weigh ~100 MB
     try:
@@ -193,7 +193,7 @@ def _import(engine: DockerEngine, entries: list[Entry], tag: str, changes: list[
         raise ToolError(["docker", "import", ref], 1, f"the daemon answered {answer!r} but has no {ref}")
 
 
-def _tag_imported(engine: DockerEngine, answer: str, tag: str) -> None:
+def _tag_imported(engine: ApiDaemon, answer: str, tag: str) -> None:
     """Podman 4.3's Docker API imports as ``:latest`` whatever tag it is given; its answer names the image."""
     found = re.search(r"sha256:[0-9a-f]{64}", answer or "")
     if found is None:
@@ -203,11 +203,11 @@ def _tag_imported(engine: DockerEngine, answer: str, tag: str) -> None:
         engine.client.images.remove(f"{REPOSITORY}:latest")
 
 
-def image_labels(engine: DockerEngine, ref: str) -> dict[str, str]:
+def image_labels(engine: ApiDaemon, ref: str) -> dict[str, str]:
     return dict(engine.client.images.get(ref).labels or {})
 
 
-def _has_image(engine: DockerEngine, ref: str) -> bool:
+def _has_image(engine: ApiDaemon, ref: str) -> bool:
     try:
         engine.client.images.get(ref)
     except ImageNotFound:

@@ -20,7 +20,7 @@ from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.spec.databases import is_archive
 
 if TYPE_CHECKING:  # the host's capabilities probe images before any daemon exists: no import cycle
-    from layerbench.stack.dockerd import DockerEngine
+    from layerbench.stack.dockerd import ApiDaemon
 
 DOCKER_HUB = "registry-1.docker.io"  # what the daemon asks for a reference with no registry in it
 CONNECT_TIMEOUT_S = 5.0
@@ -67,7 +67,7 @@ def _registry_missing(reference: str) -> str | None:
     return None
 
 
-def acquire(engine: DockerEngine, image: str) -> str:
+def acquire(engine: ApiDaemon, image: str) -> str:
     """The image in this daemon (loaded from its file, or pulled); the reference to create containers from."""
     from layerbench.stack.dockerd import API_ERRORS  # here: capabilities imports this module, dockerd it
 
@@ -85,7 +85,7 @@ def acquire(engine: DockerEngine, image: str) -> str:
     return image
 
 
-def _load(engine: DockerEngine, path: Path) -> str:
+def _load(engine: ApiDaemon, path: Path) -> str:
     from layerbench.stack.dockerd import API_ERRORS
 
     tags = archive_tags(path)

@@ -22,7 +22,7 @@ from pathlib import Path
 from docker.errors import NotFound
 
 from layerbench.proc import Runner
-from layerbench.stack.dockerd import API_ERRORS, DockerEngine
+from layerbench.stack.dockerd import API_ERRORS, ApiDaemon
 from layerbench.stack.ledger import tracked
 from layerbench.stack.target import BuildContext
 
@@ -40,7 +40,7 @@ def bridge_name(network_id: str) -> str:
 
 
 @contextmanager
-def bridge_network(engine: DockerEngine, ctx: BuildContext) -> Iterator[Network]:
+def bridge_network(engine: ApiDaemon, ctx: BuildContext) -> Iterator[Network]:
     name = f"lb-net-{uuid.uuid4().hex[:8]}"
 
     def create(rid: int) -> Network:

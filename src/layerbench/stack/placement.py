@@ -39,7 +39,7 @@ from layerbench.spec.databases import tuned
 from layerbench.spec.models import Limits, PlacementSpec
 from layerbench.stack.cell_cgroup import cell_cgroup
 from layerbench.stack.cgroups import majmin, process_dirs, read_limits
-from layerbench.stack.dockerd import API_ERRORS, DockerEngine
+from layerbench.stack.dockerd import API_ERRORS, ApiDaemon
 from layerbench.stack.handle import marked_env, new_mark, start_time
 from layerbench.stack.image import IDLE, LABEL_PREFIX, binary_digests, image_labels
 from layerbench.stack.ledger import tracked
@@ -127,7 +127,7 @@ def host_dir(path: Path, ctx: BuildContext) -> Iterator[Path]:
 
 @contextmanager
 def container_placement(
-    engine: DockerEngine,
+    engine: ApiDaemon,
     image: str,
     mount: Mount,
     spec: PlacementSpec,
@@ -202,7 +202,7 @@ def limit_kwargs(limits: Limits, device: str) -> dict[str, Any]:
 
 
 def _data_kwargs(
-    engine: DockerEngine,
+    engine: ApiDaemon,
     mount: Mount,
     spec: PlacementSpec,
     data_bytes: int,
@@ -227,7 +227,7 @@ def _data_kwargs(
 
 
 @contextmanager
-def _volume(engine: DockerEngine, ctx: BuildContext) -> Iterator[str]:
+def _volume(engine: ApiDaemon, ctx: BuildContext) -> Iterator[str]:
     name = f"lb-{uuid.uuid4().hex[:8]}"
 
     def create(rid: int) -> str:
@@ -243,7 +243,7 @@ def _volume(engine: DockerEngine, ctx: BuildContext) -> Iterator[str]:
 
 @contextmanager
 def _container(
-    engine: DockerEngine,
+    engine: ApiDaemon,
     image: str,
     spec: PlacementSpec,
     kwargs: dict[str, Any],
@@ -280,7 +280,7 @@ def _container(
 Killer = Callable[[Any, str], None]  # (the API client, a timed-out exec's id): end that exec's processes
 
 
-def exec_in(engine: DockerEngine, container: Container, kill: Killer | None = None) -> Exec:
+def exec_in(engine: ApiDaemon, container: Container, kill: Killer | None = None) -> Exec:
     """``run(argv, timeout)`` inside the container, with the timeout proc.run has natively. A timed-out exec's
     processes are killed by their host PIDs (``kill`` otherwise: a daemon on another machine has other PIDs)."""
     api = engine.client.api

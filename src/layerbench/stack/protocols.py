@@ -31,7 +31,7 @@ class Engine(Protocol):
 class ContainerEngine(Engine, Protocol):
     """An engine with images and containers (what a database fleet needs beyond ``place``)."""
 
-    daemon: Any  # stack.dockerd.DockerEngine: the Docker API client of this engine
+    daemon: Any  # stack.dockerd.ApiDaemon: the Docker API client of this engine
 
     def image(self, binaries: dict[str, str], ctx: BuildContext, files: tuple[str, ...] = ()) -> str: ...
 

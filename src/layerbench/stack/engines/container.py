@@ -1,6 +1,6 @@
 """What Docker and Podman share: an engine reached through Docker's API.
 
-Both hand the same ``DockerEngine`` (a client of a private daemon's socket) to
+Both hand the same ``ApiDaemon`` (a client of a private daemon's socket) to
 the placement, image and network layers; an engine's own container options
 (Podman's cgroup parent) ride along with every container it creates.
 """
@@ -18,7 +18,7 @@ import docker
 from layerbench.proc import Runner
 from layerbench.spec.models import Limits, PlacementSpec, StackSpec
 from layerbench.stack import network
-from layerbench.stack.dockerd import DockerEngine
+from layerbench.stack.dockerd import ApiDaemon
 from layerbench.stack.image import ensure_image, resolve
 from layerbench.stack.ledger import Resource
 from layerbench.stack.placement import Role, container_placement, tuning_options
@@ -31,7 +31,7 @@ IMAGE_BINARIES = ["fio", "sleep", "truncate", "sh", "cat"]
 
 @dataclass
 class ApiEngine:
-    daemon: DockerEngine
+    daemon: ApiDaemon
     options: dict[str, Any] = field(default_factory=dict)  # every container's, beside the placement's own
     tools_image: str | None = None  # imported the first time a stack needs it
 
@@ -40,7 +40,7 @@ class ApiEngine:
         return self.daemon.kind
 
     @property
-    def docker(self) -> DockerEngine:
+    def docker(self) -> ApiDaemon:
         """The daemon, under the name the stack builder's engine layer had before the seam."""
         return self.daemon
 

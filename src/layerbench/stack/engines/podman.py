@@ -35,7 +35,7 @@ from layerbench.proc import Runner, spawn
 from layerbench.spec.models import EngineSpec
 from layerbench.spec.runtimes import RUNTIMES
 from layerbench.stack import dockerd, runtimes
-from layerbench.stack.dockerd import RUN_ROOT, DockerEngine, cgroup_parent
+from layerbench.stack.dockerd import RUN_ROOT, ApiDaemon, cgroup_parent
 from layerbench.stack.engines.container import ApiEngine
 from layerbench.stack.engines.docker import EXEC_FAILED_RC
 from layerbench.stack.engines.docker import reclaim as docker_reclaim
@@ -154,7 +154,7 @@ def start(mount: Mount, spec: EngineSpec, ctx: BuildContext) -> Iterator[ApiEngi
 
 
 @contextmanager
-def private_podman(mount: Mount, driver: str, ctx: BuildContext, runtime: str = "runc") -> Iterator[DockerEngine]:
+def private_podman(mount: Mount, driver: str, ctx: BuildContext, runtime: str = "runc") -> Iterator[ApiDaemon]:
     if mount.mountpoint is None:
         raise PrerequisiteError("Podman needs a filesystem for its storage", hint="set a filesystem for this stack")
     exec_root = RUN_ROOT / uuid.uuid4().hex[:8]  # short: unix socket paths are limited to 108 bytes
@@ -162,7 +162,7 @@ def private_podman(mount: Mount, driver: str, ctx: BuildContext, runtime: str = 
     log = ctx.work_dir / f"podman-{exec_root.name}.log"
     host_dirs = [d for d in HOST_DIRS if not d.exists()]
 
-    def create(rid: int) -> DockerEngine:
+    def create(rid: int) -> ApiDaemon:
         process = _spawn(exec_root, data_root, driver, log, rid, ctx, runtime)
         try:
             return _ready(process, exec_root, data_root, driver, log)
@@ -172,7 +172,7 @@ def private_podman(mount: Mount, driver: str, ctx: BuildContext, runtime: str = 
             ctx.ledger.removed(rid)
             raise
 
-    def remove(engine: DockerEngine) -> None:
+    def remove(engine: ApiDaemon) -> None:
         dockerd.remove_containers_and_volumes(engine)
         engine.client.close()
         assert engine.process is not None  # set by _ready
@@ -227,7 +227,7 @@ def _spawn(
     return process
 
 
-def _ready(process: subprocess.Popen[bytes], exec_root: Path, data_root: Path, driver: str, log: Path) -> DockerEngine:
+def _ready(process: subprocess.Popen[bytes], exec_root: Path, data_root: Path, driver: str, log: Path) -> ApiDaemon:
     socket = paths(exec_root, data_root)["socket"]
     started = time.monotonic()
     while time.monotonic() - started < READY_TIMEOUT_S:
@@ -254,7 +254,7 @@ def _engine(
     driver: str,
     log: Path,
     seconds: float,
-) -> DockerEngine:
+) -> ApiDaemon:
     info = client.info()
     if info.get("Driver") != driver:
         client.close()
@@ -264,7 +264,7 @@ def _engine(
     kept["start_s"] = round(seconds, 3)
     version = str(info.get("ServerVersion"))
     pid = process.pid
-    return DockerEngine(client, socket, data_root, exec_root, driver, pid, version, kept, log, process, "podman")
+    return ApiDaemon(client, socket, data_root, exec_root, driver, pid, version, kept, log, process, "podman")
 
 
 def failure(rc: int | None, stderr: str) -> str | None:

@@ -32,7 +32,7 @@ from docker.models.containers import Container
 from layerbench.errors import LayerbenchError, PrerequisiteError
 from layerbench.spec.models import EngineSpec, Limits, StackSpec
 from layerbench.stack import docker_api, mountinfo
-from layerbench.stack.dockerd import DockerEngine
+from layerbench.stack.dockerd import ApiDaemon
 from layerbench.stack.engines.container import tools
 from layerbench.stack.engines.docker_host import host_api
 from layerbench.stack.image import binary_digests
@@ -55,7 +55,7 @@ MOUNT_TABLE_S = 60.0
 
 @dataclass
 class Daemon:
-    """The daemon as placement.exec_in uses a DockerEngine: its client, and a kind for messages."""
+    """The daemon as placement.exec_in uses a ApiDaemon: its client, and a kind for messages."""
 
     client: docker.DockerClient
     kind: str = KIND
@@ -114,7 +114,7 @@ def _placement(
             **_data(engine, name, kind, data_bytes, ctx, exits),
         }
         made = exits.enter_context(host_api.container(engine.daemon, engine.url, name, kwargs, ctx))
-        run = exec_in(cast(DockerEngine, Daemon(engine.daemon)), made, kill_inside(made))
+        run = exec_in(cast(ApiDaemon, Daemon(engine.daemon)), made, kill_inside(made))
         table = _mount_table(run)
         info = {
             "placement": kind,

@@ -43,7 +43,7 @@ from layerbench.errors import PrerequisiteError
 from layerbench.spec.models import EngineSpec, Limits, StackSpec
 from layerbench.stack import docker_api, mountinfo
 from layerbench.stack.cgroups import majmin, process_dirs, read_limits
-from layerbench.stack.dockerd import DockerEngine
+from layerbench.stack.dockerd import ApiDaemon
 from layerbench.stack.engines.container import tools
 from layerbench.stack.engines.swarm import swarm_api
 from layerbench.stack.fleet import (
@@ -71,7 +71,7 @@ STOP_GRACE_NS = 1_000_000_000  # sleep as PID 1 ignores SIGTERM: a second, not D
 
 @dataclass
 class NodeDaemon:
-    """The node's own daemon, as placement.exec_in uses a DockerEngine: its client, and a kind for messages."""
+    """The node's own daemon, as placement.exec_in uses a ApiDaemon: its client, and a kind for messages."""
 
     client: docker.DockerClient
     kind: str = "swarm"
@@ -195,7 +195,7 @@ def _placement(
         )
         info = {"placement": kind, "service": name, "service_id": made.id[:12], **_info(engine, container, image)}
         info.update(_limits(container, stack.limits, mount))
-        run = exec_in(cast(DockerEngine, NodeDaemon(engine.daemon)), container)
+        run = exec_in(cast(ApiDaemon, NodeDaemon(engine.daemon)), container)
         yield Target(run, put_in(container), DATA, False, mount.device, "swarm", info)
 
 
