@@ -22,8 +22,8 @@ from layerbench.cli.boundary import EXIT_TRIALS_FAILED, UsageError, boundary, er
 from layerbench.cli.live import Serve, both, live
 from layerbench.cli.progress import TrialProgress
 from layerbench.errors import PrerequisiteError, SpecError
+from layerbench.report import json_text, metrics
 from layerbench.report import markdown as markdown_report
-from layerbench.report import metrics
 from layerbench.report.bigtable import print_table
 from layerbench.report.doctor import DOCTOR_IMAGES, DoctorRow, doctor_rows
 from layerbench.report.export import FORMATS, write_samples
@@ -42,7 +42,7 @@ from layerbench.report.terminal import (
     scaling_tables,
     show_json,
 )
-from layerbench.report.view import view
+from layerbench.report.view import cached_view
 from layerbench.spec import load as spec_load
 from layerbench.spec import schema as spec_schema
 from layerbench.spec import seeds
@@ -478,10 +478,10 @@ def _show(
     state_dir: Path = STATE_DEFAULT,
     checks: bool = False,
 ) -> None:
-    v = view(load(store, run_ref, latency=latency or as_json))
+    v = cached_view(store, run_ref, latency=latency or as_json)
     run = v.data.run
     if as_json:
-        typer.echo(json.dumps(show_json(v), indent=2))
+        typer.echo(json_text.dumps(show_json(v)))
         return
     if v.findings:  # what each layer costs, before the table that gives every cell against the baseline
         console.print(f"[bold]run {run.id} · {run.name}: each layer against the one beneath it[/bold]")
@@ -525,9 +525,9 @@ def advise(
     cannot decide (one round, an interval holding both "no cost" and a material one) is listed apart.
     """
     with boundary(), collector_paused():
-        v = view(load(Store.open(db, create=False), run_ref, profiles=True))
+        v = cached_view(Store.open(db, create=False), run_ref, profiles=True)
         if as_json:
-            typer.echo(json.dumps(advice_json(v.advice), indent=2))
+            typer.echo(json_text.dumps(advice_json(v.advice)))
             return
         console.print(f"[bold]run {v.data.run.id} · {v.data.run.name}: advice[/bold]")
         for line in advice_lines(v.advice):
@@ -554,7 +554,7 @@ def report(
         if html is None and not markdown:
             raise UsageError("say what to write: --html DIR and/or --markdown")
         shown = figure_workloads(figures)
-        v = view(load(Store.open(db, create=False), run_ref, latency=html is not None, profiles=html is not None))
+        v = cached_view(Store.open(db, create=False), run_ref, latency=html is not None, profiles=html is not None)
         if markdown:
             typer.echo(markdown_report.render(v.data.run, v.results, v.data.refused))
         if html is not None:

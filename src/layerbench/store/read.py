@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 import json
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -123,10 +123,17 @@ class RunData:
         return "filesystem" in (self.run.spec.get("baseline") or {}).get("same", [])
 
 
-def load(store: Store, run_ref: str, latency: bool = False, profiles: bool = False) -> RunData:
+def load(
+    store: Store,
+    run_ref: str,
+    latency: bool = False,
+    profiles: bool = False,
+    frames: Mapping[str, pd.DataFrame] | None = None,
+) -> RunData:
     """A run (an id, a unique prefix or "latest"); ``latency`` also parses fio's histograms out of every
     trial's raw output (what `show --latency` and the report need; seconds on a long run); ``profiles``
-    reads the profiled trials' folded stacks (the report and `advise`)."""
+    reads the profiled trials' folded stacks (the report and `advise`). ``frames``: its samples and monitor
+    frames (FRAMES) already read."""
     run = store.run(store.resolve_run(run_ref))
     with collector_paused():
         # Trials' rows through the cache too: reading a trial's last columns walks past its raw output.
@@ -141,12 +148,20 @@ def load(store: Store, run_ref: str, latency: bool = False, profiles: bool = Fal
             trials=trials,
             checks=tuple(CheckRow(*r) for r in check_rows),
             refused=tuple(store.refused(run.id)),
-            samples=cache.frame(store, run.id, "samples", lambda: store.samples_frame(run.id)),
-            monitor=cache.frame(store, run.id, "monitor", lambda: store.monitor_frame(run.id)),
+            samples=frames["samples"] if frames else run_frames(store, run.id)["samples"](),
+            monitor=frames["monitor"] if frames else run_frames(store, run.id)["monitor"](),
             completions=_cached_completions(store, run.id) if latency else None,
             profiles=_cell_profiles(store, run.id) if profiles else {},
             timelines=_timelines(store.logs(run.id, "lat"), cells, trials) if latency else (),
         )
+
+
+def run_frames(store: Store, run_id: str) -> dict[str, Callable[[], pd.DataFrame]]:
+    """How ``load`` reads the run's samples and monitor frames (through the cache)."""
+    return {
+        "samples": lambda: cache.frame(store, run_id, "samples", lambda: store.samples_frame(run_id)),
+        "monitor": lambda: cache.frame(store, run_id, "monitor", lambda: store.monitor_frame(run_id)),
+    }
 
 
 def _trial_rows(store: Store, run_id: str) -> list[tuple[Any, ...]]:
