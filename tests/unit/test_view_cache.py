@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
+from layerbench.cli.app import app
 from layerbench.report import json_text
 from layerbench.report.terminal import show_json
 from layerbench.report.view import cached_view, view
@@ -88,3 +90,27 @@ def test_json_text_is_json_dumps_with_indent(value: object) -> None:
 def test_json_text_with_nan_is_still_json_dumps() -> None:
     value = {"a": [math.nan, math.inf, 1.5]}
     assert json_text.dumps(value) == json.dumps(value, indent=2)
+
+
+def test_a_reports_figures_are_drawn_once_per_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from layerbench.report import html
+
+    db = tmp_path / "run.db"
+    shutil.copy(REAL_RUNS[0], db)
+    args = ["report", "latest", "--db", str(db), "--html"]
+    first = CliRunner().invoke(app, [*args, str(tmp_path / "first")])
+    assert first.exit_code == 0, first.output
+
+    def drawn_again(*_: object) -> list[html.Drawn]:
+        raise AssertionError("drawn again")
+
+    monkeypatch.setattr(html, "drawn", drawn_again)
+    again = CliRunner().invoke(app, [*args, str(tmp_path / "again")])
+    assert again.exit_code == 0, again.output
+    names = sorted(p.name for p in (tmp_path / "first" / "figures").iterdir())
+    assert names and names == sorted(p.name for p in (tmp_path / "again" / "figures").iterdir())
+    for name in names:
+        assert (tmp_path / "first" / "figures" / name).read_bytes() == (
+            tmp_path / "again" / "figures" / name
+        ).read_bytes()
+    assert (tmp_path / "first" / "report.html").read_text() == (tmp_path / "again" / "report.html").read_text()

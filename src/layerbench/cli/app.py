@@ -42,12 +42,13 @@ from layerbench.report.terminal import (
     scaling_tables,
     show_json,
 )
-from layerbench.report.view import cached_view
+from layerbench.report.view import RunView, cached_view
 from layerbench.spec import load as spec_load
 from layerbench.spec import schema as spec_schema
 from layerbench.spec import seeds
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Experiment, StackSpec
+from layerbench.store import cache
 from layerbench.store.db import RunRow, Store
 from layerbench.store.read import collector_paused, load
 from layerbench.store.read import samples as read_samples
@@ -554,14 +555,20 @@ def report(
         if html is None and not markdown:
             raise UsageError("say what to write: --html DIR and/or --markdown")
         shown = figure_workloads(figures)
-        v = cached_view(Store.open(db, create=False), run_ref, latency=html is not None, profiles=html is not None)
+        store = Store.open(db, create=False)
+        v = cached_view(store, run_ref, latency=html is not None, profiles=html is not None)
         if markdown:
             typer.echo(markdown_report.render(v.data.run, v.results, v.data.refused))
         if html is not None:
-            # Here, not at the top: matplotlib takes 0.3 s to import, and show and export never draw.
+            # Here, not at the top: show and export never write HTML (and matplotlib only when it draws).
             from layerbench.report import html as html_report
 
-            path = html_report.render(v, html, shown)
+            def draw(v: RunView, workloads: int | None) -> list[html_report.Drawn]:
+                # matplotlib's 6 s for a big run's three figures, once per run, code and --figures
+                part = f"figures{workloads or 'all'}"
+                return cache.computed(store, v.data.run.id, part, lambda _: html_report.drawn(v, workloads), {})
+
+            path = html_report.render(v, html, shown, draw)
             err_console.print(f"wrote {path} and its figures in {path.parent / 'figures'}")
 
 
