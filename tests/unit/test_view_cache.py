@@ -47,6 +47,9 @@ def test_the_cached_analysis_of_a_real_run_is_the_computed_one(tmp_path: Path, r
     assert json_text.dumps(show_json(first)) == computed
     assert json_text.dumps(show_json(again)) == computed
     assert again.data.samples is not first.data.samples  # read from the columnar cache, not pickled
+    assert isinstance(again.data.trials, cache.Deferred)  # read when first used
+    assert again.data.cells == first.data.cells and again.data.checks == first.data.checks
+    assert [t.id for t in again.data.trials] == [t.id for t in first.data.trials]
     assert len(again.data.samples) == len(first.data.samples) > 0
     assert cache.key_file().stat().st_mode & 0o077 == 0
 

@@ -29,7 +29,7 @@ from layerbench.analysis.scaling import Scaling
 from layerbench.analysis.surface import iozone_points
 from layerbench.store import cache
 from layerbench.store.db import CheckRow, Store
-from layerbench.store.read import RunData, RunSamples, load, run_frames
+from layerbench.store.read import RunData, RunSamples, load, run_parts
 
 
 @dataclass(frozen=True)
@@ -116,11 +116,14 @@ def gated(c: RunComparison, gate: Gate) -> list[Breach]:
 def cached_view(store: Store, run_ref: str, latency: bool = False, profiles: bool = False) -> RunView:
     """``view(load(store, run_ref, latency, profiles))``, computed once per finished run and layerbench's code
     and then read back from the run's cache (store/cache.py: 1.5 s of reading and 2 s of analysis of a
-    10,500-cell run become a few tenths); its samples and monitor frames are the cache's own columns."""
+    10,500-cell run become a few tenths)."""
     run_id = store.resolve_run(run_ref)
     part = "view" + ("_latency" if latency else "") + ("_profiles" if profiles else "")
 
     def build(frames: dict[str, Any]) -> RunView:
         return view(load(store, run_id, latency, profiles, frames))
 
-    return cache.computed(store, run_id, part, build, dict(run_frames(store, run_id)))
+    # The samples and monitor frames are the cache's own columns; its cells, trials and checks are read again
+    # when first used (show and the report rarely do).
+    deferred = frozenset({"cells", "trials", "checks"})
+    return cache.computed(store, run_id, part, build, run_parts(store, run_id), deferred)

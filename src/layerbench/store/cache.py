@@ -32,9 +32,9 @@ import io
 import os
 import pickle
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import pandas as pd
 import pyarrow as pa
@@ -126,6 +126,7 @@ def _write(path: Path, data: pd.DataFrame | pa.Table) -> None:
 
 
 T = TypeVar("T")
+E = TypeVar("E")
 
 
 @functools.cache
@@ -178,18 +179,54 @@ def _key() -> bytes | None:
         return None  # no key (a read-only home): nothing pickled, everything computed
 
 
+class Deferred(Sequence[E]):
+    """A tuple read when first used: a run's trials, checks and cells, which the analysis read back from the
+    cache rarely needs again (unpickling their 430,000 objects was most of reading it)."""
+
+    def __init__(self, read: Callable[[], Sequence[E]]) -> None:
+        self._read: Callable[[], Sequence[E]] | None = read
+        self._items: tuple[E, ...] = ()
+
+    def _all(self) -> tuple[E, ...]:
+        if self._read is not None:
+            self._items, self._read = tuple(self._read()), None
+        return self._items
+
+    @overload
+    def __getitem__(self, index: int) -> E: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[E, ...]: ...
+    def __getitem__(self, index: int | slice) -> E | tuple[E, ...]:
+        return self._all()[index]
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __iter__(self) -> Iterator[E]:
+        return iter(self._all())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and not isinstance(other, str) and self._all() == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self._all())
+
+
 def computed(
     store: Store,
     run_id: str,
     part: str,
     build: Callable[[dict[str, Any]], T],
     shared: dict[str, Callable[[], object]],
+    deferred: frozenset[str] = frozenset(),
 ) -> T:
     """What ``build(objects)`` computes from the run, pickled beside its columnar parts and read back while the
     run and layerbench's code are unchanged. ``part`` names the computation and its options (no "-").
     ``shared``: large objects the cache keeps already (the samples frame), each read by a function; ``build``
     is given them as ``objects`` (by name), and its result holds them by name, not by value: read back, they
-    come from those functions again."""
+    come from those functions again, those named in ``deferred`` (sequences) when first used (``Deferred``)."""
     key = fingerprint(store, run_id)
     secret = _key() if key is not None else None
     if key is None or secret is None:
@@ -200,7 +237,7 @@ def computed(
             data = path.read_bytes()
             sign, body = data[:32], data[32:]
             if hmac.compare_digest(sign, hmac.digest(secret, body, "sha256")):
-                return _Unpickler(io.BytesIO(body), shared).load()  # type: ignore[no-any-return]
+                return _Unpickler(io.BytesIO(body), shared, deferred).load()  # type: ignore[no-any-return]
         except Exception:  # any failure to read a derived copy: computed again
             pass
     objects = {name: get() for name, get in shared.items()}
@@ -230,15 +267,17 @@ class _Pickler(pickle.Pickler):
 
 
 class _Unpickler(pickle.Unpickler):
-    def __init__(self, file: io.BytesIO, shared: dict[str, Callable[[], object]]) -> None:
+    def __init__(self, file: io.BytesIO, shared: dict[str, Callable[[], object]], deferred: frozenset[str]) -> None:
         super().__init__(file)
         self.shared = shared
+        self.deferred = deferred
         self.loaded: dict[str, object] = {}
 
     def persistent_load(self, pid: object) -> object:
         name = str(pid)  # each reference to it is named again (persistent ids are not memoized): read once
         if name not in self.loaded:
-            self.loaded[name] = self.shared[name]()
+            read = self.shared[name]
+            self.loaded[name] = Deferred(read) if name in self.deferred else read()  # type: ignore[arg-type]
         return self.loaded[name]
 
 

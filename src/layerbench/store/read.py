@@ -128,37 +128,53 @@ def load(
     run_ref: str,
     latency: bool = False,
     profiles: bool = False,
-    frames: Mapping[str, pd.DataFrame] | None = None,
+    frames: Mapping[str, Any] | None = None,
 ) -> RunData:
     """A run (an id, a unique prefix or "latest"); ``latency`` also parses fio's histograms out of every
     trial's raw output (what `show --latency` and the report need; seconds on a long run); ``profiles``
-    reads the profiled trials' folded stacks (the report and `advise`). ``frames``: its samples and monitor
-    frames (FRAMES) already read."""
+    reads the profiled trials' folded stacks (the report and `advise`). ``frames``: its parts (``run_parts``)
+    already read."""
     run = store.run(store.resolve_run(run_ref))
     with collector_paused():
-        # Trials' rows through the cache too: reading a trial's last columns walks past its raw output.
-        trial_rows = cache.rows(store, run.id, "trials", lambda: _trial_rows(store, run.id))
-        check_rows = cache.rows(store, run.id, "checks", lambda: store.check_rows(run.id))
-        cells = _cells(store, run)
-        trials = tuple(_trial(TrialRow(*r[:-1]), r[-1]) for r in trial_rows)
+        parts = frames or {name: read() for name, read in run_parts(store, run.id).items()}
+        cells, trials = parts["cells"], parts["trials"]
         return RunData(
             run=run,
             trials_rule=Trials.model_validate(run.spec.get("trials") or {}),
             cells=cells,
             trials=trials,
-            checks=tuple(CheckRow(*r) for r in check_rows),
+            checks=parts["checks"],
             refused=tuple(store.refused(run.id)),
-            samples=frames["samples"] if frames else run_frames(store, run.id)["samples"](),
-            monitor=frames["monitor"] if frames else run_frames(store, run.id)["monitor"](),
+            samples=parts["samples"],
+            monitor=parts["monitor"],
             completions=_cached_completions(store, run.id) if latency else None,
             profiles=_cell_profiles(store, run.id) if profiles else {},
             timelines=_timelines(store.logs(run.id, "lat"), cells, trials) if latency else (),
         )
 
 
-def run_frames(store: Store, run_id: str) -> dict[str, Callable[[], pd.DataFrame]]:
-    """How ``load`` reads the run's samples and monitor frames (through the cache)."""
+def run_parts(store: Store, run_id: str) -> dict[str, Callable[[], Any]]:
+    """How ``load`` reads the run's bulk (through the cache): its cells, trials and checks (tuples of StoredCell,
+    StoredTrial and CheckRow), and its samples and monitor frames."""
+
+    def trials() -> tuple[StoredTrial, ...]:
+        # Trials' rows through the cache too: reading a trial's last columns walks past its raw output.
+        with collector_paused():
+            rows = cache.rows(store, run_id, "trials", lambda: _trial_rows(store, run_id))
+            return tuple(_trial(TrialRow(*r[:-1]), r[-1]) for r in rows)
+
+    def checks() -> tuple[CheckRow, ...]:
+        with collector_paused():
+            return tuple(CheckRow(*r) for r in cache.rows(store, run_id, "checks", lambda: store.check_rows(run_id)))
+
+    def cells() -> tuple[StoredCell, ...]:
+        with collector_paused():
+            return _cells(store, store.run(run_id))
+
     return {
+        "cells": cells,
+        "trials": trials,
+        "checks": checks,
         "samples": lambda: cache.frame(store, run_id, "samples", lambda: store.samples_frame(run_id)),
         "monitor": lambda: cache.frame(store, run_id, "monitor", lambda: store.monitor_frame(run_id)),
     }
