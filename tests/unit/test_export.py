@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import layerbench
-from layerbench.report.export import parquet_table, samples_with_config, write, write_samples
+from layerbench.report.export import cell_config, parquet_table, samples_with_config, write, write_samples
 from layerbench.spec.models import Cell, FioWorkload, StackSpec
 from layerbench.store.db import CellRow, Store, TrialRecord
 from layerbench.store.read import load
@@ -114,7 +114,7 @@ def test_csv_and_parquet_of_a_real_run_are_what_pandas_writes_of_the_merged_fram
     cells, frame = read_samples(Store.open(db, create=False), "latest")
     merged = samples_with_config(frame, cells)
     for fmt in ("csv", "parquet"):
-        write_samples(frame, cells, fmt, tmp_path / f"fast.{fmt}")
+        write_samples(frame, cell_config(cells), fmt, tmp_path / f"fast.{fmt}")
         write(merged, fmt, tmp_path / f"pandas.{fmt}")
         assert (tmp_path / f"fast.{fmt}").read_bytes() == (tmp_path / f"pandas.{fmt}").read_bytes(), fmt
-    assert parquet_table(frame, cells) is not None  # the fast path was taken
+    assert parquet_table(frame, cell_config(cells)) is not None  # the fast path was taken
