@@ -123,7 +123,7 @@ def cached_view(store: Store, run_ref: str, latency: bool = False, profiles: boo
     def build(frames: dict[str, Any]) -> RunView:
         return view(load(store, run_id, latency, profiles, frames))
 
-    # The samples and monitor frames are the cache's own columns; its cells, trials and checks are read again
-    # when first used (show and the report rarely do).
-    deferred = frozenset({"cells", "trials", "checks"})
-    return cache.computed(store, run_id, part, build, run_parts(store, run_id), deferred)
+    # The samples and monitor frames are the cache's own columns; its cells, trials, checks and timelines are
+    # read again when first used (show and the report rarely do: the report's figures are cached too).
+    deferred = frozenset({"cells", "trials", "checks", "timelines"})
+    return cache.computed(store, run_id, part, build, run_parts(store, run_id, latency), deferred)

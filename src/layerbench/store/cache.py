@@ -244,7 +244,10 @@ def computed(
     result = build(objects)
     try:
         out = io.BytesIO()
-        _Pickler(out, {id(obj): name for name, obj in objects.items()}).dump(result)
+        # By identity: an empty tuple is one object Python shares with every other empty tuple, so it is pickled
+        # by value (else each () in the result would come back as this part).
+        names = {id(obj): name for name, obj in objects.items() if not (isinstance(obj, tuple) and not obj)}
+        _Pickler(out, names).dump(result)
     except Exception:  # something in it does not pickle: computed each time
         return result
     body = out.getvalue()

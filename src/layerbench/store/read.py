@@ -7,6 +7,7 @@ workload's point is a field of its cell rather than a suffix of its name.
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 from collections import Counter
@@ -136,27 +137,28 @@ def load(
     already read."""
     run = store.run(store.resolve_run(run_ref))
     with collector_paused():
-        parts = frames or {name: read() for name, read in run_parts(store, run.id).items()}
-        cells, trials = parts["cells"], parts["trials"]
+        parts = frames or {name: read() for name, read in run_parts(store, run.id, latency).items()}
         return RunData(
             run=run,
             trials_rule=Trials.model_validate(run.spec.get("trials") or {}),
-            cells=cells,
-            trials=trials,
+            cells=parts["cells"],
+            trials=parts["trials"],
             checks=parts["checks"],
             refused=tuple(store.refused(run.id)),
             samples=parts["samples"],
             monitor=parts["monitor"],
             completions=_cached_completions(store, run.id) if latency else None,
             profiles=_cell_profiles(store, run.id) if profiles else {},
-            timelines=_timelines(store.logs(run.id, "lat"), cells, trials) if latency else (),
+            timelines=parts["timelines"] if latency else (),
         )
 
 
-def run_parts(store: Store, run_id: str) -> dict[str, Callable[[], Any]]:
+def run_parts(store: Store, run_id: str, latency: bool = False) -> dict[str, Callable[[], Any]]:
     """How ``load`` reads the run's bulk (through the cache): its cells, trials and checks (tuples of StoredCell,
-    StoredTrial and CheckRow), and its samples and monitor frames."""
+    StoredTrial and CheckRow), its samples and monitor frames, and with ``latency`` its timelines (fio's
+    latency logs parsed)."""
 
+    @functools.cache  # the timelines read them too
     def trials() -> tuple[StoredTrial, ...]:
         # Trials' rows through the cache too: reading a trial's last columns walks past its raw output.
         with collector_paused():
@@ -167,9 +169,14 @@ def run_parts(store: Store, run_id: str) -> dict[str, Callable[[], Any]]:
         with collector_paused():
             return tuple(CheckRow(*r) for r in cache.rows(store, run_id, "checks", lambda: store.check_rows(run_id)))
 
+    @functools.cache
     def cells() -> tuple[StoredCell, ...]:
         with collector_paused():
             return _cells(store, store.run(run_id))
+
+    def timelines() -> tuple[Timeline, ...]:
+        with collector_paused():
+            return _timelines(store.logs(run_id, "lat"), cells(), trials())
 
     return {
         "cells": cells,
@@ -177,7 +184,7 @@ def run_parts(store: Store, run_id: str) -> dict[str, Callable[[], Any]]:
         "checks": checks,
         "samples": lambda: cache.frame(store, run_id, "samples", lambda: store.samples_frame(run_id)),
         "monitor": lambda: cache.frame(store, run_id, "monitor", lambda: store.monitor_frame(run_id)),
-    }
+    } | ({"timelines": timelines} if latency else {})
 
 
 def _trial_rows(store: Store, run_id: str) -> list[tuple[Any, ...]]:
