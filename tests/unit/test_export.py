@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import shutil
 import subprocess
 import sys
 import time
@@ -12,10 +13,11 @@ import pandas as pd
 import pytest
 
 import layerbench
-from layerbench.report.export import samples_with_config, write
+from layerbench.report.export import cell_config, parquet_table, samples_with_config, write, write_samples
 from layerbench.spec.models import Cell, FioWorkload, StackSpec
 from layerbench.store.db import CellRow, Store, TrialRecord
 from layerbench.store.read import load
+from layerbench.store.read import samples as read_samples
 from layerbench.workloads import fio
 
 DATA = Path(__file__).parent.parent / "data" / "fio" / "3.33"
@@ -97,3 +99,22 @@ def test_export_without_a_file_writes_standard_output(tmp_path: Path, fmt: str) 
     back = read(io.BytesIO(done.stdout))
     assert len(back) > 20 and set(back["stack.filesystem.type"]) == {"xfs"}
     assert b"to standard output" in done.stderr
+
+
+TESTS_DATA = Path(__file__).resolve().parent.parent / "data"
+REAL_RUNS = [TESTS_DATA / "quick" / "run.db", TESTS_DATA / "plan" / "scaling.db"]
+
+
+@pytest.mark.parametrize("real", REAL_RUNS, ids=lambda p: p.parent.name)
+def test_csv_and_parquet_of_a_real_run_are_what_pandas_writes_of_the_merged_frame(tmp_path: Path, real: Path) -> None:
+    """write_samples joins CSV rows and builds Parquet's table in Arrow (report/csv_lines.py, parquet_table):
+    the same bytes as pandas' to_csv and to_parquet of samples_with_config."""
+    db = tmp_path / real.name
+    shutil.copy(real, db)
+    cells, frame = read_samples(Store.open(db, create=False), "latest")
+    merged = samples_with_config(frame, cells)
+    for fmt in ("csv", "parquet"):
+        write_samples(frame, cell_config(cells), fmt, tmp_path / f"fast.{fmt}")
+        write(merged, fmt, tmp_path / f"pandas.{fmt}")
+        assert (tmp_path / f"fast.{fmt}").read_bytes() == (tmp_path / f"pandas.{fmt}").read_bytes(), fmt
+    assert parquet_table(frame, cell_config(cells)) is not None  # the fast path was taken

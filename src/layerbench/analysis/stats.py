@@ -19,7 +19,8 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 import pandas as pd
-from scipy import special
+
+from layerbench.analysis.lazy_special import special
 
 NAN = float("nan")
 

@@ -34,8 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
 
+from layerbench.analysis.lazy_special import special
 from layerbench.analysis.stats import LogRatio, Ratio, log_ratio
 
 MATERIAL = 0.05  # smaller differences do not survive a rerun here (issue 17): neither named nor acted on

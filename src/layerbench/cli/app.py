@@ -22,11 +22,11 @@ from layerbench.cli.boundary import EXIT_TRIALS_FAILED, UsageError, boundary, er
 from layerbench.cli.live import Serve, both, live
 from layerbench.cli.progress import TrialProgress
 from layerbench.errors import PrerequisiteError, SpecError
+from layerbench.report import json_text, metrics
 from layerbench.report import markdown as markdown_report
-from layerbench.report import metrics
 from layerbench.report.bigtable import print_table
 from layerbench.report.doctor import DOCTOR_IMAGES, DoctorRow, doctor_rows
-from layerbench.report.export import FORMATS, write_samples
+from layerbench.report.export import FORMATS, cell_config, write_samples
 from layerbench.report.terminal import (
     advice_json,
     advice_lines,
@@ -42,16 +42,16 @@ from layerbench.report.terminal import (
     scaling_tables,
     show_json,
 )
-from layerbench.report.view import view
+from layerbench.report.view import RunView, cached_view
 from layerbench.spec import load as spec_load
 from layerbench.spec import schema as spec_schema
 from layerbench.spec import seeds
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Experiment, StackSpec
 from layerbench.spec.traits import traits
+from layerbench.store import cache
 from layerbench.store.db import RunRow, Store
-from layerbench.store.read import collector_paused, load
-from layerbench.store.read import samples as read_samples
+from layerbench.store.read import collector_paused, load, run_parts
 
 
 class ProfileKind(StrEnum):
@@ -472,10 +472,10 @@ def _show(
     state_dir: Path = STATE_DEFAULT,
     checks: bool = False,
 ) -> None:
-    v = view(load(store, run_ref, latency=latency or as_json))
+    v = cached_view(store, run_ref, latency=latency or as_json)
     run = v.data.run
     if as_json:
-        typer.echo(json.dumps(show_json(v), indent=2))
+        typer.echo(json_text.dumps(show_json(v)))
         return
     if v.findings:  # what each layer costs, before the table that gives every cell against the baseline
         console.print(f"[bold]run {run.id} · {run.name}: each layer against the one beneath it[/bold]")
@@ -519,9 +519,9 @@ def advise(
     cannot decide (one round, an interval holding both "no cost" and a material one) is listed apart.
     """
     with boundary(), collector_paused():
-        v = view(load(Store.open(db, create=False), run_ref, profiles=True))
+        v = cached_view(Store.open(db, create=False), run_ref, profiles=True)
         if as_json:
-            typer.echo(json.dumps(advice_json(v.advice), indent=2))
+            typer.echo(json_text.dumps(advice_json(v.advice)))
             return
         console.print(f"[bold]run {v.data.run.id} · {v.data.run.name}: advice[/bold]")
         for line in advice_lines(v.advice):
@@ -548,14 +548,20 @@ def report(
         if html is None and not markdown:
             raise UsageError("say what to write: --html DIR and/or --markdown")
         shown = figure_workloads(figures)
-        v = view(load(Store.open(db, create=False), run_ref, latency=html is not None, profiles=html is not None))
+        store = Store.open(db, create=False)
+        v = cached_view(store, run_ref, latency=html is not None, profiles=html is not None)
         if markdown:
             typer.echo(markdown_report.render(v.data.run, v.results, v.data.refused))
         if html is not None:
-            # Here, not at the top: matplotlib takes 0.3 s to import, and show and export never draw.
+            # Here, not at the top: show and export never write HTML (and matplotlib only when it draws).
             from layerbench.report import html as html_report
 
-            path = html_report.render(v, html, shown)
+            def draw(v: RunView, workloads: int | None) -> list[html_report.Drawn]:
+                # matplotlib's 6 s for a big run's three figures, once per run, code and --figures
+                part = f"figures{workloads or 'all'}"
+                return cache.computed(store, v.data.run.id, part, lambda _: html_report.drawn(v, workloads), {})
+
+            path = html_report.render(v, html, shown, draw)
             err_console.print(f"wrote {path} and its figures in {path.parent / 'figures'}")
 
 
@@ -592,8 +598,13 @@ def export(
             where = metrics.write(data, output)
             err_console.print(f"wrote {len(data.trials)} trials to {where}")
             return
-        cells, samples = read_samples(Store.open(db, create=False), run_ref)
-        where = write_samples(samples, cells, fmt, output)
+        store = Store.open(db, create=False)
+        run_id = store.resolve_run(run_ref)
+        parts = run_parts(store, run_id)
+        samples = parts["samples"]()
+        # The cells' configuration as columns, kept with the run: validating and flattening 10,500 cells was 1 s.
+        config = cache.computed(store, run_id, "config", lambda _: cell_config(parts["cells"]()), {})
+        where = write_samples(samples, config, fmt, output)
         err_console.print(f"wrote {len(samples)} samples to {where}")
 
 

@@ -6,7 +6,6 @@ EXIT_REGRESSION when a comparison is worse than allowed; analysis/gates.py says 
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from layerbench.cli.boundary import EXIT_REGRESSION, UsageError, boundary, err_console
-from layerbench.report import junit
+from layerbench.report import json_text, junit
 from layerbench.report.bigtable import print_table
 from layerbench.report.terminal import comparison_json, comparison_table, plain
 from layerbench.report.view import Gate, RunComparison, check_amount, comparison, gated
@@ -136,7 +135,7 @@ def _finish(c: RunComparison, gate: Gate, as_json: bool, junit_file: Path | None
     if as_json:
         out = comparison_json(c)
         out["regressions"] = [{"cell_id": b.comparison.cell_id, "why": b.why} for b in broken]
-        typer.echo(json.dumps(plain(out), indent=2))
+        typer.echo(json_text.dumps(plain(out)))
     else:
         for d in c.environment_differences:
             err_console.print(f"[yellow]warning:[/] environments differ: {d}")

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 # The parts of a row, left to right, each with the columns that determine it (store.db.SAMPLE_COLUMNS).
 PARTS = (
@@ -25,7 +27,13 @@ CHUNK = 100_000  # rows joined at a time: the whole text of 1M rows would be 360
 
 
 def chunks(frame: pd.DataFrame, config: pd.DataFrame) -> Iterator[str] | None:
-    """``frame.merge(config, on="cell_id", how="left")`` as CSV text, header first, in chunks; None where
+    """``encoded`` as text."""
+    out = encoded(frame, config)
+    return None if out is None else (chunk.decode("utf-8") for chunk in out)
+
+
+def encoded(frame: pd.DataFrame, config: pd.DataFrame) -> Iterator[bytes] | None:
+    """``frame.merge(config, on="cell_id", how="left")`` as CSV (UTF-8), header first, in chunks; None where
     the frame is not a samples frame or a field holds a line break (then only pandas itself can write it)."""
     columns = [c for part, _ in PARTS for c in part]
     if list(frame.columns) != columns or frame.empty:
@@ -67,9 +75,24 @@ def lines(table: pd.DataFrame) -> list[str] | None:
     return out
 
 
-def _joined(header: str, parts: list[Part], n: int) -> Iterator[str]:
-    yield header
+def _joined(header: str, parts: list[Part], n: int) -> Iterator[bytes]:
+    """The rows, CHUNK at a time: each part's line of the row, joined by commas in Arrow (a Python join of
+    six texts per row was 1.5 s of 1M rows)."""
+    yield header.encode("utf-8")
+    last = len(parts) - 1  # its lines end the row
+    texts = [pa.array(text if i < last else [t + "\n" for t in text], pa.string()) for i, (_, text) in enumerate(parts)]
     for start in range(0, n, CHUNK):
-        rows = slice(start, min(start + CHUNK, n))
-        pieces = [text[rows] if which is None else [text[i] for i in which[rows].tolist()] for which, text in parts]
-        yield "".join(",".join(row) + "\n" for row in zip(*pieces, strict=True))
+        stop = min(start + CHUNK, n)
+        pieces = [
+            text.slice(start, stop - start) if which is None else text.take(pa.array(which[start:stop]))
+            for (which, _), text in zip(parts, texts, strict=True)
+        ]
+        yield _text(pc.binary_join_element_wise(*pieces, ","))
+
+
+def _text(joined: pa.Array) -> bytes:
+    """A string array without nulls as one UTF-8 text: its characters are one buffer, in order."""
+    if not len(joined):
+        return b""
+    offsets = np.frombuffer(joined.buffers()[1], dtype=np.int32)[joined.offset : joined.offset + len(joined) + 1]
+    return bytes(memoryview(joined.buffers()[2])[offsets[0] : offsets[-1]])

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import jinja2
-import matplotlib.pyplot as plt
 import pandas as pd
 import yaml
 from markupsafe import Markup, escape
@@ -18,7 +18,7 @@ from layerbench import __version__
 from layerbench.analysis import explain, flame
 from layerbench.analysis.overhead import BYTE_METRICS, UNITS, CellResult
 from layerbench.analysis.verdicts import FASTER, MARKS, SLOWER
-from layerbench.report import figures, flamegraph, sweep_figures
+from layerbench.report import flamegraph
 from layerbench.report.view import RunView
 
 
@@ -29,54 +29,66 @@ class Figure:
     svg: str
 
 
+@dataclass(frozen=True)
+class Drawn:
+    """A figure as the report writes it: its SVG (inlined and written) and its PNG."""
+
+    name: str
+    caption: str
+    svg: str
+    png: bytes
+
+
+# Each figure: its name, the function that draws it (module.function: matplotlib is imported only to draw),
+# what it draws (_inputs) and its caption.
 FIGURES = (
     (
         "normalized",
-        figures.normalized_bars,
+        "figures.normalized_bars",
         "results",
         "Each stack relative to the baseline, per workload (log scale; error bars: 95% CI of the ratio).",
     ),
     (
         "latency-breakdown",
-        figures.latency_breakdown,
+        "figures.latency_breakdown",
         "frame",
         "Mean submission (slat) and completion (clat) latency: where the time goes, as in the paper's Fig. 4.",
     ),
     (
         "surfaces",
-        figures.surfaces,
+        "figures.surfaces",
         "surfaces",
         "Ratio to the baseline over file size x record size, per operation and layer (seed 004's surfaces).",
     ),
     (
         "percentiles",
-        figures.percentile_profile,
+        "figures.percentile_profile",
         "percentiles",
         "Completion-latency percentiles per cell, from fio's histograms merged over jobs and trials (log scale).",
     ),
     (
         "qd-jobs-heatmap",
-        sweep_figures.qd_jobs_heatmaps,
+        "sweep_figures.qd_jobs_heatmaps",
         "heatmap",
         "IOPS and p99 completion latency over queue depth x job count, per swept workload and stack (IOPS of all "
         "jobs, mean over trials; p99 of the slower direction, from fio's histograms merged over trials).",
     ),
     (
         "bandwidth-block-size",
-        sweep_figures.bandwidth_by_block_size,
+        "sweep_figures.bandwidth_by_block_size",
         "bandwidth",
         "Bandwidth against block size, per swept workload and stack (mean over trials; bars: lowest and highest).",
     ),
     (
         "latency-over-time",
-        sweep_figures.latency_over_time,
+        "sweep_figures.latency_over_time",
         "timelines",
         "Mean latency per interval over each cell's first trial, from fio's latency log (write_lat_log with "
         "log_avg_msec): what the trial's mean hides, such as a cache filling or a device's write cliff.",
     ),
     (
         "scaling",
-        figures.scaling_curves,
+        "figures.scaling_curves",
         "scaling",
         "Database instances at once (seed 000's Fig. 6-7): aggregate throughput (95% CI) and p99 latency of all "
         "clients merged, and what the host gave; the dotted line marks the peak.",
@@ -89,27 +101,52 @@ FIGURES = (
 FIGURE_WORKLOADS = 12
 
 
-def render(v: RunView, out_dir: Path, workloads: int | None = FIGURE_WORKLOADS) -> Path:
+def render(
+    v: RunView,
+    out_dir: Path,
+    workloads: int | None = FIGURE_WORKLOADS,
+    draw: Callable[[RunView, int | None], list[Drawn]] | None = None,
+) -> Path:
     """Write report.html and every figure as PNG and SVG into ``out_dir``; return the HTML path.
-    ``workloads``: how many of the run's workloads (the first, in its order) the figures draw; None for all."""
+    ``workloads``: how many of the run's workloads (the first, in its order) the figures draw; None for all.
+    ``draw``: how the figures are had (the CLI's reads them from the run's cache); ``drawn`` without."""
     out_dir.mkdir(parents=True, exist_ok=True)
     every = list(dict.fromkeys(r.workload for r in v.results))
     shown = set(every[:workloads] if workloads is not None else every)
     figs = []
-    inputs = _inputs(v, shown)  # once: each filters the run's million samples
-    for name, draw, source, caption in FIGURES:
-        fig = draw(*inputs[source])
-        if fig is None:
-            continue
-        svg = io.StringIO()
-        fig.savefig(svg, format="svg", bbox_inches="tight")
-        figures.save(fig, out_dir / "figures", name, svg.getvalue())
-        plt.close(fig)
-        figs.append(Figure(name, caption, _strip_xml_header(svg.getvalue())))
+    for d in (draw or drawn)(v, workloads):
+        (out_dir / "figures").mkdir(parents=True, exist_ok=True)
+        (out_dir / "figures" / f"{d.name}.png").write_bytes(d.png)
+        (out_dir / "figures" / f"{d.name}.svg").write_text(d.svg, encoding="utf-8")
+        figs.append(Figure(d.name, d.caption, _strip_xml_header(d.svg)))
     html = _template().render(**_context(v, figs), figures_left_out=left_out(len(every), len(shown)))
     path = out_dir / "report.html"
     path.write_text(html)
     return path
+
+
+def drawn(v: RunView, workloads: int | None = FIGURE_WORKLOADS) -> list[Drawn]:
+    """Every figure the run has, drawing the first ``workloads`` of its workloads (None: all)."""
+    import matplotlib.pyplot as plt  # here: 0.3-0.5 s to import, and a report whose figures are cached never draws
+
+    from layerbench.report import figures, sweep_figures
+
+    modules = {"figures": figures, "sweep_figures": sweep_figures}
+    every = list(dict.fromkeys(r.workload for r in v.results))
+    shown = set(every[:workloads] if workloads is not None else every)
+    inputs = _inputs(v, shown)  # once: each filters the run's million samples
+    out = []
+    for name, function, source, caption in FIGURES:
+        module, attribute = function.split(".")
+        fig = getattr(modules[module], attribute)(*inputs[source])
+        if fig is None:
+            continue
+        svg, png = io.StringIO(), io.BytesIO()
+        fig.savefig(svg, format="svg", bbox_inches="tight")
+        fig.savefig(png, format="png", bbox_inches="tight")
+        plt.close(fig)
+        out.append(Drawn(name, caption, svg.getvalue(), png.getvalue()))
+    return out
 
 
 def _inputs(v: RunView, shown: set[str]) -> dict[str, tuple[Any, ...]]:

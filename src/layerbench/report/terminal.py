@@ -304,9 +304,16 @@ def comparison_json(c: RunComparison) -> dict[str, Any]:
 
 def plain(obj: Any) -> Any:
     """A dataclass (or dict, list) as JSON-ready values, NaN as null so strict parsers accept it; in one
-    pass, without asdict's deep copies and a second pass: 0.3 s of show --json's 10,500 cells."""
-    if is_dataclass(obj) and not isinstance(obj, type):
-        return {name: plain(getattr(obj, name)) for name in _field_names(type(obj))}
+    pass, without asdict's deep copies and a second pass: 0.3 s of show --json's 10,500 cells. Each type is
+    asked once whether it is a dataclass (is_dataclass on each of 470,000 values was 0.4 s)."""
+    kind = type(obj)
+    if kind is float:
+        return None if obj != obj else obj
+    if kind in _AS_IS:
+        return obj
+    names = _field_names(kind)
+    if names is not None:
+        return {name: plain(getattr(obj, name)) for name in names}
     if isinstance(obj, dict):
         return {k: plain(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
@@ -316,9 +323,13 @@ def plain(obj: Any) -> Any:
     return obj
 
 
+_AS_IS = frozenset({str, int, bool, type(None)})
+
+
 @cache
-def _field_names(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in fields(cls))
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    """A dataclass's fields; None for any other type (a class itself is no dataclass instance)."""
+    return tuple(f.name for f in fields(cls)) if is_dataclass(cls) and not issubclass(cls, type) else None
 
 
 def comparison_table(rows: Sequence[Comparison], run_a: str, run_b: str) -> Table:
