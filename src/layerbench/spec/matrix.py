@@ -29,7 +29,9 @@ from layerbench.spec.rules import (
 )
 from layerbench.spec.space import Files, overflowing
 
-STACK_FIELDS = ("device", "filesystem", "engine", "placement", "limits", "server", "instances", "profile", "tuning")
+STACK_FIELDS = (
+    "device", "filesystem", "engine", "placement", "limits", "server", "instances", "profile", "tuning", "clients",
+)
 
 
 @dataclass(frozen=True)

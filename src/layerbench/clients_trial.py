@@ -1,0 +1,140 @@
+"""A trial of many fio clients at once (spec/clients.py): one result, one row per client.
+
+Every client's test file is prepared once per stack, all in parallel. A trial
+starts a fio server in every target (stack/clients.py), runs one fio client on
+the host that sends each its job and starts them together, then stops the
+servers. Its samples: each client's as job "c0", "c1", ... (so a trial's IOPS
+and bandwidth summed over jobs are the clients' total), the percentiles of
+every client's completion histogram merged (job "all"), and the spread of the
+clients' starts and finishes, which the ``clients-in-step`` check judges.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+from typing import Any
+
+from layerbench.analysis.checks import FIO_REMEDY, Check
+from layerbench.errors import ToolError
+from layerbench.monitor import Monitor, devices_beneath
+from layerbench.monitor_checks import bottleneck_check, contended_check
+from layerbench.schedule import Trial
+from layerbench.spec.models import FioWorkload
+from layerbench.stack.clients import ClientSet, serving
+from layerbench.stack.target import BuildContext, Target
+from layerbench.store.db import MonitorPoint, TrialRecord
+from layerbench.trial import TRIAL_SLACK_S, Outcome, _accounting, category, needs_precondition, record, watched
+from layerbench.workloads import fio, fio_clients
+
+PRECONDITION_SLACK_S = 600.0
+
+
+def prepare(clients: ClientSet, workloads: list[FioWorkload]) -> dict[str, Any]:
+    """Each client's file for each (size, mode) the stack's workloads read, the clients in parallel."""
+    done: dict[str, Any] = {}
+    firsts = {(int(w.size), w.precondition): w for w in reversed(workloads) if needs_precondition(w)}
+    for (size, mode), w in sorted(firsts.items()):
+        t0 = time.monotonic()
+        steps = [_steps(w, t, i, clients.spec.shared) for i, t in enumerate(clients.targets)]
+        timeout = size / 2**20 + PRECONDITION_SLACK_S
+        with concurrent.futures.ThreadPoolExecutor(len(steps)) as pool:
+            futures = [pool.submit(_run_steps, t, s, timeout) for t, s in zip(clients.targets, steps, strict=True)]
+            for f in futures:
+                f.result()
+        done[f"{size}:{mode}"] = {"seconds": round(time.monotonic() - t0, 3), "clients": len(steps)}
+    return done
+
+
+def _steps(w: FioWorkload, target: Target, index: int, shared: bool) -> list[list[str]]:
+    size, name = int(w.size), fio_clients.data_file(target.path, w, index, shared)
+    if w.precondition == "sparse":
+        return [fio_clients.retarget(fio.sparse_argv(size, target.path), name)]
+    steps = [fio_clients.retarget(fio.precondition_argv(size, target.path, False), name)]
+    if w.precondition == "steady":
+        steps.append(fio_clients.retarget(fio.steady_argv(size, target.path, False, window_s=w.ss_dur_s), name))
+    return steps
+
+
+def _run_steps(target: Target, steps: list[list[str]], timeout: float) -> None:
+    for argv in steps:
+        target.run(argv, timeout).check()
+
+
+def run_trial(clients: ClientSet, trial: Trial, prepared: dict[str, Any], ctx: BuildContext) -> TrialRecord:
+    started = time.time()
+    info = {"precondition": prepared, "engine": clients.engine, "clients": _describe(clients)}
+    out = Outcome(info=info)
+    w = trial.cell.workload
+    assert isinstance(w, FioWorkload)  # spec/rules.py refuses other workloads on a stack with clients
+    try:
+        _execute(clients, w, out, ctx)
+    except ToolError as exc:
+        out.category, out.stderr = category(exc.rc, exc.stderr), exc.stderr
+        out.argv = out.argv or exc.argv
+    except OSError as exc:
+        out.category, out.stderr = "setup-error", f"{type(exc).__name__}: {exc}"
+    return record(trial, started, out)
+
+
+def _describe(clients: ClientSet) -> list[dict[str, Any]]:
+    keys = ("container", "pid", "limits_enforced", "placement", "shared")
+    return [
+        {"name": fio_clients.client_name(i), "path": t.path, **{k: t.info[k] for k in keys if k in t.info}}
+        for i, t in enumerate(clients.targets)
+    ]
+
+
+def _execute(clients: ClientSet, w: FioWorkload, out: Outcome, ctx: BuildContext) -> None:
+    files = []
+    for i, t in enumerate(clients.targets):
+        text = fio_clients.job_text(w, fio_clients.data_file(t.path, w, i, clients.spec.shared))
+        path = ctx.work_dir / f"lb-{w.name}-c{i}.fio"
+        path.write_text(text)
+        files.append(str(path))
+    first = clients.first
+    devices = devices_beneath(watched(first.device))
+    with serving(clients, ctx) as sockets:
+        out.argv = fio_clients.client_argv(sockets, files)
+        with Monitor(devices, count_from=w.ramp_s, on_point=ctx.on_monitor) as mon:
+            done = ctx.runner(out.argv, timeout=w.runtime_s + w.ramp_s + TRIAL_SLACK_S)
+    out.stdout, out.stderr = done.stdout, done.stderr
+    out.monitor = [MonitorPoint(p.t, p.series, p.value, p.unit) for p in mon.points]
+    if done.rc != 0:
+        out.category = category(done.rc, done.stderr)
+        return
+    try:
+        result = fio_clients.parse(done.stdout, sockets)
+    except fio.FioParseError as exc:
+        out.category, out.stderr = "parse-error", f"{exc}\n{done.stderr}"
+        return
+    out.status, out.samples = "ok", fio_clients.samples(result)
+    out.info["clients_spread_ms"] = fio_clients.spreads(result)
+    lowest = devices[-1] if devices else ""
+    out.checks = [
+        _accounting(result.result(), mon, first, devices),
+        bottleneck_check(mon, lowest, FIO_REMEDY, {"": {}}, None),
+        contended_check(mon, None),
+        in_step(result, w.runtime_s, clients.spec.max_spread),
+    ]
+
+
+def in_step(result: fio_clients.ClientsResult, runtime_s: float, share: float) -> Check:
+    """Did the clients run together? Flagged where the first and the last to start (or to finish) are more
+    than ``share`` of the runtime apart: their load then overlapped for less than the runtime."""
+    spread = fio_clients.spreads(result)
+    limit_ms = share * runtime_s * 1000
+    start, finish = spread["start_spread_ms"], spread["finish_spread_ms"]
+    said = f"start spread {start:.0f} ms, finish spread {finish:.0f} ms of a {runtime_s:g} s runtime"
+    if start != start or finish != finish:  # NaN: this fio reports no job_start
+        return Check("clients-in-step", "skip", "fio reported no start time per client")
+    earliest = min(c.start_ms for c in result.clients if c.start_ms is not None)
+    late = [
+        fio_clients.client_name(c.index)
+        for c in result.clients
+        if c.start_ms is not None and c.start_ms - earliest > limit_ms
+    ]
+    if max(start, finish) > limit_ms:
+        who = f" (late: {', '.join(late)})" if late else ""
+        return Check("clients-in-step", "flag", f"{said}: more than {share:.0%} of it{who}")
+    return Check("clients-in-step", "pass", f"{said}, within {share:.0%} of it")
