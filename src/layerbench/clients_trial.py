@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import time
+from pathlib import Path
 from typing import Any
 
 from layerbench.analysis.checks import FIO_REMEDY, Check
@@ -94,46 +95,51 @@ def _execute(clients: ClientSet, w: FioWorkload, out: Outcome, ctx: BuildContext
         files.append(str(path))
     first = clients.first
     devices = devices_beneath(watched(first.device))
-    with serving(clients, ctx) as sockets:
-        out.argv = fio_clients.client_argv(sockets, files)
+    with serving(clients, ctx) as where:
+        out.argv = fio_clients.client_argv(where.names, files)
+        in_dir = ["sh", "-c", 'cd "$1" && shift && exec "$@"', "sh", str(where.cwd)]  # fio writes its logs there
         with Monitor(devices, count_from=w.ramp_s, on_point=ctx.on_monitor) as mon:
-            done = ctx.runner(out.argv, timeout=w.runtime_s + w.ramp_s + TRIAL_SLACK_S)
+            done = ctx.runner([*in_dir, *out.argv], timeout=w.runtime_s + w.ramp_s + TRIAL_SLACK_S)
+        logs = {i: _logs(where.cwd, i, w.numjobs) for i in range(len(clients.targets))}
     out.stdout, out.stderr = done.stdout, done.stderr
     out.monitor = [MonitorPoint(p.t, p.series, p.value, p.unit) for p in mon.points]
     if done.rc != 0:
         out.category = category(done.rc, done.stderr)
         return
     try:
-        result = fio_clients.parse(done.stdout, sockets)
+        result = fio_clients.parse(done.stdout, where.names)
+        every = fio_clients.log_interval_ms(w)
+        times = {i: fio_clients.log_times(texts, every) for i, texts in logs.items()}
     except fio.FioParseError as exc:
         out.category, out.stderr = "parse-error", f"{exc}\n{done.stderr}"
         return
-    out.status, out.samples = "ok", fio_clients.samples(result)
-    out.info["clients_spread_ms"] = fio_clients.spreads(result)
+    out.status, out.samples = "ok", fio_clients.samples(result, times)
+    out.info["clients_spread_ms"] = fio_clients.spreads(times)
+    out.info["clients_ran_ms"] = {fio_clients.client_name(i): list(t) for i, t in times.items()}
     lowest = devices[-1] if devices else ""
     out.checks = [
         _accounting(result.result(), mon, first, devices),
         bottleneck_check(mon, lowest, FIO_REMEDY, {"": {}}, None),
         contended_check(mon, None),
-        in_step(result, w.runtime_s, clients.spec.max_spread),
+        in_step(times, w.runtime_s, clients.spec.max_spread),
     ]
 
 
-def in_step(result: fio_clients.ClientsResult, runtime_s: float, share: float) -> Check:
+def _logs(cwd: Path, index: int, numjobs: int) -> list[str]:
+    """A client's IOPS logs as fio's client wrote them (a missing one is an empty list: a parse error)."""
+    found = [cwd / name for name in fio_clients.log_files(index, numjobs)]
+    return [p.read_text() for p in found if p.is_file()]
+
+
+def in_step(times: dict[int, tuple[float, float]], runtime_s: float, share: float) -> Check:
     """Did the clients run together? Flagged where the first and the last to start (or to finish) are more
     than ``share`` of the runtime apart: their load then overlapped for less than the runtime."""
-    spread = fio_clients.spreads(result)
+    spread = fio_clients.spreads(times)
     limit_ms = share * runtime_s * 1000
     start, finish = spread["start_spread_ms"], spread["finish_spread_ms"]
     said = f"start spread {start:.0f} ms, finish spread {finish:.0f} ms of a {runtime_s:g} s runtime"
-    if start != start or finish != finish:  # NaN: this fio reports no job_start
-        return Check("clients-in-step", "skip", "fio reported no start time per client")
-    earliest = min(c.start_ms for c in result.clients if c.start_ms is not None)
-    late = [
-        fio_clients.client_name(c.index)
-        for c in result.clients
-        if c.start_ms is not None and c.start_ms - earliest > limit_ms
-    ]
+    earliest = min(t[0] for t in times.values())
+    late = [fio_clients.client_name(i) for i, t in sorted(times.items()) if t[0] - earliest > limit_ms]
     if max(start, finish) > limit_ms:
         who = f" (late: {', '.join(late)})" if late else ""
         return Check("clients-in-step", "flag", f"{said}: more than {share:.0%} of it{who}")

@@ -143,3 +143,37 @@ def test_clients_with_a_server_name_the_field() -> None:
     with pytest.raises(SpecError) as err:
         expand_stacks(load.parse(BASE + "  - {filesystem: ext4, server: redis, clients: 2}\n"))
     assert "clients" in str(err.value)
+
+
+# --- when each client ran ------------------------------------------------------------------------------
+
+
+def test_a_client_s_run_is_read_from_its_iops_log_in_epoch_time() -> None:
+    log = "1795726123100, 812, 0, 4096, 0\n1795726123110, 790, 0, 4096, 0\n1795726124100, 801, 0, 4096, 0\n"
+    assert fio_clients.log_times([log], 10) == (1795726123090.0, 1795726124100.0)
+    # numjobs' clones each write a log: the client ran from the first one's start to the last one's end
+    other = "1795726123105, 1, 0, 4096, 0\n1795726124120, 1, 0, 4096, 0\n"
+    assert fio_clients.log_times([log, other], 10) == (1795726123090.0, 1795726124120.0)
+    with pytest.raises(fio.FioParseError):
+        fio_clients.log_times([], 10)
+    with pytest.raises(fio.FioParseError):
+        fio_clients.log_times([""], 10)
+
+
+def test_the_log_interval_gives_about_200_points_at_any_runtime() -> None:
+    assert fio_clients.log_interval_ms(FioWorkload(name="a", runtime_s=1)) == 10
+    assert fio_clients.log_interval_ms(FioWorkload(name="a", runtime_s=60)) == 300
+    assert fio_clients.log_files(2, 2) == ["lb_iops.1.log.c2.sock", "lb_iops.2.log.c2.sock"]
+    text = fio_clients.job_text(FioWorkload(name="a", runtime_s=60), "/data/f")
+    assert "write_iops_log=lb" in text and "log_avg_msec=300" in text and "log_unix_epoch=1" in text
+
+
+def test_clients_out_of_step_are_flagged_with_who_was_late() -> None:
+    from layerbench.clients_trial import in_step
+
+    together = {0: (1000.0, 2000.0), 1: (1010.0, 2015.0)}
+    assert in_step(together, 1.0, 0.1).status == "pass"
+    late = {0: (1000.0, 2000.0), 1: (1150.0, 2150.0), 2: (1005.0, 2004.0)}
+    check = in_step(late, 1.0, 0.1)
+    assert check.status == "flag" and "late: c1" in check.detail and "start spread 150 ms" in check.detail
+    assert fio_clients.spreads(late) == {"start_spread_ms": 150.0, "finish_spread_ms": 150.0}

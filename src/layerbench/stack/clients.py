@@ -18,6 +18,7 @@ import os
 import signal
 import stat
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -89,7 +90,7 @@ def _native(
     targets = []
     for i in range(spec.count):
         path = shared or exits.enter_context(host_dir(mount.mountpoint / f"lb-data-{fio_clients.client_name(i)}", ctx))
-        info = {"placement": "host-dir", "client": i, "socket": str(ctx.work_dir / f"fio-c{i}.sock")}
+        info = {"placement": "host-dir", "client": i, "socket": str(ctx.work_dir / _native_socket(i))}
         targets.append(Target(run, put, str(path), False, mount.device, "native", info))
     return targets
 
@@ -135,16 +136,33 @@ def _shared_data(
     raise PrerequisiteError(f"clients.shared: placement {spec.kind} cannot be shared")
 
 
+def _native_socket(index: int) -> str:
+    return f"fio-c{index}.sock"
+
+
+@dataclass(frozen=True)
+class Serving:
+    """Where the fio client runs (``cwd``) and the name of each server's socket there: a symbolic link to it,
+    so the client's connect strings (and fio's "hostname" of each client) are short and name the client."""
+
+    cwd: Path
+    names: list[str]
+
+
 @contextmanager
-def serving(clients: ClientSet, ctx: BuildContext) -> Iterator[list[str]]:
-    """A fio server in every target, each on its Unix socket, recorded in the ledger; yields the sockets as
-    the host reaches them. Stopped on the way out."""
+def serving(clients: ClientSet, ctx: BuildContext) -> Iterator[Serving]:
+    """A fio server in every target, each on its Unix socket, recorded in the ledger, and a directory of links
+    to their sockets for the client; stopped and removed on the way out."""
     with contextlib.ExitStack() as exits:
-        sockets = []
         for t in clients.targets:
             exits.enter_context(_server(t, clients.api, ctx))
-            sockets.append(str(t.info["socket"]))
-        yield sockets
+        cwd = exits.enter_context(host_dir(ctx.work_dir / f"fio-client-{uuid.uuid4().hex[:8]}", ctx))
+        names = []
+        for i, t in enumerate(clients.targets):
+            name = fio_clients.socket_name(i)
+            (cwd / name).symlink_to(str(t.info["socket"]))
+            names.append(name)
+        yield Serving(cwd, names)
 
 
 @contextmanager
@@ -152,8 +170,11 @@ def _server(target: Target, engine_api: Any, ctx: BuildContext) -> Iterator[hand
     index = int(target.info["client"])
     log = ctx.work_dir / f"fio-server-c{index}.log"
     host_socket = Path(str(target.info["socket"]))
-    inside = SOCKET_IN_CONTAINER if target.engine != "native" else str(host_socket)
-    argv = fio_clients.server_argv(inside)
+    if target.engine == "native":  # in the work directory, by a relative name: a socket's path has 107 bytes
+        cd = ["sh", "-c", 'cd "$1" && shift && exec "$@"', "sh", str(host_socket.parent)]
+        argv = [*cd, *fio_clients.server_argv(host_socket.name)]
+    else:
+        argv = fio_clients.server_argv(SOCKET_IN_CONTAINER)
 
     def create(rid: int) -> handles.Handle:
         with contextlib.suppress(FileNotFoundError):

@@ -32,8 +32,6 @@ class ClientResult:
     index: int
     host: str  # fio's "hostname": the server's socket path here
     job: fio.FioJob
-    start_ms: int | None  # fio's job_start: when the job started, ms since the epoch (the server's clock)
-    elapsed_s: int | None  # fio's "elapsed": whole seconds the job took, ramp included
 
 
 @dataclass(frozen=True)
@@ -49,6 +47,12 @@ class ClientsResult:
 
 def client_name(index: int) -> str:
     return f"c{index}"
+
+
+def socket_name(index: int) -> str:
+    """The name the client connects to (a link to the server's socket in its directory): fio's "hostname" of
+    that client in the JSON."""
+    return f"{client_name(index)}.sock"
 
 
 def server_argv(socket: str, binary: str = "fio") -> list[str]:
@@ -79,7 +83,7 @@ def retarget(argv: list[str], filename: str) -> list[str]:
 
 def job_text(w: FioWorkload, filename: str) -> str:
     """The workload as a job file (fio's client sends job files, not command-line options): the same options
-    ``fio.argv`` gives one fio, one per line."""
+    ``fio.argv`` gives one fio, one per line, and an IOPS log in epoch time, which says when the client ran."""
     args = retarget(fio.argv(w, filename, True), filename)[1:]
     lines = [f"[{w.name}]"]
     for a in args:
@@ -87,6 +91,7 @@ def job_text(w: FioWorkload, filename: str) -> str:
             continue
         key, _, value = a.removeprefix("--").partition("=")
         lines.append(f"{key}={value}")
+    lines += [f"write_iops_log={LOG_PREFIX}", f"log_avg_msec={log_interval_ms(w)}", "log_unix_epoch=1"]
     return "\n".join(lines) + "\n"
 
 
@@ -112,19 +117,14 @@ def parse(text: str, connects: list[str]) -> ClientsResult:
             continue
         if host not in index_of:
             raise fio.FioParseError(f"fio client JSON names a client it was not given: {host!r}")
-        start, elapsed = s.get("job_start"), s.get("elapsed")
-        clients.append(ClientResult(index_of[host], host, job, _int(start), _int(elapsed)))
+        clients.append(ClientResult(index_of[host], host, job))
     missing = sorted(set(range(len(connects))) - {c.index for c in clients})
     if missing:
         raise fio.FioParseError(f"fio client JSON has no result for client(s) {', '.join(map(str, missing))}")
     return ClientsResult(version, sorted(clients, key=lambda c: c.index), aggregate)
 
 
-def _int(value: object) -> int | None:
-    return None if value is None else int(value)  # type: ignore[call-overload]
-
-
-def samples(result: ClientsResult) -> list[Sample]:
+def samples(result: ClientsResult, times: dict[int, tuple[float, float]] | None = None) -> list[Sample]:
     """Per client (job "c0", "c1", ...): fio's samples of its job, so a trial's IOPS and bandwidth summed over
     jobs are the clients' total; for the trial (job "all"): the clients' ops/s summed, latency of every client
     merged from their histograms, and the clients' start and finish spread."""
@@ -139,10 +139,8 @@ def samples(result: ClientsResult) -> list[Sample]:
             out.append(Sample(f"clat_{name}", ns, "ns", direction, MERGED))
             if name == "p99":  # the scaling curve's tail, named as database trials name theirs
                 out.append(Sample("lat_p99_us", ns / 1000, "us", direction, MERGED))
-    spread = spreads(result)
-    for key, value in spread.items():
-        if not math.isnan(value):
-            out.append(Sample(key, value, "ms", "", MERGED))
+    if times:
+        out += [Sample(key, value, "ms", "", MERGED) for key, value in spreads(times).items()]
     return out
 
 
@@ -154,17 +152,42 @@ def _merged(histograms: list[dict[int, int]]) -> dict[int, int]:
     return total
 
 
-def spreads(result: ClientsResult) -> dict[str, float]:
-    """``start_spread_ms``: between the first and the last client to start (fio's job_start);
-    ``finish_spread_ms``: between the first and the last to finish (its start plus its measured runtime and ramp
-    that elapsed's whole seconds cannot tell: job_start + its longest direction's runtime; the ramp, the same for
-    every client, cancels)."""
-    starts = [c.start_ms for c in result.clients if c.start_ms is not None]
-    ends = [c.start_ms + _runtime_ms(c.job) for c in result.clients if c.start_ms is not None and c.job.directions]
-    return {
-        "start_spread_ms": float(max(starts) - min(starts)) if len(starts) == len(result.clients) else math.nan,
-        "finish_spread_ms": float(max(ends) - min(ends)) if len(ends) == len(result.clients) else math.nan,
-    }
+def spreads(times: dict[int, tuple[float, float]]) -> dict[str, float]:
+    """Between the first and the last client to start (``start_spread_ms``), and to finish
+    (``finish_spread_ms``), from each client's (start, finish) in ms (``log_times``)."""
+    starts, ends = [t[0] for t in times.values()], [t[1] for t in times.values()]
+    return {"start_spread_ms": max(starts) - min(starts), "finish_spread_ms": max(ends) - min(ends)}
+
+
+# --- when each client ran: its IOPS log ---------------------------------------------------------------
+
+LOG_PREFIX = "lb"  # write_iops_log's name; fio's client writes it in its directory as <name>.<hostname>
+LOG_POINTS = 200  # log entries per job over the runtime: the resolution of the start and finish
+
+
+def log_interval_ms(w: FioWorkload) -> int:
+    """log_avg_msec: 1/200 of the runtime (10 ms at least), so a log has about 200 lines at any runtime."""
+    return max(10, round(w.runtime_s * 1000 / LOG_POINTS))
+
+
+def log_files(index: int, numjobs: int) -> list[str]:
+    """The IOPS logs fio's client writes for client ``index``: one per job, ``lb_iops.<job>.log.c0.sock``."""
+    return [f"{LOG_PREFIX}_iops.{j}.log.{socket_name(index)}" for j in range(1, numjobs + 1)]
+
+
+def log_times(texts: list[str], interval_ms: int) -> tuple[float, float]:
+    """A client's (start, finish) in ms since the epoch, from its jobs' IOPS logs (``log_unix_epoch``): the
+    first interval's start (its first entry's time less the interval) and the last entry's time."""
+    firsts, lasts = [], []
+    for text in texts:
+        times = [int(line.split(",", 1)[0]) for line in text.splitlines() if line.strip()]
+        if not times:
+            raise fio.FioParseError("fio's IOPS log of a client is empty")
+        firsts.append(min(times))
+        lasts.append(max(times))
+    if not firsts:
+        raise fio.FioParseError("no IOPS log for a client")
+    return float(min(firsts) - interval_ms), float(max(lasts))
 
 
 def _runtime_ms(job: fio.FioJob) -> int:
