@@ -21,8 +21,8 @@ from pydantic import BaseModel, BeforeValidator
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from layerbench.spec.databases import PgbenchWorkload, Resources, ServerSpec, YcsbWorkload
 from layerbench.spec.clients import ClientsSpec
+from layerbench.spec.databases import PgbenchWorkload, Resources, ServerSpec, YcsbWorkload
 from layerbench.spec.link import parse_delay, parse_rate
 from layerbench.spec.models import (
     DeviceSpec,
