@@ -177,3 +177,19 @@ def test_clients_out_of_step_are_flagged_with_who_was_late() -> None:
     check = in_step(late, 1.0, 0.1)
     assert check.status == "flag" and "late: c1" in check.detail and "start spread 150 ms" in check.detail
     assert fio_clients.spreads(late) == {"start_spread_ms": 150.0, "finish_spread_ms": 150.0}
+
+
+def test_every_client_s_file_counts_against_the_device(full_caps: HostCaps) -> None:
+    text = """
+name: t
+device: {kind: zram, size: 1GiB}
+workloads:
+  - {name: RR, rw: randread, bs: 4k, size: 256MiB}
+stacks:
+  - {filesystem: ext4, clients: [2, 4]}
+"""
+    from layerbench.workloads.footprint import files
+
+    m = expand(load.parse(text), full_caps, files=files)
+    assert [c.stack.clients.count for c in m.cells] == [2]
+    assert "x4 clients" in m.refused[0].reason
