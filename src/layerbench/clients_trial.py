@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.analysis.checks import FIO_REMEDY, Check
+from layerbench.analysis.percentiles import merge, percentiles
 from layerbench.errors import ToolError
 from layerbench.monitor import Monitor, devices_beneath
 from layerbench.monitor_checks import bottleneck_check, contended_check
+from layerbench.sample import Sample
 from layerbench.schedule import Trial
 from layerbench.spec.models import FioWorkload
 from layerbench.stack.clients import ClientSet, serving
@@ -113,7 +115,7 @@ def _execute(clients: ClientSet, w: FioWorkload, out: Outcome, ctx: BuildContext
     except fio.FioParseError as exc:
         out.category, out.stderr = "parse-error", f"{exc}\n{done.stderr}"
         return
-    out.status, out.samples = "ok", fio_clients.samples(result, times)
+    out.status, out.samples = "ok", [*fio_clients.samples(result, times), *merged_latency(result)]
     out.info["clients_spread_ms"] = fio_clients.spreads(times)
     out.info["clients_ran_ms"] = {fio_clients.client_name(i): list(t) for i, t in times.items()}
     lowest = devices[-1] if devices else ""
@@ -123,6 +125,18 @@ def _execute(clients: ClientSet, w: FioWorkload, out: Outcome, ctx: BuildContext
         contended_check(mon, None),
         in_step(times, w.runtime_s, clients.spec.max_spread),
     ]
+
+
+def merged_latency(result: fio_clients.ClientsResult) -> list[Sample]:
+    """The completion-latency percentiles of every client's operations (their histograms merged, never their
+    percentiles averaged), job "all"; the p99 also as ``lat_p99_us``, what the scaling curve reads."""
+    out = []
+    for direction, hists in fio_clients.histograms(result).items():
+        for name, ns in percentiles(merge(hists)).items():
+            out.append(Sample(f"clat_{name}", ns, "ns", direction, fio_clients.MERGED))
+            if name == "p99":
+                out.append(Sample("lat_p99_us", ns / 1000, "us", direction, fio_clients.MERGED))
+    return out
 
 
 def _logs(cwd: Path, index: int, numjobs: int) -> list[str]:

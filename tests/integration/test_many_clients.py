@@ -5,6 +5,7 @@ one result per trial, a row per client, servers on Unix sockets only, and nothin
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -48,7 +49,7 @@ def test_clients_run_together_with_one_result_each_and_a_row_per_client(tmp_path
         ).fetchall()
         assert all(status == "ok" for _, status, _, _ in trials), trials
         for trial_id, _, _, label in trials:
-            count = int(label.split("clients")[0].rsplit("/", 1)[1])
+            count = int(re.search(r"/(\d+)clients?", label)[1])  # type: ignore[index]
             rows = db.execute("SELECT DISTINCT job FROM samples WHERE trial_id = ? AND metric = 'iops'", (trial_id,))
             jobs = {j for (j,) in rows}
             assert jobs == {f"c{i}" for i in range(count)}, label

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from layerbench.clients_trial import in_step, merged_latency
 from layerbench.errors import SpecError
 from layerbench.spec import load
 from layerbench.spec.feasibility import HostCaps
@@ -56,7 +57,7 @@ def test_a_client_not_given_or_missing_is_a_parse_error() -> None:
 
 def test_samples_sum_to_the_clients_total_and_merge_their_histograms() -> None:
     result = fio_clients.parse((DATA / NATIVE_2).read_text(), SOCKETS_2)
-    samples = fio_clients.samples(result)
+    samples = [*fio_clients.samples(result), *merged_latency(result)]
     iops = [s for s in samples if s.metric == "iops"]
     assert {s.job for s in iops} == {"c0", "c1"}  # one row per client, no aggregate row to count twice
     assert sum(s.value for s in iops) == pytest.approx(result.aggregate.directions["read"].iops, rel=1e-3)
@@ -169,8 +170,6 @@ def test_the_log_interval_gives_about_200_points_at_any_runtime() -> None:
 
 
 def test_clients_out_of_step_are_flagged_with_who_was_late() -> None:
-    from layerbench.clients_trial import in_step
-
     together = {0: (1000.0, 2000.0), 1: (1010.0, 2015.0)}
     assert in_step(together, 1.0, 0.1).status == "pass"
     late = {0: (1000.0, 2000.0), 1: (1150.0, 2150.0), 2: (1005.0, 2004.0)}

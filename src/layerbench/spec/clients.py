@@ -47,7 +47,7 @@ class ClientsSpec(BaseModel):
         return {"count": value} if isinstance(value, int) and not isinstance(value, bool) else value
 
     def label(self) -> str:
-        return f"{self.count}clients" + ("(shared)" if self.shared else "")
+        return f"{self.count}client{'s' if self.count > 1 else ''}" + ("(shared)" if self.shared else "")
 
 
 def clients_refused(engine: str, placement: str, shared: bool, limits: bool) -> str | None:

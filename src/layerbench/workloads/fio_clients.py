@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from layerbench.analysis.percentiles import percentiles
 from layerbench.sample import Sample
 from layerbench.spec.models import FioWorkload
 from layerbench.workloads import fio
@@ -126,30 +125,24 @@ def parse(text: str, connects: list[str]) -> ClientsResult:
 
 def samples(result: ClientsResult, times: dict[int, tuple[float, float]] | None = None) -> list[Sample]:
     """Per client (job "c0", "c1", ...): fio's samples of its job, so a trial's IOPS and bandwidth summed over
-    jobs are the clients' total; for the trial (job "all"): the clients' ops/s summed, latency of every client
-    merged from their histograms, and the clients' start and finish spread."""
+    jobs are the clients' total; for the trial (job "all"): the clients' ops/s summed and their start and finish
+    spread (clients_trial.py adds the latency of their histograms merged)."""
     out: list[Sample] = [Sample("ops", sum(_ops(c.job) for c in result.clients), "ops/s", "", MERGED)]
     for c in result.clients:
         named = fio.FioJob(client_name(c.index), c.job.groupid, c.job.error, c.job.directions, c.job.runtime_ms)
         out += [s for s in fio.samples(fio.FioResult(result.version, [named])) if s.metric != "ops"]
-    for direction in fio.DIRECTIONS:
-        bins = [c.job.directions[direction].clat_bins for c in result.clients if direction in c.job.directions]
-        merged = _merged(bins)
-        for name, ns in percentiles(merged).items():
-            out.append(Sample(f"clat_{name}", ns, "ns", direction, MERGED))
-            if name == "p99":  # the scaling curve's tail, named as database trials name theirs
-                out.append(Sample("lat_p99_us", ns / 1000, "us", direction, MERGED))
     if times:
         out += [Sample(key, value, "ms", "", MERGED) for key, value in spreads(times).items()]
     return out
 
 
-def _merged(histograms: list[dict[int, int]]) -> dict[int, int]:
-    total: dict[int, int] = {}
-    for h in histograms:
-        for k, v in h.items():
-            total[k] = total.get(k, 0) + v
-    return total
+def histograms(result: ClientsResult) -> dict[str, list[dict[int, int]]]:
+    """Per direction, every client's completion-latency histogram (json+ bins), to merge."""
+    out: dict[str, list[dict[int, int]]] = {}
+    for c in result.clients:
+        for direction, d in c.job.directions.items():
+            out.setdefault(direction, []).append(d.clat_bins)
+    return out
 
 
 def spreads(times: dict[int, tuple[float, float]]) -> dict[str, float]:
