@@ -192,3 +192,14 @@ stacks:
     m = expand(load.parse(text), full_caps, files=files)
     assert [c.stack.clients.count for c in m.cells] == [2]
     assert "x4 clients" in m.refused[0].reason
+
+
+def test_more_clients_are_not_held_to_fewer_clients_bound() -> None:
+    """Four clients may beat one honestly: faster-than-physics is not judged across client counts."""
+    from layerbench.analysis.checks import not_beneath
+
+    stacks = expand_stacks(load.parse(BASE + "  - {filesystem: ext4, engine: 'docker:overlay2', placement: volume,"
+                                      " clients: [1, 4]}\n  - {filesystem: ext4, clients: 1}\n"))
+    one, four, native = stacks
+    assert "1 client(s) against 4" in (not_beneath(four, native) or "")
+    assert not_beneath(one, native) is None
