@@ -29,7 +29,7 @@ from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.spec.clients import ClientsSpec
 from layerbench.spec.models import PlacementSpec, StackSpec
 from layerbench.stack import handle as handles
-from layerbench.stack.engines.container import tools
+from layerbench.stack.engines.container import ApiEngine, tools
 from layerbench.stack.ledger import tracked
 from layerbench.stack.placement import _volume, host_dir, recorded_run
 from layerbench.stack.target import BuildContext, Mount, Target
@@ -63,12 +63,13 @@ def client_targets(
     spec = stack.clients
     assert spec is not None  # the builder sends only stacks with clients here
     with contextlib.ExitStack() as exits:
-        if engine.kind == "native":
-            targets = _native(stack, mount, spec, exits, ctx)
-        else:
+        in_containers = isinstance(engine, ApiEngine)  # Docker's API (Docker, Podman); the rule allows native else
+        if in_containers:
             targets = _containers(stack, mount, engine, spec, data_bytes, exits, ctx)
+        else:
+            targets = _native(stack, mount, spec, exits, ctx)
         info = {"clients": spec.count, "shared": spec.shared, "placement": stack.placement.kind}
-        api = engine.daemon.client.api if engine.kind != "native" else None
+        api = engine.daemon.client.api if in_containers else None
         yield ClientSet(spec, targets, engine.kind, info, api)
 
 
@@ -168,9 +169,10 @@ def serving(clients: ClientSet, ctx: BuildContext) -> Iterator[Serving]:
 @contextmanager
 def _server(target: Target, engine_api: Any, ctx: BuildContext) -> Iterator[handles.Handle]:
     index = int(target.info["client"])
+    in_container = engine_api is not None
     log = ctx.work_dir / f"fio-server-c{index}.log"
     host_socket = Path(str(target.info["socket"]))
-    if target.engine == "native":  # in the work directory, by a relative name: a socket's path has 107 bytes
+    if not in_container:  # in the work directory, by a relative name: a socket's path has 107 bytes
         cd = ["sh", "-c", 'cd "$1" && shift && exec "$@"', "sh", str(host_socket.parent)]
         argv = [*cd, *fio_clients.server_argv(host_socket.name)]
     else:
@@ -179,7 +181,7 @@ def _server(target: Target, engine_api: Any, ctx: BuildContext) -> Iterator[hand
     def create(rid: int) -> handles.Handle:
         with contextlib.suppress(FileNotFoundError):
             host_socket.unlink()  # a socket left by a killed run's server: fio would refuse to bind
-        if target.engine == "native":
+        if not in_container:
             h: handles.Handle = handles.start_native(argv, log, None)
         else:
             h = handles.start_exec(engine_api, str(target.info["container"]), argv, log, None)
