@@ -1,6 +1,6 @@
 """A trial of many fio clients at once (spec/clients.py): one result, one row per client.
 
-Every client's test file is prepared once per stack, all in parallel. A trial
+Every client's test file is prepared once per stack. A trial
 starts a fio server in every target (stack/clients.py), runs one fio client on
 the host that sends each its job and starts them together, then stops the
 servers. Its samples: each client's as job "c0", "c1", ... (so a trial's IOPS
@@ -11,7 +11,6 @@ clients' starts and finishes, which the ``clients-in-step`` check judges.
 
 from __future__ import annotations
 
-import concurrent.futures
 import time
 from pathlib import Path
 from typing import Any
@@ -34,18 +33,17 @@ PRECONDITION_SLACK_S = 600.0
 
 
 def prepare(clients: ClientSet, workloads: list[FioWorkload]) -> dict[str, Any]:
-    """Each client's file for each (size, mode) the stack's workloads read, the clients in parallel."""
+    """Each client's file for each (size, mode) the stack's workloads read, one client after another (a native
+    command is recorded in the ledger, whose connection is this thread's; a fill is seconds at most)."""
     done: dict[str, Any] = {}
     firsts = {(int(w.size), w.precondition): w for w in reversed(workloads) if needs_precondition(w)}
     for (size, mode), w in sorted(firsts.items()):
         t0 = time.monotonic()
-        steps = [_steps(w, t, i, clients.spec.shared) for i, t in enumerate(clients.targets)]
         timeout = size / 2**20 + PRECONDITION_SLACK_S
-        with concurrent.futures.ThreadPoolExecutor(len(steps)) as pool:
-            futures = [pool.submit(_run_steps, t, s, timeout) for t, s in zip(clients.targets, steps, strict=True)]
-            for f in futures:
-                f.result()
-        done[f"{size}:{mode}"] = {"seconds": round(time.monotonic() - t0, 3), "clients": len(steps)}
+        for i, t in enumerate(clients.targets):
+            for argv in _steps(w, t, i, clients.spec.shared):
+                t.run(argv, timeout).check()
+        done[f"{size}:{mode}"] = {"seconds": round(time.monotonic() - t0, 3), "clients": len(clients.targets)}
     return done
 
 
@@ -57,11 +55,6 @@ def _steps(w: FioWorkload, target: Target, index: int, shared: bool) -> list[lis
     if w.precondition == "steady":
         steps.append(fio_clients.retarget(fio.steady_argv(size, target.path, False, window_s=w.ss_dur_s), name))
     return steps
-
-
-def _run_steps(target: Target, steps: list[list[str]], timeout: float) -> None:
-    for argv in steps:
-        target.run(argv, timeout).check()
 
 
 def run_trial(clients: ClientSet, trial: Trial, prepared: dict[str, Any], ctx: BuildContext) -> TrialRecord:
@@ -110,8 +103,8 @@ def _execute(clients: ClientSet, w: FioWorkload, out: Outcome, ctx: BuildContext
         return
     try:
         result = fio_clients.parse(done.stdout, where.names)
-        every = fio_clients.log_interval_ms(w)
-        times = {i: fio_clients.log_times(texts, every) for i, texts in logs.items()}
+        ends = {i: fio_clients.log_end(texts) for i, texts in logs.items()}
+        times = fio_clients.client_times(result, ends)
     except fio.FioParseError as exc:
         out.category, out.stderr = "parse-error", f"{exc}\n{done.stderr}"
         return

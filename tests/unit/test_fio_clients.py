@@ -149,16 +149,23 @@ def test_clients_with_a_server_name_the_field() -> None:
 # --- when each client ran ------------------------------------------------------------------------------
 
 
-def test_a_client_s_run_is_read_from_its_iops_log_in_epoch_time() -> None:
-    log = "1795726123100, 812, 0, 4096, 0\n1795726123110, 790, 0, 4096, 0\n1795726124100, 801, 0, 4096, 0\n"
-    assert fio_clients.log_times([log], 10) == (1795726123090.0, 1795726124100.0)
-    # numjobs' clones each write a log: the client ran from the first one's start to the last one's end
-    other = "1795726123105, 1, 0, 4096, 0\n1795726124120, 1, 0, 4096, 0\n"
-    assert fio_clients.log_times([log, other], 10) == (1795726123090.0, 1795726124120.0)
+def test_a_client_s_window_ends_at_its_log_s_last_entry_and_spans_its_measured_runtime() -> None:
+    """Four servers through layerbench's own job files; fio's client kept each server's IOPS log (its last chunk)."""
+    text = (DATA / "clients-native-4.json").read_text()
+    result = fio_clients.parse(text, [fio_clients.socket_name(i) for i in range(4)])
+    logs = {i: [(DATA / f"clients-native-4.c{i}.iops.log").read_text()] for i in range(4)}
+    ends = {i: fio_clients.log_end(t) for i, t in logs.items()}
+    assert ends == {0: 1795726516511.0, 1: 1795726516484.0, 2: 1795726516514.0, 3: 1795726516510.0}
+    times = fio_clients.client_times(result, ends)
+    assert all(end - start == 1001 for start, end in times.values())  # fio's measured runtime of each
+    assert fio_clients.spreads(times) == {"start_spread_ms": 30.0, "finish_spread_ms": 30.0}
+    assert in_step(times, 1.0, 0.1).status == "pass"
+    samples = fio_clients.samples(result, times)
+    assert {s.metric: s.value for s in samples if s.metric.endswith("spread_ms")}["start_spread_ms"] == 30.0
     with pytest.raises(fio.FioParseError):
-        fio_clients.log_times([], 10)
+        fio_clients.log_end([])
     with pytest.raises(fio.FioParseError):
-        fio_clients.log_times([""], 10)
+        fio_clients.log_end([""])
 
 
 def test_the_log_interval_gives_about_200_points_at_any_runtime() -> None:

@@ -147,7 +147,7 @@ def histograms(result: ClientsResult) -> dict[str, list[dict[int, int]]]:
 
 def spreads(times: dict[int, tuple[float, float]]) -> dict[str, float]:
     """Between the first and the last client to start (``start_spread_ms``), and to finish
-    (``finish_spread_ms``), from each client's (start, finish) in ms (``log_times``)."""
+    (``finish_spread_ms``), from each client's (start, finish) in ms (``client_times``)."""
     starts, ends = [t[0] for t in times.values()], [t[1] for t in times.values()]
     return {"start_spread_ms": max(starts) - min(starts), "finish_spread_ms": max(ends) - min(ends)}
 
@@ -155,7 +155,7 @@ def spreads(times: dict[int, tuple[float, float]]) -> dict[str, float]:
 # --- when each client ran: its IOPS log ---------------------------------------------------------------
 
 LOG_PREFIX = "lb"  # write_iops_log's name; fio's client writes it in its directory as <name>.<hostname>
-LOG_POINTS = 200  # log entries per job over the runtime: the resolution of the start and finish
+LOG_POINTS = 200  # log entries per job over the runtime: the resolution of the finish
 
 
 def log_interval_ms(w: FioWorkload) -> int:
@@ -168,19 +168,25 @@ def log_files(index: int, numjobs: int) -> list[str]:
     return [f"{LOG_PREFIX}_iops.{j}.log.{socket_name(index)}" for j in range(1, numjobs + 1)]
 
 
-def log_times(texts: list[str], interval_ms: int) -> tuple[float, float]:
-    """A client's (start, finish) in ms since the epoch, from its jobs' IOPS logs (``log_unix_epoch``): the
-    first interval's start (its first entry's time less the interval) and the last entry's time."""
-    firsts, lasts = [], []
+def log_end(texts: list[str]) -> float:
+    """When a client's measured window ended, in ms since the epoch: the last entry of its jobs' IOPS logs
+    (``log_unix_epoch``). Only the end: fio's client rewrites a log file with each chunk the server sends,
+    so a long log keeps its last chunk alone (seen here: 74 of 100 entries, the first ones gone)."""
+    lasts = []
     for text in texts:
         times = [int(line.split(",", 1)[0]) for line in text.splitlines() if line.strip()]
         if not times:
             raise fio.FioParseError("fio's IOPS log of a client is empty")
-        firsts.append(min(times))
         lasts.append(max(times))
-    if not firsts:
+    if not lasts:
         raise fio.FioParseError("no IOPS log for a client")
-    return float(min(firsts) - interval_ms), float(max(lasts))
+    return float(max(lasts))
+
+
+def client_times(result: ClientsResult, ends: dict[int, float]) -> dict[int, tuple[float, float]]:
+    """Each client's measured window, (start, end) in ms since the epoch: its log's end less the runtime fio
+    measured for it."""
+    return {c.index: (ends[c.index] - _runtime_ms(c.job), ends[c.index]) for c in result.clients}
 
 
 def _runtime_ms(job: fio.FioJob) -> int:
