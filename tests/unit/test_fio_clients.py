@@ -210,3 +210,45 @@ def test_more_clients_are_not_held_to_fewer_clients_bound() -> None:
     one, four, native = stacks
     assert "1 client(s) against 4" in (not_beneath(four, native) or "")
     assert not_beneath(one, native) is None
+
+
+# --- through the store: show's clients table and the scaling curve -------------------------------------
+
+
+def test_a_stored_run_of_1_2_and_4_clients_gives_a_curve_and_a_row_per_client(
+    tmp_path: Path, full_caps: HostCaps
+) -> None:
+    """The 4-client capture stored as each count's trials (its first 1, 2 or 4 clients), read back as `show`."""
+    import time
+
+    from layerbench.pipeline import register_cells
+    from layerbench.report.view import view
+    from layerbench.store.db import Store, TrialRecord
+    from layerbench.store.read import load as load_run
+
+    exp = load.parse(BASE + "  - {filesystem: ext4, clients: [1, 2, 4]}\n")
+    matrix = expand(exp, full_caps)
+    store = Store.open(tmp_path / "r.db")
+    run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), {})
+    register_cells(store, run_id, matrix)
+    text = (DATA / "clients-native-4.json").read_text()
+    full = fio_clients.parse(text, [fio_clients.socket_name(i) for i in range(4)])
+    ends = {i: fio_clients.log_end([(DATA / f"clients-native-4.c{i}.iops.log").read_text()]) for i in range(4)}
+    for cell in matrix.cells:
+        n = cell.stack.clients.count
+        part = fio_clients.ClientsResult(full.version, full.clients[:n], None)
+        times = {i: t for i, t in fio_clients.client_times(full, ends).items() if i < n}
+        samples = [*fio_clients.samples(part, times), *merged_latency(part)]
+        for rep in range(2):
+            store.record_trial(run_id, TrialRecord(cell.id, rep, "ok", None, time.time(), time.time(), [], text, "",
+                                                   {}, samples))  # fmt: skip
+    v = view(load_run(store, "latest", latency=True))
+    (curve,) = v.scalings
+    assert [p.instances for p in curve.points] == [1, 2, 4]
+    four = sum(c.job.directions["read"].iops for c in full.clients)
+    assert curve.points[-1].throughput.mean == pytest.approx(four, rel=0.01)  # ops/s: the clients' IOPS summed
+    assert curve.points[-1].p99_us > 0
+    rows = v.clients
+    assert list(rows[rows["stack"].str.endswith("/4clients")]["client"]) == ["c0", "c1", "c2", "c3", "all"]
+    total = rows[(rows["stack"].str.endswith("/4clients")) & (rows["client"] == "all")].iloc[0]
+    assert total["iops"] == pytest.approx(four) and total["start_spread_ms"] == 30.0
