@@ -57,8 +57,14 @@ def test_clients_run_together_with_one_result_each_and_a_row_per_client(tmp_path
                 "SELECT value FROM samples WHERE trial_id = ? AND job = 'all' AND metric = 'clat_p99'", (trial_id,)
             ).fetchall()
             assert merged and merged[0][0] > 0
-            checks = dict(db.execute("SELECT name, status FROM checks WHERE trial_id = ?", (trial_id,)).fetchall())
-            assert checks["clients-in-step"] == "pass" and checks["device-accounting"] != "flag", (label, checks)
+            query = "SELECT name, status, detail FROM checks WHERE trial_id = ?"
+            checks = {name: (status, detail) for name, status, detail in db.execute(query, (trial_id,))}
+            assert checks["device-accounting"][0] != "flag", (label, checks)
+            # In step or not is the machine's to say (4 fio on 2 cores started 112 ms apart once): judged, with why.
+            status, detail = checks["clients-in-step"]
+            assert status in ("pass", "flag") and detail.startswith("start spread"), detail
+            if count == 1:
+                assert status == "pass"
             query = "SELECT metric, value FROM samples WHERE trial_id = ? AND metric LIKE '%spread_ms'"
             spread = dict(db.execute(query, (trial_id,)).fetchall())
             assert set(spread) == {"start_spread_ms", "finish_spread_ms"}
