@@ -24,8 +24,11 @@ def per_client(cells: Sequence[StoredCell], samples: pd.DataFrame) -> pd.DataFra
         return pd.DataFrame(columns=COLUMNS)
     rows = samples[samples["cell_id"].isin(list(mine))]
     out = []
-    for cell_id, cell_rows in rows.groupby("cell_id", observed=True):
-        c = mine[str(cell_id)]
+    by_cell = dict(iter(rows.groupby("cell_id", observed=True)))
+    for cell_id, c in mine.items():  # in the run's order of cells
+        if cell_id not in by_cell:
+            continue  # no successful trial
+        cell_rows = by_cell[cell_id]
         per_trial = cell_rows.groupby(["trial_id", "job", "metric"], observed=True)["value"].sum().reset_index()
         trials = per_trial["trial_id"].nunique()
         jobs = sorted({str(j) for j in per_trial["job"] if CLIENT_JOB.fullmatch(str(j))}, key=lambda j: int(j[1:]))

@@ -125,8 +125,8 @@ def scale_points(
 
 def group_of(stack: StackSpec) -> str:
     """The stack's label without its instance (or fio client) count: what names a scaling curve."""
-    if stack.clients is not None:
-        return stack.model_copy(update={"clients": stack.clients.model_copy(update={"count": 1})}).label()
+    if stack.clients is not None:  # shared or not stays in the name: they are two curves
+        return stack.model_copy(update={"clients": None}).label() + "/clients" + ("(shared)" * stack.clients.shared)
     return stack.model_copy(update={"instances": 1}).label()
 
 
