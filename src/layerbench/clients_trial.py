@@ -93,7 +93,12 @@ def _execute(clients: ClientSet, w: FioWorkload, out: Outcome, ctx: BuildContext
     with serving(clients, ctx) as where:
         out.argv = fio_clients.client_argv(where.names, files)
         in_dir = ["sh", "-c", 'cd "$1" && shift && exec "$@"', "sh", str(where.cwd)]  # fio writes its logs there
-        with Monitor(devices, count_from=w.ramp_s, on_point=ctx.on_monitor) as mon:
+        cgroups = {  # every client container's cgroup: their fio is the cell's, not other processes'
+            fio_clients.client_name(i): {k: Path(v) for k, v in t.info["cgroup"].items()}
+            for i, t in enumerate(clients.targets)
+            if t.info.get("cgroup")
+        }
+        with Monitor(devices, cgroups=cgroups, count_from=w.ramp_s, on_point=ctx.on_monitor) as mon:
             done = ctx.runner([*in_dir, *out.argv], timeout=w.runtime_s + w.ramp_s + TRIAL_SLACK_S)
         logs = {i: _logs(where.cwd, i, w.numjobs) for i in range(len(clients.targets))}
     out.stdout, out.stderr = done.stdout, done.stderr
@@ -114,7 +119,7 @@ def _execute(clients: ClientSet, w: FioWorkload, out: Outcome, ctx: BuildContext
     lowest = devices[-1] if devices else ""
     out.checks = [
         _accounting(result.result(), mon, first, devices),
-        bottleneck_check(mon, lowest, FIO_REMEDY, {"": {}}, None),
+        bottleneck_check(mon, lowest, FIO_REMEDY, _limits(clients), None),
         contended_check(mon, None),
         in_step(times, w.runtime_s, clients.spec.max_spread),
     ]
@@ -130,6 +135,11 @@ def merged_latency(result: fio_clients.ClientsResult) -> list[Sample]:
             if name == "p99":
                 out.append(Sample("lat_p99_us", ns / 1000, "us", direction, fio_clients.MERGED))
     return out
+
+
+def _limits(clients: ClientSet) -> dict[str, Any]:
+    """Each client's limits as asked (a container's own: the stack's), by the name its cgroup's series has."""
+    return {fio_clients.client_name(i): t.info.get("limits") or {} for i, t in enumerate(clients.targets)}
 
 
 def _logs(cwd: Path, index: int, numjobs: int) -> list[str]:
