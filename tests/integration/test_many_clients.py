@@ -75,3 +75,27 @@ def test_clients_run_together_with_one_result_each_and_a_row_per_client(tmp_path
     with sqlite3.connect(dirs["state"] / "ledger.db") as db:
         live = db.execute("SELECT kind, ident FROM resources WHERE removed_at IS NULL").fetchall()
     assert live == []
+
+
+PODMAN_SPEC = """
+name: many-clients-podman
+device: {kind: zram, size: 1GiB}
+stacks:
+  - {filesystem: ext4, engine: "podman:overlay", placement: volume, clients: 2}
+workloads:
+  - {name: rr, rw: randread, bs: 4k, iodepth: 4, size: 16MiB, runtime_s: 1, ramp_s: 0.2}
+"""
+
+
+@pytest.mark.requires_podman
+def test_podman_clients_too(tmp_path: Path, dirs: dict[str, Path]) -> None:
+    spec = tmp_path / "clients.yaml"
+    spec.write_text(PODMAN_SPEC)
+    done = support.run(["run", str(spec)], dirs, timeout=RUN_DEADLINE_S)
+    assert done.returncode == 0, done.stdout + done.stderr
+    with sqlite3.connect(dirs["db"]) as db:
+        (status, stderr), = db.execute("SELECT status, stderr FROM trials").fetchall()
+        assert status == "ok", stderr
+        jobs = {j for (j,) in db.execute("SELECT DISTINCT job FROM samples WHERE metric = 'iops'")}
+    assert jobs == {"c0", "c1"}
+    assert leftovers(dirs["work"]) == []
