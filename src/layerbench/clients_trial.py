@@ -82,15 +82,14 @@ def _describe(clients: ClientSet) -> list[dict[str, Any]]:
 
 
 def _execute(clients: ClientSet, w: FioWorkload, out: Outcome, ctx: BuildContext) -> None:
-    files = []
-    for i, t in enumerate(clients.targets):
-        text = fio_clients.job_text(w, fio_clients.data_file(t.path, w, i, clients.spec.shared))
-        path = ctx.work_dir / f"lb-{w.name}-c{i}.fio"
-        path.write_text(text)
-        files.append(str(path))
     first = clients.first
     devices = devices_beneath(watched(first.device))
-    with serving(clients, ctx) as where:
+    with serving(clients, ctx) as where:  # the client's directory: its job files and logs go with it
+        files = []
+        for i, t in enumerate(clients.targets):
+            path = where.cwd / f"lb-{w.name}-c{i}.fio"
+            path.write_text(fio_clients.job_text(w, fio_clients.data_file(t.path, w, i, clients.spec.shared)))
+            files.append(str(path))
         out.argv = fio_clients.client_argv(where.names, files)
         in_dir = ["sh", "-c", 'cd "$1" && shift && exec "$@"', "sh", str(where.cwd)]  # fio writes its logs there
         cgroups = {  # every client container's cgroup: their fio is the cell's, not other processes'

@@ -72,6 +72,7 @@ def test_clients_run_together_with_one_result_each_and_a_row_per_client(tmp_path
     curves = data["scaling"]
     assert [p["instances"] for p in curves[0]["points"]] == [1, 2, 4]
     assert leftovers(dirs["work"]) == []
+    assert list(dirs["work"].iterdir()) == []  # no job file, log or socket link left either
     with sqlite3.connect(dirs["state"] / "ledger.db") as db:
         live = db.execute("SELECT kind, ident FROM resources WHERE removed_at IS NULL").fetchall()
     assert live == []
