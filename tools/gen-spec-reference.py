@@ -21,6 +21,7 @@ from pydantic import BaseModel, BeforeValidator
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from layerbench.spec.clients import ClientsSpec
 from layerbench.spec.databases import PgbenchWorkload, Resources, ServerSpec, YcsbWorkload
 from layerbench.spec.link import parse_delay, parse_rate
 from layerbench.spec.models import (
@@ -55,6 +56,7 @@ SECTIONS: list[tuple[str, str, type[BaseModel]]] = [
     ("`stacks[].placement`", "stacks-placement", PlacementSpec),
     ("`stacks[].limits`", "stacks-limits", Limits),
     ("`stacks[].server`", "stacks-server", ServerSpec),
+    ("`stacks[].clients`", "stacks-clients", ClientsSpec),
     ("`workloads[]` of kind `fio` (the default)", "workloads-fio", FioWorkload),
     ("`workloads[]` of kind `iozone`", "workloads-iozone", IozoneWorkload),
     ("`workloads[]` of kind `ycsb`", "workloads-ycsb", YcsbWorkload),
@@ -68,6 +70,7 @@ SHORTHANDS: dict[type[BaseModel], str] = {
     EngineSpec: 'May also be written as a string: `"docker:overlay2"` is `{kind: docker, driver: overlay2}`, '
     "`native` is `{kind: native}`.",
     PlacementSpec: "May also be written as its kind alone: `volume` is `{kind: volume}`.",
+    ClientsSpec: "May also be written as its count alone: `4` is `{count: 4}`. docs/how-to/many-clients.md says more.",
     ServerSpec: "May also be written as its kind alone: `postgres` is `{kind: postgres}`; a mapping with an "
     "`image` and no `kind` is of kind `image`.",
 }

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from layerbench import database_trial
+from layerbench import clients_trial, database_trial
 from layerbench.analysis.overhead import headline_metric
 from layerbench.analysis.precision import confidence, precise_enough
 from layerbench.analysis.stats import cell_values
@@ -21,6 +21,7 @@ from layerbench.spec.databases import YcsbWorkload
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Cell, Experiment, FioWorkload, IozoneWorkload, Workload
 from layerbench.stack.build import StackBuilder
+from layerbench.stack.clients import ClientSet
 from layerbench.stack.engines import api_errors, failure_category
 from layerbench.stack.fleet import Fleet, ServerError
 from layerbench.stack.target import BuildContext, Target
@@ -136,7 +137,7 @@ def _run_stack(
 
 
 def _trial(
-    target: Target | Fleet, trial: Trial, prepared: dict, ctx: BuildContext, profile: str, hz: int
+    target: Target | Fleet | ClientSet, trial: Trial, prepared: dict, ctx: BuildContext, profile: str, hz: int
 ) -> TrialRecord:
     """One trial; with ``profile: cpu`` the first round's is profiled. Every profiled cell is profiled in the
     same round, so what perf costs the trial is a round's effect, which the paired ratios cancel."""
@@ -157,9 +158,11 @@ def workload_comms(w: Workload) -> tuple[str, ...]:
     return ("java",) if isinstance(w, YcsbWorkload) else ("pgbench",)
 
 
-def _unprofiled(target: Target | Fleet, trial: Trial, prepared: dict, ctx: BuildContext) -> TrialRecord:
+def _unprofiled(target: Target | Fleet | ClientSet, trial: Trial, prepared: dict, ctx: BuildContext) -> TrialRecord:
     if isinstance(target, Fleet):
         return database_trial.run_trial(target, trial, prepared, ctx)
+    if isinstance(target, ClientSet):
+        return clients_trial.run_trial(target, trial, prepared, ctx)
     return run_trial(target, trial, prepared, ctx.cache_dir, ctx.on_monitor)
 
 
@@ -180,9 +183,11 @@ def _data_bytes(sp: StackPlan) -> int:
     return max(sizes, default=0)
 
 
-def _prepare(target: Target | Fleet, workloads: list, ctx: BuildContext) -> dict:
+def _prepare(target: Target | Fleet | ClientSet, workloads: list, ctx: BuildContext) -> dict:
     if isinstance(target, Fleet):
         return database_trial.prepare(target, workloads, ctx)
+    if isinstance(target, ClientSet):
+        return clients_trial.prepare(target, workloads)
     return precondition(target, workloads)
 
 

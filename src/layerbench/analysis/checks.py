@@ -38,6 +38,7 @@ MEANINGS = {
     "volatile-mount": "fsync does nothing on this mount: flush-bound results are not comparable",
     "limit-applied": "the cgroup does not enforce the limit the spec set",
     "client-errors": "the database refused operations, and the client's throughput counts them",
+    "clients-in-step": "the fio clients started or finished apart: their load overlapped for less than the runtime",
 }
 
 
@@ -136,6 +137,9 @@ def not_beneath(cell: StackSpec, base: StackSpec) -> str | None:
         return f"another filesystem ({base.filesystem.label()} against {cell.filesystem.label()})"
     if (base.server, base.instances) != (cell.server, cell.instances):
         return f"{base.instances} instance(s) against {cell.instances}: more servers may add throughput"
+    count = (base.clients.count if base.clients else 1, cell.clients.count if cell.clients else 1)
+    if count[0] != count[1]:
+        return f"{count[0]} client(s) against {count[1]}: more clients may add throughput"
     if not set(base.limits.model_dump(exclude_none=True).items()) <= set(
         cell.limits.model_dump(exclude_none=True).items()
     ):

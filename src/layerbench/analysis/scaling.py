@@ -1,6 +1,8 @@
 """Scaling over the number of database instances, and the resource that ran out first (seed 000, sec. 6).
 
-Cells that differ only in ``instances`` form a curve: aggregate throughput,
+Cells that differ only in ``instances`` (or, for fio, in ``clients``' count: clients_trial.py stores the
+clients' summed ops/s as "ops" and their merged p99 as "lat_p99_us" of job "all", as database trials do)
+form a curve: aggregate throughput,
 tail latency, and what the host gave (CPU, I/O wait, the device, memory
 against the containers' limits) at each count. A resource counts as
 saturated at the first count where its mean use crosses its threshold; the
@@ -101,13 +103,13 @@ def scale_points(
     trials: Sequence[StoredTrial],
     confidence: float = 0.95,
 ) -> dict[tuple[str, str], list[ScalePoint]]:
-    """Every database cell as a point of its group, (stack without its instance count, workload), in order of
-    instance count; a group of one count too: a run checking a plan may measure a single count."""
+    """Every database (or many-client fio) cell as a point of its group, (stack without its count, workload), in
+    order of count; a group of one count too: a run checking a plan may measure a single count."""
     groups: dict[tuple[str, str], list[tuple[int, StoredCell]]] = {}
     for c in cells:
-        if c.stack.server is not None:
+        if c.stack.server is not None or c.stack.clients is not None:
             # A workload's name is unique in its run: with the stack, it names the group.
-            groups.setdefault((group_of(c.stack), c.workload), []).append((c.stack.instances, c))
+            groups.setdefault((group_of(c.stack), c.workload), []).append((count_of(c.stack), c))
     if not groups:
         return {}  # no database cell: no trial's monitor series to summarize (84,000 of them on a long run)
     ops = cell_values(samples, "ops") if not samples.empty else {}
@@ -122,8 +124,15 @@ def scale_points(
 
 
 def group_of(stack: StackSpec) -> str:
-    """The stack's label without its instance count: what names a scaling curve."""
+    """The stack's label without its instance (or fio client) count: what names a scaling curve."""
+    if stack.clients is not None:  # shared or not stays in the name: they are two curves
+        return stack.model_copy(update={"clients": None}).label() + "/clients" + ("(shared)" * stack.clients.shared)
     return stack.model_copy(update={"instances": 1}).label()
+
+
+def count_of(stack: StackSpec) -> int:
+    """A point's place on the curve: database instances, or fio clients (spec/clients.py)."""
+    return stack.clients.count if stack.clients is not None else stack.instances
 
 
 def _point(

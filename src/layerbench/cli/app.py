@@ -31,6 +31,7 @@ from layerbench.report.terminal import (
     advice_json,
     advice_lines,
     client_latency_table,
+    clients_table,
     flag_lines,
     flags_table,
     latency_table,
@@ -484,6 +485,8 @@ def _show(
     print_table(console, results_table(v.results, title=f"run {run.id} · {run.name} · {_status(run, state_dir)}"))
     for table in scaling_tables(v.scalings):
         console.print(table)
+    if not v.clients.empty:
+        console.print(clients_table(v.clients))
     if v.ratios is not None:  # seed 004's table: layers against native on each filesystem
         console.print(ratio_table_render(v.ratios, "ratio to the baseline on the same filesystem, per operation"))
     if v.remote_latency:

@@ -177,6 +177,19 @@ def scaling_tables(scalings: list[Scaling]) -> list[Table]:
     return tables
 
 
+def clients_table(rows: pd.DataFrame) -> Table:
+    """Many fio clients per cell (docs/how-to/many-clients.md): each client's mean IOPS and MiB/s, their total,
+    and how far apart the clients started and finished (mean over trials)."""
+    table = Table("stack", "workload", "client", "IOPS", "MiB/s", "start spread ms", "finish spread ms",
+                  title="clients", title_justify="left")  # fmt: skip
+    for r in rows.itertuples(index=False):
+        total = r.client == "all"
+        spread = (f"{r.start_spread_ms:.0f}", f"{r.finish_spread_ms:.0f}") if total else ("", "")
+        name = "[bold]all[/]" if total else r.client
+        table.add_row(r.stack, r.workload, name, _si(r.iops), f"{r.bw_bytes / 2**20:.1f}", *spread)
+    return table
+
+
 def scaling_json(scalings: list[Scaling]) -> list[dict[str, Any]]:
     return [
         plain(
@@ -246,6 +259,7 @@ def show_json(v: RunView) -> dict[str, Any]:
         "latency_ns": _records(v.fio_latency),
         "client_latency_us": _records(v.client_latency),
         "scaling": scaling_json(v.scalings),
+        "clients": [plain(r) for r in v.clients.to_dict("records")],
         "remote_latency": remote_latency_json(v.remote_latency),
         "findings": [plain(f) | {"change_pct": plain(f.change_pct)} for f in v.findings],
         "advice": advice_json(v.advice),

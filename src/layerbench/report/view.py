@@ -8,12 +8,12 @@ back, and its latency percentiles.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from layerbench.analysis import advice, comparisons, explain, findings, overhead, remote, scaling
+from layerbench.analysis import advice, clients, comparisons, explain, findings, overhead, remote, scaling
 from layerbench.analysis.advice import Advised
 from layerbench.analysis.compare import Comparison, compare, environment_differences
 from layerbench.analysis.explain import CellCounters, CpuPerIo, Pair
@@ -48,6 +48,8 @@ class RunView:
     profiled: list[Pair]  # findings whose two cells were profiled: what grew between them
     counters: list[CellCounters]  # per profiled cell: CPU, system calls and switches per I/O
     cpu_per_io: list[CpuPerIo]  # per cell counting I/Os: the host's CPU per I/O, from the monitor
+    # analysis.clients.per_client: each fio client's IOPS and bandwidth per cell with clients, and their total
+    clients: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def finding_lines(self) -> list[str]:
@@ -80,6 +82,7 @@ def view(data: RunData) -> RunView:
         profiled,
         explain.counters(data),
         explain.cpu_per_io(data),
+        clients=clients.per_client(data.cells, data.samples),
     )
 
 

@@ -30,7 +30,9 @@ from layerbench.spec.rules import (
 from layerbench.spec.space import Files, overflowing
 from layerbench.spec.traits import TRAITS
 
-STACK_FIELDS = ("device", "filesystem", "engine", "placement", "limits", "server", "instances", "profile", "tuning")
+STACK_FIELDS = (
+    "device", "filesystem", "engine", "placement", "limits", "server", "instances", "profile", "tuning", "clients",
+)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from pydantic import (
     model_validator,
 )
 
+from layerbench.spec.clients import ClientsSpec
 from layerbench.spec.databases import PgbenchWorkload, Profile, Resources, ServerSpec, Tuning, YcsbWorkload
 from layerbench.spec.link import DELAY_SCHEMA, RATE_SCHEMA, delay_text, parse_delay, parse_rate, rate_text
 from layerbench.spec.runtimes import RuntimeName
@@ -492,6 +493,11 @@ class StackSpec(Frozen):
         default="default",
         description="seed 001's container tunings (a file workload's container takes seccomp-unconfined only)",
     )
+    clients: ClientsSpec | None = Field(
+        default=None,
+        description="fio's workload in this many targets at once (4, or {count: 4, shared: true}); see "
+        "docs/how-to/many-clients.md",
+    )
 
     @model_validator(mode="after")
     def _database_fields_need_a_server(self) -> StackSpec:
@@ -499,7 +505,17 @@ class StackSpec(Frozen):
             extra = [f for f in ("instances", "profile") if getattr(self, f) != StackSpec.model_fields[f].default]
             if extra:
                 raise ValueError(f"{', '.join(extra)}: only for stacks with a server (set server: postgres or redis)")
+        elif self.clients is not None:
+            raise ValueError("clients: for fio on a stack without a server (a server's clients are its instances)")
         return self
+
+    @model_serializer(mode="wrap")
+    def _without_clients(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Stacks without clients dump as they did before the field existed: their cell ids (hashes) stay stable.
+        data = handler(self)
+        if data.get("clients") is None:
+            data.pop("clients", None)
+        return data
 
     def label(self) -> str:
         parts = [
@@ -513,6 +529,7 @@ class StackSpec(Frozen):
             text += f"/{self.server.label()}"
             text += f"x{self.instances}" if self.instances > 1 else ""
             text += f"[{self.profile}]" if self.profile != "none" else ""
+        text += f"/{self.clients.label()}" if self.clients is not None else ""
         return text + (f"<{self.tuning}>" if self.tuning != "default" else "")
 
 
@@ -570,6 +587,7 @@ class StackEntry(BaseModel):
     instances: Any = None
     profile: Any = None
     tuning: Any = None
+    clients: Any = None
 
 
 class Experiment(Frozen):

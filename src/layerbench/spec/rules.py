@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from layerbench.spec.clients import clients_refused
 from layerbench.spec.databases import CLIENTS_OF, PROFILE_RESOURCES, YcsbWorkload, tuned
 from layerbench.spec.feasibility import DRIVERS_REMOVED, HostCaps
 from layerbench.spec.models import (
@@ -499,7 +500,18 @@ def needs_root(s: StackSpec, caps: HostCaps) -> str | None:
     return None if caps.is_root else "building stacks needs root (losetup, mkfs, mount, dockerd, podman)"
 
 
+def clients_fit_stack(s: StackSpec, caps: HostCaps) -> str | None:
+    """Many clients (spec/clients.py): engines whose targets are this host's, a placement with room for each."""
+    if s.clients is None:
+        return None
+    has_limits = bool(s.limits.model_dump(exclude_none=True))
+    if s.device.remote is not None and s.device.remote.client == "fio":
+        return "clients: fio's nbd engine reaches one export; give the remote device a kernel or fuse client"
+    return clients_refused(s.engine.kind, s.placement.kind, s.clients.shared, has_limits)
+
+
 RULES: tuple[Rule, ...] = (
+    clients_fit_stack,  # first: "not yet on ENGINE" says more than what this host lacks for that engine
     placement_matches_layers,
     driver_fits_filesystem,
     mount_options_fit,
@@ -532,7 +544,11 @@ def workload_fits(stack: StackSpec, w: Workload) -> str | None:
         runtime = RUNTIMES.get(stack.engine.runtime or "")
         if runtime and runtime.io_uring and w.ioengine == "io_uring" and not job_source_kind(w):
             return f"ioengine io_uring under runtime {runtime.name}: {runtime.io_uring}"
+        if stack.clients is not None and job_source_kind(w):
+            return f"clients: not yet for a {job_source_kind(w)}; give the workload's fields instead"
         return None
+    if isinstance(w, IozoneWorkload) and stack.clients is not None:
+        return "clients: for fio only (IOzone has no client/server mode)"
     if isinstance(w, IozoneWorkload):
         if stack.placement.kind == "raw":
             return "IOzone writes and reads a file of its own: give the stack a filesystem"

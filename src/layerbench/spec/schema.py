@@ -61,6 +61,13 @@ def spec_schema() -> dict[str, Any]:
                 "title": model.get("title", name),
                 "anyOf": [{"type": "string", "enum": names}, {k: v for k, v in model.items() if k != "title"}],
             }
+    if "ClientsSpec" in defs:  # clients: 4 is {count: 4}
+        model = dict(defs["ClientsSpec"])
+        count = {k: v for k, v in model["properties"]["count"].items() if k != "title"}
+        defs["ClientsSpec"] = {
+            "title": model.get("title", "ClientsSpec"),
+            "anyOf": [count, {k: v for k, v in model.items() if k != "title"}],
+        }
     entry = {
         "type": "object",
         "description": "One entry of stacks: any field given as a list becomes an axis (one stack per value).",

@@ -30,6 +30,8 @@ def overflowing(cells: list[Cell], files: Files, usable_share: float) -> dict[st
             # storage is its daemon's, of a size this host is not told.
             continue
         own = files(cell.workload)
+        if stack.clients is not None and stack.clients.count > 1:  # a file each (spec/clients.py)
+            own = {f"{k} x{stack.clients.count} clients": v * stack.clients.count for k, v in own.items()}
         if stack.placement.kind == "raw":
             reason = _region_reason(own, stack)
         else:

@@ -18,6 +18,7 @@ from typing import Any
 
 from layerbench.errors import LayerbenchError
 from layerbench.spec.models import StackSpec
+from layerbench.stack.clients import ClientSet, client_targets
 from layerbench.stack.device import device
 from layerbench.stack.engines import Engine, engine_type
 from layerbench.stack.filesystem import filesystem
@@ -38,7 +39,7 @@ class StackBuilder(AbstractContextManager["StackBuilder"]):
         self.ctx = ctx
         self._layers: list[_Layer] = []
 
-    def enter(self, stack: StackSpec, data_bytes: int) -> Target | Fleet:
+    def enter(self, stack: StackSpec, data_bytes: int) -> Target | Fleet | ClientSet:
         """Make ``stack`` the current one and return its placement target (its servers, for a database stack)."""
         keys = _keys(stack)
         keep = 0
@@ -100,10 +101,12 @@ class StackBuilder(AbstractContextManager["StackBuilder"]):
     def _engine(self, stack: StackSpec, data_bytes: int, exits: ExitStack) -> Engine:
         return exits.enter_context(engine_type(stack.engine.kind).start(self._value(1), stack.engine, self.ctx))
 
-    def _placement(self, stack: StackSpec, data_bytes: int, exits: ExitStack) -> Target | Fleet:
+    def _placement(self, stack: StackSpec, data_bytes: int, exits: ExitStack) -> Target | Fleet | ClientSet:
         mount, engine = self._value(1), self._value(2)
         if stack.server is not None:
             return exits.enter_context(fleet(stack, mount, engine, self.ctx))
+        if stack.clients is not None:
+            return exits.enter_context(client_targets(stack, mount, engine, data_bytes, self.ctx))
         return exits.enter_context(engine.place(mount, stack, data_bytes, self.ctx))
 
 
@@ -117,7 +120,7 @@ def _keys(stack: StackSpec) -> tuple[Any, ...]:
 
 
 @contextmanager
-def single(stack: StackSpec, ctx: BuildContext, data_bytes: int) -> Iterator[Target | Fleet]:
+def single(stack: StackSpec, ctx: BuildContext, data_bytes: int) -> Iterator[Target | Fleet | ClientSet]:
     """Build one stack on its own (tests, ad-hoc use)."""
     with StackBuilder(ctx) as builder:
         yield builder.enter(stack, data_bytes)

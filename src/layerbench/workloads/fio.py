@@ -304,13 +304,32 @@ def parse(text: str) -> FioResult:
     """fio's JSON (plain or json+) as typed results; warnings printed before it are skipped."""
     data = _json_object(text)
     try:
-        jobs = [_job(j) for j in data["jobs"]]
+        # fio's client (workloads/fio_clients.py) reports each client's job, and its sum of them, apart.
+        listed = data["jobs"] if "jobs" in data or "client_stats" not in data else _clients_jobs(data)
+        jobs = [_job(j) for j in listed]
         version = str(data["fio version"])
     except (KeyError, TypeError, ValueError) as exc:
         raise FioParseError(f"fio JSON lacks an expected field: {exc!r}") from exc
     if not jobs:
         raise FioParseError("fio JSON reports no jobs")
     return FioResult(version=version, jobs=jobs)
+
+
+def _clients_jobs(data: dict[str, Any]) -> list[dict[str, Any]]:
+    return [j for j in data["client_stats"] if j.get("jobname") != CLIENTS_AGGREGATE]
+
+
+CLIENTS_AGGREGATE = "All clients"
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """The JSON document in fio's output (warnings before it skipped, bare nan read as NaN)."""
+    return _json_object(text)
+
+
+def job(j: dict[str, Any]) -> FioJob:
+    """One job object of fio's JSON, typed."""
+    return _job(j)
 
 
 def steady_attained(text: str) -> bool:

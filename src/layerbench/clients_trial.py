@@ -1,0 +1,162 @@
+"""A trial of many fio clients at once (spec/clients.py): one result, one row per client.
+
+Every client's test file is prepared once per stack. A trial
+starts a fio server in every target (stack/clients.py), runs one fio client on
+the host that sends each its job and starts them together, then stops the
+servers. Its samples: each client's as job "c0", "c1", ... (so a trial's IOPS
+and bandwidth summed over jobs are the clients' total), the percentiles of
+every client's completion histogram merged (job "all"), and the spread of the
+clients' starts and finishes, which the ``clients-in-step`` check judges.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from layerbench.analysis.checks import FIO_REMEDY, Check
+from layerbench.analysis.percentiles import merge, percentiles
+from layerbench.errors import ToolError
+from layerbench.monitor import Monitor, devices_beneath
+from layerbench.monitor_checks import bottleneck_check, contended_check
+from layerbench.sample import Sample
+from layerbench.schedule import Trial
+from layerbench.spec.models import FioWorkload
+from layerbench.stack.clients import ClientSet, serving
+from layerbench.stack.target import BuildContext, Target
+from layerbench.store.db import MonitorPoint, TrialRecord
+from layerbench.trial import TRIAL_SLACK_S, Outcome, _accounting, category, needs_precondition, record, watched
+from layerbench.workloads import fio, fio_clients
+
+PRECONDITION_SLACK_S = 600.0
+
+
+def prepare(clients: ClientSet, workloads: list[FioWorkload]) -> dict[str, Any]:
+    """Each client's file for each (size, mode) the stack's workloads read, one client after another (a native
+    command is recorded in the ledger, whose connection is this thread's; a fill is seconds at most)."""
+    done: dict[str, Any] = {}
+    firsts = {(int(w.size), w.precondition): w for w in reversed(workloads) if needs_precondition(w)}
+    for (size, mode), w in sorted(firsts.items()):
+        t0 = time.monotonic()
+        timeout = size / 2**20 + PRECONDITION_SLACK_S
+        for i, t in enumerate(clients.targets):
+            for argv in _steps(w, t, i, clients.spec.shared):
+                t.run(argv, timeout).check()
+        done[f"{size}:{mode}"] = {"seconds": round(time.monotonic() - t0, 3), "clients": len(clients.targets)}
+    return done
+
+
+def _steps(w: FioWorkload, target: Target, index: int, shared: bool) -> list[list[str]]:
+    size, name = int(w.size), fio_clients.data_file(target.path, w, index, shared)
+    if w.precondition == "sparse":
+        return [fio_clients.retarget(fio.sparse_argv(size, target.path), name)]
+    steps = [fio_clients.retarget(fio.precondition_argv(size, target.path, False), name)]
+    if w.precondition == "steady":
+        steps.append(fio_clients.retarget(fio.steady_argv(size, target.path, False, window_s=w.ss_dur_s), name))
+    return steps
+
+
+def run_trial(clients: ClientSet, trial: Trial, prepared: dict[str, Any], ctx: BuildContext) -> TrialRecord:
+    started = time.time()
+    info = {"precondition": prepared, "engine": clients.engine, "clients": _describe(clients)}
+    out = Outcome(info=info)
+    w = trial.cell.workload
+    assert isinstance(w, FioWorkload)  # spec/rules.py refuses other workloads on a stack with clients
+    try:
+        _execute(clients, w, out, ctx)
+    except ToolError as exc:
+        out.category, out.stderr = category(exc.rc, exc.stderr), exc.stderr
+        out.argv = out.argv or exc.argv
+    except OSError as exc:
+        out.category, out.stderr = "setup-error", f"{type(exc).__name__}: {exc}"
+    return record(trial, started, out)
+
+
+def _describe(clients: ClientSet) -> list[dict[str, Any]]:
+    keys = ("container", "pid", "limits_enforced", "placement", "shared")
+    return [
+        {"name": fio_clients.client_name(i), "path": t.path, **{k: t.info[k] for k in keys if k in t.info}}
+        for i, t in enumerate(clients.targets)
+    ]
+
+
+def _execute(clients: ClientSet, w: FioWorkload, out: Outcome, ctx: BuildContext) -> None:
+    first = clients.first
+    devices = devices_beneath(watched(first.device))
+    with serving(clients, ctx) as where:  # the client's directory: its job files and logs go with it
+        files = []
+        for i, t in enumerate(clients.targets):
+            path = where.cwd / f"lb-{w.name}-c{i}.fio"
+            path.write_text(fio_clients.job_text(w, fio_clients.data_file(t.path, w, i, clients.spec.shared)))
+            files.append(str(path))
+        out.argv = fio_clients.client_argv(where.names, files)
+        in_dir = ["sh", "-c", 'cd "$1" && shift && exec "$@"', "sh", str(where.cwd)]  # fio writes its logs there
+        cgroups = {  # every client container's cgroup: their fio is the cell's, not other processes'
+            fio_clients.client_name(i): {k: Path(v) for k, v in t.info["cgroup"].items()}
+            for i, t in enumerate(clients.targets)
+            if t.info.get("cgroup")
+        }
+        with Monitor(devices, cgroups=cgroups, count_from=w.ramp_s, on_point=ctx.on_monitor) as mon:
+            done = ctx.runner([*in_dir, *out.argv], timeout=w.runtime_s + w.ramp_s + TRIAL_SLACK_S)
+        logs = {i: _logs(where.cwd, i, w.numjobs) for i in range(len(clients.targets))}
+    out.stdout, out.stderr = done.stdout, done.stderr
+    out.monitor = [MonitorPoint(p.t, p.series, p.value, p.unit) for p in mon.points]
+    if done.rc != 0:
+        out.category = category(done.rc, done.stderr)
+        return
+    try:
+        result = fio_clients.parse(done.stdout, where.names)
+        ends = {i: fio_clients.log_end(texts) for i, texts in logs.items()}
+        times = fio_clients.client_times(result, ends)
+    except fio.FioParseError as exc:
+        out.category, out.stderr = "parse-error", f"{exc}\n{done.stderr}"
+        return
+    out.status, out.samples = "ok", [*fio_clients.samples(result, times), *merged_latency(result)]
+    out.info["clients_spread_ms"] = fio_clients.spreads(times)
+    out.info["clients_ran_ms"] = {fio_clients.client_name(i): list(t) for i, t in times.items()}
+    lowest = devices[-1] if devices else ""
+    out.checks = [
+        _accounting(result.result(), mon, first, devices),
+        bottleneck_check(mon, lowest, FIO_REMEDY, _limits(clients), None),
+        contended_check(mon, None),
+        in_step(times, w.runtime_s, clients.spec.max_spread),
+    ]
+
+
+def merged_latency(result: fio_clients.ClientsResult) -> list[Sample]:
+    """The completion-latency percentiles of every client's operations (their histograms merged, never their
+    percentiles averaged), job "all"; the p99 also as ``lat_p99_us``, what the scaling curve reads."""
+    out = []
+    for direction, hists in fio_clients.histograms(result).items():
+        for name, ns in percentiles(merge(hists)).items():
+            out.append(Sample(f"clat_{name}", ns, "ns", direction, fio_clients.MERGED))
+            if name == "p99":
+                out.append(Sample("lat_p99_us", ns / 1000, "us", direction, fio_clients.MERGED))
+    return out
+
+
+def _limits(clients: ClientSet) -> dict[str, Any]:
+    """Each client's limits as asked (a container's own: the stack's), by the name its cgroup's series has."""
+    return {fio_clients.client_name(i): t.info.get("limits") or {} for i, t in enumerate(clients.targets)}
+
+
+def _logs(cwd: Path, index: int, numjobs: int) -> list[str]:
+    """A client's IOPS logs as fio's client wrote them (a missing one is an empty list: a parse error)."""
+    found = [cwd / name for name in fio_clients.log_files(index, numjobs)]
+    return [p.read_text() for p in found if p.is_file()]
+
+
+def in_step(times: dict[int, tuple[float, float]], runtime_s: float, share: float) -> Check:
+    """Did the clients run together? Flagged where the first and the last to start (or to finish) are more
+    than ``share`` of the runtime apart: their load then overlapped for less than the runtime."""
+    spread = fio_clients.spreads(times)
+    limit_ms = share * runtime_s * 1000
+    start, finish = spread["start_spread_ms"], spread["finish_spread_ms"]
+    said = f"start spread {start:.0f} ms, finish spread {finish:.0f} ms of a {runtime_s:g} s runtime"
+    earliest = min(t[0] for t in times.values())
+    late = [fio_clients.client_name(i) for i, t in sorted(times.items()) if t[0] - earliest > limit_ms]
+    if max(start, finish) > limit_ms:
+        who = f" (late: {', '.join(late)})" if late else ""
+        return Check("clients-in-step", "flag", f"{said}: more than {share:.0%} of it{who}")
+    return Check("clients-in-step", "pass", f"{said}, within {share:.0%} of it")

@@ -1,0 +1,63 @@
+"""Many clients on one stack: N copies of a fio workload at once, each on a placement of its own.
+
+``clients: 4`` (or ``clients: {count: 4, shared: true}``) on a stack entry runs the
+cell's fio workload in four targets of the stack's engine (four directories
+natively, four containers each with its own volume, bind directory or layer),
+or, ``shared``, four containers on one volume (or one directory), each with its
+own file there. fio's client/server mode starts them together; a trial is one
+result (IOPS and bandwidth summed, latency from the clients' histograms merged)
+with one row per client. A list (``clients: [1, 2, 4]``) is an axis: the
+scaling curve over client count.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field, model_validator
+
+# The engines whose targets run on this host, where fio's servers listen on Unix sockets only.
+CLIENT_ENGINES = ("native", "docker", "podman")
+# Placements that can be shared by several clients: one volume, or one directory.
+SHAREABLE = ("volume", "bind", "host-dir")
+MAX_CLIENTS = 64
+
+
+class ClientsSpec(BaseModel):
+    """How many copies of the workload run at once, and whether they share one volume."""
+
+    model_config = {"frozen": True, "extra": "forbid"}
+
+    count: int = Field(ge=1, le=MAX_CLIENTS, description="copies of the workload at once, each in its own target")
+    shared: bool = Field(
+        default=False,
+        description="one volume (or directory) for every client, each its own file there; else one each",
+    )
+    max_spread: float = Field(
+        default=0.1,
+        gt=0,
+        lt=1,
+        description="the clients-in-step check flags clients whose start or finish differs by more than this "
+        "share of the runtime",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_count(cls, value: Any) -> Any:
+        return {"count": value} if isinstance(value, int) and not isinstance(value, bool) else value
+
+    def label(self) -> str:
+        return f"{self.count}client{'s' if self.count > 1 else ''}" + ("(shared)" if self.shared else "")
+
+
+def clients_refused(engine: str, placement: str, shared: bool, limits: bool) -> str | None:
+    """Why a stack with clients cannot run (before the run), or None."""
+    if engine not in CLIENT_ENGINES:
+        return f"clients: not yet on {engine} (only {', '.join(CLIENT_ENGINES)})"
+    if shared and placement not in SHAREABLE:
+        return f"clients.shared: placement {placement} cannot be shared; one of {', '.join(SHAREABLE)} can"
+    if placement == "raw":
+        return "clients: a raw device has one place for data; give the stack a filesystem"
+    if engine == "native" and limits:
+        return "clients: limits on native clients are not yet supported (each would need a cgroup of its own)"
+    return None

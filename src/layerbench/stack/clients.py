@@ -1,0 +1,211 @@
+"""The placement layer of a stack with many clients (spec/clients.py): N targets of one engine.
+
+Natively each client is a directory of its own on the filesystem under test
+(``lb-data-c0``, ...), or, shared, one directory for all. In a container engine
+each client is a container of its own with the stack's placement (its own
+volume, bind directory, writable layer or tmpfs, each on the same filesystem),
+or, shared, N containers on one volume (or one bind directory).
+
+Each target then runs a fio server on a Unix socket while a trial runs
+(``serving``); the host reaches a container's socket through the container's
+root (``/proc/<pid>/root``), so no server listens on any network address.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import stat
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from layerbench.errors import PrerequisiteError, ToolError
+from layerbench.spec.clients import ClientsSpec
+from layerbench.spec.models import PlacementSpec, StackSpec
+from layerbench.stack import handle as handles
+from layerbench.stack.engines.container import ApiEngine, tools
+from layerbench.stack.ledger import tracked
+from layerbench.stack.placement import _volume, host_dir, recorded_run
+from layerbench.stack.target import BuildContext, Mount, Target
+from layerbench.workloads import fio_clients
+
+SOCKET_IN_CONTAINER = "/tmp/lb-fio.sock"
+READY_S = 15.0  # a fio server makes its socket at once; a daemon's exec may take a moment
+STOP_GRACE_S = 5.0
+
+
+@dataclass
+class ClientSet:
+    """Every client's target, and how the stack placed them."""
+
+    spec: ClientsSpec
+    targets: list[Target]
+    engine: str
+    info: dict[str, Any] = field(default_factory=dict)
+    api: Any = None  # a container engine's Docker API client (docker.APIClient), which execs the servers
+
+    @property
+    def first(self) -> Target:
+        return self.targets[0]
+
+
+@contextmanager
+def client_targets(
+    stack: StackSpec, mount: Mount, engine: Any, data_bytes: int, ctx: BuildContext
+) -> Iterator[ClientSet]:
+    """The stack's N targets, torn down on the way out (each recorded in the ledger by what makes it)."""
+    spec = stack.clients
+    assert spec is not None  # the builder sends only stacks with clients here
+    with contextlib.ExitStack() as exits:
+        in_containers = isinstance(engine, ApiEngine)  # Docker's API (Docker, Podman); the rule allows native else
+        if in_containers:
+            targets = _containers(stack, mount, engine, spec, data_bytes, exits, ctx)
+        else:
+            targets = _native(stack, mount, spec, exits, ctx)
+        info = {"clients": spec.count, "shared": spec.shared, "placement": stack.placement.kind}
+        api = engine.daemon.client.api if in_containers else None
+        yield ClientSet(spec, targets, engine.kind, info, api)
+
+
+def _native(
+    stack: StackSpec, mount: Mount, spec: ClientsSpec, exits: contextlib.ExitStack, ctx: BuildContext
+) -> list[Target]:
+    if mount.mountpoint is None or stack.placement.kind != "host-dir":
+        raise PrerequisiteError(f"clients natively need a directory on a filesystem, not {stack.placement.kind}")
+
+    def put(name: str, text: str) -> str:
+        path = ctx.work_dir / name
+        path.write_text(text)
+        return str(path)
+
+    def run(argv: Any, timeout: float) -> Any:
+        return recorded_run(argv, timeout, ctx)
+
+    shared = exits.enter_context(host_dir(mount.mountpoint / "lb-data-shared", ctx)) if spec.shared else None
+    targets = []
+    for i in range(spec.count):
+        path = shared or exits.enter_context(host_dir(mount.mountpoint / f"lb-data-{fio_clients.client_name(i)}", ctx))
+        info = {"placement": "host-dir", "client": i, "socket": str(ctx.work_dir / _native_socket(i))}
+        targets.append(Target(run, put, str(path), False, mount.device, "native", info))
+    return targets
+
+
+def _containers(
+    stack: StackSpec,
+    mount: Mount,
+    engine: Any,
+    spec: ClientsSpec,
+    data_bytes: int,
+    exits: contextlib.ExitStack,
+    ctx: BuildContext,
+) -> list[Target]:
+    placement, options = stack.placement, {}
+    if spec.shared:
+        options, placement = _shared_data(stack.placement, mount, engine, exits, ctx)
+    targets = []
+    for i in range(spec.count):
+        if spec.shared:
+            image = engine.tools_image or engine.image(tools(ctx), ctx)
+            engine.tools_image = image
+            made = engine.container(image, mount, placement, stack.limits, data_bytes, ctx, options)
+        else:
+            made = engine.place(mount, stack, data_bytes, ctx)
+        target = exits.enter_context(made)
+        target.info.update(client=i, placement=stack.placement.kind, shared=spec.shared)
+        target.info["socket"] = f"/proc/{target.info['pid']}/root{SOCKET_IN_CONTAINER}"
+        targets.append(target)
+    return targets
+
+
+def _shared_data(
+    spec: PlacementSpec, mount: Mount, engine: Any, exits: contextlib.ExitStack, ctx: BuildContext
+) -> tuple[dict[str, Any], PlacementSpec]:
+    """One volume (or bind directory) every client's container mounts at /data: given as an option to
+    containers that otherwise have nothing mounted there (a writable-layer placement)."""
+    if spec.kind == "volume":
+        name = exits.enter_context(_volume(engine.daemon, ctx))
+        return {"volumes": {name: {"bind": "/data", "mode": "rw"}}}, PlacementSpec(kind="writable-layer")
+    if spec.kind == "bind" and mount.mountpoint is not None:
+        host = exits.enter_context(host_dir(mount.mountpoint / "lb-bind-shared", ctx))
+        return {"volumes": {str(host): {"bind": "/data", "mode": "rw"}}}, PlacementSpec(kind="writable-layer")
+    raise PrerequisiteError(f"clients.shared: placement {spec.kind} cannot be shared")
+
+
+def _native_socket(index: int) -> str:
+    return f"fio-c{index}.sock"
+
+
+@dataclass(frozen=True)
+class Serving:
+    """Where the fio client runs (``cwd``) and the name of each server's socket there: a symbolic link to it,
+    so the client's connect strings (and fio's "hostname" of each client) are short and name the client."""
+
+    cwd: Path
+    names: list[str]
+
+
+@contextmanager
+def serving(clients: ClientSet, ctx: BuildContext) -> Iterator[Serving]:
+    """A fio server in every target, each on its Unix socket, recorded in the ledger, and a directory of links
+    to their sockets for the client; stopped and removed on the way out."""
+    with contextlib.ExitStack() as exits:
+        for t in clients.targets:
+            exits.enter_context(_server(t, clients.api, ctx))
+        cwd = exits.enter_context(host_dir(ctx.work_dir / f"fio-client-{uuid.uuid4().hex[:8]}", ctx))
+        names = []
+        for i, t in enumerate(clients.targets):
+            name = fio_clients.socket_name(i)
+            (cwd / name).symlink_to(str(t.info["socket"]))
+            names.append(name)
+        yield Serving(cwd, names)
+
+
+@contextmanager
+def _server(target: Target, engine_api: Any, ctx: BuildContext) -> Iterator[handles.Handle]:
+    index = int(target.info["client"])
+    in_container = engine_api is not None
+    log = ctx.work_dir / f"fio-server-c{index}.log"
+    host_socket = Path(str(target.info["socket"]))
+    if not in_container:  # in the work directory, by a relative name: a socket's path has 107 bytes
+        cd = ["sh", "-c", 'cd "$1" && shift && exec "$@"', "sh", str(host_socket.parent)]
+        argv = [*cd, *fio_clients.server_argv(host_socket.name)]
+    else:
+        argv = fio_clients.server_argv(SOCKET_IN_CONTAINER)
+
+    def create(rid: int) -> handles.Handle:
+        with contextlib.suppress(FileNotFoundError):
+            host_socket.unlink()  # a socket left by a killed run's server: fio would refuse to bind
+        if not in_container:
+            h: handles.Handle = handles.start_native(argv, log, None)
+        else:
+            h = handles.start_exec(engine_api, str(target.info["container"]), argv, log, None)
+        ctx.ledger.update(rid, pid=h.pid, start_time=handles.start_time(h.pid))
+        return h
+
+    def remove(h: handles.Handle) -> None:
+        handles.stop(h, signal.SIGTERM, STOP_GRACE_S)
+        with contextlib.suppress(FileNotFoundError):
+            host_socket.unlink()
+        log.unlink(missing_ok=True)
+
+    with tracked(ctx.ledger, "server", f"fio:c{index}", create, remove, server="fio", socket=str(host_socket)) as h:
+        _wait_socket(h, host_socket, argv)
+        yield h
+
+
+def _wait_socket(h: handles.Handle, path: Path, argv: list[str]) -> None:
+    deadline = time.monotonic() + READY_S
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            if stat.S_ISSOCK(os.stat(path).st_mode):
+                return
+        if not h.alive():
+            raise ToolError(argv, h.wait(1.0), f"fio's server exited before listening:\n{handles.log_tail(h.log)}")
+        time.sleep(0.05)
+    raise ToolError(argv, None, f"fio's server made no socket at {path} within {READY_S:.0f}s")

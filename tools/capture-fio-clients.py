@@ -1,0 +1,66 @@
+"""Capture fio's client/server output for the parser tests: python tools/capture-fio-clients.py DIR OUT [N].
+
+Starts N fio servers (default 4) on Unix sockets in a private directory, writes each a job file with
+``workloads/fio_clients.job_text`` (a 4k random read, QD4, 1 s, its own 16 MiB file in DIR), runs the one
+client layerbench runs (``client_argv``), and copies its stdout and the IOPS logs it wrote into OUT
+(``clients-native-<N>.json``, ``clients-native-<N>.c<i>.iops.log``). Run it under the machine lock.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from layerbench.spec.models import FioWorkload
+from layerbench.workloads import fio, fio_clients
+
+WORKLOAD = FioWorkload(name="rr", rw="randread", bs=4096, iodepth=4, size=16 * 2**20, runtime_s=1, ramp_s=0.2)
+DEADLINE_S = 60
+
+
+def main(data_dir: Path, out: Path, n: int) -> None:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="lbfc-") as tmp:
+        cwd = Path(tmp)
+        servers = [
+            subprocess.Popen(fio_clients.server_argv(fio_clients.socket_name(i)), cwd=cwd, start_new_session=True)
+            for i in range(n)
+        ]
+        try:
+            deadline = time.monotonic() + 10
+            while not all((cwd / fio_clients.socket_name(i)).exists() for i in range(n)):
+                if time.monotonic() > deadline:
+                    raise SystemExit("fio's servers made no sockets within 10 s")
+                time.sleep(0.05)
+            jobs = []
+            for i in range(n):
+                name = fio_clients.data_file(str(data_dir), WORKLOAD, i, shared=True)
+                prep = fio_clients.retarget(fio.precondition_argv(int(WORKLOAD.size), str(data_dir), False), name)
+                subprocess.run(prep, check=True, capture_output=True, timeout=DEADLINE_S)
+                job = cwd / f"c{i}.fio"
+                job.write_text(fio_clients.job_text(WORKLOAD, name))
+                jobs.append(str(job))
+            argv = fio_clients.client_argv([fio_clients.socket_name(i) for i in range(n)], jobs)
+            done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=DEADLINE_S)
+            if done.returncode != 0:
+                raise SystemExit(done.stderr)
+            (out / f"clients-native-{n}.json").write_text(done.stdout)
+            for i in range(n):
+                for log in fio_clients.log_files(i, WORKLOAD.numjobs):
+                    shutil.copy(cwd / log, out / f"clients-native-{n}.c{i}.iops.log")
+            print(" ".join(argv))
+        finally:
+            for s in servers:
+                s.send_signal(signal.SIGTERM)
+                s.wait(10)
+            for i in range(n):
+                Path(fio_clients.data_file(str(data_dir), WORKLOAD, i, shared=True)).unlink(missing_ok=True)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 4)
