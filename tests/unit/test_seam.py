@@ -366,7 +366,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("docker_api", "engines.kubernetes.kube_api", "engines.swarm.swarm_api", "engines.docker_host.host_api"),
     ("placement", "fleet", "engines.vm.guest_servers", "calibrate"),
     ("engines",),
-    ("build", "cleanup", "capabilities", "environment", "__init__"),
+    ("build", "cleanup", "capabilities", "environment", "clients", "__init__"),
 )
 
 

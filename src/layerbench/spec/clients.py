@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-# The engines whose targets run on this host, where fio's servers listen on Unix sockets only.
-CLIENT_ENGINES = ("native", "docker", "podman")
+from layerbench.spec.traits import TRAITS, traits
+
 # Placements that can be shared by several clients: one volume, or one directory.
 SHAREABLE = ("volume", "bind", "host-dir")
 MAX_CLIENTS = 64
@@ -52,12 +52,12 @@ class ClientsSpec(BaseModel):
 
 def clients_refused(engine: str, placement: str, shared: bool, limits: bool) -> str | None:
     """Why a stack with clients cannot run (before the run), or None."""
-    if engine not in CLIENT_ENGINES:
-        return f"clients: not yet on {engine} (only {', '.join(CLIENT_ENGINES)})"
+    if not traits(engine).clients:
+        return f"clients: not yet on {engine} (only {', '.join(k for k, t in TRAITS.items() if t.clients)})"
     if shared and placement not in SHAREABLE:
         return f"clients.shared: placement {placement} cannot be shared; one of {', '.join(SHAREABLE)} can"
     if placement == "raw":
         return "clients: a raw device has one place for data; give the stack a filesystem"
-    if engine == "native" and limits:
+    if not traits(engine).layer and limits:
         return "clients: limits on native clients are not yet supported (each would need a cgroup of its own)"
     return None

@@ -47,6 +47,7 @@ class EngineTraits:
     probe: Probe | None = None  # what the host probe must learn for its cells
     runtimes: bool = False  # layerbench starts its daemon, so registers an OCI runtime with it (spec/runtimes.py)
     seccomp: bool = False  # its daemon takes a default seccomp profile from a file (dockerd --seccomp-profile)
+    clients: bool = False  # many fio clients at once: its targets are on this host, servers on Unix sockets
 
 
 GUEST_UNPROFILED = "perf on the host sees a guest only as qemu's threads, not its kernel's frames"
@@ -59,6 +60,7 @@ TRAITS: dict[str, EngineTraits] = {
         placements=HOST_PLACEMENTS,
         default_placement="host-dir",
         server_limits=False,
+        clients=True,
     ),
     "docker": EngineTraits(
         "Docker",
@@ -67,9 +69,12 @@ TRAITS: dict[str, EngineTraits] = {
         tunings=True,
         runtimes=True,
         seccomp=True,
+        clients=True,
     ),
     # Podman calls overlay "overlay".
-    "podman": EngineTraits("Podman", drivers=("overlay", "vfs", "btrfs"), images=True, tunings=True, runtimes=True),
+    "podman": EngineTraits(
+        "Podman", drivers=("overlay", "vfs", "btrfs"), images=True, tunings=True, runtimes=True, clients=True
+    ),
     # The guest is the host: the device, or a directory on the disk file's filesystem.
     "vm": EngineTraits(
         "a VM",
