@@ -61,7 +61,8 @@ def _bundle(bundle: Path, runner: Runner) -> None:
         target = rootfs / path.lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(Path(path).resolve(), target)
-    (rootfs / "proc").mkdir()
+    for mountpoint in ("proc", "dev", "sys", "tmp"):  # crun on cgroup v2 opens /dev in the rootfs
+        (rootfs / mountpoint).mkdir(exist_ok=True)
     (bundle / "config.json").write_text(json.dumps(_config()))
 
 
