@@ -17,7 +17,6 @@ from typing import Any
 
 from layerbench.analysis.checks import FIO_REMEDY, Check
 from layerbench.analysis.percentiles import merge, percentiles
-from layerbench.errors import ToolError
 from layerbench.monitor import Monitor, devices_beneath
 from layerbench.monitor_checks import bottleneck_check, contended_check
 from layerbench.sample import Sample
@@ -26,7 +25,16 @@ from layerbench.spec.models import FioWorkload
 from layerbench.stack.clients import ClientSet, serving
 from layerbench.stack.target import BuildContext, Target
 from layerbench.store.db import MonitorPoint, TrialRecord
-from layerbench.trial import TRIAL_SLACK_S, Outcome, _accounting, category, needs_precondition, record, watched
+from layerbench.trial import (
+    TRIAL_SLACK_S,
+    Outcome,
+    _accounting,
+    attempt,
+    category,
+    needs_precondition,
+    record,
+    watched,
+)
 from layerbench.workloads import fio, fio_clients
 
 PRECONDITION_SLACK_S = 600.0
@@ -63,13 +71,7 @@ def run_trial(clients: ClientSet, trial: Trial, prepared: dict[str, Any], ctx: B
     out = Outcome(info=info)
     w = trial.cell.workload
     assert isinstance(w, FioWorkload)  # spec/rules.py refuses other workloads on a stack with clients
-    try:
-        _execute(clients, w, out, ctx)
-    except ToolError as exc:
-        out.category, out.stderr = category(exc.rc, exc.stderr), exc.stderr
-        out.argv = out.argv or exc.argv
-    except OSError as exc:
-        out.category, out.stderr = "setup-error", f"{type(exc).__name__}: {exc}"
+    attempt(out, lambda: _execute(clients, w, out, ctx))
     return record(trial, started, out)
 
 

@@ -160,18 +160,28 @@ def run_trial(
     out = Outcome(info={"precondition": prepared, "target": target.info, "engine": target.engine})
     w = trial.cell.workload
     assert isinstance(w, FileWorkload)  # the pipeline sends database clients to a fleet
+    attempt(out, lambda: _blocked_or_executed(target, w, out, tools, on_monitor))
+    return record(trial, started, out)
+
+
+def attempt(out: Outcome, step: Callable[[], None]) -> None:
+    """Run a trial's step; a tool that failed or a file that could not be read becomes the outcome's
+    category and stderr, never an exception: the run goes on."""
     try:
-        blocked = io_uring_blocked(target, w)
-        if blocked:
-            out.category, out.stderr = "io_uring-blocked", blocked
-            return record(trial, started, out)
-        _execute(target, w, out, tools, on_monitor)
+        step()
     except ToolError as exc:
         out.category, out.stderr = category(exc.rc, exc.stderr), exc.stderr
         out.argv = out.argv or exc.argv
     except OSError as exc:
         out.category, out.stderr = "setup-error", f"{type(exc).__name__}: {exc}"
-    return record(trial, started, out)
+
+
+def _blocked_or_executed(target: Target, w: FileWorkload, out: Outcome, tools: Path, on_monitor: OnPoint) -> None:
+    blocked = io_uring_blocked(target, w)
+    if blocked:
+        out.category, out.stderr = "io_uring-blocked", blocked
+        return
+    _execute(target, w, out, tools, on_monitor)
 
 
 IO_URING_PROBE_S = 60.0

@@ -28,12 +28,11 @@ class Runtime:
     io_uring: str | None = None
     # Why a database server (a container on a bridge network) cannot run under it, or None.
     servers: str | None = None
-    about: str = ""
 
 
 RUNTIMES: dict[str, Runtime] = {
-    "runc": Runtime("runc", "runc", "runc", about="the reference runtime, Docker's default"),
-    "crun": Runtime("crun", "crun", "crun", about="the same job in C; for cgroup v2 hosts"),
+    "runc": Runtime("runc", "runc", "runc"),  # the reference runtime, Docker's default
+    "crun": Runtime("crun", "crun", "crun"),  # the same job in C, for cgroup v2 hosts
     "runsc": Runtime(
         "runsc",
         "runsc",
@@ -48,6 +47,5 @@ RUNTIMES: dict[str, Runtime] = {
             "container under Docker 20.10 here ('cannot run with network enabled in root network namespace'); "
             "its cells run with --network=none"
         ),
-        about="gVisor: a user-space kernel; files go through its gofer",
     ),
 }

@@ -31,7 +31,7 @@ RUNSC_DEFAULTS = {"platform": "ptrace", "file-access": "exclusive", "overlay2": 
 def probe(name: str, runner: Runner) -> str | None:
     """None where runtime ``name`` runs a container on this host, else why not (in its own words)."""
     rt = RUNTIMES[name]
-    binary = shutil.which(rt.binary) or shutil.which(rt.binary, path="/usr/sbin:/sbin")
+    binary = _binary(name)
     if binary is None:
         return f"{name} is not installed (apt-get install {rt.package}; make setup does)"
     with tempfile.TemporaryDirectory(prefix="lb-runtime-") as tmp:
@@ -51,6 +51,12 @@ def probe(name: str, runner: Runner) -> str | None:
             said = last_line(done.stderr or done.stdout) or f"exit status {done.rc}"
             return f"{name} cannot run a container on this host: {said}"
     return None
+
+
+def _binary(name: str) -> str | None:
+    """The runtime's binary: on PATH, or in an sbin directory a root shell may lack (runc is in /usr/sbin)."""
+    binary = RUNTIMES[name].binary
+    return shutil.which(binary) or shutil.which(binary, path="/usr/sbin:/sbin")
 
 
 def _bundle(bundle: Path, runner: Runner) -> None:
@@ -99,7 +105,7 @@ def daemon_config(name: str) -> dict[str, Any]:
     rt = RUNTIMES[name]
     if name == "runc":
         return {"default-runtime": "runc"}
-    path = shutil.which(rt.binary) or rt.binary
+    path = _binary(name) or rt.binary
     entry: dict[str, Any] = {"path": path}
     if rt.args:
         entry["runtimeArgs"] = list(rt.args)
@@ -110,7 +116,7 @@ def facts(name: str, runner: Runner) -> dict[str, Any]:
     """The runtime as a result records it: its version line and the options it runs with (gVisor: its
     platform and file-system mode, its defaults unless the options name them)."""
     rt = RUNTIMES[name]
-    done = runner([shutil.which(rt.binary) or rt.binary, "--version"], timeout=30)
+    done = runner([_binary(name) or rt.binary, "--version"], timeout=30)
     found: dict[str, Any] = {"name": name, "version": _first_line(done.stdout), "args": list(rt.args)}
     if name == "runsc":
         given = dict(arg.lstrip("-").split("=", 1) for arg in rt.args if "=" in arg)
