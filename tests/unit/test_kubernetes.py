@@ -194,3 +194,14 @@ def test_an_exec_s_status_gives_its_exit_code_or_why_it_never_started() -> None:
     rc, why = kube_api.exit_status(MISSING_SH)
     assert rc == 126 and 'exec: "sh": executable file not found in $PATH' in why
     assert kube_api.exit_status("")[0] == 125
+
+
+def test_many_clients_need_a_node_that_is_this_host(full_caps: HostCaps) -> None:
+    """The fio client here reaches each pod's server through the pod's root: a node elsewhere is refused."""
+    caps = cluster(full_caps, n1=ClusterNode(True, True), n2=ClusterNode(True, False))
+    assert refusals(caps, "bind", "n1", clients=3) == []
+    assert refusals(caps, "tmpfs", "n1", clients=[1, 2]) == []
+    (far,) = refusals(caps, "tmpfs", "n2", clients=3)
+    assert far.startswith("clients: the fio client on this host reaches each pod's fio server") and "'n2'" in far
+    (shared,) = refusals(caps, "tmpfs", "n1", clients={"count": 2, "shared": True})
+    assert shared.startswith("clients.shared: not yet on kubernetes"), shared

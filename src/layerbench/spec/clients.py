@@ -54,6 +54,9 @@ def clients_refused(engine: str, placement: str, shared: bool, limits: bool) -> 
     """Why a stack with clients cannot run (before the run), or None."""
     if not traits(engine).clients:
         return f"clients: not yet on {engine} (only {', '.join(k for k, t in TRAITS.items() if t.clients)})"
+    if shared and not traits(engine).shares_clients:
+        sharing = ", ".join(k for k, t in TRAITS.items() if t.shares_clients)
+        return f"clients.shared: not yet on {engine} (only {sharing}); give each client its own placement"
     if shared and placement not in SHAREABLE:
         return f"clients.shared: placement {placement} cannot be shared; one of {', '.join(SHAREABLE)} can"
     if placement == "raw":

@@ -48,6 +48,7 @@ class EngineTraits:
     runtimes: bool = False  # layerbench starts its daemon, so registers an OCI runtime with it (spec/runtimes.py)
     seccomp: bool = False  # its daemon takes a default seccomp profile from a file (dockerd --seccomp-profile)
     clients: bool = False  # many fio clients at once: its targets are on this host, servers on Unix sockets
+    shares_clients: bool = False  # its many clients can share one volume or directory (clients.shared)
 
 
 GUEST_UNPROFILED = "perf on the host sees a guest only as qemu's threads, not its kernel's frames"
@@ -61,6 +62,7 @@ TRAITS: dict[str, EngineTraits] = {
         default_placement="host-dir",
         server_limits=False,
         clients=True,
+        shares_clients=True,
     ),
     "docker": EngineTraits(
         "Docker",
@@ -70,10 +72,17 @@ TRAITS: dict[str, EngineTraits] = {
         runtimes=True,
         seccomp=True,
         clients=True,
+        shares_clients=True,
     ),
     # Podman calls overlay "overlay".
     "podman": EngineTraits(
-        "Podman", drivers=("overlay", "vfs", "btrfs"), images=True, tunings=True, runtimes=True, clients=True
+        "Podman",
+        drivers=("overlay", "vfs", "btrfs"),
+        images=True,
+        tunings=True,
+        runtimes=True,
+        clients=True,
+        shares_clients=True,
     ),
     # The guest is the host: the device, or a directory on the disk file's filesystem.
     "vm": EngineTraits(
@@ -99,9 +108,12 @@ TRAITS: dict[str, EngineTraits] = {
         placements=CONTAINER_PLACEMENTS | {"claim"},
         node="its name in the cluster",
         probe="kube-nodes",
+        clients=True,  # on a node that is this host (spec/rules.py): a pod each
     ),
     # Every node is reached through its own daemon, on this host (stack/engines/swarm/swarm_api.py).
-    "swarm": EngineTraits("Docker Swarm", node="its hostname in the swarm", node_here=True, probe="swarm-nodes"),
+    "swarm": EngineTraits(
+        "Docker Swarm", node="its hostname in the swarm", node_here=True, probe="swarm-nodes", clients=True
+    ),
     # A daemon layerbench did not start, named by URL: its storage is its own, on its machine.
     "docker-host": EngineTraits(
         "a Docker host",

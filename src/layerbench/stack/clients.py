@@ -4,11 +4,15 @@ Natively each client is a directory of its own on the filesystem under test
 (``lb-data-c0``, ...), or, shared, one directory for all. In a container engine
 each client is a container of its own with the stack's placement (its own
 volume, bind directory, writable layer or tmpfs, each on the same filesystem),
-or, shared, N containers on one volume (or one bind directory).
+or, shared (Docker, Podman), N containers on one volume (or one bind directory).
+On Swarm each client is a service of its own, on Kubernetes a pod of its own
+(its own claim of the StorageClass, hostPath, local volume or emptyDir).
 
 Each target then runs a fio server on a Unix socket while a trial runs
-(``serving``); the host reaches a container's socket through the container's
-root (``/proc/<pid>/root``), so no server listens on any network address.
+(``serving``), exec'd by its engine (``ExecsInTargets``); the host reaches a
+container's socket through the container's root (``/proc/<pid>/root``: every
+such target's process is this host's), so no server listens on any network
+address, on a pod network or a swarm's either.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import signal
 import stat
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,9 +33,10 @@ from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.spec.clients import ClientsSpec
 from layerbench.spec.models import PlacementSpec, StackSpec
 from layerbench.stack import handle as handles
-from layerbench.stack.engines.container import ApiEngine, tools
+from layerbench.stack.engines.container import tools
 from layerbench.stack.ledger import tracked
 from layerbench.stack.placement import _volume, host_dir, recorded_run
+from layerbench.stack.protocols import ExecsInTargets
 from layerbench.stack.target import BuildContext, Mount, Target
 from layerbench.workloads import fio_clients
 
@@ -48,7 +53,8 @@ class ClientSet:
     targets: list[Target]
     engine: str
     info: dict[str, Any] = field(default_factory=dict)
-    api: Any = None  # a container engine's Docker API client (docker.APIClient), which execs the servers
+    # How the engine execs a server in a target (``ExecsInTargets.start_in``); None: natively, a process here.
+    start_in: Callable[[Target, Sequence[str], Path], handles.Handle] | None = None
 
     @property
     def first(self) -> Target:
@@ -63,14 +69,13 @@ def client_targets(
     spec = stack.clients
     assert spec is not None  # the builder sends only stacks with clients here
     with contextlib.ExitStack() as exits:
-        in_containers = isinstance(engine, ApiEngine)  # Docker's API (Docker, Podman); the rule allows native else
-        if in_containers:
+        contained = isinstance(engine, ExecsInTargets)  # the rules allow native else (traits.clients)
+        if contained:
             targets = _containers(stack, mount, engine, spec, data_bytes, exits, ctx)
         else:
             targets = _native(stack, mount, spec, exits, ctx)
         info = {"clients": spec.count, "shared": spec.shared, "placement": stack.placement.kind}
-        api = engine.daemon.client.api if in_containers else None
-        yield ClientSet(spec, targets, engine.kind, info, api)
+        yield ClientSet(spec, targets, engine.kind, info, engine.start_in if contained else None)
 
 
 def _native(
@@ -117,6 +122,8 @@ def _containers(
         else:
             made = engine.place(mount, stack, data_bytes, ctx)
         target = exits.enter_context(made)
+        if "pid" not in target.info:  # the rules refuse another machine's node; a target without one says so
+            raise PrerequisiteError(f"clients: {engine.kind} gave client {i} no process on this host to reach")
         target.info.update(client=i, placement=stack.placement.kind, shared=spec.shared)
         target.info["socket"] = f"/proc/{target.info['pid']}/root{SOCKET_IN_CONTAINER}"
         targets.append(target)
@@ -156,7 +163,7 @@ def serving(clients: ClientSet, ctx: BuildContext) -> Iterator[Serving]:
     to their sockets for the client; stopped and removed on the way out."""
     with contextlib.ExitStack() as exits:
         for t in clients.targets:
-            exits.enter_context(_server(t, clients.api, ctx))
+            exits.enter_context(_server(t, clients.start_in, ctx))
         cwd = exits.enter_context(host_dir(ctx.work_dir / f"fio-client-{uuid.uuid4().hex[:8]}", ctx))
         names = []
         for i, t in enumerate(clients.targets):
@@ -167,9 +174,11 @@ def serving(clients: ClientSet, ctx: BuildContext) -> Iterator[Serving]:
 
 
 @contextmanager
-def _server(target: Target, engine_api: Any, ctx: BuildContext) -> Iterator[handles.Handle]:
+def _server(
+    target: Target, start_in: Callable[[Target, Sequence[str], Path], handles.Handle] | None, ctx: BuildContext
+) -> Iterator[handles.Handle]:
     index = int(target.info["client"])
-    in_container = engine_api is not None
+    in_container = start_in is not None
     log = ctx.work_dir / f"fio-server-c{index}.log"
     host_socket = Path(str(target.info["socket"]))
     if not in_container:  # in the work directory, by a relative name: a socket's path has 107 bytes
@@ -181,10 +190,10 @@ def _server(target: Target, engine_api: Any, ctx: BuildContext) -> Iterator[hand
     def create(rid: int) -> handles.Handle:
         with contextlib.suppress(FileNotFoundError):
             host_socket.unlink()  # a socket left by a killed run's server: fio would refuse to bind
-        if not in_container:
+        if start_in is None:
             h: handles.Handle = handles.start_native(argv, log, None)
         else:
-            h = handles.start_exec(engine_api, str(target.info["container"]), argv, log, None)
+            h = start_in(target, argv, log)
         ctx.ledger.update(rid, pid=h.pid, start_time=handles.start_time(h.pid))
         return h
 

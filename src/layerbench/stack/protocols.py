@@ -6,12 +6,14 @@ which the engines' own modules use, names them without importing the engines bac
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, ExitStack
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from layerbench.spec.models import Limits, PlacementSpec, StackSpec
 from layerbench.spec.profiles import Budget
+from layerbench.stack.handle import Handle
 from layerbench.stack.target import BuildContext, Mount, Target
 from layerbench.workloads.servers import ServerDef
 
@@ -62,3 +64,11 @@ class BoundedNode(Protocol):
     """An engine whose node has less room than this host (a pod's): the profiles divide what it can have."""
 
     def budget(self, budget: Budget) -> Budget: ...
+
+
+@runtime_checkable
+class ExecsInTargets(Protocol):
+    """An engine whose targets take a long-lived process by exec, its host PID known (a fio server of many
+    clients, stack/clients.py): Docker's and Podman's containers, a swarm's tasks, a local node's pods."""
+
+    def start_in(self, target: Target, argv: Sequence[str], log: Path) -> Handle: ...

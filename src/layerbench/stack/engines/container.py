@@ -8,6 +8,7 @@ the placement, image and network layers; an engine's own container options
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ import docker
 
 from layerbench.proc import Runner
 from layerbench.spec.models import Limits, PlacementSpec, StackSpec
-from layerbench.stack import network
+from layerbench.stack import handle, network
 from layerbench.stack.dockerd import ApiDaemon
 from layerbench.stack.image import ensure_image, resolve
 from layerbench.stack.ledger import Resource
@@ -68,6 +69,9 @@ class ApiEngine:
     ) -> AbstractContextManager[Target]:
         merged = {**self.options, **(options or {})}
         return container_placement(self.daemon, image, mount, placement, limits, data_bytes, ctx, merged, role)
+
+    def start_in(self, target: Target, argv: Sequence[str], log: Path) -> handle.Handle:
+        return handle.start_exec(self.daemon.client.api, str(target.info["container"]), argv, log, None)
 
 
 def tools(ctx: BuildContext) -> dict[str, str]:

@@ -30,7 +30,7 @@ import contextlib
 import dataclasses
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -98,6 +98,12 @@ class KubeEngine:
         cpus, memory = kube_api.room(self.core, self.node.name)
         memory = min(budget.memory, memory) if budget.memory else memory
         return dataclasses.replace(budget, cpus=min(budget.cpus, cpus), memory=memory)
+
+    def start_in(self, target: Target, argv: Sequence[str], log: Path) -> kube_api.ExecHandle:
+        """Through the API's exec, its host PID found in the pod's cgroup (the node is this host: the rules
+        refuse many clients on another machine's node)."""
+        pod, container = str(target.info["pod"]), str(target.info["container_id"])
+        return kube_api.start_exec(self.core, self.namespace, pod, container, argv, log)
 
     def _load(self, binaries: dict[str, str], ctx: BuildContext, files: tuple[str, ...] = ()) -> str:
         """The image of these host binaries on the node: loaded there unless the node has it."""

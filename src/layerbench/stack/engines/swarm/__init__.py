@@ -29,10 +29,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any, cast
 
 import docker
@@ -41,7 +42,7 @@ from docker.types import Mount as SwarmMount
 
 from layerbench.errors import PrerequisiteError
 from layerbench.spec.models import EngineSpec, Limits, StackSpec
-from layerbench.stack import docker_api, mountinfo
+from layerbench.stack import docker_api, handle, mountinfo
 from layerbench.stack.cgroups import majmin, process_dirs, read_limits
 from layerbench.stack.dockerd import ApiDaemon
 from layerbench.stack.engines.container import tools
@@ -104,6 +105,10 @@ class SwarmEngine:
         node publishes for it."""
         binaries = {**resolve(IMAGE_TOOLS), **definition.binaries(ctx.cache_dir)}
         return partial(_server, self, self._load(binaries, ctx, definition.files(ctx.cache_dir)))
+
+    def start_in(self, target: Target, argv: Sequence[str], log: Path) -> handle.Handle:
+        """By the node's own daemon, as every command of a trial (its task's PID is this host's)."""
+        return handle.start_exec(self.daemon.api, str(target.info["container_id"]), argv, log, None)
 
     def _load(self, binaries: dict[str, str], ctx: BuildContext, files: tuple[str, ...] = ()) -> str:
         """The image of these host binaries on the node: loaded there unless the node has it."""

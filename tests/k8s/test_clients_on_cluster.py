@@ -1,0 +1,76 @@
+"""Many fio clients at once on a cluster's node (docs/how-to/many-clients.md): three pods each with a claim of
+the local cluster's StorageClass local-path, and three swarm services each with a bind directory on the
+filesystem under test; one result per trial, a row per client, every server on a Unix socket in its
+container (nothing listens on the pod network or the swarm's), and nothing left in the cluster."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests import support
+from tests.integration.leftovers import assert_nothing_left, bridges, server_dirs
+from tests.k8s.cells import NODE, RR, node_spec, trials_by_label
+from tests.k8s.test_kubernetes_engine import api, claim_stack, cluster_leftovers, node_images
+from tests.k8s.test_swarm import node_state, swarm_leftovers
+
+pytestmark = [pytest.mark.requires_root, pytest.mark.requires_fio, pytest.mark.slow]
+
+CLIENTS = 3
+
+
+def assert_one_result_of_three_clients(db_path: Path, unit: str) -> None:
+    """One ok trial: each client in a target of its own (``unit``: pod or service), a row each, the merged
+    percentiles, the spread judged."""
+    ((info, status),) = trials_by_label(db_path).values()
+    assert status == "ok", info
+    described = info["clients"]
+    assert [c["name"] for c in described] == [f"c{i}" for i in range(CLIENTS)]
+    assert len({c[unit] for c in described}) == CLIENTS, described  # a pod (a service) each
+    assert all(c["pid"] > 1 for c in described)  # their processes are this host's: the sockets are reached there
+    with sqlite3.connect(db_path) as db:
+        jobs = {j for (j,) in db.execute("SELECT DISTINCT job FROM samples WHERE metric = 'iops'")}
+        assert jobs == {f"c{i}" for i in range(CLIENTS)}
+        (p99,) = db.execute("SELECT value FROM samples WHERE job = 'all' AND metric = 'clat_p99'").fetchone()
+        assert p99 > 0
+        spread = dict(db.execute("SELECT metric, value FROM samples WHERE metric LIKE '%spread_ms'").fetchall())
+        assert set(spread) == {"start_spread_ms", "finish_spread_ms"}
+        status, detail = db.execute("SELECT status, detail FROM checks WHERE name = 'clients-in-step'").fetchone()
+    # In step or not is the machine's to say; judged, with the spread it saw.
+    assert status in ("pass", "flag") and detail.startswith("start spread"), detail
+
+
+@pytest.mark.requires_k8s
+def test_three_pods_each_with_a_claim_run_as_one_trial(cluster: Any) -> None:
+    core = api(cluster.kubeconfig)
+    before, images = bridges(), node_images(Path(cluster.root))
+    with server_dirs("lbk8s-clients-") as dirs:
+        # node3: a node that is this host (every node of the local cluster is): the sockets are reached by /proc.
+        spec = {**node_spec("kubernetes", ["tmpfs"], RR), "stacks": [claim_stack("node3", clients=CLIENTS)]}
+        dirs["spec"].write_text(yaml.safe_dump(spec))
+        done = support.run(["run", str(dirs["spec"]), "--kubeconfig", str(cluster.kubeconfig)], dirs)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert_one_result_of_three_clients(dirs["db"], "pod")
+        ((info, _),) = trials_by_label(dirs["db"]).values()
+        assert info["engine"] == "kubernetes"
+        assert_nothing_left(dirs, before)
+    assert cluster_leftovers(core, Path(cluster.root), images) == []
+    assert list((Path(cluster.root) / "volumes").iterdir()) == []  # the class reclaimed every claim's volume
+
+
+@pytest.mark.requires_docker
+def test_three_services_each_with_a_bind_directory_run_as_one_trial(local_swarm: Any) -> None:
+    before, baseline = bridges(), node_state(local_swarm)
+    with server_dirs("lbswarm-clients-") as dirs:
+        dirs["spec"].write_text(yaml.safe_dump(node_spec("swarm", ["bind"], RR, clients=CLIENTS)))
+        done = support.run(["run", str(dirs["spec"]), "--swarm-manager", local_swarm.manager], dirs)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert_one_result_of_three_clients(dirs["db"], "service")
+        ((info, _),) = trials_by_label(dirs["db"]).values()
+        assert info["engine"] == "swarm" and {c["node"] for c in info["clients"]} == {NODE}
+        assert_nothing_left(dirs, before)
+    assert swarm_leftovers(local_swarm, baseline) == []
