@@ -1,97 +1,145 @@
-"""Precision per machine-minute: layerbench's protocol against the seeds'.
+"""Precision per machine-minute: layerbench's protocol against the seeds', each run as `layerbench run` runs it.
 
-Two cells on the same kind of storage (ext4 on zram, steady): native, and a
-Docker volume (overlay2 daemon). Each protocol spends the same machine time,
-the same number of the same fio trials, on the container/native ratio:
+Two cells on the same kind of storage (ext4 on zram): native, and a Docker
+volume (overlay2 daemon), each with the same fio workload. Every protocol is
+a real `layerbench run`, builds, preconditioning and teardown included, timed
+from the command's start to its exit:
 
-- the seeds' protocol: every repetition of one cell back to back, then the
-  other's (002 ran 10), the ratio of the two means with Fieller's interval
-  (the best a pair of independent samples allows);
-- layerbench's: rounds, each running both cells in a freshly shuffled order,
-  the ratio paired by round (analysis.stats.paired_ratio).
+- seeds: every repetition of one cell back to back, then the other's (two
+  runs of one cell each; 002 ran 10): the ratio of the two means with
+  Fieller's interval, the best a pair of independent samples allows;
+- once: layerbench's rounds, each visiting both cells in a freshly shuffled
+  order, the stacks built once and held (`trials.rebuild: once`, the
+  default): the ratio paired by round;
+- every-round: the same, every stack rebuilt every round (`rebuild:
+  every-round`, layerbench's protocol before).
 
-The two protocols alternate, `--repeats` times each, and each protocol's CI
-width (as a share of its ratio) is averaged. Then an A/A run, the native
-cell against itself under layerbench's protocol: its CI should contain 1.
-`--load` runs the whole bench beside a periodic CPU hog (busy 10 s, idle
-10 s), a shared host's drift. Last line `ratio=<our mean width / seeds'>`;
-the goal is at most 0.5 (issue 17).
+Each protocol spends the same number of the same trials; their wall times
+differ by what each builds. Precision per machine time is the interval's
+width (a share of the ratio) times the square root of the wall time: the
+width the protocol would reach in one second, since a width shrinks as one
+over the square root of the trials. `--repeats` runs of each protocol, in a
+shuffled order per repeat; `--load` runs beside a CPU hog whose busy and idle
+spells are random (1-15 s each, seeded): no protocol's block length is tuned
+to it. Per protocol: the mean width, the mean wall time, and whether its
+intervals are honest across repeats (each repeat builds its stacks afresh, so
+the spread of the repeats' ratios is what a new build varies by: held stacks'
+intervals that left it out would be too narrow to cover it).
 
-Usage (as root, nothing else running): .venv/bin/python bench/efficiency.py [--rounds N] [--repeats R] [--load]
+Last line `ratio=<once's width·√time / seeds'>`; goal at most 0.5 (issue 31).
+
+Usage (as root, nothing else running):
+  .venv/bin/python bench/efficiency.py [--rounds N] [--repeats R] [--load]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import random
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-from layerbench import proc
+import yaml
+
+import layerbench.api
 from layerbench.analysis.stats import Ratio, paired_ratio, ratio
-from layerbench.schedule import Trial
-from layerbench.spec.models import Cell, FioWorkload, StackSpec
-from layerbench.stack.build import single
-from layerbench.stack.ledger import Ledger
-from layerbench.stack.target import BuildContext, Target
-from layerbench.trial import precondition, run_trial
 
-WORKLOAD = FioWorkload(name="RR", rw="randread", bs="4k", iodepth=32, size="256MiB", runtime_s=3, ramp_s=1)
-DEVICE = {"kind": "zram", "size": "512MiB"}
-NATIVE = StackSpec.model_validate({"device": DEVICE, "filesystem": "ext4", "engine": "native", "placement": "host-dir"})
-VOLUME = StackSpec.model_validate(
-    {"device": DEVICE, "filesystem": "ext4", "engine": "docker:overlay2", "placement": "volume"}
-)
-HOG = "import time\nwhile True:\n    end = time.time() + 10\n    while time.time() < end: pass\n    time.sleep(10)\n"
-
-Measure = Callable[[], float]
-
-
-def measurer(target: Target, stack: StackSpec) -> Measure:
-    cell, count = Cell(stack=stack, workload=WORKLOAD), iter(range(10**6))
-
-    def measure() -> float:
-        rec = run_trial(target, Trial(cell, next(count)), {})
-        assert rec.status == "ok", rec.stderr
-        return next(s.value for s in rec.samples if s.metric == "iops" and s.direction == "read")
-
-    return measure
+WORKLOAD = {"name": "RR", "rw": "randread", "bs": "4k", "iodepth": 32, "size": "256MiB", "runtime_s": 2, "ramp_s": 0.5}
+DEVICE = {"kind": "zram", "size": "1GiB"}
+NATIVE = {"filesystem": "ext4", "engine": "native", "placement": "host-dir"}
+VOLUME = {"filesystem": "ext4", "engine": "docker:overlay2", "placement": "volume"}
+PROTOCOLS = ("seeds", "once", "every-round")
+RUN_TIMEOUT_S = 1800
+# A CPU hog with random spells: busy 1-15 s, idle 1-15 s, from a seed.
+HOG = """
+import random, sys, time
+rng = random.Random(int(sys.argv[1]))
+while True:
+    end = time.time() + rng.uniform(1, 15)
+    while time.time() < end:
+        pass
+    time.sleep(rng.uniform(1, 15))
+"""
 
 
-def seeds(native: Measure, container: Measure, n: int, container_first: bool) -> Ratio:
-    blocks = [container, native] if container_first else [native, container]
-    got = [[m() for _ in range(n)] for m in blocks]
-    c, b = (got[0], got[1]) if container_first else (got[1], got[0])
-    return ratio(c, b)
+@dataclass(frozen=True)
+class Outcome:
+    protocol: str
+    ratio: Ratio
+    wall_s: float
+
+    @property
+    def width(self) -> float:
+        return (self.ratio.ci_high - self.ratio.ci_low) / self.ratio.ratio
+
+    @property
+    def per_second(self) -> float:
+        """The width scaled to one second of machine time (a width shrinks as 1/√trials)."""
+        return self.width * math.sqrt(self.wall_s)
 
 
-def ours(native: Measure, container: Measure, n: int, rng: random.Random) -> Ratio:
-    c: dict[int, float] = {}
-    b: dict[int, float] = {}
-    for rnd in range(n):
-        order = [(c, container), (b, native)]
-        rng.shuffle(order)
-        for into, measure in order:
-            into[rnd] = measure()
-    return paired_ratio(c, b)
+def spec(name: str, stacks: list[dict], rounds: int, rebuild: str) -> dict:
+    return {
+        "name": name,
+        "device": DEVICE,
+        "stacks": stacks,
+        "workloads": [WORKLOAD],
+        "trials": {"repetitions": rounds, "rebuild": rebuild},
+    }
 
 
-def width(r: Ratio) -> float:
-    return (r.ci_high - r.ci_low) / r.ratio
+def run(spec_data: dict, tmp: Path, seed: int) -> tuple[Path, float]:
+    """One `layerbench run` to its exit, in a database of its own; its wall time."""
+    name = spec_data["name"]
+    path, db = tmp / f"{name}.yaml", tmp / f"{name}.db"
+    path.write_text(yaml.safe_dump(spec_data))
+    argv = [sys.executable, "-m", "layerbench.cli", "run", str(path), "--db", str(db), "--seed", str(seed)]
+    t0 = time.monotonic()
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
+    wall = time.monotonic() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"layerbench run {name} exited {done.returncode}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    return db, wall
+
+
+def iops(db: Path) -> dict[str, dict[int, float]]:
+    """Per engine kind, each round's read IOPS (summed over fio's jobs)."""
+    frame = layerbench.api.open(db).samples()
+    frame = frame[(frame.metric == "iops") & (frame.direction == "read")]
+    sums = frame.groupby(["stack.engine.kind", "repetition"])["value"].sum()
+    out: dict[str, dict[int, float]] = {}
+    for (kind, rep), value in sums.items():
+        out.setdefault(str(kind), {})[int(rep)] = float(value)
+    return out
+
+
+def measure(protocol: str, rounds: int, tmp: Path, tag: str, seed: int) -> Outcome:
+    if protocol == "seeds":
+        walls, got = 0.0, {}
+        for label, stack in (("native", NATIVE), ("docker", VOLUME)):
+            db, wall = run(spec(f"seeds-{label}-{tag}", [stack], rounds, "once"), tmp, seed)
+            walls += wall
+            got.update(iops(db))
+        return Outcome(protocol, ratio(list(got["docker"].values()), list(got["native"].values())), walls)
+    db, wall = run(spec(f"{protocol}-{tag}", [NATIVE, VOLUME], rounds, protocol), tmp, seed)
+    got = iops(db)
+    return Outcome(protocol, paired_ratio(got["docker"], got["native"]), wall)
 
 
 @contextlib.contextmanager
-def hog(enabled: bool) -> Iterator[None]:
+def hog(enabled: bool, seed: int) -> Iterator[None]:
     if not enabled:
         yield
         return
-    p = subprocess.Popen([sys.executable, "-c", HOG])
+    p = subprocess.Popen([sys.executable, "-c", HOG, str(seed)])
     try:
         yield
     finally:
@@ -99,44 +147,41 @@ def hog(enabled: bool) -> Iterator[None]:
         p.wait()
 
 
-def main(rounds: int, repeats: int, load: bool) -> None:
-    rng = random.Random(17)
-    widths: dict[str, list[float]] = {"seeds": [], "layerbench": []}
-    seconds = dict.fromkeys(widths, 0.0)
-    with tempfile.TemporaryDirectory(prefix="lb-bench-") as tmp, hog(load):
-        ledger = Ledger(Path(tmp) / "ledger.db", "bench")
-        ctx = BuildContext(work_dir=Path(tmp), ledger=ledger, run_id="bench", runner=proc.run)
-        with contextlib.ExitStack() as stacks:  # a builder each: one builder keeps one stack at a time
-            targets = {s: stacks.enter_context(single(s, ctx, int(WORKLOAD.size))) for s in (NATIVE, VOLUME)}
-            for t in targets.values():
-                assert isinstance(t, Target)
-                precondition(t, [WORKLOAD])
-            native, container = (measurer(targets[s], s) for s in (NATIVE, VOLUME))  # type: ignore[arg-type]
-            for rep in range(repeats):
-                for name in sorted(widths, key=lambda _: rng.random()):
-                    t0 = time.monotonic()
-                    r = (
-                        seeds(native, container, rounds, rep % 2 == 1)
-                        if name == "seeds"
-                        else ours(native, container, rounds, rng)
-                    )
-                    seconds[name] += time.monotonic() - t0
-                    widths[name].append(width(r))
-                    print(f"repeat {rep + 1} {name}: ×{r.ratio:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]", flush=True)
-            aa = ours(native, measurer(targets[NATIVE], NATIVE), rounds, rng)  # type: ignore[arg-type]
-    print(
-        f"A/A (native against itself, layerbench's protocol): ×{aa.ratio:.3f} [{aa.ci_low:.3f}, {aa.ci_high:.3f}]"
-        f" {'contains' if aa.ci_low <= 1 <= aa.ci_high else 'EXCLUDES'} 1"
-    )
-    for name, w in widths.items():
-        print(f"{name}: mean CI width {100 * statistics.fmean(w):.1f}% of the ratio, {seconds[name]:.0f} s of trials")
-    print(f"ratio={statistics.fmean(widths['layerbench']) / statistics.fmean(widths['seeds']):.2f}")
+def honesty(outcomes: list[Outcome]) -> str:
+    """The repeats' spread of log ratios against the mean standard error their intervals claimed: near 1 or
+    below, the intervals cover what a new build varies by; well above 1, they are too narrow."""
+    logs = [math.log(o.ratio.ratio) for o in outcomes]
+    claimed = statistics.fmean((math.log(o.ratio.ci_high) - math.log(o.ratio.ci_low)) / (2 * 1.96) for o in outcomes)
+    spread = statistics.stdev(logs) if len(logs) > 1 else math.nan
+    return f"repeats' SD of log ratio {spread:.4f}, mean claimed SE {claimed:.4f} (×{spread / claimed:.2f})"
+
+
+def main(rounds: int, repeats: int, load: bool, seed: int) -> None:
+    rng = random.Random(seed)
+    found: dict[str, list[Outcome]] = {p: [] for p in PROTOCOLS}
+    with tempfile.TemporaryDirectory(prefix="lb-efficiency-") as tmp, hog(load, seed):
+        for rep in range(repeats):
+            for protocol in sorted(PROTOCOLS, key=lambda _: rng.random()):
+                o = measure(protocol, rounds, Path(tmp), f"{rep}", rng.randrange(10**6))
+                found[protocol].append(o)
+                r = o.ratio
+                print(f"repeat {rep + 1} {protocol:<11} ×{r.ratio:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] "
+                      f"width {o.width:.1%} in {o.wall_s:.0f} s", flush=True)  # fmt: skip
+    for protocol, outcomes in found.items():
+        print(f"{protocol}: mean width {statistics.fmean(o.width for o in outcomes):.1%}, "
+              f"mean wall {statistics.fmean(o.wall_s for o in outcomes):.0f} s, "
+              f"width·√s {statistics.fmean(o.per_second for o in outcomes):.3f}; {honesty(outcomes)}")  # fmt: skip
+    seeds = statistics.fmean(o.per_second for o in found["seeds"])
+    every = statistics.fmean(o.per_second for o in found["every-round"])
+    print(f"every-round/seeds={every / seeds:.2f}")
+    print(f"ratio={statistics.fmean(o.per_second for o in found['once']) / seeds:.2f}")
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=6, help="trials per cell in each protocol run")
-    ap.add_argument("--repeats", type=int, default=3, help="runs of each protocol")
-    ap.add_argument("--load", action="store_true", help="beside a periodic CPU hog")
+    ap.add_argument("--rounds", type=int, default=6, help="trials per cell in each protocol's run")
+    ap.add_argument("--repeats", type=int, default=5, help="runs of each protocol")
+    ap.add_argument("--load", action="store_true", help="beside a CPU hog with random busy and idle spells")
+    ap.add_argument("--seed", type=int, default=31)
     a = ap.parse_args()
-    main(a.rounds, a.repeats, a.load)
+    main(a.rounds, a.repeats, a.load, a.seed)

@@ -20,10 +20,10 @@ from layerbench.schedule import StackPlan, Trial, plan, plan_round
 from layerbench.spec.databases import YcsbWorkload
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Cell, Experiment, FioWorkload, IozoneWorkload, Workload
-from layerbench.stack.build import StackBuilder
 from layerbench.stack.clients import ClientSet
 from layerbench.stack.engines import api_errors, failure_category
 from layerbench.stack.fleet import Fleet, ServerError
+from layerbench.stack.pool import Held, StackPool
 from layerbench.stack.target import BuildContext, Target
 from layerbench.store.db import CellRow, Store, TrialRecord
 from layerbench.trial import Outcome as TrialOutcome
@@ -70,18 +70,20 @@ def execute(
 ) -> Tally:
     """Run the rounds; with a precision target, stop each cell once its CI is narrow enough."""
     outcome = Tally()
-    for rep in range(exp.trials.repetitions):
-        cells = still_imprecise(exp, matrix.cells, store, run_id)
-        if not cells:
-            break
-        # A fresh StackBuilder per round: every repetition runs on freshly built layers.
-        with StackBuilder(ctx) as builder:
+    keep = exp.trials.rebuild == "once"
+    with StackPool(ctx, keep) as pool:  # the stacks held across rounds, or one builder per round as before
+        for rep in range(exp.trials.repetitions):
+            cells = still_imprecise(exp, matrix.cells, store, run_id)
+            if not cells:
+                break
             for stack_plan in plan_round(cells, rep, store.done_trials(run_id), seed):
-                for trial, record in _run_stack(builder, stack_plan, exp.profile, exp.profile_hz):
+                for trial, record in _run_stack(pool.visit(stack_plan.stack), stack_plan, exp.profile, exp.profile_hz):
                     store.record_trial(run_id, record)
                     outcome.add(record)
                     if on_trial:
                         on_trial(trial, record)
+            if not keep:
+                pool.close()  # the next round builds every stack afresh
     return outcome
 
 
@@ -108,16 +110,15 @@ def still_imprecise(exp: Experiment, cells: list[Cell], store: Store, run_id: st
     return imprecise
 
 
-def _run_stack(
-    builder: StackBuilder, sp: StackPlan, profile: str = "none", hz: int = 99
-) -> Iterator[tuple[Trial, TrialRecord]]:
-    """Build, precondition, run each trial; a stack whose engine died is rebuilt for the rest."""
-    trials = list(sp.trials)
+def _run_stack(held: Held, sp: StackPlan, profile: str = "none", hz: int = 99) -> Iterator[tuple[Trial, TrialRecord]]:
+    """Build (or find built), prepare what is not yet, run each trial; a stack whose engine died is rebuilt
+    for the rest."""
+    trials, builder = list(sp.trials), held.builder
     while trials:
         started = time.time()
         try:
             target = builder.enter(sp.stack, _data_bytes(sp))
-            prepared = _prepare(target, list({t.cell.workload: None for t in trials}), builder.ctx)
+            prepared = _prepared(held, target, [t.cell.workload for t in trials], builder.ctx)
         except SETUP_ERRORS as exc:
             stderr = exc.stderr if isinstance(exc, ToolError) else f"{type(exc).__name__}: {exc}"
             kind = _setup_failure(exc)
@@ -174,6 +175,16 @@ def _setup_failure(exc: BaseException) -> str:
     if isinstance(exc, ToolError):
         return failure_category(exc.rc, exc.stderr) or "setup-error"  # the engine's own, where it is to blame
     return "setup-error"
+
+
+def _prepared(held: Held, target: Target | Fleet | ClientSet, workloads: list[Workload], ctx: BuildContext) -> dict:
+    """What the stack's trials read, prepared once while the stack lives: only workloads new to it now."""
+    held.fresh(target)
+    todo = [w for w in dict.fromkeys(workloads) if w not in held.workloads]
+    if todo:
+        held.prepared = {**held.prepared, **_prepare(target, todo, ctx)}
+        held.workloads.update(todo)
+    return held.prepared
 
 
 def _data_bytes(sp: StackPlan) -> int:

@@ -1,11 +1,12 @@
 """Order the trials: rounds of repetitions, each visiting every cell once.
 
 Within a round, stacks that share lower layers (device, filesystem, engine)
-stay together so the StackBuilder builds those layers once; but the order of
-those groups, of the stacks inside a group and of the workloads inside a
-stack is shuffled anew every round (seeded, so a run can be reproduced). So
-drift over time, and the advantage of running first, fall on no cell in
-particular; and every repetition of a cell runs on a freshly built stack.
+stay together so a StackBuilder that rebuilds them (``trials.rebuild:
+every-round``, or a stack the pool does not hold: stack/pool.py) builds those
+layers once; but the order of those groups, of the stacks inside a group and
+of the workloads inside a stack is shuffled anew every round (seeded, so a run
+can be reproduced). So drift over time, and the advantage of running first,
+fall on no cell in particular.
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ def cells_here(exp: Experiment, cache_dir: Path) -> Matrix:
 
 
 def needed_bytes(matrix: Matrix) -> int:
-    """The largest loop file: the builder holds one device at a time, removing the last before the next."""
+    """The largest loop file: what a run needs at least (the pool holds more only where the disk has room)."""
     loops = [int(c.stack.device.size) for c in matrix.cells if c.stack.device.kind == "loop"]
     return max(loops, default=0) + HEADROOM
 

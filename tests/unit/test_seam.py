@@ -367,6 +367,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("placement", "fleet", "engines.vm.guest_servers", "calibrate"),
     ("engines",),
     ("build", "cleanup", "capabilities", "environment", "clients", "__init__"),
+    ("pool",),
 )
 
 

@@ -565,6 +565,13 @@ class Trials(Frozen):
         description="what the precision target judges: each cell's headline (IOPS for random I/O, MiB/s for "
         "sequential, ops/s for databases and personalities), or one metric for all",
     )
+    rebuild: Literal["once", "every-round"] = Field(
+        default="once",
+        description="once: each stack built and prepared once and held across rounds, where it can be (a "
+        "zram device or loop file of its own each; a device you named, a remote device and a guest are rebuilt "
+        "per visit); every-round: every stack built afresh every round, so differences between builds fall "
+        "into the intervals too (docs/explanation/protocol.md)",
+    )
 
     @model_validator(mode="after")
     def _cap_above_min(self) -> Trials:
