@@ -54,6 +54,8 @@ Part = tuple[np.ndarray | None, list[str]]  # per row, which line; the lines (on
 
 def _part(frame: pd.DataFrame, columns: list[str], key: list[str] | None) -> Part | None:
     if key is None:
+        if len(columns) == 1 and frame[columns[0]].dtype == np.float64:
+            return None, floats(frame[columns[0]].to_numpy())
         text = lines(frame[columns])
         return None if text is None else (None, text)
     which = frame.groupby(key, sort=False, observed=True, dropna=False).ngroup().to_numpy()
@@ -73,6 +75,16 @@ def lines(table: pd.DataFrame) -> list[str] | None:
         # within a wider row it is written empty.
         out = ["" if line == '""' else line for line in out]
     return out
+
+
+def floats(values: np.ndarray) -> list[str]:
+    """Each float as pandas writes it in a row of CSV: numpy's shortest representation (``astype(str)``), whose
+    digits and form (``1e+16``, ``1.5e-05``, ``-0.0``, ``inf``) are Python's ``repr``, which takes half its
+    time (0.35 s of 1M samples); NaN as an empty field."""
+    text = list(map(float.__repr__, values.tolist()))
+    for i in np.flatnonzero(np.isnan(values)).tolist():
+        text[i] = ""
+    return text
 
 
 def _joined(header: str, parts: list[Part], n: int) -> Iterator[bytes]:
