@@ -43,3 +43,16 @@ def test_markup_comes_off_as_rich_takes_it_off() -> None:
 
     for text in ["RR [dim]IOPS[/]", "[bold]×1.05[/bold] ±3%", "a [1.2, 3] list", "\\[not a tag]", "[link=x]y[/link]"]:
         assert _plain(text) == render(text).plain
+
+
+def test_a_big_table_is_written_as_console_out_writes_its_lines() -> None:
+    """One segment instead of console.out's Text per line: the same characters, on a terminal's console too;
+    a tab or a control code in a cell still goes through console.out, which expands or drops it."""
+    for t, label in ((table(150), "plain"), (table(150), "tab\there"), (table(150), "bell\x07")):
+        if label != "plain":
+            t.add_row(label, "1, 1", "×1")
+        for terminal in (False, True):
+            fast, slow = io.StringIO(), io.StringIO()
+            print_table(Console(file=fast, width=80, force_terminal=terminal), t)
+            Console(file=slow, width=80, force_terminal=terminal).out("\n".join(lines(t)), highlight=False)
+            assert fast.getvalue() == slow.getvalue()

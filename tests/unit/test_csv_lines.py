@@ -64,3 +64,15 @@ def test_a_line_break_in_a_field_or_another_frame_is_left_to_pandas() -> None:
 def test_an_empty_field_alone_is_written_empty_as_within_a_row() -> None:
     assert csv_lines.lines(pd.DataFrame({"v": [np.nan, 1.0], "w": [None, "x"]})[["v"]]) == ["", "1.0"]
     assert csv_lines.lines(pd.DataFrame({"v": ["a,b"]})) == ['"a,b"']
+
+
+EDGES = [0.0, -0.0, 1.0, 1e16, 9999999999999998.0, 1e-4, 9.999e-5, 1.5e-05, 5e-324, 2.2250738585072014e-308]
+EDGES += [1.7976931348623157e308, 0.1 + 0.2, 123456.789, np.nan, np.inf, -np.inf, -1e-7, 2.0**53, 2.0**53 + 2]
+
+
+def test_floats_are_written_as_pandas_writes_them() -> None:
+    """``floats`` (Python's repr) gives what pandas' to_csv writes of a float column (numpy's astype(str)), on
+    the edges of its notations and on 200,000 doubles of every exponent (random bit patterns, seeded)."""
+    bits = np.random.default_rng(31).integers(0, 2**64, 200_000, dtype=np.uint64, endpoint=False)
+    for values in (np.array(EDGES), bits.view(np.float64), np.random.default_rng(4).lognormal(10, 4, 100_000)):
+        assert csv_lines.floats(values) == csv_lines.lines(pd.DataFrame({"value": values}))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import pickle
 import shutil
 import subprocess
 import sys
@@ -13,7 +14,15 @@ import pandas as pd
 import pytest
 
 import layerbench
-from layerbench.report.export import cell_config, parquet_table, samples_with_config, write, write_samples
+from layerbench.report import csv_lines
+from layerbench.report.export import (
+    cell_config,
+    parquet_bytes,
+    parquet_table,
+    samples_with_config,
+    write,
+    write_samples,
+)
 from layerbench.spec.models import Cell, FioWorkload, StackSpec
 from layerbench.store.db import CellRow, Store, TrialRecord
 from layerbench.store.read import load
@@ -118,3 +127,10 @@ def test_csv_and_parquet_of_a_real_run_are_what_pandas_writes_of_the_merged_fram
         write(merged, fmt, tmp_path / f"pandas.{fmt}")
         assert (tmp_path / f"fast.{fmt}").read_bytes() == (tmp_path / f"pandas.{fmt}").read_bytes(), fmt
     assert parquet_table(frame, cell_config(cells)) is not None  # the fast path was taken
+    # As `export` writes them again, from what the run's cache keeps (pickled): the same bytes.
+    kept = pickle.loads(
+        pickle.dumps((csv_lines.parts(frame, cell_config(cells)), parquet_bytes(frame, cell_config(cells))))
+    )
+    for fmt in ("csv", "parquet"):
+        write_samples(frame.iloc[:0], cell_config(cells), fmt, tmp_path / f"kept.{fmt}", *kept)
+        assert (tmp_path / f"kept.{fmt}").read_bytes() == (tmp_path / f"pandas.{fmt}").read_bytes(), fmt

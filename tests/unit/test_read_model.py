@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -19,7 +20,7 @@ from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.matrix import expand, sweep_point, sweep_points
 from layerbench.spec.models import FioWorkload
 from layerbench.store.db import CellRow, CheckRecord, Store, TrialRecord
-from layerbench.store.read import collector_paused, load
+from layerbench.store.read import collector_paused, load, load_samples
 
 SWEPT = """
 name: surfaces
@@ -112,3 +113,15 @@ def test_the_cycle_collector_pauses_while_a_run_is_read_and_comes_back_as_it_was
         assert not gc.isenabled()  # a caller's own choice is kept
     finally:
         gc.enable()
+
+
+def test_cells_share_their_equal_stacks_and_workloads(tmp_path: Path) -> None:
+    """The quick run's 18 cells: three workloads on six stacks, each one object however many cells hold it (what
+    a run's cells cache unpickles), and each cell still the one stored."""
+    db = tmp_path / "run.db"
+    shutil.copy(Path(__file__).resolve().parents[1] / "data" / "quick" / "run.db", db)
+    store = Store.open(db, create=False)
+    cells = load_samples(store, "latest").cells
+    assert len({id(c.cell.stack) for c in cells}) == len({c.cell.stack for c in cells}) < len(cells)
+    assert len({id(c.cell.workload) for c in cells}) == len({c.cell.workload for c in cells}) < len(cells)
+    assert [c.cell.id for c in cells] == [c.cell_id for c in cells]  # its configuration, as stored

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import dataclasses
 import math
+import shutil
 import time
 from pathlib import Path
 
@@ -11,6 +13,8 @@ from scipy import stats
 
 from layerbench.analysis.stats import (
     cell_values,
+    log_ratio,
+    log_ratios,
     paired_ratio,
     ratio,
     ratios,
@@ -20,6 +24,8 @@ from layerbench.analysis.stats import (
     summarize,
     summary_frame,
     t_quantile,
+    welch_logs,
+    welch_logs_of,
 )
 from layerbench.sample import Sample
 from layerbench.store.db import CellRow, Store, TrialRecord
@@ -261,3 +267,38 @@ def test_the_paired_ratios_interval_holds_the_true_ratio_in_95_percent_of_runs()
     found = [paired_ratio(dict(enumerate(c)), dict(enumerate(b))) for c, b in zip(cell, base, strict=True)]
     coverage = np.mean([r.ci_low <= 0.8 <= r.ci_high for r in found])
     assert abs(coverage - 0.95) <= SIX_SIGMA, coverage  # exact: a t interval on normal logarithms
+
+
+QUICK = Path(__file__).resolve().parents[1] / "data" / "quick" / "run.db"  # a real `quick` run
+
+
+def quick_values(tmp_path: Path) -> list[np.ndarray]:
+    """Each cell's trials' values of each metric the quick run's trials report once (72 trials, 24 cells)."""
+    db = tmp_path / "run.db"
+    shutil.copy(QUICK, db)
+    store = Store.open(db, create=False)
+    frame = store.samples_frame(store.resolve_run("latest"))
+    store.close()
+    out = []
+    for metric in ("iops", "bw_bytes", "clat_mean", "clat_p99", "lat_mean", "slat_mean"):
+        out.extend(cell_values(frame, metric).values())
+    return out
+
+
+def test_welch_of_many_pairs_at_once_is_each_pair_one_at_a_time_on_a_real_run(tmp_path: Path) -> None:
+    """compare's intervals for all cells at once: every number, note and flag is the per-cell one, bit for bit."""
+    values = quick_values(tmp_path)
+    assert len(values) >= 72 and {len(v) for v in values} == {4}
+    # Its cells against each other, and the edges: trials cut short or missing, a zero, no spread on either side.
+    edges = [values[0][:3], values[1][:1], np.array([]), np.concatenate([values[2][:2], [0.0]]), np.full(4, 5.0)]
+    groups = values + edges
+    pairs = [(a, b) for a in groups for b in groups[::7]]
+    got = welch_logs_of(pairs)
+    one = [welch_logs(a, b) for a, b in pairs]
+    assert [repr(g) for g in got] == [repr(o) for o in one]
+    assert {g.note for g in got} >= {"", "one trial", "no trials on one side", "a value not above zero"}
+    rs = [dataclasses.replace(r, sem=r.sem * 3) for r in one]  # a floored sem, as verdicts.judge passes
+    for confidence in (0.95, 0.99):
+        columns = np.array([(r.mean, r.sem, r.df) for r in rs], dtype=float).T
+        ratios = log_ratios(columns[0], columns[1], columns[2], confidence)
+        assert [repr(r) for r in ratios] == [repr(log_ratio(r, confidence)) for r in rs]

@@ -14,9 +14,11 @@ import numpy as np
 import pandas as pd
 
 from layerbench.analysis.overhead import headline_metric
-from layerbench.analysis.stats import NAN, LogRatio, Ratio, cell_values, welch_logs
+from layerbench.analysis.stats import NAN, LogRatio, Ratio, cell_values, welch_logs_of
 from layerbench.analysis.verdicts import judge
 from layerbench.store.read import RunData, RunSamples
+
+NONE = np.array([], dtype=float)  # a cell without trials of the metric on one side
 
 # What must match for two runs' numbers to mean the same thing, and why it matters.
 ENVIRONMENT_KEYS = {
@@ -52,16 +54,21 @@ def compare(a: RunData | RunSamples, b: RunData | RunSamples, metric: str | None
         if metric is not None and c.cell_id not in streams_a:
             continue
         name = metric or headline_metric(c.cell.workload)
-        mine = _values(a, name, memo).get(c.cell_id, [])
-        theirs = _values(b, name, memo).get(c.cell_id, [])
-        compared = welch_logs(theirs, mine)
-        if max(streams_a.get(c.cell_id, 0), streams_b.get(c.cell_id, 0)) > 1:
-            compared = LogRatio(0, NAN, NAN, NAN, f"{name} of several jobs or directions: not summed")
-        rows.append((c, name, len(mine), len(theirs), compared))
-    judged = judge([r[-1] for r in rows])
+        mine = _values(a, name, memo).get(c.cell_id, NONE)
+        theirs = _values(b, name, memo).get(c.cell_id, NONE)
+        rows.append((c, name, mine, theirs))
+    # Every cell's interval at once (welch_logs_of: the same numbers as one cell at a time), linear in samples.
+    welched = welch_logs_of([(theirs, mine) for _, _, mine, theirs in rows])
+    compared = [
+        LogRatio(0, NAN, NAN, NAN, f"{name} of several jobs or directions: not summed")
+        if max(streams_a.get(c.cell_id, 0), streams_b.get(c.cell_id, 0)) > 1
+        else w
+        for (c, name, _, _), w in zip(rows, welched, strict=True)
+    ]
+    judged = judge(compared)
     return [
-        Comparison(c.cell_id, c.label, metric, n_a, n_b, j.ratio, j.verdict, j.note)
-        for (c, metric, n_a, n_b, _), j in zip(rows, judged, strict=True)
+        Comparison(c.cell_id, c.label, name, len(mine), len(theirs), j.ratio, j.verdict, j.note)
+        for (c, name, mine, theirs), j in zip(rows, judged, strict=True)
     ]
 
 

@@ -136,6 +136,45 @@ def welch_logs(cell: Values, base: Values) -> LogRatio:
     return LogRatio(n, mean, math.sqrt(va + vb), df, paired=False)
 
 
+def welch_logs_of(pairs: Sequence[tuple[Values, Values]]) -> list[LogRatio]:
+    """``welch_logs`` of each (cell, base) of ``pairs``: numpy over all pairs of the same lengths at once (two
+    runs' 10,500 cells one at a time were 0.5 s of `compare`), the same numbers (tests/unit/test_stats.py)."""
+    out: dict[int, LogRatio] = {}
+    for index, (cells, bases) in _by_length(pairs):
+        out.update(zip(index, _welch(cells, bases), strict=True))
+    return [out[i] for i in range(len(pairs))]
+
+
+def _welch(a: np.ndarray, b: np.ndarray) -> list[LogRatio]:
+    """``welch_logs`` of each row of ``a`` with the same row of ``b``: their logs, means and variances along
+    the rows as numpy takes them of one row, and the rest in plain floats as ``welch_logs`` does."""
+    (k, na), nb = a.shape, b.shape[1]
+    n = min(na, nb)
+    if n == 0:
+        return [LogRatio(0, NAN, NAN, NAN, "no trials on one side")] * k
+    not_positive = ((a <= 0).any(axis=1) | (b <= 0).any(axis=1)).tolist()
+    with np.errstate(divide="ignore", invalid="ignore"):  # rows with a value not above zero are not used
+        la, lb = np.log(a), np.log(b)
+        means = (la.mean(axis=1) - lb.mean(axis=1)).tolist()
+        if n < 2:
+            spread = [(NAN, NAN)] * k
+        else:
+            va, vb = (la.var(axis=1, ddof=1) / na).tolist(), (lb.var(axis=1, ddof=1) / nb).tolist()
+            spread = list(zip(va, vb, strict=True))
+    out = []
+    for bad, mean, (va, vb) in zip(not_positive, means, spread, strict=True):
+        if bad:
+            out.append(LogRatio(n, NAN, NAN, NAN, "a value not above zero"))
+        elif n < 2:
+            out.append(LogRatio(n, mean, NAN, NAN, "one trial"))
+        elif math.sqrt(va + vb) <= NO_SPREAD:
+            out.append(LogRatio(n, mean, NAN, NAN, "no spread on either side to judge"))
+        else:
+            df = (va + vb) ** 2 / (va * va / (na - 1) + vb * vb / (nb - 1))
+            out.append(LogRatio(n, mean, math.sqrt(va + vb), df, paired=False))
+    return out
+
+
 def log_ratio(r: LogRatio, confidence: float = 0.95) -> Ratio:
     """The ratio, its ``confidence`` interval and two-sided p-value from one t statistic: they cannot disagree."""
     if r.mean != r.mean:
@@ -145,6 +184,25 @@ def log_ratio(r: LogRatio, confidence: float = 0.95) -> Ratio:
     half = t_quantile(confidence, r.df) * r.sem
     p = float(2 * special.stdtr(r.df, -abs(r.mean / r.sem)))
     return Ratio(math.exp(r.mean), math.exp(r.mean - half), math.exp(r.mean + half), p)
+
+
+def log_ratios(mean: np.ndarray, sem: np.ndarray, df: np.ndarray, confidence: float = 0.95) -> list[Ratio]:
+    """``log_ratio`` of each comparison given as arrays of its ``LogRatio``'s mean, sem and df: the t
+    distribution's ufuncs called once over all of them (once per comparison was 0.4 s of comparing 10,500
+    cells), each ratio's exponentials by ``math.exp`` as there (numpy's may round the last digit otherwise)."""
+    with np.errstate(divide="ignore", invalid="ignore"):  # NaN where there is no interval: not used
+        half = (special.stdtrit(df, 0.5 + confidence / 2) * sem).tolist()
+        p = (2 * special.stdtr(df, -np.abs(mean / sem))).tolist()
+    means, sems = np.asarray(mean, dtype=float).tolist(), np.asarray(sem, dtype=float).tolist()
+    out = []
+    for m, s, h, q in zip(means, sems, half, p, strict=True):
+        if m != m:
+            out.append(Ratio(NAN, NAN, NAN, NAN))
+        elif s != s:
+            out.append(Ratio(math.exp(m), NAN, NAN, NAN))
+        else:
+            out.append(Ratio(math.exp(m), math.exp(m - h), math.exp(m + h), q))
+    return out
 
 
 # Many cells at once: numpy along the rows of one array per count of trials, with the same operations in the

@@ -28,7 +28,6 @@ thousand runs at once).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from layerbench.analysis.lazy_special import special
-from layerbench.analysis.stats import LogRatio, Ratio, log_ratio
+from layerbench.analysis.stats import LogRatio, Ratio, log_ratios
 
 MATERIAL = 0.05  # smaller differences do not survive a rerun here (issue 17): neither named nor acted on
 BAND = math.log1p(MATERIAL)  # the material band on the log scale: |log ratio| below this is no difference
@@ -108,11 +107,9 @@ def judge(comparisons: Sequence[LogRatio], confidence: float = 0.95) -> list[Jud
         return []
     columns = np.array([(c.mean, c.sem, c.df) for c in comparisons], dtype=float).T
     d = decide(columns[0], columns[1], columns[2], 1 - confidence)
-    rows = zip(comparisons, d.verdict.tolist(), d.q_value.tolist(), d.sem.tolist(), strict=True)
-    return [
-        Judged(log_ratio(dataclasses.replace(c, sem=sem), confidence), str(v), float(q), c.note, c.paired)
-        for c, v, q, sem in rows
-    ]
+    ratios = log_ratios(columns[0], d.sem, columns[2], confidence)  # each log_ratio with its floored sem
+    rows = zip(comparisons, ratios, d.verdict.tolist(), d.q_value.tolist(), strict=True)
+    return [Judged(r, str(v), float(q), c.note, c.paired) for c, r, v, q in rows]
 
 
 MIN_FOR_PRIOR = 3  # comparisons with a spread needed before their variances say anything about each other

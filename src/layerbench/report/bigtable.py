@@ -9,8 +9,10 @@ or wrapping (a line may be wider than the terminal). Smaller tables go to Rich u
 from __future__ import annotations
 
 from rich import box as boxes
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.control import STRIP_CONTROL_CODES
 from rich.markup import RE_TAGS, render
+from rich.segment import Segment
 from rich.table import Column, Table
 from rich.text import Text
 
@@ -21,7 +23,22 @@ def print_table(console: Console, table: Table) -> None:
     if table.row_count <= ROWS:
         console.print(table)
         return
-    console.out("\n".join(lines(table)), highlight=False)
+    text = "\n".join(lines(table))
+    if "\t" in text or any(chr(code) in text for code in STRIP_CONTROL_CODES):
+        console.out(text, highlight=False)  # Rich expands tabs and drops control codes: let it
+        return
+    console.print(_Plain(text + "\n"), crop=False)
+
+
+class _Plain:
+    """Text written as it is: what ``console.out(text)`` writes of text without tabs or control codes, without
+    Rich making a Text of each of its lines (0.3 s of a 10,500-row comparison)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Segment(self.text)
 
 
 def lines(table: Table) -> list[str]:

