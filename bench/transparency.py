@@ -1,62 +1,134 @@
 """How much does layerbench itself cost a measurement, or add to it?
 
-Builds one native stack (ext4 on a zram device, steady), fills the test file,
-then runs the same fio job in rounds, each round every path once in a freshly
-shuffled order: bare (`fio` started directly, as from a shell), layerbench's
-trial path (ledger, monitor thread, parsing, checks), and with
-`--components` the two halves of that path alone (fio in its own session with
-stdin closed, as layerbench starts it; and bare fio with the monitor thread
-sampling beside it), to find the part that moves the number if one does.
+Two stacks on the same storage (ext4 on a zram device), each built as a run
+builds it, its test file filled once:
 
-Per path: the geometric mean of its per-round ratios to bare, with a 95%
-Student-t interval on their logarithms. Last line `ratio=<layerbench / bare>
-ci=[low, high]`; the goal is a CI inside [0.99, 1.01] (issue 17).
+- native: bare fio started directly, as from a shell, against layerbench's
+  trial path (trial.run_trial: ledger, monitor thread, parsing, checks);
+- container (a Docker volume, a private overlay2 dockerd): bare fio by the
+  docker CLI, `docker -H unix://<the daemon's socket> exec <container> fio ...`
+  (what a user types, and no line of layerbench's code in it), against the
+  trial path, which execs the same binary in the same container through the
+  Docker SDK.
 
-Usage (as root, nothing else running): .venv/bin/python bench/transparency.py [rounds] [--components]
+Each round runs every path twice, in a freshly shuffled order and then that
+order reversed (ABBA for two paths): a drift within the round falls equally
+on every path, and no path is always first. A path's round ratio is its two
+runs' mean IOPS over bare's two. `--components` adds the halves of the trial
+path: natively fio in its own session with stdin closed (as layerbench starts
+it) and bare fio with the monitor thread beside it; in the container the
+SDK's exec alone (the trial's exec call, with no monitor, ledger or parsing)
+and the CLI's bare fio with the monitor beside it.
+
+Each run also records what else the machine did meanwhile: the host's busy
+CPU (cores, from /proc/stat) and this process's own CPU (all its threads,
+from getrusage): a round that dips says whether the machine or our process
+was busy. Per path: the geometric mean of the round ratios, its 95%
+Student-t interval on their logarithms, and the worst round. Last line per
+stack `<stack>: ratio=<layerbench / bare> ci=[low, high] worst=<lowest round
+ratio>`; the goal is a CI inside [0.99, 1.01] and no round below 0.95 (issue 31).
+
+`--iodepth`, `--runtime` and `--once` (each path once per round, in a
+shuffled order) reproduce the former bench: `--iodepth 32 --runtime 4 --once`.
+
+Usage (as root, nothing else running):
+  .venv/bin/python bench/transparency.py [rounds] [--path native|container|both] [--components]
+      [--iodepth N] [--runtime S] [--once] [--seed N]
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import math
+import os
 import random
+import resource
 import statistics
 import subprocess
-import sys
 import tempfile
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from layerbench import proc
 from layerbench.analysis.stats import t_quantile
-from layerbench.monitor import Monitor, devices_beneath
+from layerbench.monitor import Monitor, devices_beneath, parse_proc_stat
 from layerbench.schedule import Trial
 from layerbench.spec.models import Cell, FioWorkload, StackSpec
-from layerbench.stack.build import single
+from layerbench.stack.device import device
+from layerbench.stack.engines import engine_type
+from layerbench.stack.filesystem import filesystem
 from layerbench.stack.ledger import Ledger
 from layerbench.stack.target import BuildContext, Target
 from layerbench.trial import precondition, run_trial, workload_argv
 from layerbench.workloads import fio
 
-WORKLOAD = FioWorkload(name="RR", rw="randread", bs="4k", iodepth=32, size="256MiB", runtime_s=4, ramp_s=1)
-STACK = StackSpec.model_validate(
-    {"device": {"kind": "zram", "size": "512MiB"}, "filesystem": "ext4", "engine": "native", "placement": "host-dir"}
-)
+# One job on a 2-core host, a moderate queue: fio keeps one core busy and leaves the other to the rest.
+IODEPTH, RUNTIME_S = 8, 2
+
+
+def workload(iodepth: int, runtime_s: int) -> FioWorkload:
+    return FioWorkload(name="RR", rw="randread", bs="4k", iodepth=iodepth, size="256MiB", runtime_s=runtime_s, ramp_s=1)
+
+
+DEVICE = {"kind": "zram", "size": "512MiB"}
+STACKS = {
+    "native": StackSpec.model_validate(
+        {"device": DEVICE, "filesystem": "ext4", "engine": "native", "placement": "host-dir"}
+    ),
+    "container": StackSpec.model_validate(
+        {"device": DEVICE, "filesystem": "ext4", "engine": "docker:overlay2", "placement": "volume"}
+    ),
+}
+EXEC_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class Run:
+    iops: float
+    host_cores: float  # the host's busy CPU over the run, in cores
+    own_ms: float  # this process's CPU (every thread) during the run
+
+
+Path_ = Callable[[int], float]
 
 
 def read_iops(stdout: str) -> float:
     return fio.parse(stdout).jobs[0].directions["read"].iops
 
 
-def paths(target: Target, cell: Cell, components: bool) -> dict[str, Callable[[int], float]]:
-    argv = workload_argv(WORKLOAD, target)
+def busy_ticks() -> tuple[int, int]:
+    cpu = parse_proc_stat(Path("/proc/stat").read_text())
+    return cpu.total - cpu.idle - cpu.iowait, cpu.total
 
-    def bare(_: int) -> float:
-        return read_iops(subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60).stdout)
 
+def measured(path: Path_, rep: int) -> Run:
+    cores = os.cpu_count() or 1
+    b0, t0 = busy_ticks()
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
+    iops = path(rep)
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    b1, t1 = busy_ticks()
+    own = (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1000
+    return Run(iops, cores * (b1 - b0) / max(t1 - t0, 1), own)
+
+
+def trial_path(target: Target, cell: Cell) -> Path_:
     def layerbench(rep: int) -> float:
         rec = run_trial(target, Trial(cell, rep), {})
         assert rec.status == "ok", rec.stderr
         return next(s.value for s in rec.samples if s.metric == "iops" and s.direction == "read")
+
+    return layerbench
+
+
+def native_paths(target: Target, cell: Cell, components: bool) -> dict[str, Path_]:
+    argv = workload_argv(cell.workload, target)
+
+    def bare(_: int) -> float:
+        return read_iops(subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60).stdout)
 
     def session(_: int) -> float:
         return read_iops(proc.run(argv, timeout=60).check().stdout)
@@ -65,8 +137,40 @@ def paths(target: Target, cell: Cell, components: bool) -> dict[str, Callable[[i
         with Monitor(devices_beneath(target.device.path)):
             return bare(0)
 
-    chosen = {"bare": bare, "layerbench": layerbench}
+    chosen = {"bare": bare, "layerbench": trial_path(target, cell)}
     return chosen | ({"own session": session, "monitor beside": monitored} if components else {})
+
+
+def container_paths(target: Target, cell: Cell, socket: Path, components: bool) -> dict[str, Path_]:
+    argv = workload_argv(cell.workload, target)
+    cli = ["docker", "-H", f"unix://{socket}", "exec", str(target.info["container"]), *argv]
+    cgroup = {k: Path(v) for k, v in target.facts.cgroup.items()} or None
+
+    def bare(_: int) -> float:
+        return read_iops(subprocess.run(cli, capture_output=True, text=True, check=True, timeout=60).stdout)
+
+    def sdk(_: int) -> float:
+        return read_iops(target.run(argv, EXEC_TIMEOUT_S).check().stdout)
+
+    def monitored(_: int) -> float:
+        with Monitor(devices_beneath(target.device.path), cgroup=cgroup):
+            return bare(0)
+
+    chosen = {"bare": bare, "layerbench": trial_path(target, cell)}
+    return chosen | ({"sdk exec": sdk, "monitor beside": monitored} if components else {})
+
+
+@contextlib.contextmanager
+def built(kind: str, ctx: BuildContext, data_bytes: int) -> Iterator[tuple[Target, Path | None]]:
+    """The layers stack.build.single builds, entered one by one so the bench holds the engine (its socket)."""
+    stack = STACKS[kind]
+    with contextlib.ExitStack() as exits:
+        dev = exits.enter_context(device(stack.device, ctx))
+        mount = exits.enter_context(filesystem(dev, stack.filesystem, ctx))
+        engine = exits.enter_context(engine_type(stack.engine.kind).start(mount, stack.engine, ctx))
+        target = exits.enter_context(engine.place(mount, stack, data_bytes, ctx))
+        daemon = getattr(engine, "daemon", None)
+        yield target, (daemon.socket if daemon is not None else None)
 
 
 def interval(ratios: list[float]) -> tuple[float, float, float]:
@@ -76,29 +180,91 @@ def interval(ratios: list[float]) -> tuple[float, float, float]:
     return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
 
 
-def main(rounds: int, components: bool) -> None:
+def bench(kind: str, w: FioWorkload, rounds: int, components: bool, once: bool, seed: int) -> None:
     with tempfile.TemporaryDirectory(prefix="lb-bench-") as tmp:
         ledger = Ledger(Path(tmp) / "ledger.db", "bench")
         ctx = BuildContext(work_dir=Path(tmp), ledger=ledger, run_id="bench", runner=proc.run)
-        with single(STACK, ctx, int(WORKLOAD.size)) as target:
-            precondition(target, [WORKLOAD])
-            chosen = paths(target, Cell(stack=STACK, workload=WORKLOAD), components)
-            got: dict[str, list[float]] = {name: [] for name in chosen}
-            rng = random.Random(17)
-            for rep in range(rounds):
-                order = list(chosen)
-                rng.shuffle(order)  # no path always first: warm-up and drift fall on none in particular
-                for name in order:
-                    got[name].append(chosen[name](rep))
-                print(f"round {rep + 1}: " + ", ".join(f"{n} {v[-1]:,.0f}" for n, v in got.items()), flush=True)
+        with built(kind, ctx, int(w.size)) as (target, socket):
+            precondition(target, [w])
+            cell = Cell(stack=STACKS[kind], workload=w)
+            if kind == "native":
+                chosen = native_paths(target, cell, components)
+            else:
+                assert socket is not None
+                chosen = container_paths(target, cell, socket, components)
+            got = run_rounds(kind, chosen, rounds, once, random.Random(seed))
+    summarize(kind, got)
+
+
+def run_rounds(
+    kind: str, chosen: dict[str, Path_], rounds: int, once: bool, rng: random.Random
+) -> dict[str, list[list[Run]]]:
+    got: dict[str, list[list[Run]]] = {name: [] for name in chosen}
+    for rep in range(rounds):
+        order = list(chosen)
+        rng.shuffle(order)
+        runs: dict[str, list[Run]] = {name: [] for name in chosen}
+        # A palindrome: every path's mean position is the same (``once``: the former protocol, each path once).
+        for name in order if once else order + order[::-1]:
+            runs[name].append(measured(chosen[name], rep))
+        for name, pair in runs.items():
+            got[name].append(pair)
+        base = mean_iops(runs["bare"])
+        print(
+            f"{kind} round {rep + 1}: "
+            + ", ".join(
+                f"{n} {mean_iops(r):,.0f} (x{mean_iops(r) / base:.3f}; host "
+                + "/".join(f"{x.host_cores:.2f}" for x in r)
+                + " cores; own "
+                + "/".join(f"{x.own_ms:.0f}" for x in r)
+                + " ms)"
+                for n, r in runs.items()
+            ),
+            flush=True,
+        )
+    return got
+
+
+def mean_iops(runs: list[Run]) -> float:
+    return statistics.fmean(r.iops for r in runs)
+
+
+def summarize(kind: str, got: dict[str, list[list[Run]]]) -> None:
+    bare = [mean_iops(r) for r in got["bare"]]
+    host_bare = statistics.fmean(x.host_cores for r in got["bare"] for x in r)
+    print(f"{kind} bare: mean {statistics.fmean(bare):,.0f} IOPS, host busy {host_bare:.2f} cores")
     for name, values in got.items():
-        if name != "bare":
-            r, lo, hi = interval([a / b for a, b in zip(values, got["bare"], strict=True)])
-            print(f"{name} / bare: {r:.4f} (95% CI {lo:.4f} to {hi:.4f}), mean {statistics.fmean(values):,.0f} IOPS")
-    r, lo, hi = interval([a / b for a, b in zip(got["layerbench"], got["bare"], strict=True)])
-    print(f"ratio={r:.4f} ci=[{lo:.4f}, {hi:.4f}]")
+        if name == "bare":
+            continue
+        ratios = [mean_iops(v) / b for v, b in zip(values, bare, strict=True)]
+        r, lo, hi = interval(ratios)
+        worst = min(range(len(ratios)), key=ratios.__getitem__)
+        host = statistics.fmean(x.host_cores for v in values for x in v)
+        own = statistics.fmean(x.own_ms for v in values for x in v)
+        print(
+            f"{kind} {name} / bare: {r:.4f} (95% CI {lo:.4f} to {hi:.4f}), "
+            f"worst round {worst + 1} x{ratios[worst]:.3f}, rounds x{min(ratios):.3f}..x{max(ratios):.3f}, host busy {host:.2f} cores, own CPU {own:.0f} ms per run"
+        )
+    ratios = [mean_iops(v) / b for v, b in zip(got["layerbench"], bare, strict=True)]
+    r, lo, hi = interval(ratios)
+    print(f"{kind}: ratio={r:.4f} ci=[{lo:.4f}, {hi:.4f}] worst={min(ratios):.4f}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("rounds", nargs="?", type=int, default=24)
+    parser.add_argument("--path", choices=["native", "container", "both"], default="both")
+    parser.add_argument("--components", action="store_true")
+    parser.add_argument("--seed", type=int, default=17)
+    parser.add_argument("--iodepth", type=int, default=IODEPTH)
+    parser.add_argument("--runtime", type=int, default=RUNTIME_S, help="fio's measured seconds (after 1 s of ramp)")
+    parser.add_argument("--once", action="store_true", help="each path once per round (the former protocol)")
+    args = parser.parse_args()
+    started = time.monotonic()
+    for kind in ["native", "container"] if args.path == "both" else [args.path]:
+        bench(kind, workload(args.iodepth, args.runtime), args.rounds, args.components, args.once, args.seed)
+    print(f"({time.monotonic() - started:.0f} s)")
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    main(int(args[0]) if args else 24, "--components" in sys.argv)
+    main()
