@@ -243,7 +243,8 @@ def summarize(kind: str, got: dict[str, list[list[Run]]]) -> None:
         own = statistics.fmean(x.own_ms for v in values for x in v)
         print(
             f"{kind} {name} / bare: {r:.4f} (95% CI {lo:.4f} to {hi:.4f}), "
-            f"worst round {worst + 1} x{ratios[worst]:.3f}, rounds x{min(ratios):.3f}..x{max(ratios):.3f}, host busy {host:.2f} cores, own CPU {own:.0f} ms per run"
+            f"worst round {worst + 1} x{ratios[worst]:.3f}, best x{max(ratios):.3f}, "
+            f"host busy {host:.2f} cores, own CPU {own:.0f} ms per run"
         )
     ratios = [mean_iops(v) / b for v, b in zip(got["layerbench"], bare, strict=True)]
     r, lo, hi = interval(ratios)
