@@ -62,7 +62,7 @@ from layerbench.stack.engines import engine_type
 from layerbench.stack.filesystem import filesystem
 from layerbench.stack.ledger import Ledger
 from layerbench.stack.target import BuildContext, Target
-from layerbench.trial import precondition, run_trial, workload_argv
+from layerbench.trial import lat_log_prefix, precondition, run_trial, workload_argv
 from layerbench.workloads import fio
 
 # One job on a 2-core host, a moderate queue: fio keeps one core busy and leaves the other to the rest.
@@ -137,8 +137,13 @@ def native_paths(target: Target, cell: Cell, components: bool) -> dict[str, Path
         with Monitor(devices_beneath(target.device.path)):
             return bare(0)
 
+    logged_argv = workload_argv(cell.workload, target, lat_log=lat_log_prefix(cell.workload, target))
+
+    def logged(_: int) -> float:
+        return read_iops(subprocess.run(logged_argv, capture_output=True, text=True, check=True, timeout=60).stdout)
+
     chosen = {"bare": bare, "layerbench": trial_path(target, cell)}
-    return chosen | ({"own session": session, "monitor beside": monitored} if components else {})
+    return chosen | ({"own session": session, "monitor beside": monitored, "latency log": logged} if components else {})
 
 
 def container_paths(target: Target, cell: Cell, socket: Path, components: bool) -> dict[str, Path_]:
@@ -156,8 +161,14 @@ def container_paths(target: Target, cell: Cell, socket: Path, components: bool) 
         with Monitor(devices_beneath(target.device.path), cgroup=cgroup):
             return bare(0)
 
+    logged_argv = workload_argv(cell.workload, target, lat_log=lat_log_prefix(cell.workload, target))
+    logged_cli = [*cli[: -len(argv)], *logged_argv]
+
+    def logged(_: int) -> float:
+        return read_iops(subprocess.run(logged_cli, capture_output=True, text=True, check=True, timeout=60).stdout)
+
     chosen = {"bare": bare, "layerbench": trial_path(target, cell)}
-    return chosen | ({"sdk exec": sdk, "monitor beside": monitored} if components else {})
+    return chosen | ({"sdk exec": sdk, "monitor beside": monitored, "latency log": logged} if components else {})
 
 
 @contextlib.contextmanager
