@@ -21,9 +21,12 @@ SDK's exec alone (the trial's exec call, with no monitor, ledger or parsing)
 and the CLI's bare fio with the monitor beside it.
 
 Each run also records what else the machine did meanwhile: the host's busy
-CPU (cores, from /proc/stat) and this process's own CPU (all its threads,
-from getrusage): a round that dips says whether the machine or our process
-was busy. Per path: the geometric mean of the round ratios, its 95%
+CPU (cores, from /proc/stat), this process's own CPU (all its threads, from
+getrusage), and fio's own CPU per I/O (its usr_cpu + sys_cpu over its IOPS):
+a round that dips says whether the machine or our process was busy, or
+whether fio's core simply ran slower (each I/O cost more CPU with nothing
+else busy: a hypervisor's neighbour on this VM's core, which no counter here
+shows). Per path: the geometric mean of the round ratios, its 95%
 Student-t interval on their logarithms, and the worst round. Last line per
 stack `<stack>: ratio=<layerbench / bare> ci=[low, high] worst=<lowest round
 ratio>`; the goal is a CI inside [0.99, 1.01] and no round below 0.95 (issue 31).
@@ -40,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import os
 import random
@@ -90,13 +94,20 @@ class Run:
     iops: float
     host_cores: float  # the host's busy CPU over the run, in cores
     own_ms: float  # this process's CPU (every thread) during the run
+    fio_us: float  # fio's own CPU per I/O, in µs (its usr_cpu + sys_cpu over its IOPS): how fast its core ran
 
 
-Path_ = Callable[[int], float]
+Got = tuple[float, str]  # the IOPS the path reports, and fio's JSON
+Path_ = Callable[[int], Got]
 
 
-def read_iops(stdout: str) -> float:
-    return fio.parse(stdout).jobs[0].directions["read"].iops
+def read_iops(stdout: str) -> Got:
+    return fio.parse(stdout).jobs[0].directions["read"].iops, stdout
+
+
+def cpu_per_io_us(stdout: str, iops: float) -> float:
+    job = json.loads(stdout[stdout.index("{") :])["jobs"][0]
+    return (job["usr_cpu"] + job["sys_cpu"]) / 100 / iops * 1e6
 
 
 def busy_ticks() -> tuple[int, int]:
@@ -108,18 +119,18 @@ def measured(path: Path_, rep: int) -> Run:
     cores = os.cpu_count() or 1
     b0, t0 = busy_ticks()
     r0 = resource.getrusage(resource.RUSAGE_SELF)
-    iops = path(rep)
+    iops, stdout = path(rep)
     r1 = resource.getrusage(resource.RUSAGE_SELF)
     b1, t1 = busy_ticks()
     own = (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1000
-    return Run(iops, cores * (b1 - b0) / max(t1 - t0, 1), own)
+    return Run(iops, cores * (b1 - b0) / max(t1 - t0, 1), own, cpu_per_io_us(stdout, iops))
 
 
 def trial_path(target: Target, cell: Cell) -> Path_:
-    def layerbench(rep: int) -> float:
+    def layerbench(rep: int) -> Got:
         rec = run_trial(target, Trial(cell, rep), {})
         assert rec.status == "ok", rec.stderr
-        return next(s.value for s in rec.samples if s.metric == "iops" and s.direction == "read")
+        return next(s.value for s in rec.samples if s.metric == "iops" and s.direction == "read"), rec.raw_output
 
     return layerbench
 
@@ -127,19 +138,19 @@ def trial_path(target: Target, cell: Cell) -> Path_:
 def native_paths(target: Target, cell: Cell, components: bool) -> dict[str, Path_]:
     argv = workload_argv(cell.workload, target)
 
-    def bare(_: int) -> float:
+    def bare(_: int) -> Got:
         return read_iops(subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60).stdout)
 
-    def session(_: int) -> float:
+    def session(_: int) -> Got:
         return read_iops(proc.run(argv, timeout=60).check().stdout)
 
-    def monitored(_: int) -> float:
+    def monitored(_: int) -> Got:
         with Monitor(devices_beneath(target.device.path)):
             return bare(0)
 
     logged_argv = workload_argv(cell.workload, target, lat_log=lat_log_prefix(cell.workload, target))
 
-    def logged(_: int) -> float:
+    def logged(_: int) -> Got:
         return read_iops(subprocess.run(logged_argv, capture_output=True, text=True, check=True, timeout=60).stdout)
 
     chosen = {"bare": bare, "layerbench": trial_path(target, cell)}
@@ -151,20 +162,20 @@ def container_paths(target: Target, cell: Cell, socket: Path, components: bool) 
     cli = ["docker", "-H", f"unix://{socket}", "exec", str(target.info["container"]), *argv]
     cgroup = {k: Path(v) for k, v in target.facts.cgroup.items()} or None
 
-    def bare(_: int) -> float:
+    def bare(_: int) -> Got:
         return read_iops(subprocess.run(cli, capture_output=True, text=True, check=True, timeout=60).stdout)
 
-    def sdk(_: int) -> float:
+    def sdk(_: int) -> Got:
         return read_iops(target.run(argv, EXEC_TIMEOUT_S).check().stdout)
 
-    def monitored(_: int) -> float:
+    def monitored(_: int) -> Got:
         with Monitor(devices_beneath(target.device.path), cgroup=cgroup):
             return bare(0)
 
     logged_argv = workload_argv(cell.workload, target, lat_log=lat_log_prefix(cell.workload, target))
     logged_cli = [*cli[: -len(argv)], *logged_argv]
 
-    def logged(_: int) -> float:
+    def logged(_: int) -> Got:
         return read_iops(subprocess.run(logged_cli, capture_output=True, text=True, check=True, timeout=60).stdout)
 
     chosen = {"bare": bare, "layerbench": trial_path(target, cell)}
@@ -228,7 +239,9 @@ def run_rounds(
                 + "/".join(f"{x.host_cores:.2f}" for x in r)
                 + " cores; own "
                 + "/".join(f"{x.own_ms:.0f}" for x in r)
-                + " ms)"
+                + " ms; fio "
+                + "/".join(f"{x.fio_us:.2f}" for x in r)
+                + " µs/io)"
                 for n, r in runs.items()
             ),
             flush=True,
@@ -252,10 +265,14 @@ def summarize(kind: str, got: dict[str, list[list[Run]]]) -> None:
         worst = min(range(len(ratios)), key=ratios.__getitem__)
         host = statistics.fmean(x.host_cores for v in values for x in v)
         own = statistics.fmean(x.own_ms for v in values for x in v)
+        cpu = [
+            statistics.fmean(x.fio_us for x in v) / statistics.fmean(x.fio_us for x in b)
+            for v, b in zip(values, got["bare"], strict=True)
+        ]
         print(
             f"{kind} {name} / bare: {r:.4f} (95% CI {lo:.4f} to {hi:.4f}), "
             f"worst round {worst + 1} x{ratios[worst]:.3f}, best x{max(ratios):.3f}, "
-            f"host busy {host:.2f} cores, own CPU {own:.0f} ms per run"
+            f"host busy {host:.2f} cores, own CPU {own:.0f} ms per run, fio's CPU per I/O x{interval(cpu)[0]:.4f}"
         )
     ratios = [mean_iops(v) / b for v, b in zip(got["layerbench"], bare, strict=True)]
     r, lo, hi = interval(ratios)
