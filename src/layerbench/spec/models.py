@@ -626,8 +626,8 @@ class Experiment(Frozen):
     latency_log: bool = Field(
         default=False,
         description="fio writes its latency log in every trial of a workload layerbench builds the command line"
-        " for (write_lat_log averaged per interval), for the latency-over-time figure; it costs fio about 1% of"
-        " its CPU per I/O (bench/transparency.py), so it is off unless asked",
+        " for (write_lat_log averaged per interval), for the latency-over-time figure; it costs fio 1-3% of its"
+        " IOPS where its CPU is the limit (bench/transparency.py), so it is off unless asked",
     )
     emulation: Literal["refuse", "allow"] = Field(
         default="refuse",
