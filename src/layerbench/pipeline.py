@@ -77,7 +77,7 @@ def execute(
             if not cells:
                 break
             for stack_plan in plan_round(cells, rep, store.done_trials(run_id), seed):
-                for trial, record in _run_stack(pool.visit(stack_plan.stack), stack_plan, exp.profile, exp.profile_hz):
+                for trial, record in _run_stack(pool.visit(stack_plan.stack), stack_plan, TrialOptions.of(exp)):
                     store.record_trial(run_id, record)
                     outcome.add(record)
                     if on_trial:
@@ -110,7 +110,23 @@ def still_imprecise(exp: Experiment, cells: list[Cell], store: Store, run_id: st
     return imprecise
 
 
-def _run_stack(held: Held, sp: StackPlan, profile: str = "none", hz: int = 99) -> Iterator[tuple[Trial, TrialRecord]]:
+@dataclass(frozen=True)
+class TrialOptions:
+    """What an experiment asks of its trials beyond their cells: a CPU profile of each cell's first trial
+    (``profile``, ``hz``), fio's latency log in each file workload's trial (``latency_log``)."""
+
+    profile: str = "none"
+    hz: int = 99
+    latency_log: bool = False
+
+    @classmethod
+    def of(cls, exp: Experiment) -> TrialOptions:
+        return cls(exp.profile, exp.profile_hz, exp.latency_log)
+
+
+def _run_stack(
+    held: Held, sp: StackPlan, options: TrialOptions = TrialOptions()
+) -> Iterator[tuple[Trial, TrialRecord]]:
     """Build (or find built), prepare what is not yet, run each trial; a stack whose engine died is rebuilt
     for the rest."""
     trials, builder = list(sp.trials), held.builder
@@ -130,7 +146,7 @@ def _run_stack(held: Held, sp: StackPlan, profile: str = "none", hz: int = 99) -
             return
         while trials:
             trial = trials.pop(0)
-            rec = _trial(target, trial, prepared, builder.ctx, profile, hz)
+            rec = _trial(target, trial, prepared, builder.ctx, options)
             yield trial, rec
             if rec.category == "engine-error":
                 builder.discard(ENGINE_LEVEL)  # the next pass builds a new daemon and container
@@ -138,14 +154,14 @@ def _run_stack(held: Held, sp: StackPlan, profile: str = "none", hz: int = 99) -
 
 
 def _trial(
-    target: Target | Fleet | ClientSet, trial: Trial, prepared: dict, ctx: BuildContext, profile: str, hz: int
+    target: Target | Fleet | ClientSet, trial: Trial, prepared: dict, ctx: BuildContext, options: TrialOptions
 ) -> TrialRecord:
     """One trial; with ``profile: cpu`` the first round's is profiled. Every profiled cell is profiled in the
     same round, so what perf costs the trial is a round's effect, which the paired ratios cancel."""
-    if profile == "none" or trial.repetition != 0:
-        return _unprofiled(target, trial, prepared, ctx)
-    with recording(ctx, workload_comms(trial.cell.workload), hz) as rec:
-        record = _unprofiled(target, trial, prepared, ctx)
+    if options.profile == "none" or trial.repetition != 0:
+        return _unprofiled(target, trial, prepared, ctx, options.latency_log)
+    with recording(ctx, workload_comms(trial.cell.workload), options.hz) as rec:
+        record = _unprofiled(target, trial, prepared, ctx, options.latency_log)
     info = {**record.info, "profiled": rec.notes[0] if rec.notes else True}
     return dataclasses.replace(record, profile=rec.profile, info=info)
 
@@ -159,12 +175,14 @@ def workload_comms(w: Workload) -> tuple[str, ...]:
     return ("java",) if isinstance(w, YcsbWorkload) else ("pgbench",)
 
 
-def _unprofiled(target: Target | Fleet | ClientSet, trial: Trial, prepared: dict, ctx: BuildContext) -> TrialRecord:
+def _unprofiled(
+    target: Target | Fleet | ClientSet, trial: Trial, prepared: dict, ctx: BuildContext, latency_log: bool
+) -> TrialRecord:
     if isinstance(target, Fleet):
         return database_trial.run_trial(target, trial, prepared, ctx)
     if isinstance(target, ClientSet):
         return clients_trial.run_trial(target, trial, prepared, ctx)
-    return run_trial(target, trial, prepared, ctx.cache_dir, ctx.on_monitor)
+    return run_trial(target, trial, prepared, ctx.cache_dir, ctx.on_monitor, latency_log)
 
 
 def _setup_failure(exc: BaseException) -> str:

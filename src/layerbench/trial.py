@@ -154,13 +154,19 @@ def _precondition_steps(w: FioWorkload, target: Target) -> list[list[str]]:
 
 
 def run_trial(
-    target: Target, trial: Trial, prepared: dict[str, Any], tools: Path = DEFAULT_CACHE, on_monitor: OnPoint = None
+    target: Target,
+    trial: Trial,
+    prepared: dict[str, Any],
+    tools: Path = DEFAULT_CACHE,
+    on_monitor: OnPoint = None,
+    latency_log: bool = False,
 ) -> TrialRecord:
+    """``latency_log``: fio writes its latency log (the spec's ``latency_log``), which costs it CPU per I/O."""
     started = time.time()
     out = Outcome(info={"precondition": prepared, "target": target.info, "engine": target.engine})
     w = trial.cell.workload
     assert isinstance(w, FileWorkload)  # the pipeline sends database clients to a fleet
-    attempt(out, lambda: _blocked_or_executed(target, w, out, tools, on_monitor))
+    attempt(out, lambda: _blocked_or_executed(target, w, out, tools, on_monitor, latency_log))
     return record(trial, started, out)
 
 
@@ -176,12 +182,14 @@ def attempt(out: Outcome, step: Callable[[], None]) -> None:
         out.category, out.stderr = "setup-error", f"{type(exc).__name__}: {exc}"
 
 
-def _blocked_or_executed(target: Target, w: FileWorkload, out: Outcome, tools: Path, on_monitor: OnPoint) -> None:
+def _blocked_or_executed(
+    target: Target, w: FileWorkload, out: Outcome, tools: Path, on_monitor: OnPoint, latency_log: bool
+) -> None:
     blocked = io_uring_blocked(target, w)
     if blocked:
         out.category, out.stderr = "io_uring-blocked", blocked
         return
-    _execute(target, w, out, tools, on_monitor)
+    _execute(target, w, out, tools, on_monitor, latency_log)
 
 
 IO_URING_PROBE_S = 60.0
@@ -209,8 +217,10 @@ def io_uring_blocked(target: Target, w: FileWorkload) -> str | None:
     return f"io_uring probe before the trial: {answer.removeprefix('refused: ')}; the usual cause is {IO_URING_WHY}"
 
 
-def _execute(target: Target, w: FileWorkload, out: Outcome, tools: Path, on_monitor: OnPoint = None) -> None:
-    lat_log = lat_log_prefix(w, target)
+def _execute(
+    target: Target, w: FileWorkload, out: Outcome, tools: Path, on_monitor: OnPoint = None, latency_log: bool = False
+) -> None:
+    lat_log = lat_log_prefix(w, target) if latency_log else None
     out.argv = workload_argv(w, target, tools, lat_log)
     devices = devices_beneath(watched(target.device))
     cgroup = {k: Path(v) for k, v in target.facts.cgroup.items()} or None

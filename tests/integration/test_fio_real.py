@@ -106,7 +106,7 @@ def test_a_trial_keeps_fios_latency_log_and_leaves_no_log_behind(tmp_path: Path,
     stack = StackSpec.model_validate(
         {"device": {"kind": "loop"}, "filesystem": "ext4", "engine": "native", "placement": "host-dir"}
     )
-    record = run_trial(target, Trial(Cell(stack=stack, workload=w), 0), {})
+    record = run_trial(target, Trial(Cell(stack=stack, workload=w), 0), {}, latency_log=True)
     assert record.status == "ok", record.stderr
     assert any(a.startswith("--write_lat_log=") for a in record.argv) and record.info["lat_log_ms"] == 100
     found = fio_log.intervals(fio_log.parse(record.logs["lat"]), 100)

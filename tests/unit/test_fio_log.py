@@ -3,11 +3,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from layerbench.spec.models import FioWorkload
+from layerbench.proc import Completed
+from layerbench.schedule import Trial
+from layerbench.spec.load import load
+from layerbench.spec.models import Cell, FioWorkload, StackSpec
+from layerbench.stack.target import Device, Target
+from layerbench.trial import run_trial
 from layerbench.workloads import fio, fio_log
 
 DATA = Path(__file__).parent.parent / "data" / "fio" / "3.33"
@@ -57,3 +63,31 @@ def test_asked_for_where_layerbench_builds_the_command() -> None:
     assert fio_log.interval_ms(FioWorkload(name="H", runtime_s=3600)) == 10_000
     assert fio_log.interval_ms(FioWorkload(name="S", runtime_s=1)) == 100
     assert not fio_log.wanted(FioWorkload(name="P", personality="varmail-like"))
+
+
+def trial_argv(tmp_path: Path, **asked: bool) -> list[str]:
+    """The command line a trial ran, at a target whose every command answers with fio's captured JSON."""
+    output = (
+        Path(__file__).parent.parent / "data" / "fio" / "3.33" / "container-volume-randread-4k-32x32.json"
+    ).read_text()
+    ran: list[list[str]] = []
+
+    def run(argv: Sequence[str], timeout: float) -> Completed:
+        ran.append(list(argv))
+        return Completed(list(argv), 0, output, "")
+
+    target = Target(run, lambda name, text: str(tmp_path / name), str(tmp_path), False, Device("", "file", 0), "native")
+    w = FioWorkload(name="RR", runtime_s=5)
+    stack = StackSpec.model_validate(
+        {"device": {"kind": "loop"}, "filesystem": "ext4", "engine": "native", "placement": "host-dir"}
+    )
+    record = run_trial(target, Trial(Cell(stack=stack, workload=w), 0), {}, **asked)
+    assert record.status == "ok", record.stderr
+    return ran[0]
+
+
+def test_a_trial_asks_for_the_latency_log_only_where_the_spec_does(tmp_path: Path) -> None:
+    # It costs fio CPU on every I/O (bench/transparency.py: about 1% at 200k IOPS a core), so it is opt-in.
+    assert not any(a.startswith("--write_lat_log=") for a in trial_argv(tmp_path))
+    assert any(a.startswith("--write_lat_log=") for a in trial_argv(tmp_path, latency_log=True))
+    assert load("sweeps").latency_log and not load("quick").latency_log

@@ -15,6 +15,7 @@ from layerbench.monitor import (
     parse_per_cpu,
     parse_pid_stat,
     parse_proc_stat,
+    read_procs,
 )
 from layerbench.monitor_checks import bottleneck_check, contended_check
 
@@ -89,6 +90,19 @@ def test_cpu_outside_the_cell_from_real_pid_stats() -> None:
     cur = {hog_b.pid: hog_b, kthread.pid: replace(kthread, ticks=kthread.ticks + 50)}
     assert outside_ticks(prev, cur, cell=set()) == {"sha256sum": 116}  # kernel threads are not "others"
     assert outside_ticks(prev, cur, cell={hog_a.pid}) == {}  # inside the cell, it is the workload
+
+
+def test_every_process_is_read_from_its_stat_and_one_that_ended_is_skipped(tmp_path: Path) -> None:
+    for name in ("pid-stat-hog-a.txt", "pid-stat-kthread.txt"):
+        p = parse_pid_stat((DATA / name).read_text())
+        (tmp_path / str(p.pid)).mkdir()
+        (tmp_path / str(p.pid) / "stat").write_text((DATA / name).read_text())
+    (tmp_path / "99999").mkdir()  # ended between the listing and the read: no stat left
+    (tmp_path / "self").mkdir()
+    (tmp_path / "stat").write_text((DATA / "pid-stat-hog-a.txt").read_text())  # the host's, not a process's
+    procs = read_procs(tmp_path)
+    assert sorted(p.comm for p in procs.values()) == ["ksoftirqd/0", "sha256sum"]
+    assert all(procs[pid].pid == pid for pid in procs)
 
 
 def test_the_cell_is_a_process_and_everything_below_it() -> None:

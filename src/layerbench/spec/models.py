@@ -623,6 +623,12 @@ class Experiment(Frozen):
         le=4999,
         description="profile: cpu's samples a second per CPU (99: off the timer tick; more for short trials)",
     )
+    latency_log: bool = Field(
+        default=False,
+        description="fio writes its latency log in every trial of a workload layerbench builds the command line"
+        " for (write_lat_log averaged per interval), for the latency-over-time figure; it costs fio 1-3% of its"
+        " IOPS where its CPU is the limit (bench/transparency.py), so it is off unless asked",
+    )
     emulation: Literal["refuse", "allow"] = Field(
         default="refuse",
         description="VM cells where KVM cannot run a guest: refused, or run emulated (function only, flagged)",
