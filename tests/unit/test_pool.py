@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from layerbench import proc
 from layerbench.spec.models import StackSpec
 from layerbench.stack.ledger import Ledger
@@ -54,3 +56,23 @@ def test_every_round_rebuilds_keeps_nothing(tmp_path: Path) -> None:
     with StackPool(ctx(tmp_path), keep=False) as pool:
         assert pool.visit(stack()) is pool.visit(stack(filesystem="xfs"))
         assert pool.held() == []
+
+
+def test_closing_tears_every_stack_down_though_one_fails(tmp_path: Path) -> None:
+    closed: list[str] = []
+
+    class Builder:
+        def __init__(self, name: str, fails: bool = False) -> None:
+            self.name, self.fails = name, fails
+
+        def close(self) -> None:
+            closed.append(self.name)
+            if self.fails:
+                raise OSError(f"{self.name}: umount: target is busy")
+
+    pool = StackPool(ctx(tmp_path), fits=lambda s, _: True)
+    for name, fs in (("ext4", "ext4"), ("xfs", "xfs")):
+        pool.visit(stack(filesystem=fs)).builder = Builder(name, fails=name == "ext4")  # type: ignore[assignment]
+    with pytest.raises(OSError, match="target is busy"):
+        pool.close()
+    assert sorted(closed) == ["ext4", "xfs"] and pool.held() == []

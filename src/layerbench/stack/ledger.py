@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -58,30 +59,37 @@ class Ledger:
         self.path = path
         self.run_id = run_id
         sqlitefile.ensure(path, _init)
-        self._db = sqlite3.connect(path, isolation_level=None, timeout=30)
+        # One connection for the run, shared by the threads that tear held stacks down together (stack/pool.py):
+        # every use holds the lock, so an update's read and write are one step.
+        self._db = sqlite3.connect(path, isolation_level=None, timeout=30, check_same_thread=False)
+        self._lock = threading.Lock()
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.executescript(SCHEMA)
 
     def close(self) -> None:
-        self._db.close()
+        with self._lock:
+            self._db.close()
 
     def record(self, kind: str, ident: str, **detail: Any) -> int:
-        cur = self._db.execute(
-            "INSERT INTO resources (run_id, pid, kind, ident, detail, created_at) VALUES (?,?,?,?,?,?)",
-            (self.run_id, os.getpid(), kind, ident, json.dumps(detail), time.time()),
-        )
+        with self._lock:
+            cur = self._db.execute(
+                "INSERT INTO resources (run_id, pid, kind, ident, detail, created_at) VALUES (?,?,?,?,?,?)",
+                (self.run_id, os.getpid(), kind, ident, json.dumps(detail), time.time()),
+            )
         return int(cur.lastrowid or 0)
 
     def update(self, rid: int, ident: str | None = None, **detail: Any) -> None:
-        row = self._db.execute("SELECT ident, detail FROM resources WHERE id=?", (rid,)).fetchone()
-        merged = {**json.loads(row[1]), **detail}
-        self._db.execute(
-            "UPDATE resources SET ident=?, detail=? WHERE id=?",
-            (ident or row[0], json.dumps(merged), rid),
-        )
+        with self._lock:
+            row = self._db.execute("SELECT ident, detail FROM resources WHERE id=?", (rid,)).fetchone()
+            merged = {**json.loads(row[1]), **detail}
+            self._db.execute(
+                "UPDATE resources SET ident=?, detail=? WHERE id=?",
+                (ident or row[0], json.dumps(merged), rid),
+            )
 
     def removed(self, rid: int) -> None:
-        self._db.execute("UPDATE resources SET removed_at=? WHERE id=?", (time.time(), rid))
+        with self._lock:
+            self._db.execute("UPDATE resources SET removed_at=? WHERE id=?", (time.time(), rid))
 
     def live(self, run_id: str | None = None) -> list[Resource]:
         """Resources not yet marked removed (of one run, or of all), newest first."""
@@ -90,7 +98,8 @@ class Ledger:
         if run_id is not None:
             sql += " AND run_id=?"
             args = (run_id,)
-        rows = self._db.execute(sql + " ORDER BY id DESC", args).fetchall()
+        with self._lock:
+            rows = self._db.execute(sql + " ORDER BY id DESC", args).fetchall()
         return [Resource(r[0], r[1], r[2], r[3], r[4], json.loads(r[5])) for r in rows]
 
 
