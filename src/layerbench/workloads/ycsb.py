@@ -437,6 +437,41 @@ def read_hdr_log(path: str | Path) -> HdrHistogram:
     return total
 
 
+_A_YEAR_S = 365 * 24 * 3600.0
+_START_TIME = re.compile(r"#\[(StartTime|BaseTime): (\d+(?:\.\d+)?) ")
+
+
+def hdr_window(directory: str | Path) -> tuple[float, float]:
+    """When one client measured, (start, end) in ms since the epoch, from its HdrHistogram logs (not CLEANUP's):
+    each log's StartTime (written when its first operation was measured; YCSB makes it the log's base time too)
+    plus its intervals' offsets; the end is the last interval's end, when the client exported its report."""
+    spans = [_log_span(p) for p in sorted(Path(directory).glob("*.hdr")) if not p.stem.upper().endswith("CLEANUP")]
+    if not spans:
+        raise YcsbParseError(f"{directory}: no HdrHistogram log of an operation: the client did not finish")
+    return min(s[0] for s in spans), max(s[1] for s in spans)
+
+
+def _log_span(path: Path) -> tuple[float, float]:
+    times: dict[str, float] = {}
+    spans: list[tuple[float, float]] = []
+    try:
+        for line in path.read_text().splitlines():
+            if (stamp := _START_TIME.match(line)) is not None:
+                times[stamp[1]] = float(stamp[2])
+                continue
+            interval = re_histogram_interval.match(line.split(",", 1)[1] if line.startswith("Tag=") else line)
+            if interval and not line.startswith("#"):
+                spans.append((float(interval.group(1)), float(interval.group(2))))
+    except (OSError, ValueError) as exc:
+        raise YcsbParseError(f"{path}: not a readable HdrHistogram log: {exc!r}") from exc
+    base = times.get("BaseTime", times.get("StartTime"))
+    if base is None or not spans:
+        raise YcsbParseError(f"{path}: no StartTime or no interval in the log: the client did not finish")
+    first = min(s for s, _ in spans)
+    base = 0.0 if first > _A_YEAR_S else base  # absolute timestamps (a log without a base time), as hdrh reads them
+    return 1000 * (base + first), 1000 * (base + max(s + n for s, n in spans))
+
+
 def merge_hdr_logs(directories: Sequence[str | Path]) -> dict[str, MergedLatency]:
     """Per operation (YCSB's name, e.g. "READ"), the histograms of several clients merged, then read.
 
