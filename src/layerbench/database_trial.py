@@ -137,7 +137,7 @@ def _ycsb(fleet: Fleet, w: YcsbWorkload, out: Outcome, ctx: BuildContext, device
     if w.warmup_s > 0:
         warm, _ = _ycsb_phase(fleet, w, "warmup", clients, [None] * len(clients), expected, ctx)
         _inserted(records, clients, warm)
-        # The warm-up's pace sizes the run's operation count (YCSB needs one; see ycsb.operation_count).
+        # The warm-up's pace sizes the run's operation count where it sizes a key range (ycsb.operation_count).
         expected = [max(1, int(r.throughput * w.runtime_s)) for r in warm]
     with tempfile.TemporaryDirectory(dir=ctx.work_dir, prefix="hdr-") as tmp:
         logs = [Path(tmp) / c.job for c in clients]

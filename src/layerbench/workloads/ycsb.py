@@ -219,18 +219,18 @@ def operation_count(
     With a target rate the client never runs ahead of its schedule, so the
     rate times the time (plus one per thread) is a bound. Without one, any
     count will do unless the mix reads keys chosen by a zipfian chooser and
-    also inserts: then the count sizes the chooser's key range, and it is
-    capped at KEY_RANGE_SLACK x records of new keys. Such a phase may end
-    before its time (its RunTime says so).
+    also inserts: then the count sizes the chooser's key range, twice what
+    ``expected_ops`` says the phase will do, and at most KEY_RANGE_SLACK x
+    records of new keys. Such a phase may end before its time (its RunTime
+    says so). Elsewhere ``expected_ops`` is not a bound: a warm-up slowed by
+    the JVMs of several clients starting side by side did 2 operations in its
+    second once, and would have cut every client's run to 4.
     """
-    if w.target_ops is not None:
-        bound = w.target_ops * (whole_seconds(seconds) + 1) + w.threads
-    elif expected_ops is not None:
-        bound = 2 * expected_ops
-    else:
-        bound = INT_MAX
+    bound = INT_MAX if w.target_ops is None else w.target_ops * (whole_seconds(seconds) + 1) + w.threads
     insert = float(props["insertproportion"])
     if props["requestdistribution"] == "zipfian" and insert > 0 and _chooses_keys(props):
+        if w.target_ops is None and expected_ops is not None:
+            bound = 2 * expected_ops
         bound = min(bound, math.ceil(KEY_RANGE_SLACK * records / (2 * insert)))
     return max(1, min(bound, INT_MAX))
 
