@@ -151,6 +151,7 @@ def test_a_stored_sweep_of_1_and_2_ycsb_clients_gives_a_curve_and_a_row_per_clie
     tmp_path: Path, full_caps: HostCaps
 ) -> None:
     """Client 1's capture stored as the 1-client cell's trials, both clients' as the 2-client cell's."""
+    from layerbench.analysis.plan import curves_of
     from layerbench.pipeline import register_cells
     from layerbench.report.view import view
     from layerbench.store.db import Store, TrialRecord
@@ -171,7 +172,8 @@ def test_a_stored_sweep_of_1_and_2_ycsb_clients_gives_a_curve_and_a_row_per_clie
             record = TrialRecord(cell.id, rep, "ok", None, time.time(), time.time(), [], "", "", info,
                                  [*m.samples, *t.samples])  # fmt: skip
             store.record_trial(run_id, record)
-    v = view(load_run(store, "latest", latency=True))
+    data = load_run(store, "latest", latency=True)
+    v = view(data)
     (curve,) = v.scalings
     assert [p.instances for p in curve.points] == [1, 2] and curve.counted == "client"
     assert curve.points[1].throughput.mean == pytest.approx(results[0].throughput + results[1].throughput)
@@ -182,3 +184,4 @@ def test_a_stored_sweep_of_1_and_2_ycsb_clients_gives_a_curve_and_a_row_per_clie
     total = two[two["client"] == "all"].iloc[0]
     assert total["ops"] == pytest.approx(results[0].throughput + results[1].throughput)
     assert total["start_spread_ms"] == pytest.approx(14.0, abs=0.5)
+    assert curves_of(data) == []  # the planner counts containers: 2 clients of one server are one container
