@@ -1,6 +1,7 @@
 """Many clients per database server (docs/how-to/many-clients.md): a native PostgreSQL on zram ext4, YCSB and
 pgbench with 1 and 2 clients against it at 2 s trials; each client its own row, the instance's and the trial's
-latency merged, the start spread judged, a curve over the count, and nothing left behind (about 35 s here)."""
+latency merged, the start spread judged, a curve over the count; beside it two instances without clients, one
+client each as before; and nothing left behind (about 25 s here)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ device: {kind: zram, size: 1GiB}
 stacks:
   - {filesystem: ext4, engine: native, placement: host-dir, server: {kind: postgres, records: 2000, scale: 1},
      clients: [1, 2]}
+  - {filesystem: ext4, engine: native, placement: host-dir, server: {kind: postgres, records: 2000, scale: 1},
+     instances: 2}
 workloads:
   - {kind: ycsb, name: B, mix: b, threads: 2, runtime_s: 2, warmup_s: 0}
   - {kind: pgbench, name: S, mode: select-only, clients: 2, runtime_s: 2, warmup_s: 0}
@@ -43,16 +46,19 @@ def test_database_clients_run_together_each_with_its_row_and_one_merged_latency(
     shown = support.run(["show", "latest", "--json"], dirs)
     assert shown.returncode == 0, shown.stderr
     data = json.loads(shown.stdout)
-    assert len(data["cells"]) == 4
+    assert len(data["cells"]) == 6
 
     with sqlite3.connect(dirs["db"]) as db:
         trials = db.execute(
             "SELECT t.id, t.status, t.stderr, c.label FROM trials t JOIN cells c USING (run_id, cell_id)"
         ).fetchall()
-        assert len(trials) == 4 and all(status == "ok" for _, status, _, _ in trials), trials
+        assert len(trials) == 6 and all(status == "ok" for _, status, _, _ in trials), trials
         for trial_id, _, _, label in trials:
-            count = int(re.search(r"/(\d+)clients?", label)[1])  # type: ignore[index]
             ops = dict(db.execute("SELECT job, value FROM samples WHERE trial_id = ? AND metric = 'ops'", (trial_id,)))
+            if "clients" not in label:  # one client per instance, as before clients existed
+                assert set(ops) == {"i0", "i1"}, label
+                continue
+            count = int(re.search(r"/(\d+)clients?", label)[1])  # type: ignore[index]
             assert set(ops) == {f"i0c{j}" for j in range(count)} and all(v > 0 for v in ops.values()), label
             merged = {
                 job
