@@ -55,7 +55,7 @@ def test_database_clients_run_together_each_with_its_row_and_one_merged_latency(
         assert len(trials) == 6 and all(status == "ok" for _, status, _, _ in trials), trials
         for trial_id, _, _, label in trials:
             ops = dict(db.execute("SELECT job, value FROM samples WHERE trial_id = ? AND metric = 'ops'", (trial_id,)))
-            if "clients" not in label:  # one client per instance, as before clients existed
+            if "client" not in label:  # one client per instance, as before clients existed
                 assert set(ops) == {"i0", "i1"}, label
                 continue
             count = int(re.search(r"/(\d+)clients?", label)[1])  # type: ignore[index]
