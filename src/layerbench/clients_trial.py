@@ -12,6 +12,7 @@ clients' starts and finishes, which the ``clients-in-step`` check judges.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -122,7 +123,7 @@ def _execute(clients: ClientSet, w: FioWorkload, out: Outcome, ctx: BuildContext
         _accounting(result.result(), mon, first, devices),
         bottleneck_check(mon, lowest, FIO_REMEDY, _limits(clients), None),
         contended_check(mon, None),
-        in_step(times, w.runtime_s, clients.spec.max_spread),
+        in_step(_named(times), w.runtime_s, clients.spec.max_spread),
     ]
 
 
@@ -138,6 +139,10 @@ def merged_latency(result: fio_clients.ClientsResult) -> list[Sample]:
     return out
 
 
+def _named(times: dict[int, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+    return {fio_clients.client_name(i): t for i, t in sorted(times.items())}
+
+
 def _limits(clients: ClientSet) -> dict[str, Any]:
     """Each client's limits as asked (a container's own: the stack's), by the name its cgroup's series has."""
     return {fio_clients.client_name(i): t.info.get("limits") or {} for i, t in enumerate(clients.targets)}
@@ -149,15 +154,16 @@ def _logs(cwd: Path, index: int, numjobs: int) -> list[str]:
     return [p.read_text() for p in found if p.is_file()]
 
 
-def in_step(times: dict[int, tuple[float, float]], runtime_s: float, share: float) -> Check:
-    """Did the clients run together? Flagged where the first and the last to start (or to finish) are more
-    than ``share`` of the runtime apart: their load then overlapped for less than the runtime."""
+def in_step(times: Mapping[str, tuple[float, float]], runtime_s: float, share: float) -> Check:
+    """Did the clients run together? ``times``: each client's (start, end) in ms by its name. Flagged where the
+    first and the last to start (or to finish) are more than ``share`` of the runtime apart: their load then
+    overlapped for less than the runtime."""
     spread = fio_clients.spreads(times)
     limit_ms = share * runtime_s * 1000
     start, finish = spread["start_spread_ms"], spread["finish_spread_ms"]
     said = f"start spread {start:.0f} ms, finish spread {finish:.0f} ms of a {runtime_s:g} s runtime"
     earliest = min(t[0] for t in times.values())
-    late = [fio_clients.client_name(i) for i, t in sorted(times.items()) if t[0] - earliest > limit_ms]
+    late = [name for name, t in times.items() if t[0] - earliest > limit_ms]
     if max(start, finish) > limit_ms:
         who = f" (late: {', '.join(late)})" if late else ""
         return Check("clients-in-step", "flag", f"{said}: more than {share:.0%} of it{who}")

@@ -26,13 +26,24 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from layerbench import hdr, proc
+from layerbench import proc
 from layerbench.analysis.checks import DATABASE_REMEDY, Check, emulated
+from layerbench.database_clients import (
+    Client,
+    Measured,
+    Timing,
+    clients_of,
+    instance_job,
+    pgbench_measured,
+    timing,
+    ycsb_measured,
+)
 from layerbench.errors import ToolError
 from layerbench.monitor import Monitor, devices_beneath
 from layerbench.monitor_checks import bottleneck_check, contended_check
 from layerbench.proc import Completed
 from layerbench.schedule import Trial
+from layerbench.spec.clients import ClientsSpec
 from layerbench.spec.databases import PgbenchWorkload, YcsbWorkload
 from layerbench.spec.models import DbWorkload
 from layerbench.stack.cgroups import verdict
@@ -44,9 +55,9 @@ from layerbench.workloads import pgbench, ycsb
 
 CLIENT_SLACK_S = 180.0  # JVM start, connections, the report: beyond the phase's own time
 LOAD_TIMEOUT_S = 3 * 3600.0
-MERGED = "all"
 # What a trial records of each server's place, where its engine gave it (stack.target.Facts).
 ENDPOINT_FACTS = ("container", "limits_enforced", "accel", "guest_kernel", "unit")
+Spec = ClientsSpec | None  # the stack's clients per instance (database_clients.py); None: one each
 PG_USER = "postgres"  # the server's user (workloads/servers/postgres.py), which pgbench logs in as
 
 
@@ -90,7 +101,7 @@ def run_trial(fleet: Fleet, trial: Trial, prepared: dict[str, Any], ctx: BuildCo
     assert isinstance(w, YcsbWorkload | PgbenchWorkload)  # the pipeline sends only clients to a fleet
     try:
         with credentials(fleet, ctx):
-            RUNNERS[w.kind](fleet, w, out, ctx, devices)
+            RUNNERS[w.kind](fleet, w, out, ctx, devices, trial.cell.stack.clients)
     except ToolError as exc:
         out.category, out.stderr = category(exc.rc, exc.stderr), exc.stderr
         out.argv = out.argv or exc.argv
@@ -119,46 +130,52 @@ def _describe(fleet: Fleet) -> dict[str, Any]:
 # --- YCSB --------------------------------------------------------------------------------------------
 
 
-def _ycsb(fleet: Fleet, w: YcsbWorkload, out: Outcome, ctx: BuildContext, devices: list[str]) -> None:
+def _ycsb(fleet: Fleet, w: YcsbWorkload, out: Outcome, ctx: BuildContext, devices: list[str], spec: Spec) -> None:
+    clients = clients_of(len(fleet.endpoints), spec)
     records: list[int] = fleet.info["records"]
-    expected: list[int | None] = [None] * len(fleet.endpoints)
+    expected: list[int | None] = [None] * len(clients)
     if w.warmup_s > 0:
-        warm, _ = _ycsb_phase(fleet, w, "warmup", records, [None] * len(records), expected, ctx)
-        records[:] = [ycsb.records_after(r, n) for r, n in zip(warm, records, strict=True)]
-        # The warm-up's pace sizes the run's operation count (YCSB needs one; see ycsb.operation_count).
+        warm, _ = _ycsb_phase(fleet, w, "warmup", clients, [None] * len(clients), expected, ctx)
+        _inserted(records, clients, warm)
+        # The warm-up's pace sizes the run's operation count where it sizes a key range (ycsb.operation_count).
         expected = [max(1, int(r.throughput * w.runtime_s)) for r in warm]
     with tempfile.TemporaryDirectory(dir=ctx.work_dir, prefix="hdr-") as tmp:
-        logs = [Path(tmp) / f"i{e.index}" for e in fleet.endpoints]
+        logs = [Path(tmp) / c.job for c in clients]
         for d in logs:
             d.mkdir()
         with _monitor(fleet, devices, ctx) as mon:
-            results, done = _ycsb_phase(fleet, w, "run", records, logs, expected, ctx)
-        merged = ycsb.merge_hdr_logs(logs)
-    out.argv, out.stdout, out.stderr = done[0].argv, _joined(done, "stdout"), _joined(done, "stderr")
-    records[:] = [ycsb.records_after(r, n) for r, n in zip(results, records, strict=True)]
-    out.samples = [s for e, r in zip(fleet.endpoints, results, strict=True) for s in ycsb.samples(r, f"i{e.index}")]
-    out.samples += ycsb.merged_samples(merged, MERGED)
-    out.info["latency_hdr"] = {
-        name.lower(): hdr.encode(m.histogram) for name, m in merged.items() if not name.upper().endswith("CLEANUP")
-    }
-    errors = {f"i{e.index}": _refused(r) for e, r in zip(fleet.endpoints, results, strict=True)}
-    _finish(out, mon, fleet, devices, errors)
+            results, done = _ycsb_phase(fleet, w, "run", clients, logs, expected, ctx)
+        measured = ycsb_measured(clients, results, logs, spec is not None)
+    out.argv, out.stdout, out.stderr = done[0].argv, _joined(clients, done, "stdout"), _joined(clients, done, "stderr")
+    _inserted(records, clients, results)
+    _kept(out, measured)
+    _finish(out, mon, fleet, devices, {c.job: _refused(r) for c, r in zip(clients, results, strict=True)})
+    if spec is not None:
+        _timed(out, timing(measured.windows, w.runtime_s, spec, "YCSB's HdrHistogram logs: start time, intervals"))
+
+
+def _inserted(records: list[int], clients: list[Client], results: list[ycsb.YcsbResult]) -> None:
+    """What each instance holds after a phase: every insert of every client of it took a new key."""
+    for c, r in zip(clients, results, strict=True):
+        records[c.instance] = ycsb.records_after(r, records[c.instance])
 
 
 def _ycsb_phase(
     fleet: Fleet,
     w: YcsbWorkload,
     phase: str,
-    records: list[int],
+    clients: list[Client],
     logs: list[Path] | list[None],
     expected: list[int | None],
     ctx: BuildContext,
 ) -> tuple[list[ycsb.YcsbResult], list[Completed]]:
-    """Every instance's client at once: their reports, parsed, and what each printed."""
+    """Every client of every instance at once: their reports, parsed, and what each printed."""
+    records: list[int] = fleet.info["records"]
     argvs = []
-    for e, n, log, ops in zip(fleet.endpoints, records, logs, expected, strict=True):
-        hdr = str(log) if log is not None else None
-        props = ycsb.properties(w, fleet.server, n, _endpoint(e), phase, hdr, ops)  # type: ignore[arg-type]
+    for c, log, ops in zip(clients, logs, expected, strict=True):
+        e = fleet.endpoints[c.instance]
+        path = str(log) if log is not None else None
+        props = ycsb.properties(w, fleet.server, records[c.instance], _endpoint(e), phase, path, ops)  # type: ignore[arg-type]
         argvs.append(_ycsb_argv(fleet, e, props, phase, ctx))
     seconds = w.runtime_s if phase == "run" else w.warmup_s
     done = proc.run_all(argvs, timeout=seconds + CLIENT_SLACK_S)
@@ -190,42 +207,54 @@ def _endpoint(e: Endpoint) -> dict[str, str]:
 # --- pgbench -----------------------------------------------------------------------------------------
 
 
-def _pgbench(fleet: Fleet, w: PgbenchWorkload, out: Outcome, ctx: BuildContext, devices: list[str]) -> None:
+def _pgbench(fleet: Fleet, w: PgbenchWorkload, out: Outcome, ctx: BuildContext, devices: list[str], spec: Spec) -> None:
+    clients = clients_of(len(fleet.endpoints), spec)
     with tempfile.TemporaryDirectory(dir=ctx.work_dir, prefix="pgbench-") as tmp:
         if w.warmup_s > 0:
-            _pgbench_phase(fleet, w, Path(tmp) / "warmup", w.warmup_s, ctx)
+            _pgbench_phase(fleet, w, clients, Path(tmp) / "warmup", w.warmup_s, ctx)
         with _monitor(fleet, devices, ctx) as mon:
-            done, prefixes = _pgbench_phase(fleet, w, Path(tmp) / "run", w.runtime_s, ctx)
-        out.argv, out.stdout, out.stderr = done[0].argv, _joined(done, "stdout"), _joined(done, "stderr")
+            done, prefixes = _pgbench_phase(fleet, w, clients, Path(tmp) / "run", w.runtime_s, ctx)
+        out.argv, out.stdout = done[0].argv, _joined(clients, done, "stdout")
+        out.stderr = _joined(clients, done, "stderr")
         results = [pgbench.parse(d.stdout) for d in done]
-        per_instance = [pgbench.latencies_from_logs(pgbench.log_files(p)) for p in prefixes]
-        pooled = pgbench.latencies_from_logs([f for p in prefixes for f in pgbench.log_files(p)])
-    for e, r, lat in zip(fleet.endpoints, results, per_instance, strict=True):
-        out.samples += pgbench.samples(r, lat, f"i{e.index}")
-    out.samples += pgbench.latency_samples(pooled, MERGED)
-    if pooled.size:
-        out.info["latency_hdr"] = {"": hdr.encode(hdr.of_values(pooled))}
-    _finish(out, mon, fleet, devices, {f"i{e.index}": r.failed for e, r in zip(fleet.endpoints, results, strict=True)})
+        measured = pgbench_measured(clients, results, [pgbench.log_files(p) for p in prefixes], spec is not None)
+    _kept(out, measured)
+    _finish(out, mon, fleet, devices, {c.job: r.failed for c, r in zip(clients, results, strict=True)})
+    if spec is not None:
+        _timed(out, timing(measured.windows, w.runtime_s, spec, "pgbench's per-transaction logs: ends, latencies"))
 
 
 def _pgbench_phase(
-    fleet: Fleet, w: PgbenchWorkload, where: Path, seconds: float, ctx: BuildContext
+    fleet: Fleet, w: PgbenchWorkload, clients: list[Client], where: Path, seconds: float, ctx: BuildContext
 ) -> tuple[list[Completed], list[str]]:
     where.mkdir()
-    prefixes = [str(where / f"i{e.index}") for e in fleet.endpoints]
-    argvs = [
-        pgbench.argv(w, e.host, e.port, PG_USER, p, seconds) for e, p in zip(fleet.endpoints, prefixes, strict=True)
-    ]
+    prefixes = [str(where / c.job) for c in clients]
+    argvs = []
+    for c, p in zip(clients, prefixes, strict=True):
+        e = fleet.endpoints[c.instance]
+        argvs.append(pgbench.argv(w, e.host, e.port, PG_USER, p, seconds))
     done = proc.run_all(argvs, timeout=seconds + CLIENT_SLACK_S, env=_pg_env(fleet, ctx))
     for d in done:
         d.check()
     return done, prefixes
 
 
-RUNNERS: dict[str, Callable[[Fleet, Any, Outcome, BuildContext, list[str]], None]] = {
+RUNNERS: dict[str, Callable[[Fleet, Any, Outcome, BuildContext, list[str], Spec], None]] = {
     "ycsb": _ycsb,
     "pgbench": _pgbench,
 }
+
+
+def _kept(out: Outcome, measured: Measured) -> None:
+    out.samples = measured.samples
+    if measured.latency_hdr:
+        out.info["latency_hdr"] = measured.latency_hdr
+
+
+def _timed(out: Outcome, t: Timing) -> None:
+    out.samples += t.samples
+    out.info.update(t.info)
+    out.checks.append(t.check)
 
 
 # --- what every database trial shares ------------------------------------------------------------------
@@ -309,8 +338,12 @@ def _limit_checks(fleet: Fleet) -> list[Check]:
     return checks
 
 
-def _joined(done: list[Completed], stream: str) -> str:
-    return "\n".join(f"--- instance {i} ---\n{getattr(d, stream)}" for i, d in enumerate(done))
+def _joined(clients: list[Client], done: list[Completed], stream: str) -> str:
+    return "\n".join(f"--- {_who(c)} ---\n{getattr(d, stream)}" for c, d in zip(clients, done, strict=True))
+
+
+def _who(c: Client) -> str:
+    return f"instance {c.instance}" if c.job == instance_job(c.instance) else f"client {c.job}"
 
 
 def _tail(done: Completed, exceptions: tuple[str, ...] = ()) -> str:

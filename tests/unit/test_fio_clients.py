@@ -143,10 +143,12 @@ def test_what_clients_cannot_do_is_refused_before_the_run(full_caps: HostCaps, e
     assert m.refused[0].reason.startswith("clients")
 
 
-def test_clients_with_a_server_name_the_field() -> None:
+def test_shared_clients_with_a_server_name_the_field() -> None:
+    """A server's clients (tests/unit/test_database_clients.py) share it already: shared says nothing there."""
     with pytest.raises(SpecError) as err:
-        expand_stacks(load.parse(BASE + "  - {filesystem: ext4, server: redis, clients: 2}\n"))
-    assert "clients" in str(err.value)
+        expand_stacks(load.parse(BASE + "  - {filesystem: ext4, server: redis, clients: {count: 2, shared: true}}\n"))
+    assert "clients.shared" in str(err.value)
+    assert expand_stacks(load.parse(BASE + "  - {filesystem: ext4, server: redis, clients: 2}\n"))[0].clients
 
 
 # --- when each client ran ------------------------------------------------------------------------------
@@ -162,7 +164,7 @@ def test_a_client_s_window_ends_at_its_log_s_last_entry_and_spans_its_measured_r
     times = fio_clients.client_times(result, ends)
     assert all(end - start == 1001 for start, end in times.values())  # fio's measured runtime of each
     assert fio_clients.spreads(times) == {"start_spread_ms": 30.0, "finish_spread_ms": 30.0}
-    assert in_step(times, 1.0, 0.1).status == "pass"
+    assert in_step({fio_clients.client_name(i): t for i, t in times.items()}, 1.0, 0.1).status == "pass"
     samples = fio_clients.samples(result, times)
     assert {s.metric: s.value for s in samples if s.metric.endswith("spread_ms")}["start_spread_ms"] == 30.0
     with pytest.raises(fio.FioParseError):
@@ -180,9 +182,9 @@ def test_the_log_interval_gives_about_200_points_at_any_runtime() -> None:
 
 
 def test_clients_out_of_step_are_flagged_with_who_was_late() -> None:
-    together = {0: (1000.0, 2000.0), 1: (1010.0, 2015.0)}
+    together = {"c0": (1000.0, 2000.0), "c1": (1010.0, 2015.0)}
     assert in_step(together, 1.0, 0.1).status == "pass"
-    late = {0: (1000.0, 2000.0), 1: (1150.0, 2150.0), 2: (1005.0, 2004.0)}
+    late = {"c0": (1000.0, 2000.0), "c1": (1150.0, 2150.0), "c2": (1005.0, 2004.0)}
     check = in_step(late, 1.0, 0.1)
     assert check.status == "flag" and "late: c1" in check.detail and "start spread 150 ms" in check.detail
     assert fio_clients.spreads(late) == {"start_spread_ms": 150.0, "finish_spread_ms": 150.0}

@@ -38,7 +38,7 @@ MEANINGS = {
     "volatile-mount": "fsync does nothing on this mount: flush-bound results are not comparable",
     "limit-applied": "the cgroup does not enforce the limit the spec set",
     "client-errors": "the database refused operations, and the client's throughput counts them",
-    "clients-in-step": "the fio clients started or finished apart: their load overlapped for less than the runtime",
+    "clients-in-step": "the clients started or finished apart: their load overlapped for less than the runtime",
 }
 
 

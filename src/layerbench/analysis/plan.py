@@ -210,9 +210,12 @@ def recommended(p: Plan) -> Proposal | None:
 
 
 def curves_of(data: RunData, host: str | None = None) -> list[Curve]:
-    """The scaling curves of a loaded run, labelled with ``host`` or the host name the run recorded."""
+    """The scaling curves of a loaded run over instance counts, labelled with ``host`` or the host name the run
+    recorded. A curve over clients (a stack's ``clients``) is no plan of containers: 4 clients of one server are
+    one container, so those are left out."""
     name = host or str(data.run.host.get("hostname") or "host")
-    return [Curve(name, sc.group, sc.workload, sc, _origin(data, sc)) for sc in of_run(data)]
+    over = [sc for sc in of_run(data) if sc.counted == "instance"]
+    return [Curve(name, sc.group, sc.workload, sc, _origin(data, sc)) for sc in over]
 
 
 def _origin(data: RunData, sc: Scaling) -> Origin:

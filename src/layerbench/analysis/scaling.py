@@ -55,6 +55,11 @@ class Scaling:
     ties: tuple[int, ...] = ()  # other counts not significantly below the peak (Welch, 5%), or with too few trials
 
     @property
+    def counted(self) -> str:
+        """What the curve counts: clients (a stack's ``clients``, group_of's "/clients"), or instances."""
+        return "client" if "/clients" in self.group else "instance"
+
+    @property
     def bottleneck(self) -> str | None:
         """The resource(s) that saturated at the lowest instance count, or None."""
         if not self.saturated:
@@ -63,14 +68,14 @@ class Scaling:
         return " and ".join(r for r, n in sorted(self.saturated.items()) if n == first)
 
     def verdict(self) -> str:
-        peak = f"aggregate throughput peaks at {self.peak} instance{'s' if self.peak > 1 else ''}"
+        peak = f"aggregate throughput peaks at {self.peak} {self.counted}{'s' if self.peak > 1 else ''}"
         if self.ties:
             peak += f" ({', '.join(map(str, self.ties))} within noise of it)"
         if self.bottleneck is None:
             top = self.points[-1].usage
             return f"{peak}; no resource saturated (at {self.points[-1].instances}: {_levels(top)})"
         n = min(self.saturated.values())
-        return f"{peak}; {self.bottleneck} saturated first, at {n} instance{'s' if n > 1 else ''}"
+        return f"{peak}; {self.bottleneck} saturated first, at {n} {self.counted}{'s' if n > 1 else ''}"
 
 
 def of_run(data: RunData) -> list[Scaling]:

@@ -161,7 +161,7 @@ def scaling_tables(scalings: list[Scaling]) -> list[Table]:
     tables = []
     for sc in scalings:
         table = Table(
-            "instances", "aggregate ops/s", "p99 ms", "CPU %", "iowait %", "device %", "mem % of limit",
+            f"{sc.counted}s", "aggregate ops/s", "p99 ms", "CPU %", "iowait %", "device %", "mem % of limit",
             title=f"scaling · {sc.group} · {sc.workload}", caption=sc.verdict(),
         )  # fmt: skip
         for pt in sc.points:
@@ -178,15 +178,18 @@ def scaling_tables(scalings: list[Scaling]) -> list[Table]:
 
 
 def clients_table(rows: pd.DataFrame) -> Table:
-    """Many fio clients per cell (docs/how-to/many-clients.md): each client's mean IOPS and MiB/s, their total,
-    and how far apart the clients started and finished (mean over trials)."""
-    table = Table("stack", "workload", "client", "IOPS", "MiB/s", "start spread ms", "finish spread ms",
+    """Many clients per cell (docs/how-to/many-clients.md): each client's mean IOPS and MiB/s (fio) or ops/s (a
+    database client), each database instance's where there are several, the cell's total, and how far apart the
+    clients started and finished (mean over trials)."""
+    table = Table("stack", "workload", "client", "IOPS or ops/s", "MiB/s", "start spread ms", "finish spread ms",
                   title="clients", title_justify="left")  # fmt: skip
     for r in rows.itertuples(index=False):
         total = r.client == "all"
         spread = (f"{r.start_spread_ms:.0f}", f"{r.finish_spread_ms:.0f}") if total else ("", "")
-        name = "[bold]all[/]" if total else r.client
-        table.add_row(r.stack, r.workload, name, _si(r.iops), f"{r.bw_bytes / 2**20:.1f}", *spread)
+        name = "[bold]all[/]" if total else f"[bold]{r.client}[/]" if "c" not in r.client else r.client
+        database = r.ops == r.ops  # not NaN: a database client's ops/s
+        rate, mib = (_si(r.ops), "") if database else (_si(r.iops), f"{r.bw_bytes / 2**20:.1f}")
+        table.add_row(r.stack, r.workload, name, rate, mib, *spread)
     return table
 
 

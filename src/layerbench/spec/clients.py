@@ -7,7 +7,8 @@ or, ``shared``, four containers on one volume (or one directory), each with its
 own file there. fio's client/server mode starts them together; a trial is one
 result (IOPS and bandwidth summed, latency from the clients' histograms merged)
 with one row per client. A list (``clients: [1, 2, 4]``) is an axis: the
-scaling curve over client count.
+scaling curve over client count. On a stack with a server, ``clients: 4`` is four
+YCSB or pgbench clients against each instance (database_clients.py).
 """
 
 from __future__ import annotations
@@ -28,10 +29,15 @@ class ClientsSpec(BaseModel):
 
     model_config = {"frozen": True, "extra": "forbid"}
 
-    count: int = Field(ge=1, le=MAX_CLIENTS, description="copies of the workload at once, each in its own target")
+    count: int = Field(
+        ge=1,
+        le=MAX_CLIENTS,
+        description="copies of the workload at once, each in its own target (with a server: clients per instance)",
+    )
     shared: bool = Field(
         default=False,
-        description="one volume (or directory) for every client, each its own file there; else one each",
+        description="one volume (or directory) for every client, each its own file there; else one each (not with "
+        "a server, whose clients share it already)",
     )
     max_spread: float = Field(
         default=0.1,

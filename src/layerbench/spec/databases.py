@@ -240,7 +240,8 @@ class Resources(_Frozen):
 
 
 class YcsbWorkload(_Frozen):
-    """The YCSB reference client against every instance of the stack's server, one client each."""
+    """The YCSB reference client against every instance of the stack's server, one client each (or the stack's
+    ``clients`` each, every one with these threads and this target rate)."""
 
     kind: Literal["ycsb"] = "ycsb"
     name: str = Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_.-]+$")
@@ -249,11 +250,13 @@ class YcsbWorkload(_Frozen):
         description="core workloads a-f, or seed 002's write-heavy (100% insert) and read-heavy (95% read, 5% update)",
     )
     distribution: Distribution | None = Field(default=None, description="request distribution; default: the mix's own")
-    threads: int = Field(default=8, ge=1, le=1024, description="client threads per instance")
+    threads: int = Field(default=8, ge=1, le=1024, description="client threads per instance (per client)")
     runtime_s: float = Field(default=20.0, gt=0, le=86400, description="measured run phase (maxexecutiontime)")
     warmup_s: float = Field(default=5.0, ge=0, le=3600, description="a run of the same mix before, not measured")
     target_ops: int | None = Field(
-        default=None, ge=1, description="fixed rate per instance (ops/s); latency also from the intended start"
+        default=None,
+        ge=1,
+        description="fixed rate per instance (per client) in ops/s; latency also from the intended start",
     )
     consistency: Consistency | None = Field(
         default=None, description="CQL servers only: the consistency level of reads and writes (default: one)"
@@ -264,7 +267,8 @@ class YcsbWorkload(_Frozen):
 
 
 class PgbenchWorkload(_Frozen):
-    """pgbench against every PostgreSQL instance of the stack, one pgbench each."""
+    """pgbench against every PostgreSQL instance of the stack, one pgbench each (or the stack's ``clients`` each,
+    every one with these connections and this rate)."""
 
     kind: Literal["pgbench"] = "pgbench"
     name: str = Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_.-]+$")
@@ -272,13 +276,16 @@ class PgbenchWorkload(_Frozen):
     clients: int = Field(default=8, ge=1, le=1000)
     runtime_s: float = Field(default=20.0, ge=1, le=86400)
     warmup_s: float = Field(default=5.0, ge=0, le=3600)
-    rate: float | None = Field(default=None, gt=0, description="fixed rate (transactions/s) per instance")
+    rate: float | None = Field(default=None, gt=0, description="fixed rate (transactions/s) per instance (per client)")
 
     def label(self) -> str:
         return self.name
 
 
 IMAGE_FIELDS = ("image", "port", "client", "data_path", "env", "command")
+# YCSB's mixes that insert in the run phase (workloads/ycsb.py's MIXES: insertproportion > 0). Every client's run
+# inserts new keys from the record count upward, so two clients of one server would insert the same keys.
+INSERTING_MIXES = frozenset({"d", "e", "write-heavy"})
 
 # Which protocols each client speaks (a CQL client's consistency level applies to "cql" alone).
 CLIENTS_OF: dict[str, frozenset[str]] = {

@@ -495,8 +495,8 @@ class StackSpec(Frozen):
     )
     clients: ClientsSpec | None = Field(
         default=None,
-        description="fio's workload in this many targets at once (4, or {count: 4, shared: true}); see "
-        "docs/how-to/many-clients.md",
+        description="the workload in this many targets at once (4, or {count: 4, shared: true}); on a stack with "
+        "a server, this many YCSB or pgbench clients against each instance; see docs/how-to/many-clients.md",
     )
 
     @model_validator(mode="after")
@@ -505,8 +505,8 @@ class StackSpec(Frozen):
             extra = [f for f in ("instances", "profile") if getattr(self, f) != StackSpec.model_fields[f].default]
             if extra:
                 raise ValueError(f"{', '.join(extra)}: only for stacks with a server (set server: postgres or redis)")
-        elif self.clients is not None:
-            raise ValueError("clients: for fio on a stack without a server (a server's clients are its instances)")
+        elif self.clients is not None and self.clients.shared:
+            raise ValueError("clients.shared: a database's clients share its server already; give a count alone")
         return self
 
     @model_serializer(mode="wrap")

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from layerbench.spec.clients import clients_refused
-from layerbench.spec.databases import CLIENTS_OF, PROFILE_RESOURCES, YcsbWorkload, tuned
+from layerbench.spec.databases import CLIENTS_OF, INSERTING_MIXES, PROFILE_RESOURCES, YcsbWorkload, tuned
 from layerbench.spec.feasibility import DRIVERS_REMOVED, HostCaps
 from layerbench.spec.models import (
     DbWorkload,
@@ -506,8 +506,9 @@ def needs_root(s: StackSpec, caps: HostCaps) -> str | None:
 
 
 def clients_fit_stack(s: StackSpec, caps: HostCaps) -> str | None:
-    """Many clients (spec/clients.py): engines whose targets are this host's, a placement with room for each."""
-    if s.clients is None:
+    """Many clients (spec/clients.py): engines whose targets are this host's, a placement with room for each.
+    A database's clients run on this host against each instance, whatever holds the server (``client_fits``)."""
+    if s.clients is None or s.server is not None:
         return None
     has_limits = bool(s.limits.model_dump(exclude_none=True))
     if s.device.remote is not None and s.device.remote.client == "fio":
@@ -573,9 +574,21 @@ def client_fits(stack: StackSpec, w: DbWorkload, caps: HostCaps | None = None) -
         return drives if stack.server.name == protocol else f"{drives} (it speaks {protocol})"
     if isinstance(w, YcsbWorkload) and w.consistency is not None and protocol != "cql":
         return f"consistency is a CQL client's setting: {stack.server.name} has none"
-    clients = w.threads if isinstance(w, YcsbWorkload) else w.clients
-    if clients > CLIENT_LIMIT:
-        return f"{clients} client connections per server; layerbench starts servers for at most {CLIENT_LIMIT}"
+    return _connections_fit(stack, w)
+
+
+def _connections_fit(stack: StackSpec, w: DbWorkload) -> str | None:
+    """Each client's connections (YCSB's threads, pgbench's clients) times the stack's clients per server."""
+    each = w.threads if isinstance(w, YcsbWorkload) else w.clients
+    count = stack.clients.count if stack.clients is not None else 1
+    if each * count > CLIENT_LIMIT:
+        asked = f"{each} x {count} clients = {each * count}" if count > 1 else str(each)
+        return f"{asked} client connections per server; layerbench starts servers for at most {CLIENT_LIMIT}"
+    if isinstance(w, YcsbWorkload) and count > 1 and w.mix in INSERTING_MIXES:
+        return (
+            f"clients: YCSB's mix {w.mix} inserts, and every client inserts the same new keys (from the record "
+            "count up): one client per server, or a mix without inserts (a, b, c, f, read-heavy)"
+        )
     return None
 
 

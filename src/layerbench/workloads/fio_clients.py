@@ -14,7 +14,9 @@ and, with more than one client, fio's own sum of them named "All clients".
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from layerbench.sample import Sample
 from layerbench.spec.models import FioWorkload
@@ -145,7 +147,7 @@ def histograms(result: ClientsResult) -> dict[str, list[dict[int, int]]]:
     return out
 
 
-def spreads(times: dict[int, tuple[float, float]]) -> dict[str, float]:
+def spreads(times: Mapping[Any, tuple[float, float]]) -> dict[str, float]:
     """Between the first and the last client to start (``start_spread_ms``), and to finish
     (``finish_spread_ms``), from each client's (start, finish) in ms (``client_times``)."""
     starts, ends = [t[0] for t in times.values()], [t[1] for t in times.values()]

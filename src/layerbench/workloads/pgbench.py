@@ -209,6 +209,26 @@ def _log_latencies(path: Path) -> np.ndarray:
     return np.array(values, dtype=np.float64)
 
 
+def log_window(paths: Iterable[str | Path]) -> tuple[float, float]:
+    """When one pgbench ran its transactions, (start, end) in ms since the epoch, from its per-transaction logs:
+    a line's time (epoch_s, epoch_us) is when the transaction ended; the first start is the earliest end less
+    that transaction's latency (under --rate: its scheduled start). A failed one has no latency: its end only."""
+    starts, ends = [], []
+    for path in paths:
+        for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
+            fields = line.split()
+            try:
+                end_ms = int(fields[4]) * 1000 + int(fields[5]) / 1000
+                took_ms = 0.0 if fields[2] in _NO_LATENCY else int(fields[2]) / 1000
+            except (IndexError, ValueError) as exc:
+                raise PgbenchParseError(f"{path}, line {number}: not a pgbench transaction log line: {line!r}") from exc
+            starts.append(end_ms - took_ms)
+            ends.append(end_ms)
+    if not ends:
+        raise PgbenchParseError("no transaction in pgbench's logs: the client did not run")
+    return min(starts), max(ends)
+
+
 def samples(result: PgbenchResult, latencies: np.ndarray, job: str) -> list[Sample]:
     """tps as "ops", and the transactions' latency, count and failures (direction "": one kind of operation).
 

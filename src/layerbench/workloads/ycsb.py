@@ -219,18 +219,18 @@ def operation_count(
     With a target rate the client never runs ahead of its schedule, so the
     rate times the time (plus one per thread) is a bound. Without one, any
     count will do unless the mix reads keys chosen by a zipfian chooser and
-    also inserts: then the count sizes the chooser's key range, and it is
-    capped at KEY_RANGE_SLACK x records of new keys. Such a phase may end
-    before its time (its RunTime says so).
+    also inserts: then the count sizes the chooser's key range, twice what
+    ``expected_ops`` says the phase will do, and at most KEY_RANGE_SLACK x
+    records of new keys. Such a phase may end before its time (its RunTime
+    says so). Elsewhere ``expected_ops`` is not a bound: a warm-up slowed by
+    the JVMs of several clients starting side by side did 2 operations in its
+    second once, and would have cut every client's run to 4.
     """
-    if w.target_ops is not None:
-        bound = w.target_ops * (whole_seconds(seconds) + 1) + w.threads
-    elif expected_ops is not None:
-        bound = 2 * expected_ops
-    else:
-        bound = INT_MAX
+    bound = INT_MAX if w.target_ops is None else w.target_ops * (whole_seconds(seconds) + 1) + w.threads
     insert = float(props["insertproportion"])
     if props["requestdistribution"] == "zipfian" and insert > 0 and _chooses_keys(props):
+        if w.target_ops is None and expected_ops is not None:
+            bound = 2 * expected_ops
         bound = min(bound, math.ceil(KEY_RANGE_SLACK * records / (2 * insert)))
     return max(1, min(bound, INT_MAX))
 
@@ -435,6 +435,41 @@ def read_hdr_log(path: str | Path) -> HdrHistogram:
     if intervals == 0:
         raise YcsbParseError(f"{path}: no histogram interval in the log: the client did not finish")
     return total
+
+
+_A_YEAR_S = 365 * 24 * 3600.0
+_START_TIME = re.compile(r"#\[(StartTime|BaseTime): (\d+(?:\.\d+)?) ")
+
+
+def hdr_window(directory: str | Path) -> tuple[float, float]:
+    """When one client measured, (start, end) in ms since the epoch, from its HdrHistogram logs (not CLEANUP's):
+    each log's StartTime (written when its first operation was measured; YCSB makes it the log's base time too)
+    plus its intervals' offsets; the end is the last interval's end, when the client exported its report."""
+    spans = [_log_span(p) for p in sorted(Path(directory).glob("*.hdr")) if not p.stem.upper().endswith("CLEANUP")]
+    if not spans:
+        raise YcsbParseError(f"{directory}: no HdrHistogram log of an operation: the client did not finish")
+    return min(s[0] for s in spans), max(s[1] for s in spans)
+
+
+def _log_span(path: Path) -> tuple[float, float]:
+    times: dict[str, float] = {}
+    spans: list[tuple[float, float]] = []
+    try:
+        for line in path.read_text().splitlines():
+            if (stamp := _START_TIME.match(line)) is not None:
+                times[stamp[1]] = float(stamp[2])
+                continue
+            interval = re_histogram_interval.match(line.split(",", 1)[1] if line.startswith("Tag=") else line)
+            if interval and not line.startswith("#"):
+                spans.append((float(interval.group(1)), float(interval.group(2))))
+    except (OSError, ValueError) as exc:
+        raise YcsbParseError(f"{path}: not a readable HdrHistogram log: {exc!r}") from exc
+    base = times.get("BaseTime", times.get("StartTime"))
+    if base is None or not spans:
+        raise YcsbParseError(f"{path}: no StartTime or no interval in the log: the client did not finish")
+    first = min(s for s, _ in spans)
+    base = 0.0 if first > _A_YEAR_S else base  # absolute timestamps (a log without a base time), as hdrh reads them
+    return 1000 * (base + first), 1000 * (base + max(s + n for s, n in spans))
 
 
 def merge_hdr_logs(directories: Sequence[str | Path]) -> dict[str, MergedLatency]:

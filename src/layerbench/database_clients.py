@@ -1,0 +1,122 @@
+"""Many clients per database instance (a server stack's ``clients``): who they are, when they ran, what merges.
+
+Without ``clients`` a database trial runs one client per instance, its samples as job "i0", "i1", ...
+With ``clients: N`` it runs N against each instance, all started together: client j of instance k is job
+"i<k>c<j>" (its own report: ops/s, latency, errors); the instance, job "i<k>", has its clients' latency merged
+(their histograms or raw latencies, never their percentiles averaged) and no ops/s of its own, since a trial's
+throughput is the sum over its jobs and each operation must count once; job "all" has every client's latency
+merged. When each client ran comes from the tool's own record, not from the host's clock around the process
+(a JVM takes a second or more to start): YCSB's HdrHistogram logs (each log's start time and intervals),
+pgbench's per-transaction logs (each transaction's end and latency). The spread between the first and the last
+client to start and to finish is stored (job "all") and judged by the ``clients-in-step`` check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from layerbench import hdr
+from layerbench.analysis.checks import Check
+from layerbench.clients_trial import in_step
+from layerbench.sample import Sample
+from layerbench.spec.clients import ClientsSpec
+from layerbench.workloads import fio_clients, pgbench, ycsb
+
+MERGED = "all"
+
+
+@dataclass(frozen=True)
+class Client:
+    """One client process of a trial: against which instance, its place among that instance's clients, its job."""
+
+    instance: int
+    index: int
+    job: str
+
+
+def clients_of(instances: int, spec: ClientsSpec | None) -> list[Client]:
+    """Every client of a trial, instance by instance: one each without ``clients`` (job "i0"), else N ("i0c0")."""
+    if spec is None:
+        return [Client(i, 0, instance_job(i)) for i in range(instances)]
+    return [Client(i, j, f"{instance_job(i)}c{j}") for i in range(instances) for j in range(spec.count)]
+
+
+def instance_job(instance: int) -> str:
+    return f"i{instance}"
+
+
+def by_instance(clients: Sequence[Client]) -> dict[int, list[int]]:
+    """Each instance's clients, as positions in ``clients``."""
+    out: dict[int, list[int]] = {}
+    for n, c in enumerate(clients):
+        out.setdefault(c.instance, []).append(n)
+    return out
+
+
+@dataclass(frozen=True)
+class Timing:
+    """When the clients ran, as a trial stores it: spread samples, what goes in the trial's info, the check."""
+
+    samples: list[Sample]
+    info: dict[str, Any]
+    check: Check
+
+
+def timing(windows: Mapping[str, tuple[float, float]], runtime_s: float, spec: ClientsSpec, source: str) -> Timing:
+    """``windows``: each client's (start, end) in ms since the epoch, by job; ``source`` says what told them."""
+    spread = fio_clients.spreads(windows)
+    samples = [Sample(metric, value, "ms", "", MERGED) for metric, value in spread.items()]
+    info = {
+        "clients_spread_ms": spread,
+        "clients_ran_ms": {job: list(w) for job, w in windows.items()},
+        "clients_timed_by": source,
+    }
+    return Timing(samples, info, in_step(windows, runtime_s, spec.max_spread))
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What a trial keeps of its clients' reports and logs: samples (each client's, each instance's where an
+    instance has several, and every client's merged as "all"), the merged histograms (encoded, by operation),
+    and each client's window (only where the stack has ``clients``)."""
+
+    samples: list[Sample]
+    latency_hdr: dict[str, str]
+    windows: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+
+def ycsb_measured(
+    clients: Sequence[Client], results: Sequence[ycsb.YcsbResult], logs: Sequence[Path], many: bool
+) -> Measured:
+    """YCSB's reports and each client's HdrHistogram log directory (``logs``, in the order of ``clients``)."""
+    samples = [s for c, r in zip(clients, results, strict=True) for s in ycsb.samples(r, c.job)]
+    if many:
+        for instance, members in by_instance(clients).items():
+            own = ycsb.merge_hdr_logs([logs[n] for n in members])
+            samples += ycsb.merged_samples(own, instance_job(instance))
+    merged = ycsb.merge_hdr_logs(logs)
+    samples += ycsb.merged_samples(merged, MERGED)
+    kept = {name.lower(): hdr.encode(m.histogram) for name, m in merged.items() if not name.upper().endswith("CLEANUP")}
+    windows = {c.job: ycsb.hdr_window(log) for c, log in zip(clients, logs, strict=True)} if many else {}
+    return Measured(samples, kept, windows)
+
+
+def pgbench_measured(
+    clients: Sequence[Client], results: Sequence[pgbench.PgbenchResult], files: Sequence[list[Path]], many: bool
+) -> Measured:
+    """pgbench's summaries and each client's per-transaction logs (``files``, in the order of ``clients``)."""
+    own = [pgbench.latencies_from_logs(f) for f in files]
+    samples = [s for c, r, lat in zip(clients, results, own, strict=True) for s in pgbench.samples(r, lat, c.job)]
+    if many:
+        for instance, members in by_instance(clients).items():
+            samples += pgbench.latency_samples(np.concatenate([own[n] for n in members]), instance_job(instance))
+    pooled = np.concatenate(own) if own else np.empty(0)
+    samples += pgbench.latency_samples(pooled, MERGED)
+    kept = {"": hdr.encode(hdr.of_values(pooled))} if pooled.size else {}
+    windows = {c.job: pgbench.log_window(f) for c, f in zip(clients, files, strict=True)} if many else {}
+    return Measured(samples, kept, windows)
