@@ -26,7 +26,11 @@ intervals are honest across repeats (each repeat builds its stacks afresh, so
 the spread of the repeats' ratios is what a new build varies by: held stacks'
 intervals that left it out would be too narrow to cover it).
 
-Last line `ratio=<once's width·√time / seeds'>`; goal at most 0.5 (issue 31).
+Precision is judged twice: by the width each protocol's own intervals claim,
+and by how much its answer actually moves from repeat to repeat (the SD of the
+repeats' log ratios), which a protocol whose intervals are too narrow cannot
+flatter. Last line `ratio=<once's spread·√time / seeds'>`; goal at most 0.5
+(issue 31). `--replay LOG` recomputes the summary from a log's repeat lines.
 
 Usage (as root, nothing else running):
   .venv/bin/python bench/efficiency.py [--rounds N] [--repeats R] [--load]
@@ -38,6 +42,7 @@ import argparse
 import contextlib
 import math
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -147,13 +152,15 @@ def hog(enabled: bool, seed: int) -> Iterator[None]:
         p.wait()
 
 
-def honesty(outcomes: list[Outcome]) -> str:
-    """The repeats' spread of log ratios against the mean standard error their intervals claimed: near 1 or
-    below, the intervals cover what a new build varies by; well above 1, they are too narrow."""
-    logs = [math.log(o.ratio.ratio) for o in outcomes]
-    claimed = statistics.fmean((math.log(o.ratio.ci_high) - math.log(o.ratio.ci_low)) / (2 * 1.96) for o in outcomes)
-    spread = statistics.stdev(logs) if len(logs) > 1 else math.nan
-    return f"repeats' SD of log ratio {spread:.4f}, mean claimed SE {claimed:.4f} (×{spread / claimed:.2f})"
+def spread(outcomes: list[Outcome]) -> float:
+    """The SD of the repeats' log ratios: how much the protocol's answer actually moves from one run to the
+    next (each repeat builds afresh, at another time), whatever its intervals claim."""
+    return statistics.stdev(math.log(o.ratio.ratio) for o in outcomes) if len(outcomes) > 1 else math.nan
+
+
+def claimed(outcomes: list[Outcome]) -> float:
+    """The mean standard error the protocol's own intervals claimed, on the same log scale."""
+    return statistics.fmean((math.log(o.ratio.ci_high) - math.log(o.ratio.ci_low)) / (2 * 1.96) for o in outcomes)
 
 
 def main(rounds: int, repeats: int, load: bool, seed: int) -> None:
@@ -167,14 +174,39 @@ def main(rounds: int, repeats: int, load: bool, seed: int) -> None:
                 r = o.ratio
                 print(f"repeat {rep + 1} {protocol:<11} ×{r.ratio:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] "
                       f"width {o.width:.1%} in {o.wall_s:.0f} s", flush=True)  # fmt: skip
-    for protocol, outcomes in found.items():
-        print(f"{protocol}: mean width {statistics.fmean(o.width for o in outcomes):.1%}, "
-              f"mean wall {statistics.fmean(o.wall_s for o in outcomes):.0f} s, "
-              f"width·√s {statistics.fmean(o.per_second for o in outcomes):.3f}; {honesty(outcomes)}")  # fmt: skip
-    seeds = statistics.fmean(o.per_second for o in found["seeds"])
-    every = statistics.fmean(o.per_second for o in found["every-round"])
-    print(f"every-round/seeds={every / seeds:.2f}")
-    print(f"ratio={statistics.fmean(o.per_second for o in found['once']) / seeds:.2f}")
+    report(found)
+
+
+LINE = re.compile(r"repeat \d+ (\S+)\s+×([\d.]+) \[([\d.]+), ([\d.]+)\] width [\d.]+% in (\d+) s")
+
+
+def replay(log: Path) -> dict[str, list[Outcome]]:
+    """A log's repeat lines as outcomes (their figures as printed, to three decimals)."""
+    found: dict[str, list[Outcome]] = {p: [] for p in PROTOCOLS}
+    for m in LINE.finditer(log.read_text()):
+        protocol, r, lo, hi, wall = m.groups()
+        found[protocol].append(Outcome(protocol, Ratio(float(r), float(lo), float(hi), math.nan), float(wall)))
+    return found
+
+
+def report(found: dict[str, list[Outcome]]) -> None:
+    """Per protocol: its claimed width, wall time and actual spread; then the two efficiency ratios against the
+    seeds': by the actual spread (``ratio=``) and by the claimed width (which flatters a protocol whose
+    intervals are too narrow)."""
+    wall = {p: statistics.fmean(o.wall_s for o in found[p]) for p in found}
+    for p, outcomes in found.items():
+        honest = spread(outcomes) / claimed(outcomes)
+        print(f"{p}: mean width {statistics.fmean(o.width for o in outcomes):.1%}, mean wall {wall[p]:.0f} s, "
+              f"width·√s {statistics.fmean(o.per_second for o in outcomes):.3f}; repeats' SD of log ratio "
+              f"{spread(outcomes):.4f} against a claimed SE of {claimed(outcomes):.4f} (×{honest:.2f}: above 1, "
+              f"its intervals are too narrow), SD·√s {spread(outcomes) * math.sqrt(wall[p]):.4f}")  # fmt: skip
+    seeds_claim = statistics.fmean(o.per_second for o in found["seeds"])
+    seeds_spread = spread(found["seeds"]) * math.sqrt(wall["seeds"])
+    for p in ("every-round", "once"):
+        claim = statistics.fmean(o.per_second for o in found[p]) / seeds_claim
+        print(f"{p}/seeds: by claimed width {claim:.2f}, by actual spread "
+              f"{spread(found[p]) * math.sqrt(wall[p]) / seeds_spread:.2f}")  # fmt: skip
+    print(f"ratio={spread(found['once']) * math.sqrt(wall['once']) / seeds_spread:.2f}")
 
 
 if __name__ == "__main__":
@@ -183,5 +215,9 @@ if __name__ == "__main__":
     ap.add_argument("--repeats", type=int, default=5, help="runs of each protocol")
     ap.add_argument("--load", action="store_true", help="beside a CPU hog with random busy and idle spells")
     ap.add_argument("--seed", type=int, default=31)
+    ap.add_argument("--replay", type=Path, help="only the summary, from a log of this bench's repeat lines")
     a = ap.parse_args()
-    main(a.rounds, a.repeats, a.load, a.seed)
+    if a.replay:
+        report(replay(a.replay))
+    else:
+        main(a.rounds, a.repeats, a.load, a.seed)

@@ -205,3 +205,11 @@ def test_many_clients_need_a_node_that_is_this_host(full_caps: HostCaps) -> None
     assert far.startswith("clients: the fio client on this host reaches each pod's fio server") and "'n2'" in far
     (shared,) = refusals(caps, "tmpfs", "n1", clients={"count": 2, "shared": True})
     assert shared.startswith("clients.shared: not yet on kubernetes"), shared
+
+
+def test_a_database_s_clients_on_another_machine_s_node_are_refused_for_the_server_s_reason(
+    full_caps: HostCaps,
+) -> None:
+    caps = cluster(full_caps, n2=ClusterNode(True, False))
+    (reason,) = refusals(caps, "tmpfs", "n2", server="redis", clients=2)
+    assert reason.startswith("the database client runs on this host"), reason

@@ -319,7 +319,7 @@ def _kubernetes_ready(s: StackSpec, caps: HostCaps) -> str | None:
             "a pod's limits are cpus and memory: drop cpuset (the kubelet's static CPU manager pins, not a pod) "
             "and read_bps/write_bps (Kubernetes has no block-I/O limit)"
         )
-    if s.clients is not None and not node.local:
+    if s.clients is not None and s.server is None and not node.local:  # a database's clients run here anyway
         return (
             f"clients: the fio client on this host reaches each pod's fio server through the pod's root "
             f"(/proc), and node {s.engine.node!r} is another machine"
