@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import signal
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -42,6 +44,22 @@ def run(
             proc.wait()
         raise
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def run_and_show(spec: Path, dirs: dict[str, Path], timeout: float) -> dict[str, Any]:
+    """`layerbench run SPEC` to a clean exit, then what `show latest --json` says of it."""
+    done = run(["run", str(spec)], dirs, timeout=timeout)
+    assert done.returncode == 0, done.stdout + done.stderr
+    shown = run(["show", "latest", "--json"], dirs)
+    assert shown.returncode == 0, shown.stderr
+    return dict(json.loads(shown.stdout))
+
+
+def trials_labelled(db_path: Path) -> list[tuple[int, str, str, str]]:
+    """Every trial of the results database as (its id, status, stderr, its cell's label)."""
+    with sqlite3.connect(db_path) as db:
+        query = "SELECT t.id, t.status, t.stderr, c.label FROM trials t JOIN cells c USING (run_id, cell_id)"
+        return [tuple(row) for row in db.execute(query)]  # type: ignore[misc]
 
 
 def start(args: list[str], dirs: dict[str, Path], prefix: Sequence[str] = ()) -> subprocess.Popen[str]:

@@ -41,17 +41,11 @@ def dirs() -> Iterator[dict[str, Path]]:
 
 def test_database_clients_run_together_each_with_its_row_and_one_merged_latency(dirs: dict[str, Path]) -> None:
     dirs["spec"].write_text(SPEC)
-    done = support.run(["run", str(dirs["spec"])], dirs, timeout=RUN_DEADLINE_S)
-    assert done.returncode == 0, done.stdout + done.stderr
-    shown = support.run(["show", "latest", "--json"], dirs)
-    assert shown.returncode == 0, shown.stderr
-    data = json.loads(shown.stdout)
+    data = support.run_and_show(dirs["spec"], dirs, RUN_DEADLINE_S)
     assert len(data["cells"]) == 6
 
+    trials = support.trials_labelled(dirs["db"])
     with sqlite3.connect(dirs["db"]) as db:
-        trials = db.execute(
-            "SELECT t.id, t.status, t.stderr, c.label FROM trials t JOIN cells c USING (run_id, cell_id)"
-        ).fetchall()
         assert len(trials) == 6 and all(status == "ok" for _, status, _, _ in trials), trials
         for trial_id, _, _, label in trials:
             ops = dict(db.execute("SELECT job, value FROM samples WHERE trial_id = ? AND metric = 'ops'", (trial_id,)))

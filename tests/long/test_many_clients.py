@@ -4,7 +4,6 @@ one result per trial, a row per client, servers on Unix sockets only, and nothin
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 from pathlib import Path
@@ -36,17 +35,11 @@ def dirs(tmp_path: Path) -> dict[str, Path]:
 def test_clients_run_together_with_one_result_each_and_a_row_per_client(tmp_path: Path, dirs: dict[str, Path]) -> None:
     spec = tmp_path / "clients.yaml"
     spec.write_text(SPEC)
-    done = support.run(["run", str(spec)], dirs, timeout=RUN_DEADLINE_S)
-    assert done.returncode == 0, done.stdout + done.stderr
-    shown = support.run(["show", "latest", "--json"], dirs)
-    assert shown.returncode == 0, shown.stderr
-    data = json.loads(shown.stdout)
+    data = support.run_and_show(spec, dirs, RUN_DEADLINE_S)
     assert len(data["cells"]) == 5
 
+    trials = support.trials_labelled(dirs["db"])
     with sqlite3.connect(dirs["db"]) as db:
-        trials = db.execute(
-            "SELECT t.id, t.status, t.stderr, c.label FROM trials t JOIN cells c USING (run_id, cell_id)"
-        ).fetchall()
         assert all(status == "ok" for _, status, _, _ in trials), trials
         for trial_id, _, _, label in trials:
             count = int(re.search(r"/(\d+)clients?", label)[1])  # type: ignore[index]
@@ -95,7 +88,7 @@ def test_podman_clients_too(tmp_path: Path, dirs: dict[str, Path]) -> None:
     done = support.run(["run", str(spec)], dirs, timeout=RUN_DEADLINE_S)
     assert done.returncode == 0, done.stdout + done.stderr
     with sqlite3.connect(dirs["db"]) as db:
-        (status, stderr), = db.execute("SELECT status, stderr FROM trials").fetchall()
+        ((status, stderr),) = db.execute("SELECT status, stderr FROM trials").fetchall()
         assert status == "ok", stderr
         jobs = {j for (j,) in db.execute("SELECT DISTINCT job FROM samples WHERE metric = 'iops'")}
     assert jobs == {"c0", "c1"}

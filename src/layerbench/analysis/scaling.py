@@ -32,6 +32,7 @@ SATURATION = {"CPU": 90.0, "device": 90.0, "memory": 0.95}
 LATENCY_METRIC = "lat_p99_us"
 SIGNIFICANCE = 0.05
 MERGED_JOB = "all"  # the percentiles of every client's operations merged, as the trial stored them
+CLIENTS_GROUP = "/clients"  # what group_of puts in the name of a curve over clients, where a count stood
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ class Scaling:
     @property
     def counted(self) -> str:
         """What the curve counts: clients (a stack's ``clients``, group_of's "/clients"), or instances."""
-        return "client" if "/clients" in self.group else "instance"
+        return "client" if CLIENTS_GROUP in self.group else "instance"
 
     @property
     def bottleneck(self) -> str | None:
@@ -131,7 +132,7 @@ def scale_points(
 def group_of(stack: StackSpec) -> str:
     """The stack's label without its instance (or fio client) count: what names a scaling curve."""
     if stack.clients is not None:  # shared or not stays in the name: they are two curves
-        return stack.model_copy(update={"clients": None}).label() + "/clients" + ("(shared)" * stack.clients.shared)
+        return stack.model_copy(update={"clients": None}).label() + CLIENTS_GROUP + "(shared)" * stack.clients.shared
     return stack.model_copy(update={"instances": 1}).label()
 
 

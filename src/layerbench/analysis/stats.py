@@ -118,27 +118,14 @@ def paired_logs(cell: dict[int, float], base: dict[int, float]) -> LogRatio:
 
 def welch_logs(cell: Values, base: Values) -> LogRatio:
     """Unpaired: the difference of the two sides' mean logs (the ratio of geometric means), with Welch's
-    standard error and degrees of freedom; for trials that share no rounds (two runs)."""
-    a, b = np.asarray(cell, dtype=float), np.asarray(base, dtype=float)
-    n = min(len(a), len(b))
-    if n == 0:
-        return LogRatio(0, NAN, NAN, NAN, "no trials on one side")
-    if (a <= 0).any() or (b <= 0).any():
-        return LogRatio(n, NAN, NAN, NAN, "a value not above zero")
-    la, lb = np.log(a), np.log(b)
-    mean = float(la.mean() - lb.mean())
-    if n < 2:
-        return LogRatio(n, mean, NAN, NAN, "one trial")
-    va, vb = float(la.var(ddof=1)) / len(a), float(lb.var(ddof=1)) / len(b)
-    if math.sqrt(va + vb) <= NO_SPREAD:
-        return LogRatio(n, mean, NAN, NAN, "no spread on either side to judge")
-    df = (va + vb) ** 2 / (va * va / (len(a) - 1) + vb * vb / (len(b) - 1))
-    return LogRatio(n, mean, math.sqrt(va + vb), df, paired=False)
+    standard error and degrees of freedom; for trials that share no rounds (two runs). One pair of
+    ``welch_logs_of``."""
+    return welch_logs_of([(cell, base)])[0]
 
 
 def welch_logs_of(pairs: Sequence[tuple[Values, Values]]) -> list[LogRatio]:
-    """``welch_logs`` of each (cell, base) of ``pairs``: numpy over all pairs of the same lengths at once (two
-    runs' 10,500 cells one at a time were 0.5 s of `compare`), the same numbers (tests/unit/test_stats.py)."""
+    """Welch's log ratio (``welch_logs``) of each (cell, base) of ``pairs``: numpy over all pairs of the same
+    lengths at once (two runs' 10,500 cells one at a time were 0.5 s of `compare`)."""
     out: dict[int, LogRatio] = {}
     for index, (cells, bases) in _by_length(pairs):
         out.update(zip(index, _welch(cells, bases), strict=True))
@@ -146,8 +133,8 @@ def welch_logs_of(pairs: Sequence[tuple[Values, Values]]) -> list[LogRatio]:
 
 
 def _welch(a: np.ndarray, b: np.ndarray) -> list[LogRatio]:
-    """``welch_logs`` of each row of ``a`` with the same row of ``b``: their logs, means and variances along
-    the rows as numpy takes them of one row, and the rest in plain floats as ``welch_logs`` does."""
+    """Welch's log ratio of each row of ``a`` with the same row of ``b``: their logs, means and variances along
+    the rows, the rest in plain floats."""
     (k, na), nb = a.shape, b.shape[1]
     n = min(na, nb)
     if n == 0:
@@ -177,19 +164,13 @@ def _welch(a: np.ndarray, b: np.ndarray) -> list[LogRatio]:
 
 def log_ratio(r: LogRatio, confidence: float = 0.95) -> Ratio:
     """The ratio, its ``confidence`` interval and two-sided p-value from one t statistic: they cannot disagree."""
-    if r.mean != r.mean:
-        return Ratio(NAN, NAN, NAN, NAN)
-    if r.sem != r.sem:
-        return Ratio(math.exp(r.mean), NAN, NAN, NAN)
-    half = t_quantile(confidence, r.df) * r.sem
-    p = float(2 * special.stdtr(r.df, -abs(r.mean / r.sem)))
-    return Ratio(math.exp(r.mean), math.exp(r.mean - half), math.exp(r.mean + half), p)
+    return log_ratios(np.array([r.mean]), np.array([r.sem]), np.array([r.df]), confidence)[0]
 
 
 def log_ratios(mean: np.ndarray, sem: np.ndarray, df: np.ndarray, confidence: float = 0.95) -> list[Ratio]:
     """``log_ratio`` of each comparison given as arrays of its ``LogRatio``'s mean, sem and df: the t
     distribution's ufuncs called once over all of them (once per comparison was 0.4 s of comparing 10,500
-    cells), each ratio's exponentials by ``math.exp`` as there (numpy's may round the last digit otherwise)."""
+    cells), each ratio's exponentials by ``math.exp`` (numpy's may round the last digit otherwise)."""
     with np.errstate(divide="ignore", invalid="ignore"):  # NaN where there is no interval: not used
         half = (special.stdtrit(df, 0.5 + confidence / 2) * sem).tolist()
         p = (2 * special.stdtr(df, -np.abs(mean / sem))).tolist()
