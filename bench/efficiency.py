@@ -196,7 +196,9 @@ def report(found: dict[str, list[Outcome]]) -> None:
     wall = {p: statistics.fmean(o.wall_s for o in found[p]) for p in found}
     for p, outcomes in found.items():
         honest = spread(outcomes) / claimed(outcomes)
-        print(f"{p}: mean width {statistics.fmean(o.width for o in outcomes):.1%}, mean wall {wall[p]:.0f} s, "
+        geo = math.exp(statistics.fmean(math.log(o.ratio.ratio) for o in outcomes))
+        print(f"{p}: ratio ×{geo:.3f} (geometric mean of the repeats'), "
+              f"mean width {statistics.fmean(o.width for o in outcomes):.1%}, mean wall {wall[p]:.0f} s, "
               f"width·√s {statistics.fmean(o.per_second for o in outcomes):.3f}; repeats' SD of log ratio "
               f"{spread(outcomes):.4f} against a claimed SE of {claimed(outcomes):.4f} (×{honest:.2f}: above 1, "
               f"its intervals are too narrow), SD·√s {spread(outcomes) * math.sqrt(wall[p]):.4f}")  # fmt: skip
