@@ -17,6 +17,12 @@ from typing import Any
 import pytest
 import yaml
 
+from layerbench import proc
+from layerbench.spec.load import validate
+from layerbench.spec.matrix import expand_stacks
+from layerbench.stack.ledger import Ledger
+from layerbench.stack.pool import StackPool
+from layerbench.stack.target import BuildContext
 from tests import support
 from tests.integration.leftovers import assert_nothing_left, bridges, leftovers, server_dirs
 from tests.k8s.cells import RR, cpu_checks, trials_by_label
@@ -176,3 +182,27 @@ def test_doctor_asks_a_named_daemon(docker_hosts: Any) -> None:
     (row,) = [r for r in json.loads(done.stdout) if r["axis"] == "docker-host"]
     assert row["value"] == url and row["ok"] and row["note"].startswith("Docker 20.10"), row
     assert row["note"].endswith("overlay2 on extfs"), row
+
+
+
+def test_held_stacks_on_one_daemon_each_remove_only_their_own(docker_hosts: Any, tmp_path: Path) -> None:
+    """Three stacks on one daemon with room for two held (issue 31's pool): the oldest is released for the
+    third, its container and volume go, the one still held runs on with the image they share, and the
+    last one out takes the image. Each used to sweep the whole run's label, taking the other's container,
+    and the side-by-side teardown at a run's end raced on it (a 409 in CI)."""
+    url = docker_hosts.url("node1")
+    baseline = daemon_state(docker_hosts)
+    volume, tmpfs, layer = expand_stacks(validate(host_spec([url], ["volume", "tmpfs", "writable-layer"])))
+    ledger = Ledger(tmp_path / "ledger.db", "held")
+    ctx = BuildContext(tmp_path, ledger, "held", proc.run)
+    with StackPool(ctx, fits=lambda stack, work: len(pool.held()) < 2) as pool:
+        pool.visit(volume).builder.enter(volume, 2**20)
+        kept = pool.visit(tmpfs).builder.enter(tmpfs, 2**20)
+        pool.visit(layer).builder.enter(layer, 2**20)
+        assert pool.held() == [tmpfs, layer]
+        assert kept.run(["fio", "--version"], 30).rc == 0  # the other stack's container lives on
+        left = daemon_state(docker_hosts) - baseline
+        assert sorted(what.split()[1] for what in left) == ["container", "container", "image"], left
+        assert len(ctx.shared.keys()) == 1  # the image, held for the stacks still there
+    assert ctx.shared.keys() == [] and ledger.live() == []
+    assert daemon_state(docker_hosts) == baseline

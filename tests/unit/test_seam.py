@@ -350,6 +350,7 @@ def test_doctor_says_how_to_name_a_cluster_and_a_swarm(monkeypatch: pytest.Monke
 LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "ledger",
+        "shared",
         "runlock",
         "target",
         "protocols",

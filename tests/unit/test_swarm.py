@@ -19,6 +19,8 @@ from layerbench.stack.cleanup import REMOVERS
 from layerbench.stack.engines import failure_category
 from layerbench.stack.engines.swarm import _resources, _service, swarm_api
 
+LABELS = {"layerbench.run": "run-1", "layerbench.scope": "run-1.abc123"}
+
 READY = SwarmNode(ready=True, unreachable=None)
 
 
@@ -80,18 +82,18 @@ def test_an_unreachable_swarm_refuses_its_cells_with_why(full_caps: HostCaps) ->
 
 def test_the_cells_service_is_one_task_pinned_never_restarted_labelled_and_limited() -> None:
     mounts = [Mount("/data", "/mnt/x/lb-1-data", type="bind")]
-    body = _service("lb-1", "layerbench/tools:abc", "node2", Limits(cpus=0.5, memory="256MiB"), mounts, "run-1")
+    body = _service("lb-1", "layerbench/tools:abc", "node2", Limits(cpus=0.5, memory="256MiB"), mounts, LABELS)
     assert body["constraints"] == ["node.hostname==node2"]
     assert body["restart_policy"]["Condition"] == "none"
     assert body["endpoint_spec"] == {"Mode": "dnsrr"}  # no virtual IP: this kernel has no IPVS
-    assert body["labels"] == body["container_labels"] == {"layerbench.run": "run-1"}
+    assert body["labels"] == body["container_labels"] == LABELS
     assert body["command"] == ["sleep", "infinity"] and body["mounts"] == mounts
     assert body["resources"] == {"Limits": {"NanoCPUs": 500_000_000, "MemoryBytes": 256 * 2**20}}
-    assert "resources" not in _service("lb-2", "i", "node2", Limits(), [], "run-1")
+    assert "resources" not in _service("lb-2", "i", "node2", Limits(), [], LABELS)
 
 
 def test_a_servers_service_has_its_port_published_by_the_node_in_host_mode() -> None:
-    body = _service("lb-3", "i", "node2", Limits(), [], "run-1", port=5432)
+    body = _service("lb-3", "i", "node2", Limits(), [], LABELS, port=5432)
     (port,) = body["endpoint_spec"]["Ports"]
     assert port == {"TargetPort": 5432, "Protocol": "tcp", "PublishMode": "host"}  # the node picks the port
     assert body["endpoint_spec"]["Mode"] == "dnsrr"

@@ -6,6 +6,7 @@ docker-archive, and removal of images and volumes by the daemon's URL (for ``cle
 from __future__ import annotations
 
 import contextlib
+import secrets
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,6 +24,8 @@ from layerbench.stack.ledger import Resource, tracked
 from layerbench.stack.target import BuildContext
 
 RUN_LABEL = "layerbench.run"
+# One engine's objects within a run: held stacks on one daemon (stack/pool.py) each remove only their own.
+SCOPE_LABEL = "layerbench.scope"
 API_TIMEOUT_S = 60
 
 
@@ -76,18 +79,23 @@ def image_on(
     kind: str = "swarm-image",
 ) -> str:
     """The image of these host binaries on a daemon layerbench did not start (a swarm node's, a Docker
-    host's): loaded there unless it has it, removed when ``exits`` closes (ledger ``kind``)."""
+    host's): loaded there unless it has it, removed (ledger ``kind``) when ``exits`` closes and no other
+    engine of the run uses it there (stack/shared.py)."""
     _, _, tag = recipe(binaries, ctx, files)
     ref = f"{REPOSITORY}:{tag}"
-    if has_image(daemon, ref):
-        return ref  # the daemon's own (an image it had before is left there)
-    archive = ctx.work_dir / f"{kind}-{tag}.tar"
-    write_archive(ImageRecipe(ref, binaries, list(files), IDLE), archive)
-    try:
-        exits.enter_context(loaded_image(daemon, socket, archive, ref, ctx, kind))
-    finally:
-        archive.unlink(missing_ok=True)
-    return ref
+
+    def load(owned: contextlib.ExitStack) -> str:
+        if has_image(daemon, ref):
+            return ref  # the daemon's own (an image it had before is left there)
+        archive = ctx.work_dir / f"{kind}-{tag}.tar"
+        write_archive(ImageRecipe(ref, binaries, list(files), IDLE), archive)
+        try:
+            owned.enter_context(loaded_image(daemon, socket, archive, ref, ctx, kind))
+        finally:
+            archive.unlink(missing_ok=True)
+        return ref
+
+    return str(exits.enter_context(ctx.shared.use((socket, ref), load)))
 
 
 @contextmanager
@@ -134,3 +142,9 @@ def reclaim_volume(res: Resource, runner: Any) -> None:
 
 def reclaim_image(res: Resource, runner: Any) -> None:
     remove_image(res.detail["socket"], res.ident)
+
+
+def scope_labels(run_id: str) -> dict[str, str]:
+    """The labels of one engine's objects on a daemon: the run's (what `cleanup` sweeps after a kill) and
+    the engine's own scope (what the engine sweeps when it closes, leaving the other held stacks' alone)."""
+    return {RUN_LABEL: run_id, SCOPE_LABEL: f"{run_id}.{secrets.token_hex(3)}"}

@@ -11,6 +11,7 @@ from typing import Any
 from layerbench.proc import Completed, Runner
 from layerbench.spec.profiles import Budget
 from layerbench.stack.ledger import Ledger
+from layerbench.stack.shared import Shared
 
 # Where `make setup` puts what the database clients need (the YCSB jars, IOzone); --cache-dir elsewhere.
 DEFAULT_CACHE = Path("/var/cache/layerbench")
@@ -34,6 +35,7 @@ class BuildContext:
     # The run's database password, made for this run and kept in memory only (never in the store, the
     # ledger or a log): every server the run starts requires it, every client is given it in a 0600 file.
     password: str = field(default_factory=lambda: secrets.token_urlsafe(24), repr=False)
+    shared: Shared = field(default_factory=Shared, repr=False)  # images the held stacks' engines share
 
 
 @dataclass(frozen=True)

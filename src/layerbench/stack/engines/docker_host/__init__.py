@@ -67,6 +67,7 @@ class DockerHostEngine:
     daemon: docker.DockerClient
     facts: dict[str, Any]  # the daemon's account of itself (host_api.facts), recorded in every trial
     exits: contextlib.ExitStack  # what lives as long as the engine: the tools image on the daemon
+    labels: dict[str, str]  # what its containers and volumes carry (docker_api.scope_labels)
     tools_image: str | None = None
     kind: str = KIND
 
@@ -87,9 +88,9 @@ def start(mount: Mount, spec: EngineSpec, ctx: BuildContext) -> Iterator[DockerH
     with contextlib.ExitStack() as exits:
         exits.callback(daemon.close)
         found = host_api.facts(daemon.info())
-        exits.enter_context(host_api.run_scope(spec.daemon, ctx))
-        images = exits.enter_context(contextlib.ExitStack())  # closed before the run's row goes
-        yield DockerHostEngine(spec.daemon, daemon, found, images)
+        labels = exits.enter_context(host_api.run_scope(spec.daemon, ctx))
+        images = exits.enter_context(contextlib.ExitStack())  # closed before the engine's row goes
+        yield DockerHostEngine(spec.daemon, daemon, found, images, labels)
 
 
 def failure(rc: int | None, stderr: str) -> str | None:
@@ -113,7 +114,7 @@ def _placement(
             **limit_kwargs(stack.limits, ""),  # no block-I/O limit reaches here (spec/rules.py)
             **_data(engine, name, kind, data_bytes, ctx, exits),
         }
-        made = exits.enter_context(host_api.container(engine.daemon, engine.url, name, kwargs, ctx))
+        made = exits.enter_context(host_api.container(engine.daemon, engine.url, name, kwargs, engine.labels, ctx))
         run = exec_in(cast(ApiDaemon, Daemon(engine.daemon)), made, kill_inside(made))
         table = _mount_table(run)
         info = {
@@ -139,7 +140,7 @@ def _data(
     if kind == "writable-layer":
         return {}
     if kind == "volume":
-        made = exits.enter_context(host_api.volume(engine.daemon, engine.url, name, ctx))
+        made = exits.enter_context(host_api.volume(engine.daemon, engine.url, name, engine.labels, ctx))
         return {"volumes": {made: {"bind": DATA, "mode": "rw"}}}
     if kind == "tmpfs":
         return {"tmpfs": {DATA: f"size={data_bytes + TMPFS_HEADROOM}"}}

@@ -31,6 +31,7 @@ from layerbench.stack.ledger import Resource, tracked
 from layerbench.stack.target import BuildContext
 
 RUN_LABEL = docker_api.RUN_LABEL
+SCOPE_LABEL = docker_api.SCOPE_LABEL
 # What a trial records of the daemon (its `docker info`), under names of our own.
 INFO_KEYS = {
     "Name": "name",
@@ -128,17 +129,19 @@ def describe(url: str) -> tuple[bool, str]:
 
 
 @contextmanager
-def run_scope(url: str, ctx: BuildContext) -> Iterator[None]:
-    """The run's row on this daemon, recorded first and removed last: whatever of the run still carries
-    its label there (containers, volumes) goes with it."""
-    with tracked(ctx.ledger, "docker-host-run", ctx.run_id, lambda rid: None,
-                 lambda _: remove_labelled(url, ctx.run_id), socket=url):  # fmt: skip
-        yield
+def run_scope(url: str, ctx: BuildContext) -> Iterator[dict[str, str]]:
+    """The engine's row on this daemon, recorded first and removed last: whatever still carries its scope
+    there (containers, volumes) goes with it. Yields the labels its objects carry."""
+    labels = docker_api.scope_labels(ctx.run_id)
+    scope = labels[SCOPE_LABEL]
+    with tracked(ctx.ledger, "docker-host-run", scope, lambda rid: None,
+                 lambda _: remove_labelled(url, {"label": f"{SCOPE_LABEL}={scope}"}),
+                 socket=url, run=ctx.run_id):  # fmt: skip
+        yield labels
 
 
-def remove_labelled(url: str, run_id: str) -> None:
-    """Every container of the run on the daemon (with its anonymous volumes), then every volume of the run."""
-    selector = {"label": f"{RUN_LABEL}={run_id}"}
+def remove_labelled(url: str, selector: dict[str, str]) -> None:
+    """Every container the selector finds on the daemon (with its anonymous volumes), then every volume."""
     with contextlib.closing(docker_api.client(url)) as daemon:
         for container in daemon.containers.list(all=True, filters=selector, sparse=True):
             with contextlib.suppress(NotFound):
@@ -149,11 +152,13 @@ def remove_labelled(url: str, run_id: str) -> None:
 
 
 @contextmanager
-def volume(daemon: docker.DockerClient, url: str, name: str, ctx: BuildContext) -> Iterator[str]:
+def volume(
+    daemon: docker.DockerClient, url: str, name: str, labels: dict[str, str], ctx: BuildContext
+) -> Iterator[str]:
     """A named volume of the daemon's local driver: under its data-root, on whatever filesystem that is."""
 
     def create(rid: int) -> str:
-        return str(daemon.volumes.create(name, driver="local", labels={RUN_LABEL: ctx.run_id}).name)
+        return str(daemon.volumes.create(name, driver="local", labels=labels).name)
 
     with tracked(
         ctx.ledger, "docker-host-volume", name, create, lambda v: docker_api.remove_volume(url, v), socket=url
@@ -163,13 +168,13 @@ def volume(daemon: docker.DockerClient, url: str, name: str, ctx: BuildContext) 
 
 @contextmanager
 def container(
-    daemon: docker.DockerClient, url: str, name: str, kwargs: dict[str, Any], ctx: BuildContext
+    daemon: docker.DockerClient, url: str, name: str, kwargs: dict[str, Any], labels: dict[str, str], ctx: BuildContext
 ) -> Iterator[Container]:
     """A container named ``name`` of the Docker SDK's ``kwargs`` (image, command, mounts, limits), labelled
     with the run, started; removed after with its anonymous volumes."""
 
     def create(rid: int) -> Container:
-        made = daemon.containers.create(name=name, labels={RUN_LABEL: ctx.run_id}, **kwargs)
+        made = daemon.containers.create(name=name, labels=labels, **kwargs)
         ctx.ledger.update(rid, container=made.id)
         return made
 
@@ -195,4 +200,6 @@ def reclaim_container(res: Resource, runner: Any) -> None:
 
 
 def reclaim_run(res: Resource, runner: Any) -> None:
-    remove_labelled(res.detail["socket"], res.ident)
+    """After a kill the whole run goes: every engine's objects, by the run's label (a row written before
+    scopes names the run itself)."""
+    remove_labelled(res.detail["socket"], {"label": f"{RUN_LABEL}={res.detail.get('run', res.ident)}"})

@@ -106,18 +106,23 @@ class KubeEngine:
         return kube_api.start_exec(self.core, self.namespace, pod, container, argv, log)
 
     def _load(self, binaries: dict[str, str], ctx: BuildContext, files: tuple[str, ...] = ()) -> str:
-        """The image of these host binaries on the node: loaded there unless the node has it."""
+        """The image of these host binaries on the node: loaded there unless the node has it, removed when
+        no engine of the run uses it there (stack/shared.py)."""
         _, _, tag = recipe(binaries, ctx, files)
         ref = f"{REPOSITORY}:{tag}"
-        if kube_api.has_image(self.node, ref, ctx.runner):
+
+        def load(owned: contextlib.ExitStack) -> str:
+            if kube_api.has_image(self.node, ref, ctx.runner):
+                return ref
+            archive = ctx.work_dir / f"k8s-image-{tag}.tar"
+            write_archive(ImageRecipe(ref, binaries, list(files), ["sleep", "infinity"]), archive)
+            try:
+                owned.enter_context(kube_api.load_image(self.node, archive, ref, ctx))
+            finally:
+                archive.unlink(missing_ok=True)
             return ref
-        archive = ctx.work_dir / f"k8s-image-{tag}.tar"
-        write_archive(ImageRecipe(ref, binaries, list(files), ["sleep", "infinity"]), archive)
-        try:
-            self.exits.enter_context(kube_api.load_image(self.node, archive, ref, ctx))
-        finally:
-            archive.unlink(missing_ok=True)
-        return ref
+
+        return str(self.exits.enter_context(ctx.shared.use((self.node.name, ref), load)))
 
 
 @contextmanager

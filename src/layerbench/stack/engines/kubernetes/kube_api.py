@@ -43,6 +43,7 @@ from layerbench.stack.target import BuildContext, Exec, Put
 # Fields of a volume's spec that are not its source (what kind of storage it is: local, csi, nfs, hostPath...).
 NOT_SOURCES = frozenset({"capacity", "claim_ref", "node_affinity", "mount_options", "access_modes"})
 RUN_LABEL = "layerbench.run"
+SCOPE_LABEL = "layerbench.scope"  # the namespace a cluster-wide volume belongs to (held stacks each have one)
 CRI_SOCKET = "kubeadm.alpha.kubernetes.io/cri-socket"  # where kubeadm (and our local cluster) say the runtime is
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 POD_LIMIT_S = 300.0  # a guard against a pod that never starts (an image pull loop), not a deadline
@@ -168,7 +169,7 @@ def namespace(core: client.CoreV1Api, ctx: BuildContext, kubeconfig: str | None)
         return name
 
     with tracked(
-        ctx.ledger, "k8s-namespace", name, create, lambda ns: remove_namespace(core, ns, ctx.run_id),
+        ctx.ledger, "k8s-namespace", name, create, lambda ns: remove_namespace(core, ns, f"{SCOPE_LABEL}={ns}"),
         kubeconfig=kubeconfig or "", run=ctx.run_id,
     ) as made:  # fmt: skip
         yield made
@@ -178,12 +179,13 @@ def label(run_id: str) -> str:
     return safe_name(run_id)
 
 
-def remove_namespace(core: client.CoreV1Api, name: str, run_id: str) -> None:
-    """The namespace (its pods and claims with it), then the run's volumes; waits until they are gone."""
+def remove_namespace(core: client.CoreV1Api, name: str, volumes: str) -> None:
+    """The namespace (its pods and claims with it), then the volumes of the label selector ``volumes``
+    (the namespace's own; after a kill, the run's); waits until they are gone."""
     with contextlib.suppress(ApiException):
         core.delete_namespace(name, grace_period_seconds=0)
     _wait(lambda: not _exists(core.read_namespace, name), GONE_LIMIT_S, f"namespace {name} to go")
-    for pv in core.list_persistent_volume(label_selector=f"{RUN_LABEL}={label(run_id)}").items:
+    for pv in core.list_persistent_volume(label_selector=volumes).items:
         delete_volume(core, pv.metadata.name)
 
 
@@ -204,7 +206,7 @@ def delete_volume(core: client.CoreV1Api, name: str) -> None:
 def reclaim(res: Resource, runner: Any) -> None:
     """A dead run's namespace and volumes (``cleanup``), through the kubeconfig it was made with."""
     core = connect(res.detail.get("kubeconfig") or None)
-    remove_namespace(core, res.ident, res.detail.get("run", ""))
+    remove_namespace(core, res.ident, f"{RUN_LABEL}={label(res.detail.get('run', ''))}")
 
 
 def reclaim_object(res: Resource, runner: Any) -> None:
@@ -301,8 +303,8 @@ def pod(core: client.CoreV1Api, ns: str, body: client.V1Pod, ctx: BuildContext) 
 @contextmanager
 def local_claim(core: client.CoreV1Api, ns: str, name: str, node: str, path: Path, ctx: BuildContext) -> Iterator[str]:
     """A claim bound to a local volume at ``path`` on ``node``, as a static local-storage class gives;
-    both removed after (the volume also by the run's label, should the run die)."""
-    labels = {RUN_LABEL: label(ctx.run_id)}
+    both removed after (the volume also by its namespace's label, or the run's should the run die)."""
+    labels = {RUN_LABEL: label(ctx.run_id), SCOPE_LABEL: ns}
     size = "1Gi"  # a local volume's capacity is its directory's filesystem, whatever this says
     hostname = client.V1NodeSelectorRequirement(key="kubernetes.io/hostname", operator="In", values=[node])
     pv = client.V1PersistentVolume(

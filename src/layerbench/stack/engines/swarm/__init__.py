@@ -85,6 +85,7 @@ class SwarmEngine:
     node: swarm_api.NodeFacts
     daemon: docker.DockerClient  # the node's own
     exits: contextlib.ExitStack  # what lives as long as the engine: the tools image on the node
+    labels: dict[str, str]  # what its services and volumes carry (docker_api.scope_labels)
     tools_image: str | None = None
     kind: str = "swarm"
 
@@ -137,9 +138,9 @@ def start(mount: Mount, spec: EngineSpec, ctx: BuildContext) -> Iterator[SwarmEn
         assert node.socket is not None  # reachable, so labelled
         daemon = docker_api.client(node.socket)
         exits.callback(daemon.close)
-        exits.enter_context(swarm_api.run_scope(url, node, ctx))
-        images = exits.enter_context(contextlib.ExitStack())  # closed before the run's row goes
-        yield SwarmEngine(manager, url, node, daemon, images)
+        labels = exits.enter_context(swarm_api.run_scope(url, node, ctx))
+        images = exits.enter_context(contextlib.ExitStack())  # closed before the engine's row goes
+        yield SwarmEngine(manager, url, node, daemon, images, labels)
 
 
 def failure(rc: int | None, stderr: str) -> str | None:
@@ -194,7 +195,7 @@ def _placement(
     name = f"lb-{secrets.token_hex(4)}"
     with contextlib.ExitStack() as exits:
         mounts = _mounts(engine, name, kind, mount, data_bytes, ctx, exits)
-        body = _service(name, image, engine.node.name, stack.limits, mounts, ctx.run_id, port)
+        body = _service(name, image, engine.node.name, stack.limits, mounts, engine.labels, port)
         made, container = exits.enter_context(
             swarm_api.service(engine.manager, engine.manager_at, engine.daemon, engine.socket, body, ctx)
         )
@@ -220,7 +221,7 @@ def _mounts(
     path = exits.enter_context(host_dir(mount.mountpoint / f"{name}-data", ctx))
     if kind == "bind":
         return [SwarmMount(DATA, str(path), type="bind")]
-    volume = exits.enter_context(swarm_api.bound_volume(engine.daemon, engine.socket, name, path, ctx))
+    volume = exits.enter_context(swarm_api.bound_volume(engine.daemon, engine.socket, name, path, engine.labels, ctx))
     return [SwarmMount(DATA, volume, type="volume")]
 
 
@@ -230,13 +231,12 @@ def _service(
     node: str,
     limits: Limits,
     mounts: list[SwarmMount],
-    run_id: str,
+    labels: dict[str, str],
     port: int | None = None,
 ) -> dict[str, Any]:
     """The Docker SDK's arguments of the cell's service: one task on ``node``, never restarted, reached by
     name only (dnsrr: no virtual IP, no ingress: a kernel without IPVS runs it too), or at a port the
     node publishes itself (host mode: the node picks a free one)."""
-    labels = {docker_api.RUN_LABEL: run_id}
     ports = [{"TargetPort": port, "Protocol": "tcp", "PublishMode": "host"}] if port else None
     return {
         "image": image,

@@ -31,7 +31,7 @@ from docker.models.services import Service
 
 from layerbench.errors import LayerbenchError, PrerequisiteError
 from layerbench.spec.feasibility import SwarmNode
-from layerbench.stack.docker_api import RUN_LABEL, client, first_line, remove_volume
+from layerbench.stack.docker_api import RUN_LABEL, SCOPE_LABEL, client, first_line, remove_volume, scope_labels
 from layerbench.stack.ledger import Resource, tracked
 from layerbench.stack.target import BuildContext
 
@@ -126,39 +126,42 @@ def describe(url: str) -> list[tuple[str, bool, str]]:
 
 
 @contextmanager
-def run_scope(manager_at: str, node: NodeFacts, ctx: BuildContext) -> Iterator[None]:
-    """The run's row on this swarm, recorded first and removed last: whatever of the run still carries
-    its label (services on the manager, volumes on the node) goes with it."""
+def run_scope(manager_at: str, node: NodeFacts, ctx: BuildContext) -> Iterator[dict[str, str]]:
+    """The engine's row on this swarm, recorded first and removed last: whatever still carries its scope
+    (services on the manager, volumes on the node) goes with it. Yields the labels its objects carry."""
     assert node.socket is not None  # a node without one is refused before this
     socket = node.socket
+    labels = scope_labels(ctx.run_id)
+    scope = {"label": f"{SCOPE_LABEL}={labels[SCOPE_LABEL]}"}
     with tracked(
-        ctx.ledger, "swarm-run", ctx.run_id, lambda rid: None,
-        lambda _: remove_labelled(manager_at, socket, ctx.run_id), manager=manager_at, socket=socket,
+        ctx.ledger, "swarm-run", labels[SCOPE_LABEL], lambda rid: None,
+        lambda _: remove_labelled(manager_at, socket, scope), manager=manager_at, socket=socket, run=ctx.run_id,
     ):  # fmt: skip
-        yield
+        yield labels
 
 
-def remove_labelled(manager_at: str, socket: str, run_id: str) -> None:
-    """Every service of the run (and its containers on the node), then every volume of the run."""
-    selector = {"label": f"{RUN_LABEL}={run_id}"}
+def remove_labelled(manager_at: str, socket: str, selector: dict[str, str]) -> None:
+    """Every service the selector finds (and its containers on the node), then every volume."""
     with contextlib.closing(client(manager_at)) as manager, contextlib.closing(client(socket)) as daemon:
         for service in manager.services.list(filters=selector):
             with contextlib.suppress(NotFound):
                 service.remove()
-        _wait(lambda: not _containers(daemon, selector), f"the containers of run {run_id}")
+        _wait(lambda: not _containers(daemon, selector), f"the containers of {selector['label']}")
         for volume in daemon.volumes.list(filters=selector):
             with contextlib.suppress(NotFound):
                 volume.remove(force=True)
 
 
 @contextmanager
-def bound_volume(daemon: docker.DockerClient, socket: str, name: str, path: Path, ctx: BuildContext) -> Iterator[str]:
+def bound_volume(
+    daemon: docker.DockerClient, socket: str, name: str, path: Path, labels: dict[str, str], ctx: BuildContext
+) -> Iterator[str]:
     """A named volume of the local driver on the node whose data is ``path`` (a directory on the filesystem
     under test): ``type=none, o=bind, device=path``, Docker's way to put a volume on a chosen filesystem."""
 
     def create(rid: int) -> str:
         options = {"type": "none", "o": "bind", "device": str(path)}
-        made = daemon.volumes.create(name, driver="local", driver_opts=options, labels={RUN_LABEL: ctx.run_id})
+        made = daemon.volumes.create(name, driver="local", driver_opts=options, labels=labels)
         return str(made.name)
 
     with tracked(ctx.ledger, "swarm-volume", name, create, lambda v: remove_volume(socket, v), socket=socket) as made:
@@ -238,4 +241,7 @@ def reclaim_service(res: Resource, runner: Any) -> None:
 
 
 def reclaim_run(res: Resource, runner: Any) -> None:
-    remove_labelled(res.detail["manager"], res.detail["socket"], res.ident)
+    """After a kill the whole run goes: every engine's objects, by the run's label (a row written before
+    scopes names the run itself)."""
+    run = {"label": f"{RUN_LABEL}={res.detail.get('run', res.ident)}"}
+    remove_labelled(res.detail["manager"], res.detail["socket"], run)
