@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -12,6 +13,8 @@ from layerbench.sample import Sample
 from layerbench.store import db
 from layerbench.store.db import CellRow, CheckRecord, Store, TrialRecord
 from layerbench.store.schema import MIGRATIONS, VERSION, statements
+
+DATA = Path(__file__).parent.parent / "data"
 
 
 def trial(cell: str, rep: int, status: str = "ok", value: float = 1000.0) -> TrialRecord:
@@ -195,3 +198,18 @@ def test_a_profile_is_kept_with_its_trial_and_read_only_when_asked(tmp_path: Pat
     (only,) = again.profiles(run_id).values()
     assert only == profile
     assert {c for c, _, _ in again.raw_outputs(run_id)} == {"a"}  # the trial itself is whole
+
+
+def test_a_reader_leaves_a_rollback_mode_database_as_it_found_it(tmp_path: Path) -> None:
+    """tests/data/quick/run.db is committed in rollback mode: reading it once switched it to WAL, so git
+    saw it changed. A reader keeps the file; a writer (a resume) still puts it in WAL for `show`."""
+    path = tmp_path / "r.db"
+    shutil.copy(DATA / "quick" / "run.db", path)
+    before = path.read_bytes()
+    reader = Store.open(path, create=False)
+    assert reader.runs() and reader.conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    reader.close()
+    assert path.read_bytes() == before
+    writer = Store.open(path, create=False, writes=True)
+    assert writer.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    writer.close()

@@ -361,7 +361,7 @@ def resume(
 
         use_kubeconfig(kubeconfig)
         use_swarm_manager(swarm_manager)
-        store = Store.open(db, create=False)
+        store = Store.open(db, create=False, writes=True)
         run_id = store.resolve_run(run_ref)
         row = store.run(run_id)
         exp = spec_load.validate(row.spec, f"run {run_id}")

@@ -134,7 +134,10 @@ class Store:
         self.path = path
 
     @classmethod
-    def open(cls, path: Path, create: bool = True) -> Store:
+    def open(cls, path: Path, create: bool = True, writes: bool = False) -> Store:
+        """The database at ``path``; ``create`` makes it if missing. A writer (``create`` or ``writes``: a run,
+        a resume) puts it in WAL mode, so `show` can read while it writes; a reader leaves the file's
+        journal mode as it found it (a database committed in rollback mode stays byte for byte the same)."""
         if not create and not path.exists():
             raise StoreError(f"no results database at {path}", hint="run an experiment first, or pass --db")
         try:
@@ -143,7 +146,8 @@ class Store:
             raise StoreError(f"cannot create results database {path}: {exc}", hint="use another --db") from exc
         conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
         try:
-            _use_wal(conn)
+            if create or writes:
+                _use_wal(conn)
             conn.execute("PRAGMA foreign_keys=ON")
             migrate(conn, path)
         except sqlite3.DatabaseError as exc:
