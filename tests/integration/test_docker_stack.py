@@ -128,7 +128,7 @@ def docker_stack(tmp: Path, fs: str, mkfs: list[str], driver: str) -> Iterator[S
     with loop_fs(tmp, fs, mkfs) as mount:
         with private_dockerd(mount, driver, ctx) as engine:
             assert engine.info["Driver"] == driver
-            assert Path(engine.info["DockerRootDir"]) == mount.mountpoint / "docker"
+            assert Path(engine.info["DockerRootDir"]).parent == mount.mountpoint  # docker-<its exec root>
             yield Stack(ctx, mount, engine, ensure_image(engine, BINARIES, ctx))
         assert_nothing_left(engine, mount, ctx)
 
@@ -218,8 +218,8 @@ def test_overlay2_placement_runs_fio_where_it_says(overlay2: Stack, kind: str) -
         found = (str(p.relative_to(s.mount.mountpoint)) for p in s.mount.mountpoint.rglob("lb.dat"))
         on_fs = sorted(f for f in found if "/merged/" not in f)  # the container's mounted view, not a copy
         expected = {
-            "writable-layer": r"docker/overlay2/[0-9a-f]{64}/diff/data/lb.dat",
-            "volume": r"docker/volumes/lb-[0-9a-f]{8}/_data/lb.dat",
+            "writable-layer": r"docker-[0-9a-f]{8}/overlay2/[0-9a-f]{64}/diff/data/lb.dat",
+            "volume": r"docker-[0-9a-f]{8}/volumes/lb-[0-9a-f]{8}/_data/lb.dat",
             "bind": r"lb-bind-[0-9a-f]{8}/lb.dat",
         }
         if kind == "tmpfs":
@@ -280,9 +280,10 @@ def test_native_placements(tmp_path: Path) -> None:
     with loop_fs(tmp_path, "xfs", XFS) as mount:
         assert mount.mountpoint is not None
         with native_placement(mount, PlacementSpec(kind="host-dir"), ctx) as t:
-            assert t.path == str(mount.mountpoint / "lb-data") and t.engine == "native"
+            assert Path(t.path).parent == mount.mountpoint and t.engine == "native"
+            assert Path(t.path).name.startswith("lb-data-")  # its own: held stacks may share the filesystem
             run_fio(t)
-        assert not (mount.mountpoint / "lb-data").exists()
+        assert not Path(t.path).exists()
         with native_placement(mount, PlacementSpec(kind="raw"), ctx) as t:
             assert t.path == mount.device.path and t.path_is_device
             assert t.run(["fio", "--version"], 30).rc == 0
@@ -330,7 +331,7 @@ def test_driver_refused_by_the_filesystem_is_a_prerequisite_error(tmp_path: Path
         [(kind, exec_root, detail)] = _rows(ctx)
         assert kind == "dockerd" and not Path(exec_root).exists()
         assert not alive(json.loads(detail)["pid"])
-        assert processes_naming(Path(exec_root), mount.mountpoint / "docker") == []
+        assert processes_naming(Path(exec_root), mount.mountpoint / f"docker-{Path(exec_root).name}") == []
         assert mounts_below(mount.mountpoint) == [str(mount.mountpoint)]
     assert ctx.ledger.live() == []
 

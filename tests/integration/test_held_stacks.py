@@ -11,6 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from layerbench import proc
+from layerbench.spec.models import StackSpec
+from layerbench.stack.ledger import Ledger
+from layerbench.stack.pool import StackPool
+from layerbench.stack.target import BuildContext
 from tests import support
 from tests.integration.leftovers import leftovers
 
@@ -67,3 +72,29 @@ def test_held_stacks_are_built_once_and_rebuilt_ones_every_round(
     assert leftovers(dirs["work"]) == []
     with sqlite3.connect(dirs["state"] / "ledger.db") as db:
         assert db.execute("SELECT kind, ident FROM resources WHERE removed_at IS NULL").fetchall() == []
+
+
+def held_stack(**fields: object) -> StackSpec:
+    on = {"device": {"kind": "zram", "size": "256MiB"}, "filesystem": "ext4", "engine": "native"}
+    return StackSpec.model_validate({**on, "placement": "host-dir", **fields})
+
+
+def test_held_stacks_share_a_device_and_filesystem_while_it_has_room(tmp_path: Path) -> None:
+    """Held stacks of one device and filesystem share them (and their engine) while the filesystem has room
+    for the next one's files; one that would not fit gets a copy of its own. Releasing a stack leaves what
+    the others still use; the last one out takes it."""
+    plain, capped, big = held_stack(), held_stack(limits={"cpus": 1}), held_stack(limits={"cpus": 0.5})
+    ledger = Ledger(tmp_path / "state" / "ledger.db", "share")
+    (tmp_path / "work").mkdir()
+    ctx = BuildContext(tmp_path / "work", ledger, "share", proc.run)
+    with StackPool(ctx, fits=lambda stack, work: len(pool.held()) < 2) as pool:
+        first = pool.visit(plain).builder.enter(plain, 32 * 2**20)
+        second = pool.visit(capped).builder.enter(capped, 32 * 2**20)
+        assert first.device == second.device and first.path != second.path  # one filesystem, two directories
+        third = pool.visit(big).builder.enter(big, 220 * 2**20)  # past the shared filesystem's room
+        assert third.device != first.device
+        assert pool.held() == [capped, big]  # the first released for the third: its device stays for the second
+        assert Path(second.path).is_dir() and not Path(first.path).exists()
+        assert Counter(r.kind for r in ledger.live()) == {"zram": 2, "mount": 2, "dir": 2, "cgroup": 2}
+    assert ctx.shared.keys() == [] and ledger.live() == []
+    assert leftovers(tmp_path / "work") == []

@@ -567,9 +567,9 @@ class Trials(Frozen):
     )
     rebuild: Literal["once", "every-round"] = Field(
         default="once",
-        description="once: each stack built and prepared once and held across rounds, where it can be (a "
-        "zram device or loop file of its own each; a device you named, a remote device and a guest are rebuilt "
-        "per visit); every-round: every stack built afresh every round, so differences between builds fall "
+        description="once: each stack built and prepared once and held across rounds, where it can be (held "
+        "stacks of one device and filesystem share them while it has room; a device you named, a remote device "
+        "and a guest are rebuilt per visit); every-round: every stack built afresh every round, so differences between builds fall "
         "into the intervals too (docs/explanation/protocol.md)",
     )
 

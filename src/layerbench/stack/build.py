@@ -7,13 +7,23 @@ current one (same device and filesystem, say, but another placement) only the
 layers above the first difference are torn down and rebuilt. Each layer lives
 in its own ExitStack, so teardown always runs top-down, on success, error or
 Ctrl-C.
+
+Builders of held stacks (stack/pool.py, one builder per stack) share more: a
+device and its filesystem with every held stack of the same device and
+filesystem kind, and the engine too when it is the same, as long as the
+filesystem has room for the next stack's files (else a copy of its own). They
+are counted in the run's Shared (stack/shared.py) and go with their last user.
+A stack straight on a device (no filesystem) always has a device of its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+import os
+from collections.abc import Hashable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from layerbench.errors import LayerbenchError
@@ -24,7 +34,16 @@ from layerbench.stack.engines import Engine, engine_type
 from layerbench.stack.filesystem import filesystem
 from layerbench.stack.fleet import Fleet, fleet
 from layerbench.stack.remote.layer import remote_device
-from layerbench.stack.target import BuildContext, Target
+from layerbench.stack.target import BuildContext, Mount, Target
+
+PLACEMENT_LEVEL = 3  # device 0, filesystem 1, engine 2
+# Filesystems a held stack has a copy of its own of: none (its files are the device itself), and btrfs, whose
+# space under random writes grows past its files (one 256 MiB file filled a 1 GiB btrfs: quick.yaml), so
+# room when a stack arrives says nothing of room a round later.
+UNSHARED = frozenset({"none", "btrfs"})
+# What a shared filesystem must have free beyond the next stack's files, as a share of its size: a daemon's
+# images, a database's server files and logs, the filesystem's own reserve.
+ROOM_MARGIN = 1 / 8
 
 
 @dataclass
@@ -32,12 +51,14 @@ class _Layer:
     key: Any
     exits: ExitStack
     value: Any
+    shared: Hashable | None = None  # its key in the run's Shared (device, filesystem, engine)
 
 
 class StackBuilder(AbstractContextManager["StackBuilder"]):
-    def __init__(self, ctx: BuildContext) -> None:
-        self.ctx = ctx
+    def __init__(self, ctx: BuildContext, share: bool = False) -> None:
+        self.ctx, self.share = ctx, share  # share: the lower layers with other held stacks' builders
         self._layers: list[_Layer] = []
+        self._copy: Hashable = object()  # which copy of the shared lower layers this stack uses
 
     def enter(self, stack: StackSpec, data_bytes: int) -> Target | Fleet | ClientSet:
         """Make ``stack`` the current one and return its placement target (its servers, for a database stack)."""
@@ -46,15 +67,22 @@ class StackBuilder(AbstractContextManager["StackBuilder"]):
         while keep < len(self._layers) and self._layers[keep].key == keys[keep]:
             keep += 1
         self._close_from(keep)
+        if keep == 0:
+            self._copy = self._copy_for(stack, data_bytes)
         builders = (self._device, self._filesystem, self._engine, self._placement)
         for level in range(keep, len(keys)):
             exits = ExitStack()
+            shared = _shared_key(stack, level, self._copy)
             try:
-                value = builders[level](stack, data_bytes, exits)
+                if shared is None:
+                    value = builders[level](stack, data_bytes, exits)
+                else:
+                    make = partial(builders[level], stack, data_bytes)
+                    value = exits.enter_context(self.ctx.shared.use(shared, make))
             except BaseException:
                 exits.close()
                 raise
-            self._layers.append(_Layer(keys[level], exits, value))
+            self._layers.append(_Layer(keys[level], exits, value, shared))
         return self._layers[-1].value
 
     def close(self) -> None:
@@ -66,6 +94,9 @@ class StackBuilder(AbstractContextManager["StackBuilder"]):
         Teardown errors of broken layers are returned, not raised: their ledger rows
         stay live and cleanup takes them; the run goes on.
         """
+        for layer in self._layers[level:]:
+            if layer.shared is not None:
+                self.ctx.shared.forget(layer.shared)  # the other stacks on it get a new one when they fail too
         try:
             self._close_from(level)
         except (LayerbenchError, OSError) as exc:
@@ -87,6 +118,18 @@ class StackBuilder(AbstractContextManager["StackBuilder"]):
                 errors.append(exc)
         if errors:
             raise errors[0]
+
+    def _copy_for(self, stack: StackSpec, data_bytes: int) -> Hashable:
+        """The first copy of this device and filesystem whose filesystem has room for the stack's files
+        (a new one when none has); a copy of its own when this builder does not share, or the filesystem
+        is one of UNSHARED."""
+        if not self.share or stack.filesystem.type in UNSHARED:
+            return object()
+        for copy in itertools.count():
+            mount = self.ctx.shared.value(_shared_key(stack, 1, copy))
+            if mount is None or _has_room(mount, data_bytes):
+                return copy
+        raise AssertionError("unreachable")
 
     def _value(self, level: int) -> Any:
         return self._layers[level].value
@@ -117,6 +160,21 @@ def _keys(stack: StackSpec) -> tuple[Any, ...]:
         (stack.device, stack.filesystem, stack.engine),
         stack,
     )
+
+
+def _shared_key(stack: StackSpec, level: int, copy: Hashable) -> Hashable | None:
+    """A lower layer's key in the run's Shared: the device is keyed with its filesystem (one filesystem per
+    device), the engine with both. The placement is the stack's own."""
+    if level == PLACEMENT_LEVEL:
+        return None
+    return (level, (stack.device, stack.filesystem, stack.engine)[: max(level, 1) + 1], copy)
+
+
+def _has_room(mount: Mount, data_bytes: int) -> bool:
+    if mount.mountpoint is None:
+        return False
+    found = os.statvfs(mount.mountpoint)
+    return found.f_bavail * found.f_frsize >= data_bytes + ROOM_MARGIN * found.f_blocks * found.f_frsize
 
 
 @contextmanager

@@ -1,7 +1,7 @@
 """The placement layer of a stack with many clients (spec/clients.py): N targets of one engine.
 
 Natively each client is a directory of its own on the filesystem under test
-(``lb-data-c0``, ...), or, shared, one directory for all. In a container engine
+(``lb-data-c0-<tag>``, ...), or, shared, one directory for all. In a container engine
 each client is a container of its own with the stack's placement (its own
 volume, bind directory, writable layer or tmpfs, each on the same filesystem),
 or, shared (Docker, Podman), N containers on one volume (or one bind directory).
@@ -92,10 +92,12 @@ def _native(
     def run(argv: Any, timeout: float) -> Any:
         return recorded_run(argv, timeout, ctx)
 
-    shared = exits.enter_context(host_dir(mount.mountpoint / "lb-data-shared", ctx)) if spec.shared else None
+    tag = uuid.uuid4().hex[:6]  # held stacks may share the filesystem
+    shared = exits.enter_context(host_dir(mount.mountpoint / f"lb-data-shared-{tag}", ctx)) if spec.shared else None
     targets = []
     for i in range(spec.count):
-        path = shared or exits.enter_context(host_dir(mount.mountpoint / f"lb-data-{fio_clients.client_name(i)}", ctx))
+        own = mount.mountpoint / f"lb-data-{fio_clients.client_name(i)}-{tag}"
+        path = shared or exits.enter_context(host_dir(own, ctx))
         info = {"placement": "host-dir", "client": i, "socket": str(ctx.work_dir / _native_socket(i))}
         targets.append(Target(run, put, str(path), False, mount.device, "native", info))
     return targets
@@ -139,7 +141,7 @@ def _shared_data(
         name = exits.enter_context(_volume(engine.daemon, ctx))
         return {"volumes": {name: {"bind": "/data", "mode": "rw"}}}, PlacementSpec(kind="writable-layer")
     if spec.kind == "bind" and mount.mountpoint is not None:
-        host = exits.enter_context(host_dir(mount.mountpoint / "lb-bind-shared", ctx))
+        host = exits.enter_context(host_dir(mount.mountpoint / f"lb-bind-shared-{uuid.uuid4().hex[:6]}", ctx))
         return {"volumes": {str(host): {"bind": "/data", "mode": "rw"}}}, PlacementSpec(kind="writable-layer")
     raise PrerequisiteError(f"clients.shared: placement {spec.kind} cannot be shared")
 

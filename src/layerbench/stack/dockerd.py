@@ -143,7 +143,7 @@ def private_dockerd(
     if mount.mountpoint is None:
         raise PrerequisiteError("Docker needs a filesystem for its data-root", hint="set a filesystem for this stack")
     exec_root = RUN_ROOT / uuid.uuid4().hex[:8]  # short: unix socket paths are limited to 108 bytes
-    data_root = mount.mountpoint / "docker"
+    data_root = mount.mountpoint / f"docker-{exec_root.name}"  # held stacks may share the filesystem
     log = ctx.work_dir / f"dockerd-{exec_root.name}.log"
     host_dirs = [d for d in HOST_DIRS if not d.exists()]
 

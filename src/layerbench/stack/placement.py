@@ -83,7 +83,7 @@ def native_placement(
             yield Target(run, put, mount.device.path, True, mount.device, "native", info)
             return
         assert mount.mountpoint is not None  # checked above
-        path = stack.enter_context(host_dir(mount.mountpoint / "lb-data", ctx))
+        path = stack.enter_context(host_dir(mount.mountpoint / f"lb-data-{uuid.uuid4().hex[:8]}", ctx))
         yield Target(run, put, str(path), False, mount.device, "native", info)
 
 

@@ -2,10 +2,10 @@
 
 Rebuilding every stack every round spent most of a run's time outside its trials
 (quick: 24 stack changes of about 1.6 s, 11.6% of its wall time). Here each stack
-that can be held lives in a StackBuilder of its own, with a device of its own (a
-new zram device or loop file each: they are cheap), and keeps its test files (or
-its database's load) from round to round; a round still visits the stacks in a
-freshly shuffled order (schedule.py).
+that can be held lives in a StackBuilder of its own and keeps its test files (or
+its database's load) from round to round; held stacks of the same device and
+filesystem share them, and their engine when it is the same (stack/build.py); a
+round still visits the stacks in a freshly shuffled order (schedule.py).
 
 Not held, and built in one transient builder as before (which shares lower layers
 between consecutive stacks, and is emptied before a held stack runs): a stack on a
@@ -95,7 +95,7 @@ class StackPool(AbstractContextManager["StackPool"]):
         while self._held and (len(self._held) >= MOST_HELD or not self._fits(stack, self.ctx.work_dir)):
             _, oldest = self._held.popitem(last=False)
             oldest.builder.close()
-        self._held[stack] = Held(StackBuilder(self.ctx))
+        self._held[stack] = Held(StackBuilder(self.ctx, share=True))
         return self._held[stack]
 
     def held(self) -> list[StackSpec]:

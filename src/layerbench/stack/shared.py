@@ -1,11 +1,12 @@
 """What several held stacks use at once: made by the first, removed when the last is done.
 
-Held stacks (stack/pool.py) live side by side, each with an engine of its own; on
-one Docker host, swarm node or Kubernetes node they need the same tools image.
-The first engine to ask loads it; were it also to remove it when it closes, the
-stacks still held there would lose their image (a later container of theirs
-would not start). So an image is counted: it goes with its last user, whichever
-order the stacks are released in, or torn down side by side at the run's end.
+Held stacks (stack/pool.py) live side by side. Those on the same device and
+filesystem share them, and the engine when it is the same too (stack/build.py);
+engines on one Docker host, swarm node or Kubernetes node need the same tools
+image. Were the first user to remove what it made when it closes, the stacks
+still held there would lose it. So each is counted: it goes with its last user,
+whichever order the stacks are released in, or torn down side by side at the
+run's end.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ class Shared:
     """Resources by key, each with a count of its users."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()  # held stacks are torn down from several threads
+        self._lock = threading.RLock()  # torn down from several threads; an engine made here may load an image
         self._entries: dict[Hashable, _Entry] = {}
 
     @contextmanager
@@ -49,12 +50,28 @@ class Shared:
         try:
             yield entry.value
         finally:
-            # Undone under the lock: a new user must not load it again while it is being removed.
             with self._lock:
                 entry.users -= 1
-                if entry.users == 0:
+                last = entry.users == 0
+                if last and self._entries.get(key) is entry:
                     del self._entries[key]
-                    entry.exits.close()
+            # Undone outside the lock, so held stacks' separate layers are torn down side by side. Only the
+            # run's own thread makes resources, never while the pool tears down: a key is not made again
+            # while its old resource is being undone.
+            if last:
+                entry.exits.close()
+
+    def value(self, key: Hashable) -> Any:
+        """The resource at ``key`` while someone uses it, else None."""
+        with self._lock:
+            entry = self._entries.get(key)
+            return None if entry is None else entry.value
+
+    def forget(self, key: Hashable) -> None:
+        """A broken resource (a daemon that died): the next user makes a new one; this one is undone when
+        its last user leaves."""
+        with self._lock:
+            self._entries.pop(key, None)
 
     def keys(self) -> list[Hashable]:
         with self._lock:

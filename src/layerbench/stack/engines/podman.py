@@ -158,7 +158,7 @@ def private_podman(mount: Mount, driver: str, ctx: BuildContext, runtime: str = 
     if mount.mountpoint is None:
         raise PrerequisiteError("Podman needs a filesystem for its storage", hint="set a filesystem for this stack")
     exec_root = RUN_ROOT / uuid.uuid4().hex[:8]  # short: unix socket paths are limited to 108 bytes
-    data_root = mount.mountpoint / "podman"
+    data_root = mount.mountpoint / f"podman-{exec_root.name}"  # held stacks may share the filesystem
     log = ctx.work_dir / f"podman-{exec_root.name}.log"
     host_dirs = [d for d in HOST_DIRS if not d.exists()]
 
