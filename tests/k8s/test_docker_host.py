@@ -184,7 +184,6 @@ def test_doctor_asks_a_named_daemon(docker_hosts: Any) -> None:
     assert row["note"].endswith("overlay2 on extfs"), row
 
 
-
 def test_held_stacks_on_one_daemon_each_remove_only_their_own(docker_hosts: Any, tmp_path: Path) -> None:
     """Three stacks on one daemon with room for two held (issue 31's pool): the oldest is released for the
     third, its container and volume go, the one still held runs on with the image they share, and the

@@ -62,3 +62,18 @@ def test_users_leaving_from_many_threads_undo_it_once() -> None:
     for thread in threads:
         thread.join(timeout=30)
     assert events == ["load image", "remove image"] and shared.keys() == []
+
+
+def test_a_forgotten_resource_is_made_anew_and_a_late_forget_keeps_the_new_one() -> None:
+    shared, events = Shared(), []
+    first, second = shared.use("dockerd", loader(events, "old")), shared.use("dockerd", loader(events, "old"))
+    broken = first.__enter__()
+    assert second.__enter__() is broken
+    shared.forget("dockerd", broken)  # the first stack found its daemon dead
+    first.__exit__(None, None, None)
+    with shared.use("dockerd", loader(events, "new")) as fresh:
+        shared.forget("dockerd", broken)  # the second finds the same dead daemon later: the new one stays
+        assert shared.value("dockerd") == fresh == "new"
+        second.__exit__(None, None, None)  # its last user gone, the dead one is undone
+        assert events == ["load old", "load new", "remove old"]
+    assert events[-1] == "remove new" and shared.keys() == []

@@ -569,8 +569,8 @@ class Trials(Frozen):
         default="once",
         description="once: each stack built and prepared once and held across rounds, where it can be (held "
         "stacks of one device and filesystem share them while it has room; a device you named, a remote device "
-        "and a guest are rebuilt per visit); every-round: every stack built afresh every round, so differences between builds fall "
-        "into the intervals too (docs/explanation/protocol.md)",
+        "and a guest are rebuilt per visit); every-round: every stack built afresh every round, so differences "
+        "between builds fall into the intervals too (docs/explanation/protocol.md)",
     )
 
     @model_validator(mode="after")

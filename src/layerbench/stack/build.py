@@ -95,8 +95,8 @@ class StackBuilder(AbstractContextManager["StackBuilder"]):
         stay live and cleanup takes them; the run goes on.
         """
         for layer in self._layers[level:]:
-            if layer.shared is not None:
-                self.ctx.shared.forget(layer.shared)  # the other stacks on it get a new one when they fail too
+            if layer.shared is not None:  # the other stacks on it get a new one when they find it broken too
+                self.ctx.shared.forget(layer.shared, layer.value)
         try:
             self._close_from(level)
         except (LayerbenchError, OSError) as exc:

@@ -67,11 +67,14 @@ class Shared:
             entry = self._entries.get(key)
             return None if entry is None else entry.value
 
-    def forget(self, key: Hashable) -> None:
+    def forget(self, key: Hashable, value: Any) -> None:
         """A broken resource (a daemon that died): the next user makes a new one; this one is undone when
-        its last user leaves."""
+        its last user leaves. Only if ``value`` is still the resource at ``key``: a user that finds its
+        broken one late must not make the others drop the new one already made."""
         with self._lock:
-            self._entries.pop(key, None)
+            entry = self._entries.get(key)
+            if entry is not None and entry.value is value:
+                del self._entries[key]
 
     def keys(self) -> list[Hashable]:
         with self._lock:
