@@ -27,7 +27,9 @@ from functools import partial
 from typing import Any
 
 from layerbench.errors import LayerbenchError
+from layerbench.spec.databases import PROFILE_RESOURCES
 from layerbench.spec.models import StackSpec
+from layerbench.stack import calibrate
 from layerbench.stack.clients import ClientSet, client_targets
 from layerbench.stack.device import device
 from layerbench.stack.engines import Engine, engine_type
@@ -41,9 +43,12 @@ PLACEMENT_LEVEL = 3  # device 0, filesystem 1, engine 2
 # space under random writes grows past its files (one 256 MiB file filled a 1 GiB btrfs: quick.yaml), so
 # room when a stack arrives says nothing of room a round later.
 UNSHARED = frozenset({"none", "btrfs"})
-# What a shared filesystem must have free beyond the next stack's files, as a share of its size: a daemon's
-# images, a database's server files and logs, the filesystem's own reserve.
+# What a shared filesystem must have free beyond the next stack's own needs, as a share of its size: a
+# daemon's images, the held stacks' growth, the filesystem's own reserve.
 ROOM_MARGIN = 1 / 8
+# What one database instance may write on its filesystem beside its load: its files, write-ahead log and
+# logs (a database stack names no data size; PostgreSQL's own files and WAL take tens of MiB before a record).
+SERVER_ROOM = 256 * 2**20
 
 
 @dataclass
@@ -127,7 +132,7 @@ class StackBuilder(AbstractContextManager["StackBuilder"]):
             return object()
         for copy in itertools.count():
             mount = self.ctx.shared.value(_shared_key(stack, 1, copy))
-            if mount is None or _has_room(mount, data_bytes):
+            if mount is None or _has_room(mount, _needs(stack, data_bytes)):
                 return copy
         raise AssertionError("unreachable")
 
@@ -170,11 +175,20 @@ def _shared_key(stack: StackSpec, level: int, copy: Hashable) -> Hashable | None
     return (level, (stack.device, stack.filesystem, stack.engine)[: max(level, 1) + 1], copy)
 
 
-def _has_room(mount: Mount, data_bytes: int) -> bool:
+def _needs(stack: StackSpec, data_bytes: int) -> int:
+    """What the stack will write on its filesystem: its files, or its servers and the device's calibration
+    (a profile that divides bandwidth measures it with a file of its own: stack/calibrate.py)."""
+    if stack.server is None:
+        return data_bytes
+    calibration = calibrate.SIZE if "bandwidth" in PROFILE_RESOURCES[stack.profile] else 0
+    return data_bytes + SERVER_ROOM * stack.instances + calibration
+
+
+def _has_room(mount: Mount, need: int) -> bool:
     if mount.mountpoint is None:
         return False
     found = os.statvfs(mount.mountpoint)
-    return found.f_bavail * found.f_frsize >= data_bytes + ROOM_MARGIN * found.f_blocks * found.f_frsize
+    return found.f_bavail * found.f_frsize >= need + ROOM_MARGIN * found.f_blocks * found.f_frsize
 
 
 @contextmanager
