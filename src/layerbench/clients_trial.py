@@ -77,7 +77,18 @@ def run_trial(clients: ClientSet, trial: Trial, prepared: dict[str, Any], ctx: B
 
 
 def _describe(clients: ClientSet) -> list[dict[str, Any]]:
-    keys = ("container", "pod", "service", "node", "pid", "limits_enforced", "placement", "shared")
+    keys = (
+        "container",
+        "pod",
+        "service",
+        "node",
+        "pid",
+        "limits_enforced",
+        "placement",
+        "shared",
+        "claim",
+        "data_mount",
+    )
     return [
         {"name": fio_clients.client_name(i), "path": t.path, **{k: t.info[k] for k in keys if k in t.info}}
         for i, t in enumerate(clients.targets)

@@ -1,7 +1,8 @@
 """Many fio clients at once on a cluster's node (docs/how-to/many-clients.md): three pods each with a claim of
-the local cluster's StorageClass local-path, and three swarm services each with a bind directory on the
-filesystem under test; one result per trial, a row per client, every server on a Unix socket in its
-container (nothing listens on the pod network or the swarm's), and nothing left in the cluster."""
+the local cluster's StorageClass local-path or all on one (shared), and three swarm services each with a bind
+directory on the filesystem under test or all on one volume; one result per trial, a row per client, every
+server on a Unix socket in its container (nothing listens on the pod network or the swarm's), and nothing
+left in the cluster."""
 
 from __future__ import annotations
 
@@ -45,32 +46,43 @@ def assert_one_result_of_three_clients(db_path: Path, unit: str) -> None:
 
 
 @pytest.mark.requires_k8s
-def test_three_pods_each_with_a_claim_run_as_one_trial(cluster: Any) -> None:
+@pytest.mark.parametrize("shared", [False, True], ids=["a-claim-each", "one-claim"])
+def test_three_pods_with_claims_run_as_one_trial(cluster: Any, shared: bool) -> None:
     core = api(cluster.kubeconfig)
     before, images = bridges(), node_images(Path(cluster.root))
     with server_dirs("lbk8s-clients-") as dirs:
         # node3: a node that is this host (every node of the local cluster is): the sockets are reached by /proc.
-        spec = {**node_spec("kubernetes", ["tmpfs"], RR), "stacks": [claim_stack("node3", clients=CLIENTS)]}
+        clients = {"count": CLIENTS, "shared": shared}
+        spec = {**node_spec("kubernetes", ["tmpfs"], RR), "stacks": [claim_stack("node3", clients=clients)]}
         dirs["spec"].write_text(yaml.safe_dump(spec))
         done = support.run(["run", str(dirs["spec"]), "--kubeconfig", str(cluster.kubeconfig)], dirs)
         assert done.returncode == 0, done.stdout + done.stderr
         assert_one_result_of_three_clients(dirs["db"], "pod")
         ((info, _),) = trials_by_label(dirs["db"]).values()
         assert info["engine"] == "kubernetes"
+        claims = {c["claim"]["claim"] for c in info["clients"]}
+        assert len(claims) == (1 if shared else CLIENTS), info["clients"]  # shared: one claim, all the pods on it
+        assert all(c["claim"]["source"] == "hostPath" for c in info["clients"]), info["clients"]
         assert_nothing_left(dirs, before)
     assert cluster_leftovers(core, Path(cluster.root), images) == []
     assert list((Path(cluster.root) / "volumes").iterdir()) == []  # the class reclaimed every claim's volume
 
 
 @pytest.mark.requires_docker
-def test_three_services_each_with_a_bind_directory_run_as_one_trial(local_swarm: Any) -> None:
+@pytest.mark.parametrize(
+    ("placement", "shared"), [("bind", False), ("volume", True)], ids=["a-bind-each", "one-volume"]
+)
+def test_three_services_with_their_data_run_as_one_trial(local_swarm: Any, placement: str, shared: bool) -> None:
     before, baseline = bridges(), node_state(local_swarm)
     with server_dirs("lbswarm-clients-") as dirs:
-        dirs["spec"].write_text(yaml.safe_dump(node_spec("swarm", ["bind"], RR, clients=CLIENTS)))
+        clients = {"count": CLIENTS, "shared": shared}
+        dirs["spec"].write_text(yaml.safe_dump(node_spec("swarm", [placement], RR, clients=clients)))
         done = support.run(["run", str(dirs["spec"]), "--swarm-manager", local_swarm.manager], dirs)
         assert done.returncode == 0, done.stdout + done.stderr
         assert_one_result_of_three_clients(dirs["db"], "service")
         ((info, _),) = trials_by_label(dirs["db"]).values()
         assert info["engine"] == "swarm" and {c["node"] for c in info["clients"]} == {NODE}
+        roots = {c["data_mount"]["root"] for c in info["clients"]}  # /data's directory on the filesystem under test
+        assert len(roots) == (1 if shared else CLIENTS), info["clients"]
         assert_nothing_left(dirs, before)
     assert swarm_leftovers(local_swarm, baseline) == []

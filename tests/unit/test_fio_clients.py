@@ -129,8 +129,8 @@ def test_stacks_without_clients_dump_as_before() -> None:
     [
         ("{device: {kind: none}, filesystem: none, engine: {kind: docker-host, node: 'tcp://h:2375'}, "
          "placement: volume, clients: 2}", "not yet on docker-host"),
-        ("{filesystem: ext4, engine: {kind: swarm, node: n1}, placement: bind, clients: {count: 2, shared: true}}",
-         "clients.shared: not yet on swarm (only native, docker, podman)"),
+        ("{filesystem: ext4, engine: {kind: swarm, node: n1}, placement: tmpfs, clients: {count: 2, shared: true}}",
+         "placement tmpfs cannot be shared"),
         ("{filesystem: ext4, engine: 'docker:overlay2', placement: tmpfs, clients: {count: 2, shared: true}}",
          "placement tmpfs cannot be shared"),
         ("{filesystem: none, placement: raw, clients: 2}", "raw device"),

@@ -204,7 +204,8 @@ def test_many_clients_need_a_node_that_is_this_host(full_caps: HostCaps) -> None
     (far,) = refusals(caps, "tmpfs", "n2", clients=3)
     assert far.startswith("clients: the fio client on this host reaches each pod's fio server") and "'n2'" in far
     (shared,) = refusals(caps, "tmpfs", "n1", clients={"count": 2, "shared": True})
-    assert shared.startswith("clients.shared: not yet on kubernetes"), shared
+    assert shared.startswith("clients.shared: placement tmpfs cannot be shared"), shared
+    assert refusals(caps, "bind", "n1", clients={"count": 2, "shared": True}) == []  # one host directory
 
 
 def test_a_database_s_clients_on_another_machine_s_node_are_refused_for_the_server_s_reason(

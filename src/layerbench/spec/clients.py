@@ -19,8 +19,9 @@ from pydantic import BaseModel, Field, model_validator
 
 from layerbench.spec.traits import TRAITS, traits
 
-# Placements that can be shared by several clients: one volume, or one directory.
-SHAREABLE = ("volume", "bind", "host-dir")
+# Placements that can be shared by several clients: one volume, one directory, or one claim (Kubernetes: its
+# pods are all on the stack's node, so a ReadWriteOnce claim serves them all).
+SHAREABLE = ("volume", "bind", "host-dir", "claim")
 MAX_CLIENTS = 64
 
 
@@ -60,9 +61,6 @@ def clients_refused(engine: str, placement: str, shared: bool, limits: bool) -> 
     """Why a stack with clients cannot run (before the run), or None."""
     if not traits(engine).clients:
         return f"clients: not yet on {engine} (only {', '.join(k for k, t in TRAITS.items() if t.clients)})"
-    if shared and not traits(engine).shares_clients:
-        sharing = ", ".join(k for k, t in TRAITS.items() if t.shares_clients)
-        return f"clients.shared: not yet on {engine} (only {sharing}); give each client its own placement"
     if shared and placement not in SHAREABLE:
         return f"clients.shared: placement {placement} cannot be shared; one of {', '.join(SHAREABLE)} can"
     if placement == "raw":

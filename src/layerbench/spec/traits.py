@@ -48,7 +48,6 @@ class EngineTraits:
     runtimes: bool = False  # layerbench starts its daemon, so registers an OCI runtime with it (spec/runtimes.py)
     seccomp: bool = False  # its daemon takes a default seccomp profile from a file (dockerd --seccomp-profile)
     clients: bool = False  # many fio clients at once: its targets are on this host, servers on Unix sockets
-    shares_clients: bool = False  # its many clients can share one volume or directory (clients.shared)
 
 
 GUEST_UNPROFILED = "perf on the host sees a guest only as qemu's threads, not its kernel's frames"
@@ -62,7 +61,6 @@ TRAITS: dict[str, EngineTraits] = {
         default_placement="host-dir",
         server_limits=False,
         clients=True,
-        shares_clients=True,
     ),
     "docker": EngineTraits(
         "Docker",
@@ -72,7 +70,6 @@ TRAITS: dict[str, EngineTraits] = {
         runtimes=True,
         seccomp=True,
         clients=True,
-        shares_clients=True,
     ),
     # Podman calls overlay "overlay".
     "podman": EngineTraits(
@@ -82,7 +79,6 @@ TRAITS: dict[str, EngineTraits] = {
         tunings=True,
         runtimes=True,
         clients=True,
-        shares_clients=True,
     ),
     # The guest is the host: the device, or a directory on the disk file's filesystem.
     "vm": EngineTraits(
@@ -112,7 +108,11 @@ TRAITS: dict[str, EngineTraits] = {
     ),
     # Every node is reached through its own daemon, on this host (stack/engines/swarm/swarm_api.py).
     "swarm": EngineTraits(
-        "Docker Swarm", node="its hostname in the swarm", node_here=True, probe="swarm-nodes", clients=True
+        "Docker Swarm",
+        node="its hostname in the swarm",
+        node_here=True,
+        probe="swarm-nodes",
+        clients=True,
     ),
     # A daemon layerbench did not start, named by URL: its storage is its own, on its machine.
     "docker-host": EngineTraits(

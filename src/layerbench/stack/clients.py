@@ -24,7 +24,7 @@ import stat
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from layerbench.stack import handle as handles
 from layerbench.stack.engines.container import tools
 from layerbench.stack.ledger import tracked
 from layerbench.stack.placement import _volume, host_dir, recorded_run
-from layerbench.stack.protocols import ExecsInTargets
+from layerbench.stack.protocols import ExecsInTargets, SharesPlaces
 from layerbench.stack.target import BuildContext, Mount, Target
 from layerbench.workloads import fio_clients
 
@@ -112,24 +112,38 @@ def _containers(
     exits: contextlib.ExitStack,
     ctx: BuildContext,
 ) -> list[Target]:
-    placement, options = stack.placement, {}
-    if spec.shared:
-        options, placement = _shared_data(stack.placement, mount, engine, exits, ctx)
+    if spec.shared and isinstance(engine, SharesPlaces):
+        made = exits.enter_context(engine.shared_places(mount, stack, data_bytes, spec.count, ctx))
+    else:
+        made = [exits.enter_context(one) for one in _places(stack, mount, engine, spec, data_bytes, exits, ctx)]
     targets = []
-    for i in range(spec.count):
-        if spec.shared:
-            image = engine.tools_image or engine.image(tools(ctx), ctx)
-            engine.tools_image = image
-            made = engine.container(image, mount, placement, stack.limits, data_bytes, ctx, options)
-        else:
-            made = engine.place(mount, stack, data_bytes, ctx)
-        target = exits.enter_context(made)
+    for i, target in enumerate(made):
         if "pid" not in target.info:  # the rules refuse another machine's node; a target without one says so
             raise PrerequisiteError(f"clients: {engine.kind} gave client {i} no process on this host to reach")
         target.info.update(client=i, placement=stack.placement.kind, shared=spec.shared)
         target.info["socket"] = f"/proc/{target.info['pid']}/root{SOCKET_IN_CONTAINER}"
         targets.append(target)
     return targets
+
+
+def _places(
+    stack: StackSpec,
+    mount: Mount,
+    engine: Any,
+    spec: ClientsSpec,
+    data_bytes: int,
+    exits: contextlib.ExitStack,
+    ctx: BuildContext,
+) -> Iterator[AbstractContextManager[Target]]:
+    """Each client's place: its own placement, or, shared, a container on the one volume or directory."""
+    if not spec.shared:
+        for _ in range(spec.count):
+            yield engine.place(mount, stack, data_bytes, ctx)
+        return
+    options, placement = _shared_data(stack.placement, mount, engine, exits, ctx)
+    for _ in range(spec.count):
+        engine.tools_image = engine.tools_image or engine.image(tools(ctx), ctx)
+        yield engine.container(engine.tools_image, mount, placement, stack.limits, data_bytes, ctx, options)
 
 
 def _shared_data(

@@ -72,3 +72,13 @@ class ExecsInTargets(Protocol):
     clients, stack/clients.py): Docker's and Podman's containers, a swarm's tasks, a local node's pods."""
 
     def start_in(self, target: Target, argv: Sequence[str], log: Path) -> Handle: ...
+
+
+@runtime_checkable
+class SharesPlaces(Protocol):
+    """An engine whose many clients can share one place for their data (``clients.shared``) though it makes
+    its targets its own way (a pod each on one claim or host directory, a service each on one volume)."""
+
+    def shared_places(
+        self, mount: Mount, stack: StackSpec, data_bytes: int, count: int, ctx: BuildContext
+    ) -> AbstractContextManager[list[Target]]: ...

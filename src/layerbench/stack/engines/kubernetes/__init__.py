@@ -87,6 +87,19 @@ class KubeEngine:
             self.tools_image = self._load(tools(ctx), ctx)
         return _placement(self, self.tools_image, mount, stack, data_bytes, ctx)
 
+    @contextmanager
+    def shared_places(
+        self, mount: Mount, stack: StackSpec, data_bytes: int, count: int, ctx: BuildContext
+    ) -> Iterator[list[Target]]:
+        """``count`` pods on one volume: one claim (all the pods are on the stack's node, so a ReadWriteOnce
+        claim serves them all) or one host directory."""
+        if self.tools_image is None:
+            self.tools_image = self._load(tools(ctx), ctx)
+        with contextlib.ExitStack() as exits:
+            volume = _volume(self, f"lb-{secrets.token_hex(4)}", stack.placement, mount, data_bytes, ctx, exits)
+            made = partial(_placement, self, self.tools_image, mount, stack, data_bytes, ctx, volume=volume)
+            yield [exits.enter_context(made()) for _ in range(count)]
+
     def server_starter(self, definition: ServerDef, exits: contextlib.ExitStack, ctx: BuildContext) -> Starter:
         """A database fleet here: a pod per server on the node, reached from this host at the pod's IP."""
         binaries = {**resolve([*IMAGE_TOOLS, *POD_TOOLS]), **definition.binaries(ctx.cache_dir)}
@@ -186,14 +199,17 @@ def _placement(
     data_bytes: int,
     ctx: BuildContext,
     user: int | None = None,
+    volume: client.V1Volume | None = None,
 ) -> Iterator[Target]:
-    """A pod holding /data at the placement; as ``user`` (a server's), the data owned by it."""
+    """A pod holding /data at the placement (on ``volume`` when given: one other pods share); as ``user``
+    (a server's), the data owned by it."""
     kind = stack.placement.kind
     if kind in KUBE_LOCAL_PLACEMENTS and not engine.node.local:
         raise PrerequisiteError(f"placement {kind!r} on node {engine.node.name}: the node is not this host")
     name = f"lb-{secrets.token_hex(4)}"
     with contextlib.ExitStack() as exits:
-        volume = _volume(engine, name, stack.placement, mount, data_bytes, ctx, exits, user)
+        if volume is None:
+            volume = _volume(engine, name, stack.placement, mount, data_bytes, ctx, exits, user)
         body = _pod(name, image, engine.node.name, stack.limits, volume, ctx.run_id, user)
         running = exits.enter_context(kube_api.pod(engine.core, engine.namespace, body, ctx))
         info = {"placement": kind, **_info(engine, running, image, stack.limits, mount)}
@@ -201,7 +217,10 @@ def _placement(
         put = kube_api.put_in(engine.core, engine.namespace, name)
         table = None if "pid" in info else partial(_mount_table, run)  # another machine's pod: ask it
         if kind == "claim":
-            info["claim"] = kube_api.claim_facts(engine.core, engine.namespace, name)
+            assert volume is not None and volume.persistent_volume_claim is not None  # _volume's, or shared
+            info["claim"] = kube_api.claim_facts(
+                engine.core, engine.namespace, volume.persistent_volume_claim.claim_name
+            )
             info["data_mount"] = _data_mount(info.get("pid"), table)
         yield Target(run, put, kube_api.DATA, False, mount.device, "kubernetes", info, mount_table=table)
 

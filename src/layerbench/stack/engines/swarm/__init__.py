@@ -101,6 +101,18 @@ class SwarmEngine:
             self.tools_image = self._load(tools(ctx), ctx)
         return _placement(self, self.tools_image, mount, stack, data_bytes, ctx)
 
+    @contextmanager
+    def shared_places(
+        self, mount: Mount, stack: StackSpec, data_bytes: int, count: int, ctx: BuildContext
+    ) -> Iterator[list[Target]]:
+        """``count`` services on one volume or bind directory."""
+        if self.tools_image is None:
+            self.tools_image = self._load(tools(ctx), ctx)
+        with contextlib.ExitStack() as exits:
+            mounts = _mounts(self, f"lb-{secrets.token_hex(4)}", stack.placement.kind, mount, data_bytes, ctx, exits)
+            made = partial(_placement, self, self.tools_image, mount, stack, data_bytes, ctx, mounts=mounts)
+            yield [exits.enter_context(made()) for _ in range(count)]
+
     def server_starter(self, definition: ServerDef, exits: contextlib.ExitStack, ctx: BuildContext) -> Starter:
         """A database fleet here: a service per server on the node, reached from this host at the port the
         node publishes for it."""
@@ -189,12 +201,15 @@ def _placement(
     data_bytes: int,
     ctx: BuildContext,
     port: int | None = None,
+    mounts: list[SwarmMount] | None = None,
 ) -> Iterator[Target]:
-    """A service holding /data at the placement; with ``port``, that port published by the node."""
+    """A service holding /data at the placement (``mounts`` when given: ones other services share); with
+    ``port``, that port published by the node."""
     kind = stack.placement.kind
     name = f"lb-{secrets.token_hex(4)}"
     with contextlib.ExitStack() as exits:
-        mounts = _mounts(engine, name, kind, mount, data_bytes, ctx, exits)
+        if mounts is None:
+            mounts = _mounts(engine, name, kind, mount, data_bytes, ctx, exits)
         body = _service(name, image, engine.node.name, stack.limits, mounts, engine.labels, port)
         made, container = exits.enter_context(
             swarm_api.service(engine.manager, engine.manager_at, engine.daemon, engine.socket, body, ctx)
