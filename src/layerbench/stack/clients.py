@@ -6,7 +6,9 @@ each client is a container of its own with the stack's placement (its own
 volume, bind directory, writable layer or tmpfs, each on the same filesystem),
 or, shared (Docker, Podman), N containers on one volume (or one bind directory).
 On Swarm each client is a service of its own, on Kubernetes a pod of its own
-(its own claim of the StorageClass, hostPath, local volume or emptyDir).
+(its own claim of the StorageClass, hostPath, local volume or emptyDir); shared,
+every service on one volume or bind directory, every pod on one claim or host
+directory (the engine's ``shared_places``).
 
 Each target then runs a fio server on a Unix socket while a trial runs
 (``serving``), exec'd by its engine (``ExecsInTargets``); the host reaches a
