@@ -4,11 +4,11 @@ Natively each client is a directory of its own on the filesystem under test
 (``lb-data-c0-<tag>``, ...), or, shared, one directory for all. In a container engine
 each client is a container of its own with the stack's placement (its own
 volume, bind directory, writable layer or tmpfs, each on the same filesystem),
-or, shared (Docker, Podman), N containers on one volume (or one bind directory).
-On Swarm each client is a service of its own, on Kubernetes a pod of its own
-(its own claim of the StorageClass, hostPath, local volume or emptyDir); shared,
-every service on one volume or bind directory, every pod on one claim or host
-directory (the engine's ``shared_places``).
+or, shared, N containers on one volume (or one bind directory). On Swarm each
+client is a service of its own, on Kubernetes a pod of its own (its own claim of
+the StorageClass, hostPath, local volume or emptyDir); shared, every service on
+one volume or bind directory, every pod on one claim or host directory. Shared
+targets are each engine's to make (``SharesPlaces.shared_places``).
 
 Each target then runs a fio server on a Unix socket while a trial runs
 (``serving``), exec'd by its engine (``ExecsInTargets``); the host reaches a
@@ -26,19 +26,18 @@ import stat
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.spec.clients import ClientsSpec
-from layerbench.spec.models import PlacementSpec, StackSpec
+from layerbench.spec.models import StackSpec
 from layerbench.stack import handle as handles
-from layerbench.stack.engines.container import tools
 from layerbench.stack.ledger import tracked
-from layerbench.stack.placement import _volume, host_dir, recorded_run
-from layerbench.stack.protocols import ExecsInTargets, SharesPlaces
+from layerbench.stack.placement import host_dir, recorded_run
+from layerbench.stack.protocols import ExecsInTargets
 from layerbench.stack.target import BuildContext, Mount, Target
 from layerbench.workloads import fio_clients
 
@@ -114,10 +113,10 @@ def _containers(
     exits: contextlib.ExitStack,
     ctx: BuildContext,
 ) -> list[Target]:
-    if spec.shared and isinstance(engine, SharesPlaces):
+    if spec.shared:  # the rules allow it only on an engine that SharesPlaces
         made = exits.enter_context(engine.shared_places(mount, stack, data_bytes, spec.count, ctx))
     else:
-        made = [exits.enter_context(one) for one in _places(stack, mount, engine, spec, data_bytes, exits, ctx)]
+        made = [exits.enter_context(engine.place(mount, stack, data_bytes, ctx)) for _ in range(spec.count)]
     targets = []
     for i, target in enumerate(made):
         if "pid" not in target.info:  # the rules refuse another machine's node; a target without one says so
@@ -126,40 +125,6 @@ def _containers(
         target.info["socket"] = f"/proc/{target.info['pid']}/root{SOCKET_IN_CONTAINER}"
         targets.append(target)
     return targets
-
-
-def _places(
-    stack: StackSpec,
-    mount: Mount,
-    engine: Any,
-    spec: ClientsSpec,
-    data_bytes: int,
-    exits: contextlib.ExitStack,
-    ctx: BuildContext,
-) -> Iterator[AbstractContextManager[Target]]:
-    """Each client's place: its own placement, or, shared, a container on the one volume or directory."""
-    if not spec.shared:
-        for _ in range(spec.count):
-            yield engine.place(mount, stack, data_bytes, ctx)
-        return
-    options, placement = _shared_data(stack.placement, mount, engine, exits, ctx)
-    for _ in range(spec.count):
-        engine.tools_image = engine.tools_image or engine.image(tools(ctx), ctx)
-        yield engine.container(engine.tools_image, mount, placement, stack.limits, data_bytes, ctx, options)
-
-
-def _shared_data(
-    spec: PlacementSpec, mount: Mount, engine: Any, exits: contextlib.ExitStack, ctx: BuildContext
-) -> tuple[dict[str, Any], PlacementSpec]:
-    """One volume (or bind directory) every client's container mounts at /data: given as an option to
-    containers that otherwise have nothing mounted there (a writable-layer placement)."""
-    if spec.kind == "volume":
-        name = exits.enter_context(_volume(engine.daemon, ctx))
-        return {"volumes": {name: {"bind": "/data", "mode": "rw"}}}, PlacementSpec(kind="writable-layer")
-    if spec.kind == "bind" and mount.mountpoint is not None:
-        host = exits.enter_context(host_dir(mount.mountpoint / f"lb-bind-shared-{uuid.uuid4().hex[:6]}", ctx))
-        return {"volumes": {str(host): {"bind": "/data", "mode": "rw"}}}, PlacementSpec(kind="writable-layer")
-    raise PrerequisiteError(f"clients.shared: placement {spec.kind} cannot be shared")
 
 
 def _native_socket(index: int) -> str:

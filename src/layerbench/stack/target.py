@@ -35,7 +35,7 @@ class BuildContext:
     # The run's database password, made for this run and kept in memory only (never in the store, the
     # ledger or a log): every server the run starts requires it, every client is given it in a 0600 file.
     password: str = field(default_factory=lambda: secrets.token_urlsafe(24), repr=False)
-    shared: Shared = field(default_factory=Shared, repr=False)  # images the held stacks' engines share
+    shared: Shared = field(default_factory=Shared, repr=False)  # what held stacks share: lower layers, images
 
 
 @dataclass(frozen=True)

@@ -8,21 +8,24 @@ the placement, image and network layers; an engine's own container options
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import docker
 
+from layerbench.errors import PrerequisiteError
 from layerbench.proc import Runner
 from layerbench.spec.models import Limits, PlacementSpec, StackSpec
 from layerbench.stack import handle, network
 from layerbench.stack.dockerd import ApiDaemon
 from layerbench.stack.image import ensure_image, resolve
 from layerbench.stack.ledger import Resource
-from layerbench.stack.placement import Role, container_placement, tuning_options
+from layerbench.stack.placement import Role, _volume, container_placement, host_dir, tuning_options
 from layerbench.stack.target import BuildContext, Mount, Target
 from layerbench.workloads import iozone
 
@@ -70,8 +73,35 @@ class ApiEngine:
         merged = {**self.options, **(options or {})}
         return container_placement(self.daemon, image, mount, placement, limits, data_bytes, ctx, merged, role)
 
+    @contextmanager
+    def shared_places(
+        self, mount: Mount, stack: StackSpec, data_bytes: int, count: int, ctx: BuildContext
+    ) -> Iterator[list[Target]]:
+        """``count`` containers on one volume (or bind directory), given to each as an option: a container
+        that otherwise has nothing mounted at /data (a writable-layer placement)."""
+        if self.tools_image is None:
+            self.tools_image = self.image(tools(ctx), ctx)
+        with contextlib.ExitStack() as exits:
+            options = _shared_data(stack.placement, mount, self.daemon, exits, ctx)
+            layer = PlacementSpec(kind="writable-layer")
+            made = partial(self.container, self.tools_image, mount, layer, stack.limits, data_bytes, ctx, options)
+            yield [exits.enter_context(made()) for _ in range(count)]
+
     def start_in(self, target: Target, argv: Sequence[str], log: Path) -> handle.Handle:
         return handle.start_exec(self.daemon.client.api, str(target.info["container"]), argv, log, None)
+
+
+def _shared_data(
+    spec: PlacementSpec, mount: Mount, daemon: ApiDaemon, exits: contextlib.ExitStack, ctx: BuildContext
+) -> dict[str, Any]:
+    """The one volume (or bind directory) every client's container mounts at /data, as container options."""
+    if spec.kind == "volume":
+        name = exits.enter_context(_volume(daemon, ctx))
+        return {"volumes": {name: {"bind": "/data", "mode": "rw"}}}
+    if spec.kind == "bind" and mount.mountpoint is not None:
+        host = exits.enter_context(host_dir(mount.mountpoint / f"lb-bind-shared-{uuid.uuid4().hex[:6]}", ctx))
+        return {"volumes": {str(host): {"bind": "/data", "mode": "rw"}}}
+    raise PrerequisiteError(f"clients.shared: placement {spec.kind} cannot be shared")
 
 
 def tools(ctx: BuildContext) -> dict[str, str]:
