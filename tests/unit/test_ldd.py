@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from layerbench import proc
+from layerbench.proc import Completed
 from layerbench.stack.image import (
     Entry,
+    closure,
     content_tag,
+    file_sha256,
     missing_libraries,
     parse_ldd,
     plan,
@@ -99,3 +106,34 @@ def test_content_tag_follows_content_not_time(tmp_path: Path) -> None:
     assert content_tag(entries, {"layerbench.sha256.fio": "x"}) == first
     f.write_bytes(b"another build")
     assert content_tag(entries, {"layerbench.sha256.fio": "x"}) != first
+
+
+def test_a_file_rewritten_in_place_is_hashed_again_even_with_its_old_times(tmp_path: Path) -> None:
+    """file_sha256 keeps a digest per version of a file: a rewrite of the same size, its times put back,
+    still changes the file's change time, and so its digest."""
+    f = tmp_path / "fio"
+    f.write_bytes(b"build one")
+    first = file_sha256(str(f))
+    times = (f.stat().st_atime_ns, f.stat().st_mtime_ns)
+    f.write_bytes(b"build two")
+    os.utime(f, ns=times)
+    assert file_sha256(str(f)) != first
+    assert file_sha256(str(f)) == hashlib.sha256(b"build two").hexdigest()
+
+
+def test_closure_asks_ldd_once_per_binary_however_many_stacks_ask(tmp_path: Path) -> None:
+    calls: list[list[str]] = []
+
+    def runner(argv: list[str], timeout: float | None = None) -> Completed:
+        calls.append(argv)
+        return proc.run(argv, timeout=timeout)
+
+    ctx = SimpleNamespace(runner=runner)
+    found = shutil.which("sleep")
+    assert found is not None
+    sleep = str(tmp_path / "sleep")  # a file no other test asked about
+    shutil.copy2(found, sleep)
+    first = closure({"sleep": sleep}, ctx)  # type: ignore[arg-type]
+    assert closure({"sleep": sleep}, ctx) == first  # type: ignore[arg-type]
+    assert calls == [["ldd", sleep]]
+    assert any("libc.so" in f for f in first)

@@ -47,6 +47,9 @@ from layerbench.workloads.servers import SERVER_UID, SERVERS, ServerConfig, Serv
 from layerbench.workloads.servers import image as image_server
 
 PREPARE_TIMEOUT_S = 300.0
+# A server is asked whether it serves this often while it starts: each stack's first trial waits on the
+# answer (a probe is a connection or pg_isready, cheap beside a start of a second or more).
+READY_POLL_S = 0.05
 MAX_CLIENTS = 256  # per server: YCSB threads or pgbench clients, checked by the spec rules
 IMAGE_TOOLS = ["sleep", "mkdir", "chown"]
 
@@ -340,7 +343,7 @@ def wait_ready(h: handles.Handle, definition: ServerDef, host: str, port: int, c
             raise ServerError(f"{definition.kind} #{index} exited before serving:\n{handles.log_tail(h.log)}")
         if definition.ready(host, port, ctx.runner, ctx.password if definition.authenticates else ""):
             return
-        time.sleep(0.2)
+        time.sleep(READY_POLL_S)
     raise ServerError(
         f"{definition.kind} #{index} did not answer on {host}:{port} within {definition.ready_timeout_s:.0f}s:\n"
         f"{handles.log_tail(h.log)}"
