@@ -36,8 +36,9 @@ PRESET_TIMEOUT_S = 7200
 
 def one_run(preset: str, db: Path) -> tuple[dict[tuple[str, str], findings.Finding], int, float]:
     t0 = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "layerbench.cli", "run", preset, "--db", str(db)], check=False,
-                          timeout=PRESET_TIMEOUT_S)
+    done = subprocess.run(
+        [sys.executable, "-m", "layerbench.cli", "run", preset, "--db", str(db)], check=False, timeout=PRESET_TIMEOUT_S
+    )
     if done.returncode not in (0, 1):  # 1: finished, some trials failed (they are in the store, and counted)
         raise SystemExit(f"layerbench run {preset} exited with {done.returncode}")
     wall = time.monotonic() - t0

@@ -95,8 +95,14 @@ def test_a_job_file_carries_the_workload_s_options_and_the_client_s_file() -> No
 
 def test_client_argv_pairs_each_socket_with_its_job() -> None:
     argv = fio_clients.client_argv(["/a.sock", "/b.sock"], ["/w/a.fio", "/w/b.fio"])
-    assert argv == ["fio", "--output-format=json+", "--client=sock:/a.sock", "/w/a.fio", "--client=sock:/b.sock",
-                    "/w/b.fio"]
+    assert argv == [
+        "fio",
+        "--output-format=json+",
+        "--client=sock:/a.sock",
+        "/w/a.fio",
+        "--client=sock:/b.sock",
+        "/w/b.fio",
+    ]
     assert fio_clients.server_argv("/a.sock") == ["fio", "--server=sock:/a.sock"]
 
 
@@ -127,12 +133,19 @@ def test_stacks_without_clients_dump_as_before() -> None:
 @pytest.mark.parametrize(
     ("entry", "reason"),
     [
-        ("{device: {kind: none}, filesystem: none, engine: {kind: docker-host, node: 'tcp://h:2375'}, "
-         "placement: volume, clients: 2}", "not yet on docker-host"),
-        ("{filesystem: ext4, engine: {kind: swarm, node: n1}, placement: tmpfs, clients: {count: 2, shared: true}}",
-         "placement tmpfs cannot be shared"),
-        ("{filesystem: ext4, engine: 'docker:overlay2', placement: tmpfs, clients: {count: 2, shared: true}}",
-         "placement tmpfs cannot be shared"),
+        (
+            "{device: {kind: none}, filesystem: none, engine: {kind: docker-host, node: 'tcp://h:2375'}, "
+            "placement: volume, clients: 2}",
+            "not yet on docker-host",
+        ),
+        (
+            "{filesystem: ext4, engine: {kind: swarm, node: n1}, placement: tmpfs, clients: {count: 2, shared: true}}",
+            "placement tmpfs cannot be shared",
+        ),
+        (
+            "{filesystem: ext4, engine: 'docker:overlay2', placement: tmpfs, clients: {count: 2, shared: true}}",
+            "placement tmpfs cannot be shared",
+        ),
         ("{filesystem: none, placement: raw, clients: 2}", "raw device"),
         ("{filesystem: ext4, limits: {cpus: 1}, clients: 2}", "limits on native clients"),
     ],
@@ -210,8 +223,12 @@ def test_more_clients_are_not_held_to_fewer_clients_bound() -> None:
     """Four clients may beat one honestly: faster-than-physics is not judged across client counts."""
     from layerbench.analysis.checks import not_beneath
 
-    stacks = expand_stacks(load.parse(BASE + "  - {filesystem: ext4, engine: 'docker:overlay2', placement: volume,"
-                                      " clients: [1, 4]}\n  - {filesystem: ext4, clients: 1}\n"))
+    stacks = expand_stacks(
+        load.parse(
+            BASE + "  - {filesystem: ext4, engine: 'docker:overlay2', placement: volume,"
+            " clients: [1, 4]}\n  - {filesystem: ext4, clients: 1}\n"
+        )
+    )
     one, four, native = stacks
     assert "1 client(s) against 4" in (not_beneath(four, native) or "")
     assert not_beneath(one, native) is None

@@ -49,8 +49,9 @@ def _children_when_forked(pid: int) -> list[int]:
     """Waits on state: the parent's child listed in /proc (pgrep -P reads the same)."""
 
     def children() -> list[int] | None:
-        found = subprocess.run(["pgrep", "-P", str(pid)],
-            capture_output=True, text=True, check=False, timeout=60).stdout
+        found = subprocess.run(
+            ["pgrep", "-P", str(pid)], capture_output=True, text=True, check=False, timeout=60
+        ).stdout
         return [int(p) for p in found.split()] or None
 
     return wait_for(children, f"process {pid} to fork", 60.0, alive=lambda: _alive(pid))

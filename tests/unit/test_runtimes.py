@@ -69,7 +69,7 @@ def test_the_daemon_registers_gvisor_without_its_sandbox_network() -> None:
 
 def test_the_refusal_quotes_what_the_runtime_said() -> None:
     runc = (DATA / "runc-run-failed.stderr").read_text()
-    assert runtimes.last_line(runc).startswith('runc run failed: unable to start container process: error during')
+    assert runtimes.last_line(runc).startswith("runc run failed: unable to start container process: error during")
     assert '"cgroup" to rootfs' in runtimes.last_line(runc)
     assert runtimes.last_line((DATA / "crun-hybrid.stderr").read_text()).startswith("cgroups in hybrid mode")
 
@@ -96,7 +96,6 @@ def test_a_daemons_seccomp_profile_is_dockers_and_must_be_a_json_file(tmp_path: 
     assert "not a readable JSON file" in (why_not(missing, full_caps) or "")
     given = {"kind": "docker", "seccomp": str(DATA / "seccomp-no-io_uring.json")}
     assert why_not(StackSpec.model_validate({**body, "engine": given}), full_caps) is None
-
 
 
 def test_a_database_server_under_gvisor_is_refused_with_the_reason(full_caps: HostCaps) -> None:

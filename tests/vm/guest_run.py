@@ -109,8 +109,9 @@ def main(spec: Path, share: Path) -> None:
         kills.append(killed)
         proc = start("resume", "latest")
     result = {"last": finished(proc), "kills": kills, "never_reached": sorted(pending)}
-    shown = subprocess.run(layerbench("show", "latest", "--json"),
-        capture_output=True, text=True, check=False, timeout=60)
+    shown = subprocess.run(
+        layerbench("show", "latest", "--json"), capture_output=True, text=True, check=False, timeout=60
+    )
     result["show"] = json.loads(shown.stdout) if shown.returncode == 0 else {"error": shown.stderr[-2000:]}
     result["trials"] = trials()
     result["live_after"] = sorted(live_kinds())

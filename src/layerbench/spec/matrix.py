@@ -31,7 +31,16 @@ from layerbench.spec.space import Files, overflowing
 from layerbench.spec.traits import TRAITS
 
 STACK_FIELDS = (
-    "device", "filesystem", "engine", "placement", "limits", "server", "instances", "profile", "tuning", "clients",
+    "device",
+    "filesystem",
+    "engine",
+    "placement",
+    "limits",
+    "server",
+    "instances",
+    "profile",
+    "tuning",
+    "clients",
 )
 
 

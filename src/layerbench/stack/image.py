@@ -42,6 +42,7 @@ ETC_FILES = {
 EMPTY_DIRS = {"data": 0o755, "tmp": 0o1777, "root": 0o700, "etc": 0o755}
 MAX_LINKS = 40
 
+
 def symlink_chain(path: str) -> list[str]:
     """Each symlink met on the way to ``path`` (directories too), then the real file, all absolute."""
     met: list[str] = []

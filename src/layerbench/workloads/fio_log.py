@@ -117,6 +117,4 @@ def intervals(jobs: list[list[Entry]], every_ms: int) -> list[Interval]:
             if key not in seen:
                 seen.add(key)
                 buckets.setdefault(key, []).append(e.value_ns)
-    return [
-        Interval(slot * every_ms / 1000, d, sum(v) / len(v), len(v)) for (d, slot), v in sorted(buckets.items())
-    ]
+    return [Interval(slot * every_ms / 1000, d, sum(v) / len(v), len(v)) for (d, slot), v in sorted(buckets.items())]

@@ -1,4 +1,5 @@
 """Capture fio 3.33 output and latency logs of two small sweeps, each point a 1 s run on the root ext4."""
+
 import subprocess
 import sys
 import time
@@ -11,10 +12,18 @@ from layerbench.workloads import fio, fio_log
 OUT = Path(sys.argv[1])
 WORK = Path("/var/tmp/lbcap")
 SPEC = [
-    FioWorkload(name="RR", rw="randread", bs=4096, size=32 * 2**20, runtime_s=1, ramp_s=0,
-                sweep={"iodepth": (1, 4, 16), "numjobs": (1, 2)}),
-    FioWorkload(name="SR", rw="read", iodepth=4, size=32 * 2**20, runtime_s=1, ramp_s=0,
-                sweep={"bs": (4096, 65536, 262144)}),
+    FioWorkload(
+        name="RR",
+        rw="randread",
+        bs=4096,
+        size=32 * 2**20,
+        runtime_s=1,
+        ramp_s=0,
+        sweep={"iodepth": (1, 4, 16), "numjobs": (1, 2)},
+    ),
+    FioWorkload(
+        name="SR", rw="read", iodepth=4, size=32 * 2**20, runtime_s=1, ramp_s=0, sweep={"bs": (4096, 65536, 262144)}
+    ),
 ]
 points = sweep_points(SPEC)
 for w, point in points.values():
