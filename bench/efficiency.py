@@ -10,12 +10,14 @@ from the command's start to its exit:
   Fieller's interval, the best a pair of independent samples allows;
 - once: layerbench's rounds, each visiting both cells in a freshly shuffled
   order, the stacks built once and held (`trials.rebuild: once`, the
-  default): the ratio paired by round;
+  default): the ratio paired by round; with `--again N`, a trial the monitor
+  saw contended is measured again up to N times (`trials.again_if_contended`);
 - every-round: the same, every stack rebuilt every round (`rebuild:
-  every-round`, layerbench's protocol before).
+  every-round`) and no trial measured again: layerbench's protocol before.
 
-Each protocol spends the same number of the same trials; their wall times
-differ by what each builds. Precision per machine time is the interval's
+Each protocol spends the same number of the same trials (once: plus those
+measured again); their wall times differ by what each builds and measures
+again. Precision per machine time is the interval's
 width (a share of the ratio) times the square root of the wall time: the
 width the protocol would reach in one second, since a width shrinks as one
 over the square root of the trials. `--repeats` runs of each protocol, in a
@@ -33,16 +35,18 @@ flatter. Last line `ratio=<once's spread·√time / seeds'>`; goal at most 0.5
 (issue 31). `--replay LOG` recomputes the summary from a log's repeat lines.
 
 Usage (as root, nothing else running):
-  .venv/bin/python bench/efficiency.py [--rounds N] [--repeats R] [--load]
+  .venv/bin/python bench/efficiency.py [--rounds N] [--repeats R] [--load] [--again N]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import random
 import re
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -80,6 +84,7 @@ class Outcome:
     protocol: str
     ratio: Ratio
     wall_s: float
+    again: int = 0  # trials measured again because the host was busy
 
     @property
     def width(self) -> float:
@@ -91,13 +96,13 @@ class Outcome:
         return self.width * math.sqrt(self.wall_s)
 
 
-def spec(name: str, stacks: list[dict], rounds: int, rebuild: str) -> dict:
+def spec(name: str, stacks: list[dict], rounds: int, rebuild: str, again: int = 0) -> dict:
     return {
         "name": name,
         "device": DEVICE,
         "stacks": stacks,
         "workloads": [WORKLOAD],
-        "trials": {"repetitions": rounds, "rebuild": rebuild},
+        "trials": {"repetitions": rounds, "rebuild": rebuild, "again_if_contended": again},
     }
 
 
@@ -126,7 +131,7 @@ def iops(db: Path) -> dict[str, dict[int, float]]:
     return out
 
 
-def measure(protocol: str, rounds: int, tmp: Path, tag: str, seed: int) -> Outcome:
+def measure(protocol: str, rounds: int, tmp: Path, tag: str, seed: int, again_if_contended: int = 0) -> Outcome:
     if protocol == "seeds":
         walls, got = 0.0, {}
         for label, stack in (("native", NATIVE), ("docker", VOLUME)):
@@ -134,9 +139,17 @@ def measure(protocol: str, rounds: int, tmp: Path, tag: str, seed: int) -> Outco
             walls += wall
             got.update(iops(db))
         return Outcome(protocol, ratio(list(got["docker"].values()), list(got["native"].values())), walls)
-    db, wall = run(spec(f"{protocol}-{tag}", [NATIVE, VOLUME], rounds, protocol), tmp, seed)
+    again = again_if_contended if protocol == "once" else 0
+    db, wall = run(spec(f"{protocol}-{tag}", [NATIVE, VOLUME], rounds, protocol, again), tmp, seed)
     got = iops(db)
-    return Outcome(protocol, paired_ratio(got["docker"], got["native"]), wall)
+    return Outcome(protocol, paired_ratio(got["docker"], got["native"]), wall, measured_again(db))
+
+
+def measured_again(db: Path) -> int:
+    """How many attempts the run measured again (each trial's ``info.disturbed``)."""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT info_json FROM trials").fetchall()
+    return sum(len(json.loads(info).get("disturbed", [])) for (info,) in rows)
 
 
 @contextlib.contextmanager
@@ -163,17 +176,17 @@ def claimed(outcomes: list[Outcome]) -> float:
     return statistics.fmean((math.log(o.ratio.ci_high) - math.log(o.ratio.ci_low)) / (2 * 1.96) for o in outcomes)
 
 
-def main(rounds: int, repeats: int, load: bool, seed: int) -> None:
+def main(rounds: int, repeats: int, load: bool, seed: int, again: int = 0) -> None:
     rng = random.Random(seed)
     found: dict[str, list[Outcome]] = {p: [] for p in PROTOCOLS}
     with tempfile.TemporaryDirectory(prefix="lb-efficiency-") as tmp, hog(load, seed):
         for rep in range(repeats):
             for protocol in sorted(PROTOCOLS, key=lambda _: rng.random()):
-                o = measure(protocol, rounds, Path(tmp), f"{rep}", rng.randrange(10**6))
+                o = measure(protocol, rounds, Path(tmp), f"{rep}", rng.randrange(10**6), again)
                 found[protocol].append(o)
                 r = o.ratio
                 print(f"repeat {rep + 1} {protocol:<11} ×{r.ratio:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] "
-                      f"width {o.width:.1%} in {o.wall_s:.0f} s", flush=True)  # fmt: skip
+                      f"width {o.width:.1%} in {o.wall_s:.0f} s, {o.again} measured again", flush=True)  # fmt: skip
     report(found)
 
 
@@ -217,9 +230,10 @@ if __name__ == "__main__":
     ap.add_argument("--repeats", type=int, default=5, help="runs of each protocol")
     ap.add_argument("--load", action="store_true", help="beside a CPU hog with random busy and idle spells")
     ap.add_argument("--seed", type=int, default=31)
+    ap.add_argument("--again", type=int, default=0, help="once: trials.again_if_contended (default 0, as in a run)")
     ap.add_argument("--replay", type=Path, help="only the summary, from a log of this bench's repeat lines")
     a = ap.parse_args()
     if a.replay:
         report(replay(a.replay))
     else:
-        main(a.rounds, a.repeats, a.load, a.seed)
+        main(a.rounds, a.repeats, a.load, a.seed, a.again)

@@ -281,10 +281,15 @@ GROUP_SCHEDULING = (
 )
 
 
+def contended_limit(ncpu: int) -> float:
+    """Cores that other processes may keep busy before a trial is contended."""
+    return max(CONTENDED_MIN_CORES, CONTENDED_HOST_SHARE * ncpu)
+
+
 def contended(outside_cores: float, ncpu: int, top: dict[str, float]) -> Check:
     """Processes outside the cell used the CPU during the trial: its ratio to a baseline measured on a
     quieter host says more about the host than about the layers. ``top``: command → cores it used."""
-    limit = max(CONTENDED_MIN_CORES, CONTENDED_HOST_SHARE * ncpu)
+    limit = contended_limit(ncpu)
     if outside_cores < limit:
         return Check("contended", "pass", f"other processes used {outside_cores:.2f} of {ncpu} cores")
     names = ", ".join(f"{comm} {cores:.2f}" for comm, cores in sorted(top.items(), key=lambda kv: -kv[1])[:3])

@@ -332,7 +332,8 @@ def _execute(
                 on_trial = both(progress.advance, state)
             outcome = execute(exp, matrix, store, run_id, ctx, on_trial=on_trial, seed=seed)
     _show(store, run_id, as_json=False)
-    console.print(f"{outcome.ok} trials ok, {outcome.failed} failed · results in {store.path} (run {run_id})")
+    again = f" ({outcome.again} measured again: the host was busy)" if outcome.again else ""
+    console.print(f"{outcome.ok} trials ok{again}, {outcome.failed} failed · results in {store.path} (run {run_id})")
     return outcome.failed
 
 

@@ -76,6 +76,12 @@ class TrialProgress:
         task = self._progress.tasks[0]
         return (
             f"[{task.completed:.0f}/{task.total:.0f}] {trial.cell.label()} #{trial.repetition} {record.status}"
-            f" ({record.ended_at - record.started_at:.1f} s), elapsed {_clock(task.elapsed)}"
+            f" ({record.ended_at - record.started_at:.1f} s{_again(record)}), elapsed {_clock(task.elapsed)}"
             f", eta {_clock(task.time_remaining)}"
         )
+
+
+def _again(record: TrialRecord) -> str:
+    """How often the trial was measured again because the host was busy beside it (pipeline._undisturbed)."""
+    n = len(record.info.get("disturbed", ()))
+    return f"; measured again {n}×: the host was busy" if n else ""

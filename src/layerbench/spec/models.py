@@ -572,6 +572,16 @@ class Trials(Frozen):
         "and a guest are rebuilt per visit); every-round: every stack built afresh every round, so differences "
         "between builds fall into the intervals too (docs/explanation/protocol.md)",
     )
+    again_if_contended: int = Field(
+        default=0,
+        ge=0,
+        le=10,
+        description="a trial during which other processes used the CPU (the contended check's flag: at least "
+        "half a core, or a tenth of the host's) is measured again, at most this many times, each once the host "
+        "is quiet (waiting at most 10 s); each disturbed attempt is kept in the trial's record (info.disturbed), "
+        "and the last attempt stands, flagged if it was disturbed too; 0 (default): never, as it narrowed no "
+        "interval under a CPU hog (docs/explanation/protocol.md)",
+    )
 
     @model_validator(mode="after")
     def _cap_above_min(self) -> Trials:
