@@ -28,7 +28,7 @@ VM_APT_PACKAGES := qemu-system-x86 qemu-utils debootstrap
 # tests/deadlines.py writes every thread's stack and pytest tears down what it started; two minutes
 # later, SIGKILL. Each test has its own deadline too (pyproject.toml).
 BUDGET_TEST ?= 900
-BUDGET_LONG ?= 720
+BUDGET_LONG ?= 840
 BUDGET_VM ?= 1500
 BUDGET_K8S ?= 720
 TIER := timeout --foreground --signal=TERM --kill-after=120
