@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from layerbench.analysis.checks import contended_limit
-from layerbench.monitor import parse_proc_stat
+from layerbench.monitor import cpu_shares, parse_proc_stat
 
 WINDOW_S = 0.5  # the host must stay below the limit over one such window
 MAX_WAIT_S = 10.0  # a host that never quiets down is measured anyway: the attempt keeps its flag
@@ -22,12 +22,8 @@ def busy_cores(window_s: float = WINDOW_S, stat: Path = Path("/proc/stat")) -> f
     """Cores the host kept busy (user, system, interrupts) over the next ``window_s`` seconds."""
     before = parse_proc_stat(stat.read_text())
     time.sleep(window_s)
-    after = parse_proc_stat(stat.read_text())
-    total = after.total - before.total
-    if total <= 0:
-        return 0.0
-    busy = (after.user + after.system) - (before.user + before.system)
-    return busy / total * (os.cpu_count() or 1)
+    shares = cpu_shares(before, parse_proc_stat(stat.read_text()))
+    return (shares["cpu.user"] + shares["cpu.system"]) / 100 * (os.cpu_count() or 1)
 
 
 def wait_quiet(max_wait_s: float = MAX_WAIT_S) -> float:
