@@ -126,6 +126,7 @@ def _facts(guest: Guest, disk: str) -> dict[str, Any]:
         "accel": guest.accel,
         "guest_kernel": guest.facts.get("kernel"),
         "guest_cpus": guest.facts.get("cpus"),
+        "boot_attempts": guest.facts.get("boot_attempts"),  # 2: the first boot's kernel hung (guest.py)
         "disk": disk,
         "fio_sha256": digest,
     }

@@ -34,6 +34,14 @@ from layerbench.stack.target import BuildContext
 POLL_S = 0.05
 # A TCG boot takes 1-3 minutes quietly and several times that on a busy host; past this, something broke.
 BOOT_LIMIT_S = 1200.0
+# A booting kernel writes to the console every few seconds until it starts init. Under TCG one stopped
+# there for good (its console ended at the kernel's 3.65 s while qemu spun both cores for 14 minutes):
+# a console silent this long before init is a hung boot, and the guest is killed and booted again.
+KERNEL_STALL_S = 120.0
+# What the kernel prints as it frees its boot-time memory, just before it starts init: past it, the
+# console may rightly stay silent while systemd works (the guest's units print nothing).
+INIT_HANDOFF = "Freeing unused kernel"
+BOOT_ATTEMPTS = 2
 # Powering off under emulation takes seconds; a guest that ignores the request is killed after this.
 STOP_LIMIT_S = 180.0
 # Beyond a command's own timeout (enforced in the guest): the round trip over 9p.
@@ -50,6 +58,10 @@ GUEST_SHARE = Path("/mnt") / qemu.SHARE_TAG
 # qemu's user-mode network forwards the host's ports to this address (its default for the guest).
 GUEST_ADDRESS = "10.0.2.15/24"
 GUEST_MOUNT = "/mnt/lbdata"  # where an engine mounts the filesystem it makes on the guest's data disk
+
+
+class BootStalled(PrerequisiteError):
+    """The guest's kernel hung before it started init."""
 
 
 @dataclass
@@ -112,19 +124,29 @@ class Guest:
         return qemu.read(self.directory / "console.log")[-chars:]
 
     def wait_ready(self, limit_s: float) -> None:
-        ready = self.share / "ready"
+        """Until the agent says it is ready; BootStalled if the kernel's console stays silent
+        KERNEL_STALL_S before it starts init, PrerequisiteError if the guest stops or ``limit_s`` passes."""
+        ready, console = self.share / "ready", self.directory / "console.log"
         deadline = time.monotonic() + limit_s
+        size, changed = -1, time.monotonic()
         while not ready.exists():
             if not self.alive():
                 raise PrerequisiteError(f"the guest stopped while booting: {self.console_tail()}")
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now > deadline:
                 raise PrerequisiteError(f"the guest did not come up in {limit_s:.0f}s: {self.console_tail()}")
+            seen = console.stat().st_size if console.exists() else 0
+            if seen != size:
+                size, changed = seen, now
+            elif now - changed > KERNEL_STALL_S and INIT_HANDOFF not in self.console_tail(chars=size or 1):
+                raise BootStalled(f"the guest's kernel was silent {KERNEL_STALL_S:.0f}s: {self.console_tail()}")
             time.sleep(POLL_S)
         self.facts = json.loads(qemu.guest_text(self.share, "ready"))
 
     def stop(self) -> None:
-        """Ask the guest to power off; kill it (by PID) if it does not within STOP_LIMIT_S."""
-        if self.alive():
+        """Ask the guest to power off; kill it (by PID) if it does not within STOP_LIMIT_S. A guest whose
+        agent never said it was ready cannot be asked: it is killed at once."""
+        if self.alive() and self.facts:
             (self.share / "stop").touch()
             with contextlib.suppress(subprocess.TimeoutExpired):  # killed below
                 self.process.wait(STOP_LIMIT_S)
@@ -147,7 +169,7 @@ def booted(
     loopback; stopped and removed on exit."""
     directory = ctx.work_dir / f"vm-{ctx.run_id}-{time.monotonic_ns()}"
 
-    def create(rid: int) -> Guest:
+    def start(rid: int) -> Guest:
         (directory / "share").mkdir(parents=True, mode=0o700)
         qemu.prepare_share(directory / "share", SCRIPT, shares)
         shutil.copyfile(guest_agent.__file__, directory / "share" / AGENT)
@@ -158,9 +180,30 @@ def booted(
         )
         process = spawn(argv, directory / "qemu.log")
         ctx.ledger.update(rid, pid=process.pid, start_time=start_time(process.pid))
-        guest = Guest(process, directory, accel)
+        return Guest(process, directory, accel)
+
+    def ready(rid: int) -> Guest:
+        """A guest whose agent answers; a boot whose kernel hung is killed and tried again."""
+        attempt = 1
+        while True:
+            guest = start(rid)
+            try:
+                guest.wait_ready(BOOT_LIMIT_S)
+            except BootStalled:
+                remove(guest)
+                if attempt == BOOT_ATTEMPTS:
+                    raise
+                attempt += 1
+                continue
+            except BaseException:
+                remove(guest)
+                raise
+            guest.facts["boot_attempts"] = attempt
+            return guest
+
+    def create(rid: int) -> Guest:
+        guest = ready(rid)
         try:
-            guest.wait_ready(BOOT_LIMIT_S)
             if forwards:
                 guest.run(["ip", "link", "set", "eth0", "up"], BOOT_LIMIT_S).check()
                 guest.run(["ip", "address", "add", GUEST_ADDRESS, "dev", "eth0"], BOOT_LIMIT_S).check()
