@@ -34,14 +34,6 @@ from layerbench.stack.target import BuildContext
 POLL_S = 0.05
 # A TCG boot takes 1-3 minutes quietly and several times that on a busy host; past this, something broke.
 BOOT_LIMIT_S = 1200.0
-# A booting kernel writes to the console every few seconds until it starts init. Under TCG one stopped
-# there for good (its console ended at the kernel's 3.65 s while qemu spun both cores for 14 minutes):
-# a console silent this long before init is a hung boot, and the guest is killed and booted again.
-KERNEL_STALL_S = 120.0
-# What the kernel prints as it frees its boot-time memory, just before it starts init: past it, the
-# console may rightly stay silent while systemd works (the guest's units print nothing).
-INIT_HANDOFF = "Freeing unused kernel"
-BOOT_ATTEMPTS = 2
 # Powering off under emulation takes seconds; a guest that ignores the request is killed after this.
 STOP_LIMIT_S = 180.0
 # Beyond a command's own timeout (enforced in the guest): the round trip over 9p.
@@ -124,22 +116,17 @@ class Guest:
         return qemu.read(self.directory / "console.log")[-chars:]
 
     def wait_ready(self, limit_s: float) -> None:
-        """Until the agent says it is ready; BootStalled if the kernel's console stays silent
-        KERNEL_STALL_S before it starts init, PrerequisiteError if the guest stops or ``limit_s`` passes."""
-        ready, console = self.share / "ready", self.directory / "console.log"
+        """Until the agent says it is ready; BootStalled if its kernel hung (qemu.ConsoleWatch),
+        PrerequisiteError if the guest stops or ``limit_s`` passes."""
+        ready, watch = self.share / "ready", qemu.ConsoleWatch(self.directory / "console.log")
         deadline = time.monotonic() + limit_s
-        size, changed = -1, time.monotonic()
         while not ready.exists():
             if not self.alive():
                 raise PrerequisiteError(f"the guest stopped while booting: {self.console_tail()}")
-            now = time.monotonic()
-            if now > deadline:
+            if time.monotonic() > deadline:
                 raise PrerequisiteError(f"the guest did not come up in {limit_s:.0f}s: {self.console_tail()}")
-            seen = console.stat().st_size if console.exists() else 0
-            if seen != size:
-                size, changed = seen, now
-            elif now - changed > KERNEL_STALL_S and INIT_HANDOFF not in self.console_tail(chars=size or 1):
-                raise BootStalled(f"the guest's kernel was silent {KERNEL_STALL_S:.0f}s: {self.console_tail()}")
+            if watch.hung():
+                raise BootStalled(f"the guest's kernel was silent {qemu.KERNEL_STALL_S:.0f}s: {self.console_tail()}")
             time.sleep(POLL_S)
         self.facts = json.loads(qemu.guest_text(self.share, "ready"))
 
@@ -191,7 +178,7 @@ def booted(
                 guest.wait_ready(BOOT_LIMIT_S)
             except BootStalled:
                 remove(guest)
-                if attempt == BOOT_ATTEMPTS:
+                if attempt == qemu.BOOT_ATTEMPTS:
                     raise
                 attempt += 1
                 continue

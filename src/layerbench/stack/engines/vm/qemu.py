@@ -36,6 +36,14 @@ KERNEL_BANNER = "Linux version"
 # numpy's and pandas' AVX2 sorting crashed (SIGSEGV) or hung guests that ran the same code cleanly on
 # the host. Nehalem keeps the guest's libraries on their long-emulated SSE paths.
 TCG_CPU = "Nehalem"
+# A booting kernel writes to the console every few seconds until it starts init. Under TCG one stopped
+# there for good (its console ended at the kernel's 3.65 s while qemu spun both cores for 14 minutes):
+# a console silent this long before init is a hung boot, and the guest is killed and booted again.
+KERNEL_STALL_S = 120.0
+# What the kernel prints as it frees its boot-time memory, just before it starts init: past it, the
+# console may rightly stay silent while systemd works (the guest's units print nothing).
+INIT_HANDOFF = "Freeing unused kernel"
+BOOT_ATTEMPTS = 2
 # The share's own files (tools/vm/guest/run-host-script): the rest is what the script left for the host.
 CHANNEL_FILES = frozenset({"script", "mounts", "output", "rc"})
 # The most the host reads of one file a guest left in the share: a guest's output, a command's answer.
@@ -75,6 +83,23 @@ class GuestRun:
     accel: str
     seconds: float
     files: dict[str, str]  # what else the script wrote into the share, by path relative to it
+
+
+class ConsoleWatch:
+    """Has a booting kernel hung? Its console silent KERNEL_STALL_S before it started init."""
+
+    def __init__(self, console: Path) -> None:
+        self.console = console
+        self.size, self.changed, self.past_init = -1, time.monotonic(), False
+
+    def hung(self) -> bool:
+        now = time.monotonic()
+        size = self.console.stat().st_size if self.console.exists() else 0
+        if size != self.size:
+            self.size, self.changed = size, now
+            self.past_init = self.past_init or INIT_HANDOFF in read(self.console)
+            return False
+        return not self.past_init and now - self.changed > KERNEL_STALL_S
 
 
 def find_image(cache_dir: Path) -> GuestImage | None:
@@ -185,16 +210,17 @@ def run_script(
         share = Path(tmp)
         prepare_share(share, script, shares)
         console = work_dir / "console.log"
-        console.unlink(missing_ok=True)
         started = time.monotonic()
         argv = qemu_argv(image, accel, share, shares, console)
-        process = spawn(argv, work_dir / "qemu.log")
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            pass
-        finally:
-            kill(process)
+        for _ in range(BOOT_ATTEMPTS):  # a kernel that hung never ran the script: boot it again
+            console.unlink(missing_ok=True)
+            process = spawn(argv, work_dir / "qemu.log")
+            try:
+                hung = _wait(process, started + timeout, ConsoleWatch(console))
+            finally:
+                kill(process)
+            if not hung:
+                break
         seconds = time.monotonic() - started
         if process.returncode not in (0, -signal.SIGKILL) and not (share / "rc").exists():
             raise ToolError(argv, process.returncode, read(work_dir / "qemu.log"))
@@ -208,6 +234,15 @@ def run_script(
             seconds,
             files,
         )
+
+
+def _wait(process: subprocess.Popen[bytes], deadline: float, watch: ConsoleWatch) -> bool:
+    """Until the guest powers off or ``deadline`` passes; True if its kernel hung first."""
+    while process.poll() is None and time.monotonic() < deadline:
+        if watch.hung():
+            return True
+        time.sleep(0.2)
+    return False
 
 
 def prepare_share(share: Path, script: str, shares: Sequence[Share]) -> None:
