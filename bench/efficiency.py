@@ -145,6 +145,43 @@ def measure(protocol: str, rounds: int, tmp: Path, tag: str, seed: int, again_if
     return Outcome(protocol, paired_ratio(got["docker"], got["native"]), wall, measured_again(db))
 
 
+def outside_cpu(db: Path) -> dict[str, dict[int, float]]:
+    """Per engine kind, each round's mean of the monitor's ``cpu.outside`` (cores other processes used)."""
+    query = """SELECT c.config_json, t.repetition, avg(m.value) FROM trials t
+               JOIN cells c ON c.run_id = t.run_id AND c.cell_id = t.cell_id
+               JOIN monitor m ON m.trial_id = t.id AND m.series = 'cpu.outside'
+               WHERE t.status = 'ok' GROUP BY t.id"""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(query).fetchall()
+    out: dict[str, dict[int, float]] = {}
+    for config, rep, value in rows:
+        out.setdefault(json.loads(config)["stack"]["engine"]["kind"], {})[int(rep)] = float(value)
+    return out
+
+
+def adjusted_log_ratio(db: Path) -> tuple[float, float, float]:
+    """A paired run's mean log ratio, and the same taken where its two trials' other CPU use was equal (each
+    round's log ratio against the difference in ``cpu.outside``, least squares); and the slope per core."""
+    got, load = iops(db), outside_cpu(db)
+    rounds = sorted(set(got["docker"]) & set(got["native"]))
+    logs = [math.log(got["docker"][r] / got["native"][r]) for r in rounds]
+    diffs = [load["docker"][r] - load["native"][r] for r in rounds]
+    slope, intercept = statistics.linear_regression(diffs, logs)
+    return statistics.fmean(logs), intercept, slope
+
+
+def adjustment(kept: Path) -> None:
+    """For each paired protocol's kept runs: how much its answer moved from repeat to repeat, as measured and
+    adjusted for other processes' CPU use."""
+    for protocol in ("once", "every-round"):
+        found = [adjusted_log_ratio(db) for db in sorted(kept.glob(f"{protocol}-*.db"))]
+        if len(found) < 2:
+            continue
+        slopes = ", ".join(f"{f[2]:+.3f}" for f in found)
+        print(f"{protocol}: repeats' SD of log ratio {statistics.stdev(f[0] for f in found):.4f} as measured, "
+              f"{statistics.stdev(f[1] for f in found):.4f} adjusted; slopes per core {slopes}")  # fmt: skip
+
+
 def measured_again(db: Path) -> int:
     """How many attempts the run measured again (each trial's ``info.disturbed``)."""
     with sqlite3.connect(db) as conn:
@@ -176,13 +213,15 @@ def claimed(outcomes: list[Outcome]) -> float:
     return statistics.fmean((math.log(o.ratio.ci_high) - math.log(o.ratio.ci_low)) / (2 * 1.96) for o in outcomes)
 
 
-def main(rounds: int, repeats: int, load: bool, seed: int, again: int = 0) -> None:
+def main(rounds: int, repeats: int, load: bool, seed: int, again: int = 0, keep: Path | None = None) -> None:
     rng = random.Random(seed)
     found: dict[str, list[Outcome]] = {p: [] for p in PROTOCOLS}
     with tempfile.TemporaryDirectory(prefix="lb-efficiency-") as tmp, hog(load, seed):
+        where = keep or Path(tmp)
+        where.mkdir(parents=True, exist_ok=True)
         for rep in range(repeats):
             for protocol in sorted(PROTOCOLS, key=lambda _: rng.random()):
-                o = measure(protocol, rounds, Path(tmp), f"{rep}", rng.randrange(10**6), again)
+                o = measure(protocol, rounds, where, f"{rep}", rng.randrange(10**6), again)
                 found[protocol].append(o)
                 r = o.ratio
                 print(f"repeat {rep + 1} {protocol:<11} ×{r.ratio:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] "
@@ -232,8 +271,12 @@ if __name__ == "__main__":
     ap.add_argument("--seed", type=int, default=31)
     ap.add_argument("--again", type=int, default=0, help="once: trials.again_if_contended (default 0, as in a run)")
     ap.add_argument("--replay", type=Path, help="only the summary, from a log of this bench's repeat lines")
+    ap.add_argument("--keep", type=Path, help="keep every run's spec and database in this folder")
+    ap.add_argument("--adjusted", type=Path, help="only the adjustment for other CPU use, from a --keep folder")
     a = ap.parse_args()
     if a.replay:
         report(replay(a.replay))
+    elif a.adjusted:
+        adjustment(a.adjusted)
     else:
-        main(a.rounds, a.repeats, a.load, a.seed, a.again)
+        main(a.rounds, a.repeats, a.load, a.seed, a.again, a.keep)
