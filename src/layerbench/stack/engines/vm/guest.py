@@ -62,6 +62,7 @@ class Guest:
     directory: Path  # the host's: share/ (the guest's /mnt/lbshare), console.log, qemu.log
     accel: str
     facts: dict[str, object] = field(default_factory=dict)  # what the agent said when ready (kernel, cpus)
+    agent_up: bool = False  # the agent said it was ready: it can hear a request to power off
     _numbers: Iterator[int] = field(default_factory=itertools.count)
 
     @property
@@ -129,11 +130,12 @@ class Guest:
                 raise BootStalled(f"the guest's kernel was silent {qemu.KERNEL_STALL_S:.0f}s: {self.console_tail()}")
             time.sleep(POLL_S)
         self.facts = json.loads(qemu.guest_text(self.share, "ready"))
+        self.agent_up = True
 
     def stop(self) -> None:
         """Ask the guest to power off; kill it (by PID) if it does not within STOP_LIMIT_S. A guest whose
         agent never said it was ready cannot be asked: it is killed at once."""
-        if self.alive() and self.facts:
+        if self.alive() and self.agent_up:
             (self.share / "stop").touch()
             with contextlib.suppress(subprocess.TimeoutExpired):  # killed below
                 self.process.wait(STOP_LIMIT_S)
