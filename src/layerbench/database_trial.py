@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -62,9 +63,10 @@ PG_USER = "postgres"  # the server's user (workloads/servers/postgres.py), which
 
 
 def prepare(fleet: Fleet, workloads: list[DbWorkload], ctx: BuildContext) -> dict[str, Any]:
-    """Load every instance, in parallel, with what this stack's workloads read; say what each holds."""
+    """Load every instance, in parallel, with what this stack's workloads read; say what each holds, and
+    when the load ran (it may run beside another stack's build, never beside a trial: pipeline.preload)."""
     started = time.monotonic()
-    info: dict[str, Any] = {}
+    info: dict[str, Any] = {"started_at": time.time()}
     with credentials(fleet, ctx):
         if any(isinstance(w, YcsbWorkload) for w in workloads):
             fleet.info["records"] = _ycsb_load(fleet, ctx)
@@ -75,6 +77,7 @@ def prepare(fleet: Fleet, workloads: list[DbWorkload], ctx: BuildContext) -> dic
                 done.check()
         info["pgbench_scale"] = fleet.server.scale
     info["seconds"] = round(time.monotonic() - started, 3)
+    info["ended_at"] = time.time()
     return info
 
 
@@ -285,8 +288,10 @@ def credentials(fleet: Fleet, ctx: BuildContext) -> Iterator[None]:
 
 
 def _secret_files(ctx: BuildContext) -> tuple[Path, Path]:
-    """This process's client secret files (a --parallel-nodes child has its own)."""
-    return ctx.work_dir / f"client-{os.getpid()}.properties", ctx.work_dir / f"client-{os.getpid()}.pgpass"
+    """This thread's client secret files: a --parallel-nodes child has its own, and so has each stack's load
+    while the next stack is built (pipeline.preload)."""
+    me = f"client-{os.getpid()}-{threading.get_native_id()}"
+    return ctx.work_dir / f"{me}.properties", ctx.work_dir / f"{me}.pgpass"
 
 
 def _pg_env(fleet: Fleet, ctx: BuildContext) -> dict[str, str] | None:

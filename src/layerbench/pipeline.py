@@ -8,6 +8,7 @@ import dataclasses
 import json
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from layerbench import clients_trial, database_trial, quiet
@@ -32,6 +33,10 @@ from layerbench.trial import precondition, record, run_trial
 ENGINE_ERRORS = api_errors()  # an engine's API failing under a stack: its daemon gone or broken
 SETUP_ERRORS = (LayerbenchError, *ENGINE_ERRORS, OSError)  # a ServerError (its log's tail) among them
 ENGINE_LEVEL = 2  # device 0, filesystem 1, engine 2, placement 3
+PLACEMENT_LEVEL = 3
+# A load keeps its client (a JVM, pgbench) and its server busy: two at once keep a 2-core host's cores busy, and
+# on a bigger one the builds between them are what paces the loads.
+LOADS_AT_ONCE = 2
 
 OnTrial = Callable[[Trial, TrialRecord], None]
 
@@ -78,7 +83,9 @@ def execute(
             cells = still_imprecise(exp, matrix.cells, store, run_id)
             if not cells:
                 break
-            for stack_plan in plan_round(cells, rep, store.done_trials(run_id), seed):
+            plans = plan_round(cells, rep, store.done_trials(run_id), seed)
+            preload(pool, plans)
+            for stack_plan in plans:
                 for trial, record in _run_stack(pool.visit(stack_plan.stack), stack_plan, TrialOptions.of(exp)):
                     store.record_trial(run_id, record)
                     outcome.add(record)
@@ -87,6 +94,47 @@ def execute(
             if not keep:
                 pool.close()  # the next round builds every stack afresh
     return outcome
+
+
+def preload(pool: StackPool, plans: list[StackPlan]) -> None:
+    """The round's database stacks the pool holds but has not built, built one after another before its first
+    trial, each loaded while the next ones are built: a database stack's set-up is mostly its servers' start
+    and load, and nothing measured overlaps them here. A stack whose build or load fails is left to its visit,
+    which builds it again and records the failure with its trials."""
+    todo = [sp for sp in plans if sp.stack.server is not None and sp.stack not in pool.held()]
+    if len(todo) < 2:
+        return  # nothing to overlap
+    workers = ThreadPoolExecutor(LOADS_AT_ONCE, thread_name_prefix="load")
+    loads: dict[Future[dict], tuple[Held, list[Workload]]] = {}
+    try:
+        for sp in todo:
+            if not pool.would_hold(sp.stack):
+                break
+            held = pool.visit(sp.stack)
+            try:
+                held.fresh(held.builder.enter(sp.stack, _data_bytes(sp)))
+            except SETUP_ERRORS:
+                held.builder.settle()  # its visit builds it again and records why
+                break
+            workloads = [t.cell.workload for t in sp.trials]
+            loads[workers.submit(_prepare, held.target, workloads, pool.ctx)] = (held, workloads)
+    except BaseException:
+        workers.shutdown(wait=False, cancel_futures=True)  # the stacks' teardown ends the loads still running
+        raise
+    workers.shutdown(wait=True)
+    for future, (held, workloads) in loads.items():
+        _keep_load(future, held, workloads)
+
+
+def _keep_load(future: Future[dict], held: Held, workloads: list[Workload]) -> None:
+    exc = future.exception()
+    held.builder.settle()
+    if exc is None:
+        held.prepared, held.workloads = future.result(), set(workloads)
+    elif isinstance(exc, SETUP_ERRORS):
+        held.builder.discard(PLACEMENT_LEVEL)  # its servers, part-loaded: its visit starts and loads them again
+    else:
+        raise exc
 
 
 def pending(exp: Experiment, matrix: Matrix, store: Store, run_id: str) -> int:
@@ -230,6 +278,7 @@ def _prepared(held: Held, target: Target | Fleet | ClientSet, workloads: list[Wo
     if todo:
         held.prepared = {**held.prepared, **_prepare(target, todo, ctx)}
         held.workloads.update(todo)
+    held.builder.settle()
     return held.prepared
 
 

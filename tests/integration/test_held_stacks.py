@@ -98,3 +98,22 @@ def test_held_stacks_share_a_device_and_filesystem_while_it_has_room(tmp_path: P
         assert Counter(r.kind for r in ledger.live()) == {"zram": 2, "mount": 2, "dir": 2, "cgroup": 2}
     assert ctx.shared.keys() == [] and ledger.live() == []
     assert leftovers(tmp_path / "work") == []
+
+
+def test_what_a_stack_will_write_counts_against_the_room_for_the_next(tmp_path: Path) -> None:
+    """pipeline.preload builds the next stack while the last one's load still writes: a stack claims what it
+    will write on its filesystem until it settles, so the next one is placed by what will be free, not by what
+    is free now (two PostgreSQL loads on one filesystem ran out of space without it)."""
+    a, b, c = held_stack(), held_stack(limits={"cpus": 1}), held_stack(limits={"cpus": 0.5})
+    ledger = Ledger(tmp_path / "state" / "ledger.db", "claims")
+    (tmp_path / "work").mkdir()
+    ctx = BuildContext(tmp_path / "work", ledger, "claims", proc.run)
+    with StackPool(ctx, fits=lambda stack, work: True) as pool:
+        first = pool.visit(a).builder.enter(a, 120 * 2**20)
+        second = pool.visit(b).builder.enter(b, 120 * 2**20)  # nothing written yet, but 240 MiB will not fit
+        assert second.device != first.device
+        pool.visit(a).builder.settle()  # its files are written (here: none), so free space says it all
+        third = pool.visit(c).builder.enter(c, 120 * 2**20)
+        assert third.device == first.device
+    assert ctx.shared.keys() == [] and ctx.shared.claims() == {}  # every claim released with its stack
+    assert ledger.live() == []

@@ -82,6 +82,13 @@ def test_databases_natively_and_in_containers_then_nothing_left(dirs: dict[str, 
         expected = cell["summary"]["mean"] / base["summary"]["mean"]
         assert cell["ratio"]["ratio"] == pytest.approx(expected, rel=1e-9), label
     with sqlite3.connect(dirs["db"]) as db:
+        trials = db.execute("SELECT started_at, info_json FROM trials").fetchall()
+    # Every stack was built and loaded before the first trial (pipeline.preload: each load beside the next
+    # stacks' builds), so no load ran beside a measurement.
+    loads = [json.loads(info)["precondition"] for _, info in trials]
+    assert len({(p["started_at"], p["ended_at"]) for p in loads}) == 10  # one load per stack, kept for its trials
+    assert max(p["ended_at"] for p in loads) < min(started for started, _ in trials)
+    with sqlite3.connect(dirs["db"]) as db:
         jobs = db.execute(
             "SELECT c.label, s.job FROM samples s JOIN trials t ON t.id = s.trial_id JOIN cells c"
             " ON c.cell_id = t.cell_id WHERE s.metric = 'ops'"

@@ -64,6 +64,7 @@ class StackBuilder(AbstractContextManager["StackBuilder"]):
         self.ctx, self.share = ctx, share  # share: the lower layers with other held stacks' builders
         self._layers: list[_Layer] = []
         self._copy: Hashable = object()  # which copy of the shared lower layers this stack uses
+        self._claim: tuple[Hashable, int] | None = None  # what it will write on that copy's filesystem, unwritten
 
     def enter(self, stack: StackSpec, data_bytes: int) -> Target | Fleet | ClientSet:
         """Make ``stack`` the current one and return its placement target (its servers, for a database stack)."""
@@ -91,7 +92,14 @@ class StackBuilder(AbstractContextManager["StackBuilder"]):
         return self._layers[-1].value
 
     def close(self) -> None:
+        self.settle()
         self._close_from(0)
+
+    def settle(self) -> None:
+        """The stack's files or load are written: what is free on its filesystem now says so."""
+        if self._claim is not None:
+            self.ctx.shared.release(*self._claim)
+            self._claim = None
 
     def discard(self, level: int) -> list[str]:
         """Tear down from ``level`` up after a failure there (a dead daemon), keeping what is below.
@@ -99,6 +107,7 @@ class StackBuilder(AbstractContextManager["StackBuilder"]):
         Teardown errors of broken layers are returned, not raised: their ledger rows
         stay live and cleanup takes them; the run goes on.
         """
+        self.settle()  # nothing more is written there by this stack as it stands
         for layer in self._layers[level:]:
             if layer.shared is not None:  # the other stacks on it get a new one when they find it broken too
                 self.ctx.shared.forget(layer.shared, layer.value)
@@ -130,9 +139,14 @@ class StackBuilder(AbstractContextManager["StackBuilder"]):
         is one of UNSHARED."""
         if not self.share or stack.filesystem.type in UNSHARED:
             return object()
+        need = _needs(stack, data_bytes)
         for copy in itertools.count():
-            mount = self.ctx.shared.value(_shared_key(stack, 1, copy))
-            if mount is None or _has_room(mount, _needs(stack, data_bytes)):
+            key = _shared_key(stack, 1, copy)
+            mount = self.ctx.shared.value(key)
+            if mount is None or _has_room(mount, need + self.ctx.shared.claimed(key)):
+                self.settle()
+                self._claim = (key, need)
+                self.ctx.shared.claim(key, need)
                 return copy
         raise AssertionError("unreachable")
 

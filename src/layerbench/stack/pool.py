@@ -98,6 +98,12 @@ class StackPool(AbstractContextManager["StackPool"]):
         self._held[stack] = Held(StackBuilder(self.ctx, share=True))
         return self._held[stack]
 
+    def would_hold(self, stack: StackSpec) -> bool:
+        """Would a visit hold this stack without releasing one held now?"""
+        if not self.keep or not_held(stack) is not None:
+            return False
+        return stack in self._held or (len(self._held) < MOST_HELD and self._fits(stack, self.ctx.work_dir))
+
     def held(self) -> list[StackSpec]:
         return list(self._held)
 

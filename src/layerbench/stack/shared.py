@@ -31,6 +31,7 @@ class Shared:
     def __init__(self) -> None:
         self._lock = threading.RLock()  # torn down from several threads; an engine made here may load an image
         self._entries: dict[Hashable, _Entry] = {}
+        self._claims: dict[Hashable, int] = {}  # bytes stacks will write on a shared filesystem, not yet written
 
     @contextmanager
     def use(self, key: Hashable, make: Callable[[ExitStack], Any]) -> Iterator[Any]:
@@ -75,6 +76,30 @@ class Shared:
             entry = self._entries.get(key)
             if entry is not None and entry.value is value:
                 del self._entries[key]
+
+    def claim(self, key: Hashable, size: int) -> None:
+        """``size`` bytes a stack placed on the filesystem at ``key`` will write there (its load, its files):
+        room for the next stack is what is free less what is claimed (pipeline.preload builds the next stack
+        while the last one's load is still writing)."""
+        with self._lock:
+            self._claims[key] = self._claims.get(key, 0) + size
+
+    def release(self, key: Hashable, size: int) -> None:
+        """A claim written (or given up)."""
+        with self._lock:
+            left = self._claims.get(key, 0) - size
+            if left > 0:
+                self._claims[key] = left
+            else:
+                self._claims.pop(key, None)
+
+    def claimed(self, key: Hashable) -> int:
+        with self._lock:
+            return self._claims.get(key, 0)
+
+    def claims(self) -> dict[Hashable, int]:
+        with self._lock:
+            return dict(self._claims)
 
     def keys(self) -> list[Hashable]:
         with self._lock:
