@@ -66,7 +66,9 @@ def test_argv_is_java_with_the_cache_classpath_and_one_p_per_property() -> None:
 
 
 def test_argv_phases_and_bindings() -> None:
-    assert ycsb.argv("java", "/c", "redis", "load", {})[4:] == ["-load", "-db", "dev.layerbench.ycsb.RedisDB"]
+    assert ycsb.argv("java", "/c", "redis", "load", {})[5:] == ["-load", "-db", "dev.layerbench.ycsb.RedisDB"]
+    assert ycsb.argv("java", "/c", "redis", "load", {})[1] == "-XX:TieredStopAtLevel=1"  # a load is not measured
+    assert "-XX:TieredStopAtLevel=1" not in ycsb.argv("java", "/c", "redis", "run", {})
     assert ycsb.argv("java", "/c", "redis", "warmup", {})[4] == "-t"  # a warmup is a run whose output is dropped
     assert ycsb.classpath("/c") == "/c/ycsb/lib/*"
     assert set(ycsb.BINDINGS) == {"postgres", "redis", "cql", "mongodb"}
