@@ -28,6 +28,7 @@ from layerbench.spec.clients import ClientsSpec
 from layerbench.workloads import fio_clients, pgbench, ycsb
 
 MERGED = "all"
+DEFAULT_SPEC = ClientsSpec(count=1)  # its max_spread judges several instances' clients without a ``clients``
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,11 @@ class Timing:
     check: Check
 
 
-def timing(windows: Mapping[str, tuple[float, float]], runtime_s: float, spec: ClientsSpec, source: str) -> Timing:
-    """``windows``: each client's (start, end) in ms since the epoch, by job; ``source`` says what told them."""
+def timing(
+    windows: Mapping[str, tuple[float, float]], runtime_s: float, spec: ClientsSpec | None, source: str
+) -> Timing:
+    """``windows``: each client's (start, end) in ms since the epoch, by job; ``source`` says what told them.
+    Without ``clients`` (one client per instance), the instances' clients are judged at the default spread."""
     spread = fio_clients.spreads(windows)
     samples = [Sample(metric, value, "ms", "", MERGED) for metric, value in spread.items()]
     info = {
@@ -76,7 +80,8 @@ def timing(windows: Mapping[str, tuple[float, float]], runtime_s: float, spec: C
         "clients_ran_ms": {job: list(w) for job, w in windows.items()},
         "clients_timed_by": source,
     }
-    return Timing(samples, info, in_step(windows, runtime_s, spec.max_spread))
+    share = (spec or DEFAULT_SPEC).max_spread
+    return Timing(samples, info, in_step(windows, runtime_s, share))
 
 
 @dataclass(frozen=True)
@@ -102,7 +107,10 @@ def ycsb_measured(
     merged = ycsb.merge_hdr_logs(logs)
     samples += ycsb.merged_samples(merged, MERGED)
     kept = {name.lower(): hdr.encode(m.histogram) for name, m in merged.items() if not name.upper().endswith("CLEANUP")}
-    windows = {c.job: ycsb.hdr_window(log) for c, log in zip(clients, logs, strict=True)} if many else {}
+    # With ``clients`` (even one), or one client each of several instances: when each ran says whether their
+    # loads overlapped, which a sum of their throughputs assumes.
+    timed = many or len(clients) > 1
+    windows = {c.job: ycsb.hdr_window(log) for c, log in zip(clients, logs, strict=True)} if timed else {}
     return Measured(samples, kept, windows)
 
 
@@ -118,5 +126,6 @@ def pgbench_measured(
     pooled = np.concatenate(own) if own else np.empty(0)
     samples += pgbench.latency_samples(pooled, MERGED)
     kept = {"": hdr.encode(hdr.of_values(pooled))} if pooled.size else {}
-    windows = {c.job: pgbench.log_window(f) for c, f in zip(clients, files, strict=True)} if many else {}
+    timed = many or len(clients) > 1  # as for YCSB
+    windows = {c.job: pgbench.log_window(f) for c, f in zip(clients, files, strict=True)} if timed else {}
     return Measured(samples, kept, windows)

@@ -153,7 +153,7 @@ def _ycsb(fleet: Fleet, w: YcsbWorkload, out: Outcome, ctx: BuildContext, device
     _inserted(records, clients, results)
     _kept(out, measured)
     _finish(out, mon, fleet, devices, {c.job: _refused(r) for c, r in zip(clients, results, strict=True)})
-    if spec is not None:
+    if measured.windows:
         _timed(out, timing(measured.windows, w.runtime_s, spec, "YCSB's HdrHistogram logs: start time, intervals"))
 
 
@@ -223,7 +223,7 @@ def _pgbench(fleet: Fleet, w: PgbenchWorkload, out: Outcome, ctx: BuildContext, 
         measured = pgbench_measured(clients, results, [pgbench.log_files(p) for p in prefixes], spec is not None)
     _kept(out, measured)
     _finish(out, mon, fleet, devices, {c.job: r.failed for c, r in zip(clients, results, strict=True)})
-    if spec is not None:
+    if measured.windows:
         _timed(out, timing(measured.windows, w.runtime_s, spec, "pgbench's per-transaction logs: ends, latencies"))
 
 

@@ -131,6 +131,20 @@ def test_one_client_per_instance_keeps_the_jobs_it_always_had() -> None:
     assert {s.job for s in m.samples} == {"i0", "all"} and m.windows == {}
 
 
+def test_one_client_each_of_several_instances_is_timed_and_judged_as_clients_are() -> None:
+    """Several instances (a plan's curve, plan-check's counts) sum their clients' throughput, which holds only if
+    their loads overlapped: without ``clients`` they are timed from the same logs and judged at the default share."""
+    two = clients_of(2, None)
+    results = [ycsb.parse(p.read_text()) for p in YCSB_REPORTS]
+    m = ycsb_measured(two, results, YCSB_LOGS, many=False)
+    assert {s.job for s in m.samples if s.metric == "ops"} == {"i0", "i1"}  # no per-instance merge: one each
+    assert set(m.windows) == {"i0", "i1"}
+    t = timing(m.windows, 3.0, None, "YCSB's logs")
+    assert t.check.status == "pass" and "within 10% of it" in t.check.detail
+    pg = pgbench_measured(two, [pgbench.parse((PGBENCH / f"{r}.txt").read_text()) for r in PG_RUNS], _pg_files(), False)
+    assert timing(pg.windows, 2.0, None, "pgbench's logs").check.status == "flag"  # one after the other
+
+
 def test_pgbench_clients_pool_their_transactions_and_out_of_step_ones_are_flagged() -> None:
     results = [pgbench.parse((PGBENCH / f"{run}.txt").read_text()) for run in PG_RUNS]
     m = pgbench_measured(TWO, results, _pg_files(), many=True)

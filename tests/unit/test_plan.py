@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import sqlite3
 from dataclasses import replace
 from pathlib import Path
 
@@ -44,6 +45,7 @@ from layerbench.store.db import Store
 from layerbench.store.read import RunData, load
 
 CAPTURED = Path(__file__).parent.parent / "data" / "plan" / "scaling.db"
+CHECKED = CAPTURED.parent / "check.db"  # a real run of check.yaml, which plan --emit-spec wrote from scaling.db
 STORAGE = "zram/ext4/docker:overlay2/volume/postgres(20000rec)"
 # What the run measured: aggregate ops/s and merged p99 (µs) at 1, 2, 3 containers. Two cores run the servers and
 # their clients: the CPU saturated at one container, the device (zram) stayed under 6% busy, throughput fell.
@@ -189,9 +191,13 @@ def test_plan_json_is_strict_and_complete(curve: Curve) -> None:
 def test_the_emitted_spec_rebuilds_the_measured_cells(data: RunData, curve: Curve) -> None:
     peak_each = next(x for x in plan([curve], hosts=2).proposals if x.strategy == PEAK_EACH)
     exp = spec_load.validate(spec_for(peak_each, "check"), "emitted")
-    (stack,) = expand_stacks(exp)
-    measured = next(c for c in data.cells if c.stack.instances == PEAK)
-    assert Cell(stack=stack, workload=exp.workloads[0]).id == measured.cell_id  # the very cell the curve measured
+    # Each host's count, and both hosts' containers together on one host (what sharing a machine does)
+    stacks = {s.instances: s for s in expand_stacks(exp)}
+    assert sorted(stacks) == [PEAK, 2 * PEAK]
+    for count, stack in stacks.items():
+        measured = next(c for c in data.cells if c.stack.instances == count)
+        assert Cell(stack=stack, workload=exp.workloads[0]).id == measured.cell_id  # the very cell the run measured
+    assert "every host's together" in exp.description
     assert exp.trials.repetitions == data.trials_rule.repetitions
 
 
@@ -218,11 +224,20 @@ def test_plan_command_emits_a_spec_and_plan_check_reads_it(tmp_path: Path, db: P
     shown = runner.invoke(app, ["plan", "--db", str(db), "--hosts", "2", "--emit-spec", str(spec)])
     assert shown.exit_code == 0, shown.output
     assert "peak-each ★" in shown.output and f"({PEAK},{PEAK})" in shown.output
-    assert yaml.safe_load(spec.read_text())["stacks"][0]["instances"] == PEAK
+    assert yaml.safe_load(spec.read_text())["stacks"][0]["instances"] == [PEAK, 2 * PEAK]
     proposal = tmp_path / "check.yaml.proposal.json"
     checked = runner.invoke(app, ["plan-check", "--db", str(db), "--proposal", str(proposal), "--json"])
     assert checked.exit_code == 0, checked.output
-    assert json.loads(checked.output)["throughput"]["error_pct"] == 0.0  # measured points predict themselves
+    result = json.loads(checked.output)
+    assert result["throughput"]["error_pct"] == 0.0  # measured points predict themselves
+    # The run measured 2 containers too: both hosts' on one 2-core host give far less than the sum predicted
+    together = result["together"]
+    assert together["instances"] == 2 and round(together["throughput"]["measured"]) == MEANS[1]
+    assert round(together["throughput"]["error_pct"]) == round(100 * (MEANS[1] - 2 * MEANS[0]) / (2 * MEANS[0]))
+    # This capture is from before an instance's client was timed: no spread, nothing judged
+    assert together["clients"] == {"start_spread_ms": None, "apart_trials": 0, "judged_trials": 0}
+    shown = runner.invoke(app, ["plan-check", "--db", str(db), "--proposal", str(proposal)])
+    assert "together on one host" in shown.output and "of the sum measured apart" in " ".join(shown.output.split())
     wrong = runner.invoke(app, ["plan", "--db", str(db), "--strategy", "peak-each", "--emit-spec", str(spec)])
     assert wrong.exit_code == 2 and "this plan has none" in wrong.output
 
@@ -244,3 +259,32 @@ def test_nodes_of_one_machine_are_said_to_share_it(curve: Curve) -> None:
     assert "the shared-nothing assumption does not hold there" in shared
     apart = [replace(on[1], origin=replace(curve.origin, machine="other", node="node2"))]
     assert not any(c.startswith("Nodes") for c in plan([on[0], *apart], hosts=2).caveats)
+
+
+def test_a_check_run_judges_each_count_s_clients_and_measures_the_hosts_together(tmp_path: Path) -> None:
+    """tests/data/plan/check.db: the spec `plan --hosts 2 --strategy peak-each --emit-spec` wrote from scaling.db,
+    run (1 container, and 2: both hosts' together, each with its client timed from YCSB's logs)."""
+    db = tmp_path / "check.db"
+    shutil.copyfile(CHECKED, db)
+    proposal = CHECKED.parent / "check.yaml.proposal.json"
+    done = CliRunner().invoke(app, ["plan-check", "--db", str(db), "--proposal", str(proposal), "--json"])
+    assert done.exit_code == 0, done.output
+    result = json.loads(done.output)
+    with sqlite3.connect(db) as conn:
+        per_trial = conn.execute(
+            "SELECT s.value, ch.status FROM samples s JOIN checks ch ON ch.trial_id = s.trial_id "
+            "WHERE s.metric = 'start_spread_ms' AND ch.name = 'clients-in-step'"
+        ).fetchall()
+    assert len(per_trial) == 2  # the two rounds of 2 containers; one container has one client: nothing to time
+    together = result["together"]
+    assert together["instances"] == 2
+    assert together["clients"] == {
+        "start_spread_ms": max(v for v, _ in per_trial),
+        "apart_trials": sum(st == "flag" for _, st in per_trial),
+        "judged_trials": 2,
+    }
+    assert [h["clients"]["judged_trials"] for h in result["hosts"]] == [0, 0]
+    # Both containers on this 2-core host gave less than one measured alone, twice
+    assert together["throughput"]["measured"] < result["throughput"]["measured"]
+    shown = CliRunner().invoke(app, ["plan-check", "--db", str(db), "--proposal", str(proposal)])
+    assert "of the sum measured apart" in " ".join(shown.output.split())

@@ -5,8 +5,10 @@ proposal's per-host counts as cells of the curve's own stack and workload, and
 `check` sets what that run measured beside what the plan predicted. Each
 count is measured on one host; the aggregate measured is the sum of the
 hosts' counts measured there, so the check tests the curves and the
-interpolation, not the assumption that hosts share nothing (only running the
-hosts together tests that).
+interpolation. Where a proposal has several hosts, the spec also measures all
+their containers together on one host, each instance's client started with the
+others and judged by clients-in-step: against the aggregate predicted, that
+says what sharing one machine (nodes of a local cluster) costs the sum.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from layerbench.errors import SpecError
 from layerbench.spec.databases import PROFILE_RESOURCES
 
 PROPOSAL_SCHEMA = "layerbench.proposal/1"
+TOGETHER = "together on one host"
 
 
 def estimate_record(e: Estimate, host: str) -> dict[str, Any]:
@@ -71,7 +74,10 @@ def spec_for(p: Proposal, name: str) -> dict[str, Any]:
     origin = p.curve.origin
     if origin is None:
         raise SpecError(f"{p.curve.label}: this curve does not say which stack it was measured on")
-    counts = sorted(set(p.counts))
+    # Several hosts: their containers all together on one host too, which says what sharing a machine does to
+    # the shared-nothing sum the plan predicts (nodes of one machine are that case).
+    together = {p.containers} if len(p.hosts) > 1 else set()
+    counts = sorted(set(p.counts) | together)
     # Defaults left out, for a spec a person reads; each kind kept, since it picks the model that reads the rest.
     stack = {**origin.stack.model_dump(mode="json", exclude={"instances"}, exclude_defaults=True)}
     stack["instances"] = counts if len(counts) > 1 else counts[0]
@@ -80,7 +86,9 @@ def spec_for(p: Proposal, name: str) -> dict[str, Any]:
         "name": name,
         "description": (
             f"Checks layerbench plan's {p.strategy} {p.name} for {p.curve.label} (run {origin.run_id}): "
-            f"measures {', '.join(map(str, counts))} containers on one host; `layerbench plan-check` compares."
+            f"measures {', '.join(map(str, counts))} containers on one host"
+            + (f" ({p.containers}: every host's together)" if together else "")
+            + "; `layerbench plan-check` compares."
         ),
         "stacks": [stack],
         "workloads": [workload],
@@ -126,6 +134,9 @@ class HostCheck:
     measured_p99_us: float
     interpolated: bool
     trials: int
+    start_spread_ms: float = math.nan  # the measured count's clients: the widest start spread over its trials
+    apart: int = 0  # its trials whose clients-in-step check flagged them (started or finished apart)
+    judged: int = 0  # its trials that check judged (several clients: instances, or clients per instance)
 
     @property
     def error_pct(self) -> float:
@@ -144,6 +155,9 @@ class Check:
     hosts: tuple[HostCheck, ...]
     predicted: float
     predicted_p99_us: float
+    # Every host's containers at once on one host, against the aggregate predicted (None: one host, or a run
+    # that did not measure that count): what sharing one machine costs the shared-nothing sum.
+    together: HostCheck | None = None
 
     @property
     def measured(self) -> float:
@@ -182,9 +196,15 @@ def read_proposal(data: Any, source: str) -> dict[str, Any]:
     return p
 
 
-def check(proposal: dict[str, Any], points: dict[tuple[str, str], list[ScalePoint]], run_id: str) -> Check:
+def check(
+    proposal: dict[str, Any],
+    points: dict[tuple[str, str], list[ScalePoint]],
+    run_id: str,
+    in_step: dict[str, list[str]] | None = None,
+) -> Check:
     """The proposal's predictions against a run's points (``scaling.points_of_run``) of the same stack and
-    workload; a SpecError when the run did not measure one of its counts."""
+    workload, with each cell's clients-in-step verdicts (``in_step``: cell id → "pass" or "flag" per trial);
+    a SpecError when the run did not measure one of its counts."""
     key = (proposal["storage"], proposal["workload"])
     measured = {p.instances: p for p in points.get(key, [])}
     rows = []
@@ -195,7 +215,12 @@ def check(proposal: dict[str, Any], points: dict[tuple[str, str], list[ScalePoin
                 f"run {run_id} has no {h['instances']}-container cell of {key[0]} · {key[1]}",
                 hint="run the spec that plan --emit-spec wrote, and check against that run",
             )
-        rows.append(_host_check(h, point))
+        rows.append(_host_check(h, point, (in_step or {}).get(point.cell_id, [])))
+    total = sum(r.instances for r in rows)
+    together = None
+    if len(rows) > 1 and total in measured:
+        whole = {"host": TOGETHER, "instances": total, "throughput": proposal["throughput"], "p99_us": None}
+        together = _host_check(whole, measured[total], (in_step or {}).get(measured[total].cell_id, []))
     return Check(
         proposal["strategy"],
         proposal["assignment"],
@@ -203,10 +228,11 @@ def check(proposal: dict[str, Any], points: dict[tuple[str, str], list[ScalePoin
         tuple(rows),
         _number(proposal["throughput"]),
         _number(proposal["p99_us"]),
+        together,
     )
 
 
-def _host_check(h: dict[str, Any], point: ScalePoint) -> HostCheck:
+def _host_check(h: dict[str, Any], point: ScalePoint, verdicts: list[str]) -> HostCheck:
     return HostCheck(
         h["host"],
         h["instances"],
@@ -216,6 +242,9 @@ def _host_check(h: dict[str, Any], point: ScalePoint) -> HostCheck:
         point.p99_us,
         bool(h.get("interpolated")),
         point.throughput.n,
+        point.start_spread_ms,
+        verdicts.count("flag"),
+        len(verdicts),
     )
 
 

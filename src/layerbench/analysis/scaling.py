@@ -44,6 +44,9 @@ class ScalePoint:
     p99_us: float  # p99 of every trial's clients merged in one histogram (reads where the mix has them)
     usage: Usage
     p99_high_us: float = math.nan  # the worst trial's p99 (its clients merged): what a ceiling must hold for
+    # The widest spread over its trials between the first and the last client to start (ms; NaN: one client,
+    # or a run from before it was kept): a sum of clients' throughputs assumes they ran side by side.
+    start_spread_ms: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -161,7 +164,15 @@ def _point(
         tails.get(cell.cell_id, _mean_p99(mine)),
         mean_usage([usage[t] for t in trial_ids if t in usage]),
         _worst_p99(mine),
+        _widest_start_spread(mine),
     )
+
+
+def _widest_start_spread(mine: pd.DataFrame) -> float:
+    if mine.empty:
+        return math.nan
+    spreads = mine.loc[mine["metric"] == "start_spread_ms", "value"]
+    return float(spreads.max()) if not spreads.empty else math.nan
 
 
 def _merged_p99(samples: pd.DataFrame, trials: Sequence[StoredTrial]) -> dict[str, float]:

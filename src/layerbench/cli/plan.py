@@ -13,7 +13,16 @@ from rich.console import Console
 
 from layerbench.cli.boundary import UsageError, boundary, err_console
 from layerbench.report import plan as planner
-from layerbench.report.plan import STRATEGIES, Target, check_json, check_table, plan_json, plan_lines, plan_table
+from layerbench.report.plan import (
+    STRATEGIES,
+    Target,
+    check_json,
+    check_lines,
+    check_table,
+    plan_json,
+    plan_lines,
+    plan_table,
+)
 from layerbench.spec import load as spec_load
 from layerbench.store.db import Store
 from layerbench.store.read import collector_paused, load
@@ -139,8 +148,11 @@ def check_command(
 
     Run the spec that `plan --emit-spec FILE` wrote (`layerbench run FILE --db CHECK.db`), then
     `layerbench plan-check --db CHECK.db --proposal FILE.proposal.json`. Each host's count is measured on
-    one host; the aggregate measured is their sum, so this tests the curves and their interpolation, not
-    whether the hosts would share something when they run together.
+    one host; the aggregate measured is their sum, so this tests the curves and their interpolation. With
+    several hosts the spec also runs all their containers together on one host: that row says what hosts
+    sharing one machine (nodes of a local cluster) give instead of the sum. Each count's clients (one per
+    container) start together; their widest start spread is shown, and trials whose clients ran apart
+    (the clients-in-step check) are flagged.
     """
     with boundary(), collector_paused():
         try:
@@ -153,3 +165,5 @@ def check_command(
             typer.echo(json.dumps(check_json(result), indent=2))
             return
         console.print(check_table(result))
+        for line in check_lines(result):
+            console.print(line, markup=False, highlight=False)

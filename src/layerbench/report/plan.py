@@ -13,7 +13,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from layerbench.analysis.plan import STRATEGIES, Curve, Plan, Proposal, Target, curves_of, plan, recommended
-from layerbench.analysis.plan_check import Check, check, proposal_file, proposal_record, read_proposal, spec_for
+from layerbench.analysis.plan_check import (
+    TOGETHER,
+    Check,
+    HostCheck,
+    check,
+    proposal_file,
+    proposal_record,
+    read_proposal,
+    spec_for,
+)
 from layerbench.analysis.scaling import points_of_run
 from layerbench.errors import SpecError
 from layerbench.report.terminal import plain
@@ -54,7 +63,11 @@ def emitted(
 
 def measured_against(data: Any, source: str, run: RunData) -> Check:
     """A proposal file's parsed JSON against the run that measured it."""
-    return check(read_proposal(data, source), points_of_run(run), run.run.id)
+    verdicts: dict[str, list[str]] = {}
+    for c in run.checks:
+        if c.name == "clients-in-step" and c.status in ("pass", "flag"):
+            verdicts.setdefault(c.cell_id, []).append(c.status)
+    return check(read_proposal(data, source), points_of_run(run), run.run.id, verdicts)
 
 
 def plan_json(p: Plan) -> dict[str, Any]:
@@ -153,20 +166,52 @@ SUMMED = (
 def check_table(c: Check) -> Table:
     table = Table(
         "host", "containers", "predicted ops/s", "measured ops/s", "error", "predicted p99 ms", "measured p99 ms",
-        "error", title=escape(f"plan-check · {c.strategy} {c.assignment} · {c.label}"), title_justify="left",
-        caption=SUMMED if len(c.hosts) > 1 else None,
+        "error", "clients' start spread ms", title=escape(f"plan-check · {c.strategy} {c.assignment} · {c.label}"),
+        title_justify="left", caption=SUMMED if len(c.hosts) > 1 else None,
     )  # fmt: skip
     for h in c.hosts:
         mark = " (interpolated)" if h.interpolated else ""
         table.add_row(
             h.host, f"{h.instances}{mark}", f"{h.predicted:,.0f}", f"{h.measured:,.0f}", _pct(h.error_pct),
-            _ms(h.predicted_p99_us), _ms(h.measured_p99_us), _pct(h.p99_error_pct),
+            _ms(h.predicted_p99_us), _ms(h.measured_p99_us), _pct(h.p99_error_pct), _spread(h),
         )  # fmt: skip
     table.add_row(
         "[bold]aggregate[/]", str(sum(h.instances for h in c.hosts)), f"{c.predicted:,.0f}", f"{c.measured:,.0f}",
-        _pct(c.error_pct), _ms(c.predicted_p99_us), _ms(c.measured_p99_us), _pct(c.p99_error_pct),
+        _pct(c.error_pct), _ms(c.predicted_p99_us), _ms(c.measured_p99_us), _pct(c.p99_error_pct), "",
     )  # fmt: skip
+    if c.together is not None:
+        t = c.together
+        table.add_row(
+            f"[italic]{t.host}[/]", str(t.instances), f"{t.predicted:,.0f}", f"{t.measured:,.0f}", _pct(t.error_pct),
+            "", _ms(t.measured_p99_us), "", _spread(t),
+        )  # fmt: skip
     return table
+
+
+def check_lines(c: Check) -> list[str]:
+    """What the table's spread column means where a count's clients did not run side by side."""
+    apart = [h for h in (*c.hosts, c.together) if h is not None and h.apart]
+    lines = [
+        f"⚑ {h.host}: in {h.apart} of {h.judged} trials of {h.instances} containers the clients started or finished "
+        "more than their clients-in-step share of the runtime apart, so the throughput summed over them is of "
+        "loads that overlapped for less than the runtime"
+        for h in apart
+    ]
+    if c.together is not None:
+        share = c.together.measured / c.measured if c.measured else math.nan
+        lines.append(
+            f"{TOGETHER}: all {c.together.instances} containers at once on this one host give "
+            f"{c.together.measured:,.0f} ops/s, ×{share:.2f} of the sum measured apart and "
+            f"{_pct(c.together.error_pct)} from the aggregate predicted: what hosts that share a machine (nodes of "
+            "one machine) give instead of the sum"
+        )
+    return lines
+
+
+def _spread(h: HostCheck) -> str:
+    if math.isnan(h.start_spread_ms):
+        return "— (one client)" if h.instances == 1 else "—"
+    return f"{h.start_spread_ms:,.0f}" + (f" ⚑ {h.apart} of {h.judged} apart" if h.apart else "")
 
 
 def check_json(c: Check) -> dict[str, Any]:
@@ -178,12 +223,26 @@ def check_json(c: Check) -> dict[str, Any]:
             "trials": h.trials,
             "throughput": {"predicted": h.predicted, "measured": h.measured, "error_pct": h.error_pct},
             "p99_us": {"predicted": h.predicted_p99_us, "measured": h.measured_p99_us, "error_pct": h.p99_error_pct},
+            "clients": {"start_spread_ms": h.start_spread_ms, "apart_trials": h.apart, "judged_trials": h.judged},
         }
         for h in c.hosts
     ]
+    together = c.together
     return plain(
         {
             "note": SUMMED,
+            "together": None
+            if together is None
+            else {
+                "instances": together.instances,
+                "throughput": {"measured": together.measured, "error_pct": together.error_pct},
+                "p99_us": together.measured_p99_us,
+                "clients": {
+                    "start_spread_ms": together.start_spread_ms,
+                    "apart_trials": together.apart,
+                    "judged_trials": together.judged,
+                },
+            },
             "strategy": c.strategy,
             "assignment": c.assignment,
             "curve": c.label,
