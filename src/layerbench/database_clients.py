@@ -107,11 +107,25 @@ def ycsb_measured(
     merged = ycsb.merge_hdr_logs(logs)
     samples += ycsb.merged_samples(merged, MERGED)
     kept = {name.lower(): hdr.encode(m.histogram) for name, m in merged.items() if not name.upper().endswith("CLEANUP")}
-    # With ``clients`` (even one), or one client each of several instances: when each ran says whether their
-    # loads overlapped, which a sum of their throughputs assumes.
-    timed = many or len(clients) > 1
-    windows = {c.job: ycsb.hdr_window(log) for c, log in zip(clients, logs, strict=True)} if timed else {}
+    windows = _windows(clients, logs, ycsb.hdr_window, ycsb.YcsbParseError, many)
     return Measured(samples, kept, windows)
+
+
+def _windows(
+    clients: Sequence[Client], records: Sequence[Any], window: Any, unreadable: type[Exception], many: bool
+) -> dict[str, tuple[float, float]]:
+    """Each client's (start, end), from its tool's record: with ``clients`` (even one), or one client each of
+    several instances, whose throughputs are summed as if their loads overlapped. Several instances' clients
+    without ``clients`` are timed where their records allow (a client that logged no interval gives none: the
+    trial stands without the clients-in-step check); ``clients`` requires it."""
+    if not many and len(clients) < 2:
+        return {}
+    try:
+        return {c.job: window(r) for c, r in zip(clients, records, strict=True)}
+    except unreadable:
+        if many:
+            raise
+        return {}
 
 
 def pgbench_measured(
@@ -126,6 +140,5 @@ def pgbench_measured(
     pooled = np.concatenate(own) if own else np.empty(0)
     samples += pgbench.latency_samples(pooled, MERGED)
     kept = {"": hdr.encode(hdr.of_values(pooled))} if pooled.size else {}
-    timed = many or len(clients) > 1  # as for YCSB
-    windows = {c.job: pgbench.log_window(f) for c, f in zip(clients, files, strict=True)} if timed else {}
+    windows = _windows(clients, files, pgbench.log_window, pgbench.PgbenchParseError, many)
     return Measured(samples, kept, windows)

@@ -199,3 +199,16 @@ def test_a_stored_sweep_of_1_and_2_ycsb_clients_gives_a_curve_and_a_row_per_clie
     assert total["ops"] == pytest.approx(results[0].throughput + results[1].throughput)
     assert total["start_spread_ms"] == pytest.approx(14.0, abs=0.5)
     assert curves_of(data) == []  # the planner counts containers: 2 clients of one server are one container
+
+
+def test_instances_whose_logs_cannot_time_them_stand_without_the_check(tmp_path: Path) -> None:
+    """A client of one of several instances whose log holds no transaction cannot be timed: the trial keeps its
+    numbers and goes without clients-in-step (no timing, so no check), where ``clients`` (which asks for it)
+    refuses."""
+    (tmp_path / "tx.1").write_text("")
+    results = [pgbench.parse((PGBENCH / f"{run}.txt").read_text()) for run in PG_RUNS]
+    files = [_pg_files()[0], [tmp_path / "tx.1"]]
+    m = pgbench_measured(clients_of(2, None), results, files, many=False)
+    assert m.windows == {} and {s.job for s in m.samples if s.metric == "ops"} == {"i0", "i1"}
+    with pytest.raises(pgbench.PgbenchParseError):
+        pgbench_measured(TWO, results, files, many=True)
