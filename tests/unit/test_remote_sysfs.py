@@ -81,3 +81,24 @@ def test_the_device_that_counts_the_io_is_the_one_accounting_reads(tmp_path: Pat
     assert sorted(names) == stats  # the device and, for an NVMe head, the path the capture found
     lowest = parse_disk_stat((tmp_path / "sys/class/block" / names[-1] / "stat").read_text())
     assert lowest.read_bytes >= 8 * 2**20
+
+
+def test_a_disk_whose_node_comes_before_its_sysfs_entry_is_waited_for(tmp_path: Path) -> None:
+    """An iSCSI disk's /dev node once came before /sys/block/<disk>/size, and reading the size failed the cell
+    (the modern-host guest, 2026-11-27): until sysfs gives the size, the disk has not appeared yet."""
+    from layerbench.stack.remote import kernel
+
+    dev, sys_block = tmp_path / "dev", tmp_path / "sys" / "block"
+    dev.mkdir()
+    (dev / "sda").touch()
+    polls = []
+
+    def names() -> list[str]:
+        polls.append(1)
+        if len(polls) == 2:  # sysfs catches up after the first look
+            (sys_block / "sda").mkdir(parents=True)
+            (sys_block / "sda" / "size").write_text("2048\n")
+        return ["sda"]
+
+    assert kernel.appeared(names, 30, "logged in", dev, sys_block) == (str(dev / "sda"), 2048 * 512)
+    assert len(polls) == 2
