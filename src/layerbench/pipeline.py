@@ -21,6 +21,7 @@ from layerbench.schedule import StackPlan, Trial, plan, plan_round
 from layerbench.spec.databases import YcsbWorkload
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Cell, Experiment, FioWorkload, IozoneWorkload, Workload
+from layerbench.stack.build import PLACEMENT_LEVEL
 from layerbench.stack.clients import ClientSet
 from layerbench.stack.engines import api_errors, failure_category
 from layerbench.stack.fleet import Fleet, ServerError
@@ -33,7 +34,6 @@ from layerbench.trial import precondition, record, run_trial
 ENGINE_ERRORS = api_errors()  # an engine's API failing under a stack: its daemon gone or broken
 SETUP_ERRORS = (LayerbenchError, *ENGINE_ERRORS, OSError)  # a ServerError (its log's tail) among them
 ENGINE_LEVEL = 2  # device 0, filesystem 1, engine 2, placement 3
-PLACEMENT_LEVEL = 3
 # A load keeps its client (a JVM, pgbench) and its server busy: two at once keep a 2-core host's cores busy, and
 # on a bigger one the builds between them are what paces the loads.
 LOADS_AT_ONCE = 2

@@ -31,7 +31,6 @@ from layerbench.stack.target import BuildContext, Device
 PORT = 10809  # NBD's registered port
 EXPORT = "lb"  # qemu-nbd's export name; a client that names none is served the deprecated oldstyle way
 MODULES = ("nbd",)
-SYS_BLOCK = Path("/sys/block")
 
 
 def server_argv(device_path: str, address: str, port: int = PORT) -> list[str]:
@@ -136,7 +135,7 @@ def kernel_client(address: str, size: int, ctx: BuildContext) -> Iterator[Device
         for name in free_devices():
             done = ctx.runner(client_argv(address, name), timeout=120)
             if done.rc == 0:
-                ctx.ledger.update(rid, ident=f"/dev/{name}", pid=kernel.read(SYS_BLOCK / name / "pid"))
+                ctx.ledger.update(rid, ident=f"/dev/{name}", pid=kernel.read(kernel.SYS_BLOCK / name / "pid"))
                 return Device(f"/dev/{name}", "nbd", size, {"client": "nbd (kernel)"})
             if "Failed to setup device" not in done.stderr:  # not a race for the device: a real failure
                 done.check()
@@ -152,14 +151,14 @@ def client_argv(address: str, name: str, port: int = PORT) -> list[str]:
 
 def free_devices() -> list[str]:
     """nbd devices with no connection: no pid file, and size 0."""
-    found = [d for d in SYS_BLOCK.glob("nbd*") if d.name[3:].isdigit()]
+    found = [d for d in kernel.SYS_BLOCK.glob("nbd*") if d.name[3:].isdigit()]
     free = [d.name for d in found if not (d / "pid").exists() and kernel.read(d / "size") in ("0", "")]
     return sorted(free, key=lambda n: int(n[3:]))
 
 
 def disconnect(dev_path: str, pid: str | None, runner: Runner) -> None:
     """``nbd-client -d``, while the device still has a connection (``pid``: only if it is that one)."""
-    current = kernel.read(SYS_BLOCK / Path(dev_path).name / "pid")
+    current = kernel.read(kernel.SYS_BLOCK / Path(dev_path).name / "pid")
     if not current or (pid is not None and current != pid):
         return
     runner(["nbd-client", "-d", dev_path], timeout=120).check()
