@@ -63,7 +63,7 @@ def on_this_machine(matrix: Matrix, local: dict[str, bool]) -> list[str]:
 
 def docker_hosts(matrix: Matrix) -> list[str]:
     """The daemons of the matrix's docker-host cells (their URLs, with any TLS files: EngineSpec.daemon)."""
-    engines = {c.stack.engine for c in matrix.cells}
+    engines = {e for c in matrix.cells for e in c.stack.node_engines()}
     return sorted(e.daemon for e in engines if traits(e.kind).daemon_url and e.daemon)
 
 

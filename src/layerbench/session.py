@@ -40,7 +40,7 @@ def cells_here(exp: Experiment, cache_dir: Path) -> Matrix:
     stacks = expand_stacks(exp)
     probes = {traits(s.engine.kind).probe for s in stacks}
     images = tuple(sorted({s.server.image for s in stacks if s.server is not None and s.server.image}))
-    urls = {s.engine.daemon for s in stacks if traits(s.engine.kind).probe == "daemon-url" and s.engine.daemon}
+    urls = {e.daemon for s in stacks for e in s.node_engines() if traits(e.kind).probe == "daemon-url" and e.daemon}
     caps = probe(
         proc.run,
         cache_dir,

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from layerbench.clients_trial import in_step, merged_latency
 from layerbench.errors import SpecError
@@ -136,7 +137,12 @@ def test_stacks_without_clients_dump_as_before() -> None:
         (
             "{device: {kind: none}, filesystem: none, engine: {kind: docker-host, node: 'tcp://h:2375'}, "
             "placement: volume, clients: 2}",
-            "not yet on docker-host",
+            "reached over the network, perhaps on another machine: name it by its unix:// socket",
+        ),
+        (
+            "{device: {kind: none}, filesystem: none, engine: {kind: docker-host, node: 'unix:///d.sock'}, "
+            "placement: volume, clients: {count: 2, shared: true}}",
+            "clients.shared: not yet on docker-host",
         ),
         (
             "{filesystem: ext4, engine: {kind: swarm, node: n1}, placement: tmpfs, clients: {count: 2, shared: true}}",
@@ -162,6 +168,35 @@ def test_shared_clients_with_a_server_name_the_field() -> None:
         expand_stacks(load.parse(BASE + "  - {filesystem: ext4, server: redis, clients: {count: 2, shared: true}}\n"))
     assert "clients.shared" in str(err.value)
     assert expand_stacks(load.parse(BASE + "  - {filesystem: ext4, server: redis, clients: 2}\n"))[0].clients
+
+
+@pytest.mark.parametrize(
+    ("clients", "engine", "said"),
+    [
+        ("{count: 2, nodes: [n1, n1]}", "{kind: swarm, node: n1}", "names a node twice"),
+        ("{count: 2, nodes: [n1, n2, n3]}", "{kind: swarm, node: n1}", "3 nodes for 2 clients"),
+        ("{count: 2, nodes: [n1, n2], shared: true}", "{kind: swarm, node: n1}", "cannot share one place"),
+        ("{count: 2, nodes: [n2, n3]}", "{kind: swarm, node: n1}", "lacks the engine's node 'n1'"),
+        ("{count: 2, nodes: [n1, n2]}", "'docker:overlay2'", "for engines kubernetes, swarm, docker-host"),
+        ("{count: 2, nodes: [n1]}", "{kind: swarm, node: n1}", "at least 2 items"),
+    ],
+)
+def test_clients_nodes_name_what_is_wrong(clients: str, engine: str, said: str) -> None:
+    entry = f"  - {{filesystem: ext4, engine: {engine}, placement: bind, clients: {clients}}}\n"
+    with pytest.raises(SpecError) as err:
+        expand_stacks(load.parse(BASE + entry))
+    assert "clients" in str(err.value) and said in str(err.value), str(err.value)
+
+
+def test_clients_are_dealt_over_their_nodes_in_turn_and_labelled_so() -> None:
+    entry = "  - {filesystem: ext4, engine: {kind: kubernetes, node: b}, placement: bind, clients: %s}\n"
+    (stack,) = expand_stacks(load.parse(BASE + entry % "{count: 5, nodes: [a, b]}"))
+    assert stack.clients is not None
+    assert [stack.clients.node_of(i, "b") for i in range(5)] == ["a", "b", "a", "b", "a"]
+    assert stack.label().endswith("/5clients@a+b")
+    (alone,) = expand_stacks(load.parse(BASE + entry % "3"))
+    assert alone.clients is not None and alone.clients.node_of(2, "b") == "b"
+    assert "nodes" not in alone.model_dump(mode="json")["clients"]  # its cell id is as before nodes existed
 
 
 # --- when each client ran ------------------------------------------------------------------------------
@@ -274,3 +309,70 @@ def test_a_stored_run_of_1_2_and_4_clients_gives_a_curve_and_a_row_per_client(
     assert list(rows[rows["stack"].str.endswith("/4clients")]["client"]) == ["c0", "c1", "c2", "c3", "all"]
     total = rows[(rows["stack"].str.endswith("/4clients")) & (rows["client"] == "all")].iloc[0]
     assert total["iops"] == pytest.approx(four) and total["start_spread_ms"] == 30.0
+
+
+def test_clients_dealt_over_nodes_are_named_with_their_node_in_show(tmp_path: Path, full_caps: HostCaps) -> None:
+    """The 4-client capture stored as a cell whose clients are dealt over two nodes: `show` names each one's."""
+    import dataclasses
+    import time
+
+    from layerbench.pipeline import register_cells
+    from layerbench.report.terminal import clients_table
+    from layerbench.report.view import view
+    from layerbench.spec.feasibility import ClusterNode
+    from layerbench.store.db import Store, TrialRecord
+    from layerbench.store.read import load as load_run
+
+    caps = dataclasses.replace(full_caps, kube={n: ClusterNode(True, True) for n in ("n1", "n2")})
+    entry = "  - {filesystem: ext4, engine: {kind: kubernetes, node: n2}, placement: bind, clients: %s}\n"
+    exp = load.parse(BASE + entry % "{count: 4, nodes: [n1, n2]}")
+    matrix = expand(exp, caps)
+    (cell,) = matrix.cells
+    store = Store.open(tmp_path / "r.db")
+    run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), {})
+    register_cells(store, run_id, matrix)
+    text = (DATA / "clients-native-4.json").read_text()
+    full = fio_clients.parse(text, [fio_clients.socket_name(i) for i in range(4)])
+    ends = {i: fio_clients.log_end([(DATA / f"clients-native-4.c{i}.iops.log").read_text()]) for i in range(4)}
+    samples = fio_clients.samples(full, fio_clients.client_times(full, ends))
+    store.record_trial(run_id, TrialRecord(cell.id, 0, "ok", None, time.time(), time.time(), [], text, "", {},
+                                           samples))  # fmt: skip
+    rows = view(load_run(store, "latest")).clients
+    assert list(zip(rows["client"], rows["node"], strict=True)) == [
+        ("c0", "n1"), ("c1", "n2"), ("c2", "n1"), ("c3", "n2"), ("all", ""),
+    ]  # fmt: skip
+    console = Console(width=200, record=True)
+    console.print(clients_table(rows))
+    assert "c2 on n1" in console.export_text()
+
+
+def test_a_run_that_lost_a_client_s_log_runs_again_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """fio's client failed to unpack a server's log (as it once did on three swarm services): the clients run
+    again, the trial is the later run's, and its info keeps what the lost run said."""
+    from layerbench import clients_trial
+    from layerbench.monitor import Monitor
+    from layerbench.proc import Completed
+    from layerbench.spec.clients import ClientsSpec
+    from layerbench.stack.clients import ClientSet
+    from layerbench.stack.target import Device, Target
+    from layerbench.trial import Outcome
+
+    text = (DATA / "clients-native-4.json").read_text()
+    names = [fio_clients.socket_name(i) for i in range(4)]
+    logs = {i: [(DATA / f"clients-native-4.c{i}.iops.log").read_text()] for i in range(4)}
+    said = "fio: failed converting IO log\n"
+    runs = iter(
+        [
+            clients_trial.ClientsRun(Completed([], 0, text, said), Monitor([]), {i: [] for i in range(4)}, names),
+            clients_trial.ClientsRun(Completed([], 0, text, ""), Monitor([]), logs, names),
+        ]
+    )
+    monkeypatch.setattr(clients_trial, "_run_clients", lambda *args: next(runs))
+    device = Device("", "none", 0)
+    targets = [Target(print, print, f"/d{i}", False, device, "native", {"placement": "tmpfs"}) for i in range(4)]
+    out = Outcome()
+    w = FioWorkload(name="rr", rw="randread", runtime_s=1)
+    clients_trial._execute(ClientSet(ClientsSpec(count=4), targets, "native"), w, out, None)  # type: ignore[arg-type]
+    assert out.status == "ok" and out.info["runs_lost_a_log"] == [said.strip()]
+    assert out.info["clients_spread_ms"] == {"start_spread_ms": 30.0, "finish_spread_ms": 30.0}
+    assert next(runs, None) is None  # two runs: the lost one and the one that stands

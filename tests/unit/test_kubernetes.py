@@ -208,6 +208,16 @@ def test_many_clients_need_a_node_that_is_this_host(full_caps: HostCaps) -> None
     assert refusals(caps, "bind", "n1", clients={"count": 2, "shared": True}) == []  # one host directory
 
 
+def test_clients_dealt_over_nodes_need_every_node_here_and_ready(full_caps: HostCaps) -> None:
+    """Each node a stack's clients are dealt to is checked as the engine's own node is, and named."""
+    caps = cluster(full_caps, n1=ClusterNode(True, True), n2=ClusterNode(True, True), n3=ClusterNode(True, False))
+    assert refusals(caps, "tmpfs", "n1", clients={"count": 4, "nodes": ["n1", "n2"]}) == []
+    (far,) = refusals(caps, "tmpfs", "n1", clients={"count": 3, "nodes": ["n1", "n2", "n3"]})
+    assert far.startswith("clients.nodes: clients: the fio client on this host") and "'n3'" in far, far
+    (missing,) = refusals(caps, "tmpfs", "n1", clients={"count": 2, "nodes": ["n1", "n9"]})
+    assert missing.startswith("clients.nodes: node 'n9' is not in the cluster"), missing
+
+
 def test_a_database_s_clients_on_another_machine_s_node_are_refused_for_the_server_s_reason(
     full_caps: HostCaps,
 ) -> None:

@@ -39,6 +39,7 @@ MEANINGS = {
     "limit-applied": "the cgroup does not enforce the limit the spec set",
     "client-errors": "the database refused operations, and the client's throughput counts them",
     "clients-in-step": "the clients started or finished apart: their load overlapped for less than the runtime",
+    "shared-machine": "the clients' nodes are one machine: their total is one machine's, not as many machines'",
 }
 
 

@@ -14,7 +14,7 @@ from layerbench.store.read import StoredCell
 
 CLIENT_JOB = re.compile(r"(?:i(\d+))?c(\d+)")  # fio's "c0"; a database's "i0c1" (database_clients.py)
 COLUMNS = [
-    "cell_id", "stack", "workload", "client", "trials", "iops", "bw_bytes", "ops", "start_spread_ms",
+    "cell_id", "stack", "workload", "client", "node", "trials", "iops", "bw_bytes", "ops", "start_spread_ms",
     "finish_spread_ms",
 ]  # fmt: skip
 
@@ -22,7 +22,8 @@ COLUMNS = [
 def per_client(cells: Sequence[StoredCell], samples: pd.DataFrame) -> pd.DataFrame:
     """One row per (cell with clients, client "c0", "c1", ... or "i0c0", "i0c1", ...), one per database instance
     ("i0": its clients summed) where a cell has several, and one per cell's total ("all"): mean IOPS and bandwidth
-    (B/s) or ops/s per trial, summed over directions; the total's rows carry the mean spreads (ms)."""
+    (B/s) or ops/s per trial, summed over directions; the total's rows carry the mean spreads (ms). A fio client
+    dealt to a node of its own (``clients.nodes``) names it; else ``node`` is empty."""
     mine = {c.cell_id: c for c in cells if c.stack.clients is not None}
     if not mine or samples.empty:
         return pd.DataFrame(columns=COLUMNS)
@@ -31,8 +32,8 @@ def per_client(cells: Sequence[StoredCell], samples: pd.DataFrame) -> pd.DataFra
     by_cell = dict(iter(rows.groupby("cell_id", observed=True)))
     for cell_id, c in mine.items():  # in the run's order of cells
         if cell_id in by_cell:  # else no successful trial
-            base = {"cell_id": str(cell_id), "stack": c.stack_label, "workload": c.workload}
-            out += _cell_rows(by_cell[cell_id], base)
+            base = {"cell_id": str(cell_id), "stack": c.stack_label, "workload": c.workload, "node": ""}
+            out += [_with_node(r, c) for r in _cell_rows(by_cell[cell_id], base)]
     return pd.DataFrame(out, columns=COLUMNS)
 
 
@@ -59,6 +60,13 @@ def _cell_rows(cell_rows: pd.DataFrame, base: dict[str, Any]) -> list[dict[str, 
             out.append(row(f"i{i}", [k for k in jobs if _instance(k) == i]))
     spreads = {key: mean(key, ["all"]) for key in ("start_spread_ms", "finish_spread_ms")}
     return [*out, row("all", jobs) | spreads] if jobs else out
+
+
+def _with_node(row: dict[str, Any], cell: StoredCell) -> dict[str, Any]:
+    spec, found = cell.stack.clients, CLIENT_JOB.fullmatch(row["client"])
+    if spec is None or not spec.nodes or found is None or found[1] is not None:
+        return row
+    return row | {"node": spec.node_of(int(found[2]), cell.stack.engine.node)}
 
 
 def _instance(job: str) -> int | None:

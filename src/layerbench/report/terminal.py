@@ -187,6 +187,7 @@ def clients_table(rows: pd.DataFrame) -> Table:
         total = r.client == "all"
         spread = (f"{r.start_spread_ms:.0f}", f"{r.finish_spread_ms:.0f}") if total else ("", "")
         name = "[bold]all[/]" if total else f"[bold]{r.client}[/]" if "c" not in r.client else r.client
+        name += f" on {r.node}" if r.node else ""
         database = r.ops == r.ops  # not NaN: a database client's ops/s
         rate, mib = (_si(r.ops), "") if database else (_si(r.iops), f"{r.bw_bytes / 2**20:.1f}")
         table.add_row(r.stack, r.workload, name, rate, mib, *spread)

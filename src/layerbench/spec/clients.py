@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from layerbench.spec.traits import TRAITS, traits
 
@@ -48,13 +48,47 @@ class ClientsSpec(BaseModel):
         "share of the runtime",
     )
 
+    nodes: tuple[str, ...] | None = Field(
+        default=None,
+        min_length=2,
+        description="kubernetes and swarm: the cluster's nodes the clients are dealt to in turn (client 0 on the "
+        "first, client 1 on the second, ...), the engine's node among them; default: every client on the "
+        "engine's node",
+    )
+
     @model_validator(mode="before")
     @classmethod
     def _from_count(cls, value: Any) -> Any:
         return {"count": value} if isinstance(value, int) and not isinstance(value, bool) else value
 
+    @model_validator(mode="after")
+    def _nodes_each_have_a_client(self) -> ClientsSpec:
+        if self.nodes is None:
+            return self
+        if len(set(self.nodes)) != len(self.nodes):
+            raise ValueError(f"clients.nodes names a node twice: {', '.join(self.nodes)}")
+        if len(self.nodes) > self.count:
+            raise ValueError(f"clients.nodes: {len(self.nodes)} nodes for {self.count} clients; give each a client")
+        if self.shared:
+            # A claim or a volume is one node's (ReadWriteOnce, a daemon's local volume).
+            raise ValueError("clients.shared: clients on several nodes cannot share one place; drop shared or nodes")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_nodes(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Clients without nodes dump as they did before the field existed: their cell ids (hashes) stay stable.
+        data = handler(self)
+        if data.get("nodes") is None:
+            data.pop("nodes", None)
+        return data
+
+    def node_of(self, index: int, own: str | None) -> str | None:
+        """The node client ``index`` runs on: dealt in turn over ``nodes``, else the engine's own."""
+        return self.nodes[index % len(self.nodes)] if self.nodes else own
+
     def label(self) -> str:
-        return f"{self.count}client{'s' if self.count > 1 else ''}" + ("(shared)" if self.shared else "")
+        text = f"{self.count}client{'s' if self.count > 1 else ''}" + ("(shared)" if self.shared else "")
+        return text + (f"@{'+'.join(self.nodes)}" if self.nodes else "")
 
 
 def clients_refused(engine: str, placement: str, shared: bool, limits: bool) -> str | None:

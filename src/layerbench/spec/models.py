@@ -45,6 +45,8 @@ EngineKind = Literal["native", "docker", "podman", "vm", "vm+docker", "kubernete
 Driver = Literal["overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "aufs", "overlay"]
 # Engines that run a cell on one named node of a cluster (engine.node), and what names a node there.
 NODE_ENGINES = {kind: t.node for kind, t in TRAITS.items() if t.node}
+# A cluster's engines, whose nodes a stack's fio clients may be dealt to (clients.nodes).
+CLIENT_NODE_ENGINES = tuple(k for k, t in TRAITS.items() if t.node and t.clients)
 # How a docker-host engine's URL may reach its daemon (the Docker SDK's schemes, as DOCKER_HOST's).
 DOCKER_HOST_SCHEMES = ("unix://", "tcp://", "ssh://")
 # Each container engine's storage drivers, the first its default (spec/traits.py).
@@ -509,6 +511,25 @@ class StackSpec(Frozen):
             raise ValueError("clients.shared: a database's clients share its server already; give a count alone")
         return self
 
+    @model_validator(mode="after")
+    def _client_nodes_are_the_engines(self) -> StackSpec:
+        nodes = self.clients.nodes if self.clients is not None else None
+        if not nodes:
+            return self
+        if self.engine.kind not in CLIENT_NODE_ENGINES:
+            raise ValueError(
+                f"clients.nodes: for engines {', '.join(CLIENT_NODE_ENGINES)} (a cluster's nodes, Docker hosts' "
+                f"URLs), not {self.engine.kind}"
+            )
+        if self.server is not None:
+            raise ValueError("clients.nodes: a database's clients run on this host; nodes is for fio's clients")
+        if self.engine.node not in nodes:
+            raise ValueError(
+                f"clients.nodes: {', '.join(nodes)} lacks the engine's node {self.engine.node!r} "
+                "(the stack's node: list it among them)"
+            )
+        return self
+
     @model_serializer(mode="wrap")
     def _without_clients(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # Stacks without clients dump as they did before the field existed: their cell ids (hashes) stay stable.
@@ -516,6 +537,13 @@ class StackSpec(Frozen):
         if data.get("clients") is None:
             data.pop("clients", None)
         return data
+
+    def node_engines(self) -> list[EngineSpec]:
+        """The engine on each node its clients are dealt to (``clients.nodes``), the engine's own first; else the
+        engine alone."""
+        nodes = self.clients.nodes if self.clients is not None and self.clients.nodes else ()
+        others = [self.engine.model_copy(update={"node": n}) for n in nodes if n != self.engine.node]
+        return [self.engine, *others]
 
     def label(self) -> str:
         parts = [

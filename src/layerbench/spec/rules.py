@@ -192,9 +192,15 @@ def qdisc_of(link: LinkSpec) -> str | None:
 
 
 def host_has_engine(s: StackSpec, caps: HostCaps) -> str | None:
-    """Each engine's own needs (ENGINE_RULES; native has none)."""
+    """Each engine's own needs (ENGINE_RULES; native has none), on every node its clients are dealt to."""
     rule = ENGINE_RULES.get(s.engine.kind)
-    return rule(s, caps) if rule else None
+    if rule is None:
+        return None
+    for engine in s.node_engines()[1:]:
+        why = rule(s.model_copy(update={"engine": engine}), caps)
+        if why:
+            return f"clients.nodes: {why}"
+    return rule(s, caps)
 
 
 def _docker_ready(s: StackSpec, caps: HostCaps) -> str | None:
@@ -400,6 +406,22 @@ def _docker_host_ready(s: StackSpec, caps: HostCaps) -> str | None:
     return None
 
 
+def _daemon_clients(s: StackSpec) -> str | None:
+    """Many clients reach their fio servers through each container's root (/proc) here: only a daemon whose
+    socket is on this machine can have its containers there (stack/engines/docker_host verifies each one)."""
+    assert s.clients is not None
+    for url in [e.node or "" for e in s.node_engines() if traits(e.kind).daemon_url]:
+        if not url.startswith("unix://"):
+            return (
+                "clients: the fio client on this host reaches each container's fio server through its root "
+                f"(/proc), and the daemon at {url} is reached over the network, perhaps on another machine: "
+                "name it by its unix:// socket"
+            )
+        if s.clients.shared:
+            return "clients.shared: not yet on docker-host (each client gets a volume of its own)"
+    return None
+
+
 ENGINE_RULES: dict[str, Rule] = {
     "docker": _docker_ready,
     "podman": _podman_ready,
@@ -513,7 +535,7 @@ def clients_fit_stack(s: StackSpec, caps: HostCaps) -> str | None:
     has_limits = bool(s.limits.model_dump(exclude_none=True))
     if s.device.remote is not None and s.device.remote.client == "fio":
         return "clients: fio's nbd engine reaches one export; give the remote device a kernel or fuse client"
-    return clients_refused(s.engine.kind, s.placement.kind, s.clients.shared, has_limits)
+    return clients_refused(s.engine.kind, s.placement.kind, s.clients.shared, has_limits) or _daemon_clients(s)
 
 
 RULES: tuple[Rule, ...] = (

@@ -121,6 +121,7 @@ TRAITS: dict[str, EngineTraits] = {
         node="the daemon's URL, as DOCKER_HOST takes it",
         daemon_url=True,
         builds_storage=False,
+        clients=True,  # by a unix:// socket, each container's process found here (spec/rules.py)
         tunings=True,
         unprofiled="perf records this host, and a Docker host's containers run where its daemon is",
         probe="daemon-url",

@@ -168,8 +168,14 @@ class StackBuilder(AbstractContextManager["StackBuilder"]):
         if stack.server is not None:
             return exits.enter_context(fleet(stack, mount, engine, self.ctx))
         if stack.clients is not None:
-            return exits.enter_context(client_targets(stack, mount, engine, data_bytes, self.ctx))
+            on = partial(_engine_on, stack, mount, self.ctx)
+            return exits.enter_context(client_targets(stack, mount, engine, data_bytes, self.ctx, on))
         return exits.enter_context(engine.place(mount, stack, data_bytes, self.ctx))
+
+
+def _engine_on(stack: StackSpec, mount: Mount, ctx: BuildContext, node: str) -> AbstractContextManager[Engine]:
+    """The stack's engine on another node of its cluster (clients dealt over several: stack/clients.py)."""
+    return engine_type(stack.engine.kind).start(mount, stack.engine.model_copy(update={"node": node}), ctx)
 
 
 def _keys(stack: StackSpec) -> tuple[Any, ...]:

@@ -15,6 +15,11 @@ Each target then runs a fio server on a Unix socket while a trial runs
 container's socket through the container's root (``/proc/<pid>/root``: every
 such target's process is this host's), so no server listens on any network
 address, on a pod network or a swarm's either.
+
+The clients may be dealt over several nodes of a cluster, or several Docker hosts (``clients.nodes``):
+the engine's own node takes its share, and every other node an engine of its own (started as the stack's
+engine is, with that node), which goes with the clients. The rules allow only nodes of this machine,
+whose containers' processes this host sees.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import stat
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +49,9 @@ from layerbench.workloads import fio_clients
 SOCKET_IN_CONTAINER = "/tmp/lb-fio.sock"
 READY_S = 15.0  # a fio server makes its socket at once; a daemon's exec may take a moment
 STOP_GRACE_S = 5.0
+StartIn = Callable[[Target, Sequence[str], Path], handles.Handle]
+# An engine of the stack's kind on another node (the builder's: started as the stack's engine is).
+EngineOn = Callable[[str], AbstractContextManager[Any]]
 
 
 @dataclass
@@ -54,8 +62,8 @@ class ClientSet:
     targets: list[Target]
     engine: str
     info: dict[str, Any] = field(default_factory=dict)
-    # How the engine execs a server in a target (``ExecsInTargets.start_in``); None: natively, a process here.
-    start_in: Callable[[Target, Sequence[str], Path], handles.Handle] | None = None
+    # How each target's engine execs a server in it (``ExecsInTargets.start_in``); empty: natively, a process here.
+    starts: list[StartIn] = field(default_factory=list)
 
     @property
     def first(self) -> Target:
@@ -64,19 +72,29 @@ class ClientSet:
 
 @contextmanager
 def client_targets(
-    stack: StackSpec, mount: Mount, engine: Any, data_bytes: int, ctx: BuildContext
+    stack: StackSpec, mount: Mount, engine: Any, data_bytes: int, ctx: BuildContext, engine_on: EngineOn
 ) -> Iterator[ClientSet]:
     """The stack's N targets, torn down on the way out (each recorded in the ledger by what makes it)."""
     spec = stack.clients
     assert spec is not None  # the builder sends only stacks with clients here
     with contextlib.ExitStack() as exits:
-        contained = isinstance(engine, ExecsInTargets)  # the rules allow native else (traits.clients)
-        if contained:
-            targets = _containers(stack, mount, engine, spec, data_bytes, exits, ctx)
-        else:
-            targets = _native(stack, mount, spec, exits, ctx)
         info = {"clients": spec.count, "shared": spec.shared, "placement": stack.placement.kind}
-        yield ClientSet(spec, targets, engine.kind, info, engine.start_in if contained else None)
+        if not isinstance(engine, ExecsInTargets):  # the rules allow native else (traits.clients)
+            yield ClientSet(spec, _native(stack, mount, spec, exits, ctx), engine.kind, info)
+            return
+        engines = _engines(stack, engine, engine_on, exits)
+        made = _containers(stack, mount, engines, spec, data_bytes, exits, ctx)
+        if spec.nodes:
+            info["nodes"] = list(spec.nodes)
+        yield ClientSet(spec, [t for t, _ in made], engine.kind, info, [e.start_in for _, e in made])
+
+
+def _engines(stack: StackSpec, engine: Any, engine_on: EngineOn, exits: contextlib.ExitStack) -> list[Any]:
+    """Each client's engine: the stack's on its own node, one of the same kind on each other node asked."""
+    assert stack.clients is not None
+    own = stack.engine.node
+    on = {n: engine if n == own else exits.enter_context(engine_on(n)) for n in stack.clients.nodes or ()}
+    return [on.get(stack.clients.node_of(i, own) or "", engine) for i in range(stack.clients.count)]
 
 
 def _native(
@@ -107,24 +125,23 @@ def _native(
 def _containers(
     stack: StackSpec,
     mount: Mount,
-    engine: Any,
+    engines: list[Any],
     spec: ClientsSpec,
     data_bytes: int,
     exits: contextlib.ExitStack,
     ctx: BuildContext,
-) -> list[Target]:
-    if spec.shared:  # the rules allow it only on an engine that SharesPlaces
-        made = exits.enter_context(engine.shared_places(mount, stack, data_bytes, spec.count, ctx))
+) -> list[tuple[Target, Any]]:
+    """Each client's target with the engine that made it (client i's, ``engines[i]``)."""
+    if spec.shared:  # the rules allow it only on an engine that SharesPlaces, and on one node
+        made = exits.enter_context(engines[0].shared_places(mount, stack, data_bytes, spec.count, ctx))
     else:
-        made = [exits.enter_context(engine.place(mount, stack, data_bytes, ctx)) for _ in range(spec.count)]
-    targets = []
+        made = [exits.enter_context(e.place(mount, stack, data_bytes, ctx)) for e in engines]
     for i, target in enumerate(made):
         if "pid" not in target.info:  # the rules refuse another machine's node; a target without one says so
-            raise PrerequisiteError(f"clients: {engine.kind} gave client {i} no process on this host to reach")
+            raise PrerequisiteError(f"clients: {engines[i].kind} gave client {i} no process on this host to reach")
         target.info.update(client=i, placement=stack.placement.kind, shared=spec.shared)
         target.info["socket"] = f"/proc/{target.info['pid']}/root{SOCKET_IN_CONTAINER}"
-        targets.append(target)
-    return targets
+    return list(zip(made, engines, strict=True))
 
 
 def _native_socket(index: int) -> str:
@@ -145,8 +162,8 @@ def serving(clients: ClientSet, ctx: BuildContext) -> Iterator[Serving]:
     """A fio server in every target, each on its Unix socket, recorded in the ledger, and a directory of links
     to their sockets for the client; stopped and removed on the way out."""
     with contextlib.ExitStack() as exits:
-        for t in clients.targets:
-            exits.enter_context(_server(t, clients.start_in, ctx))
+        for i, t in enumerate(clients.targets):
+            exits.enter_context(_server(t, clients.starts[i] if clients.starts else None, ctx))
         cwd = exits.enter_context(host_dir(ctx.work_dir / f"fio-client-{uuid.uuid4().hex[:8]}", ctx))
         names = []
         for i, t in enumerate(clients.targets):
@@ -157,9 +174,7 @@ def serving(clients: ClientSet, ctx: BuildContext) -> Iterator[Serving]:
 
 
 @contextmanager
-def _server(
-    target: Target, start_in: Callable[[Target, Sequence[str], Path], handles.Handle] | None, ctx: BuildContext
-) -> Iterator[handles.Handle]:
+def _server(target: Target, start_in: StartIn | None, ctx: BuildContext) -> Iterator[handles.Handle]:
     index = int(target.info["client"])
     in_container = start_in is not None
     log = ctx.work_dir / f"fio-server-c{index}.log"

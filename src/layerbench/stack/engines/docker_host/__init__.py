@@ -15,15 +15,20 @@ The tools image is loaded into the daemon from a docker-archive unless it has it
 ``exec_in``); one that times out is killed from inside the container, since the daemon's PIDs may be
 another machine's. Limits (cpus, memory, cpuset) are the container's, read back from the daemon's
 account of it (``limits_set``): its kernel's cgroup may be on another machine, so they are not verified.
+
+A stack with many clients (stack/clients.py) needs each container's first process on this host, whose root
+reaches its fio server's socket: the rules allow only a daemon's unix:// socket, and each container's PID
+as the daemon gives it counts only where this host's /proc has it in a cgroup that names the container.
 """
 
 from __future__ import annotations
 
 import contextlib
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, cast
 
 import docker
@@ -31,7 +36,8 @@ from docker.models.containers import Container
 
 from layerbench.errors import LayerbenchError, PrerequisiteError
 from layerbench.spec.models import EngineSpec, Limits, StackSpec
-from layerbench.stack import docker_api, mountinfo
+from layerbench.stack import docker_api, handle, mountinfo
+from layerbench.stack.cgroups import parse_proc_cgroup
 from layerbench.stack.dockerd import ApiDaemon
 from layerbench.stack.engines.container import tools
 from layerbench.stack.engines.docker_host import host_api
@@ -51,6 +57,7 @@ from layerbench.stack.target import BuildContext, Exec, Mount, Target
 KIND = "docker-host"
 EXEC_FAILED_RC = 125  # what placement.exec_in answers when the container or its daemon is gone
 MOUNT_TABLE_S = 60.0
+PROC = Path("/proc")
 
 
 @dataclass
@@ -78,6 +85,10 @@ class DockerHostEngine:
             image = docker_api.image_on(self.daemon, self.url, tools(ctx), ctx, self.exits, kind="docker-host-image")
             self.tools_image = image
         return _placement(self, self.tools_image, mount, stack, data_bytes, ctx)
+
+    def start_in(self, target: Target, argv: Sequence[str], log: Path) -> handle.Handle:
+        """By the daemon's exec, its host PID known (a stack with clients: its containers are found here)."""
+        return handle.start_exec(self.daemon.api, str(target.info["container_id"]), argv, log, None)
 
 
 @contextmanager
@@ -129,8 +140,25 @@ def _placement(
             "fio_sha256": binary_digests(["fio"])["fio"],  # the image holds this host's fio
             "data_mount": data_mount(table),
             **_limits(made, stack.limits),
+            **(_here(made) if stack.clients is not None else {}),
         }
         yield Target(run, put_in(made), DATA, False, mount.device, KIND, info, mount_table=table)
+
+
+def _here(made: Container) -> dict[str, Any]:
+    """The container's first process where this host's /proc has it, in a cgroup naming the container (the
+    daemon's PID alone could be another machine's): what a fio server of many clients is reached through,
+    and its cgroup, which the monitor reads. Nothing where it is not here."""
+    made.reload()
+    pid = int(made.attrs["State"].get("Pid") or 0)
+    try:
+        text = (PROC / str(pid) / "cgroup").read_text() if pid > 0 else ""
+    except OSError:
+        return {}
+    if made.id not in text:
+        return {}
+    dirs = parse_proc_cgroup(text)
+    return {"pid": pid, "container_id": made.id, "cgroup": {c: str(path) for c, path in dirs.items()}}
 
 
 def _data(
