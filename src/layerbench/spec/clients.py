@@ -51,9 +51,9 @@ class ClientsSpec(BaseModel):
     nodes: tuple[str, ...] | None = Field(
         default=None,
         min_length=2,
-        description="kubernetes and swarm: the cluster's nodes the clients are dealt to in turn (client 0 on the "
-        "first, client 1 on the second, ...), the engine's node among them; default: every client on the "
-        "engine's node",
+        description="kubernetes, swarm and docker-host: the nodes (a Docker host's unix:// URL) the clients are "
+        "dealt to in turn (client 0 on the first, client 1 on the second, ...), the engine's node among them, "
+        "each this machine; default: every client on the engine's node",
     )
 
     @model_validator(mode="before")
