@@ -322,6 +322,15 @@ def test_a_report_cut_inside_a_line_or_a_section_is_refused() -> None:
         ycsb.parse(text.replace("[READ], Operations, 13344", "[READ], Operations, 13344.5"))
 
 
+def test_the_jvm_s_own_warnings_before_the_report_are_messages() -> None:
+    """As one client printed in the long tier, beside another JVM (its words; the report is a real run's)."""
+    said = "[0.001s] Cannot use file /tmp/hsperfdata_root/16681 because it is locked by another process (errno = 11)"
+    tagged = "[0.002s][warning][perf,memops] Cannot use file /tmp/hsperfdata_root/16681"
+    result = ycsb.parse(f"{said}\n{tagged}\n" + raw("postgres-run-a.txt"))
+    assert result.operations["READ"].count == 13344
+    assert result.messages[:2] == (said, tagged)
+
+
 def test_java_doubles_are_read_as_java_prints_them() -> None:
     text = "[OVERALL], RunTime(ms), 0\n[OVERALL], Throughput(ops/sec), NaN\n[X], Operations, 1\n"
     text += "[X], AverageLatency(us), 1.0E7\n[X], MinLatency(us), 1\n[X], MaxLatency(us), Infinity\n"

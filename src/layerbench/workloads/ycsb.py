@@ -306,6 +306,10 @@ class YcsbResult:
 
 # "[READ], 99.9PercentileLatency(us), 3995"; values are Java's int, long or double (1.0E7, NaN, Infinity).
 _LINE = re.compile(r"\[(?P<section>[^\]]+)\], (?P<name>[^,]+), (?P<value>\S+)")
+# The JVM's own warnings on stdout (unified logging: "[0.001s][warning][perf,memops] ..." or, as one client beside
+# another JVM printed, "[0.001s] Cannot use file /tmp/hsperfdata_root/16681 because it is locked by another
+# process"): the client goes on, so they are messages, not a cut report.
+_JVM_LOG = re.compile(r"\[\d+\.\d+s\]")
 _PERCENTILE = re.compile(r"(\d+(?:\.\d+)?)(?:st|nd|rd|th)?PercentileLatency\(us\)")
 _EXCEPTION = re.compile(r"[\w.$]+(?:Exception|Error)(?::|$)")
 _STACK_FRAME = re.compile(r"\s+(at |\.\.\. \d+ more)")
@@ -337,6 +341,8 @@ def _sections(text: str) -> tuple[dict[str, dict[str, str]], list[str]]:
         match = _LINE.fullmatch(line.strip())
         if match:
             sections.setdefault(match["section"], {})[match["name"]] = match["value"]
+        elif _JVM_LOG.match(line):
+            messages.append(line.strip())
         elif line.startswith("["):
             raise YcsbParseError(f"YCSB report line is cut or unknown: {line!r}")
         elif line.strip() and not _STACK_FRAME.match(line):
