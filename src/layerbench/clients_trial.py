@@ -41,10 +41,9 @@ from layerbench.trial import (
 from layerbench.workloads import fio, fio_clients
 
 PRECONDITION_SLACK_S = 600.0
-# fio's client now and then fails to unpack a server's log sent over the socket (seen once, three swarm services
-# in the k8s tier, which had passed in every rehearsal before; fio issue 274 tells of the same on its network
-# transport): the run's results stand but that client's window is lost, so the clients run again, at most this
-# many times in all.
+# fio's client now and then fails to unpack a server's log sent over the socket (seen once, on three swarm
+# services in the k8s tier; fio issue 274 tells of the same on its network transport): the run's results stand
+# but that client's window is lost, so the clients run again, at most this many times in all.
 LOG_LOST = "failed converting IO log"
 RUNS_IF_LOG_LOST = 3
 

@@ -13,8 +13,9 @@ from layerbench.clients_trial import in_step, merged_latency
 from layerbench.errors import SpecError
 from layerbench.spec import load
 from layerbench.spec.feasibility import HostCaps
-from layerbench.spec.matrix import expand, expand_stacks
-from layerbench.spec.models import FioWorkload
+from layerbench.spec.matrix import Matrix, expand, expand_stacks
+from layerbench.spec.models import Experiment, FioWorkload
+from layerbench.store.db import Store
 from layerbench.workloads import fio, fio_clients
 
 DATA = Path(__file__).parent.parent / "data" / "fio" / "3.33" / "clients"
@@ -272,25 +273,38 @@ def test_more_clients_are_not_held_to_fewer_clients_bound() -> None:
 # --- through the store: show's clients table and the scaling curve -------------------------------------
 
 
+def _capture() -> tuple[str, fio_clients.ClientsResult, dict[int, float]]:
+    """The 4-client capture: fio's client output, parsed, and where each client's IOPS log ends."""
+    text = (DATA / "clients-native-4.json").read_text()
+    full = fio_clients.parse(text, [fio_clients.socket_name(i) for i in range(4)])
+    ends = {i: fio_clients.log_end([(DATA / f"clients-native-4.c{i}.iops.log").read_text()]) for i in range(4)}
+    return text, full, ends
+
+
+def _run_of(exp: Experiment, matrix: Matrix, tmp_path: Path) -> tuple[Store, str]:
+    """A new run of ``exp`` in a store of its own, its cells registered."""
+    from layerbench.pipeline import register_cells
+
+    store = Store.open(tmp_path / "r.db")
+    run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), {})
+    register_cells(store, run_id, matrix)
+    return store, run_id
+
+
 def test_a_stored_run_of_1_2_and_4_clients_gives_a_curve_and_a_row_per_client(
     tmp_path: Path, full_caps: HostCaps
 ) -> None:
     """The 4-client capture stored as each count's trials (its first 1, 2 or 4 clients), read back as `show`."""
     import time
 
-    from layerbench.pipeline import register_cells
     from layerbench.report.view import view
-    from layerbench.store.db import Store, TrialRecord
+    from layerbench.store.db import TrialRecord
     from layerbench.store.read import load as load_run
 
     exp = load.parse(BASE + "  - {filesystem: ext4, clients: [1, 2, 4]}\n")
     matrix = expand(exp, full_caps)
-    store = Store.open(tmp_path / "r.db")
-    run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), {})
-    register_cells(store, run_id, matrix)
-    text = (DATA / "clients-native-4.json").read_text()
-    full = fio_clients.parse(text, [fio_clients.socket_name(i) for i in range(4)])
-    ends = {i: fio_clients.log_end([(DATA / f"clients-native-4.c{i}.iops.log").read_text()]) for i in range(4)}
+    store, run_id = _run_of(exp, matrix, tmp_path)
+    text, full, ends = _capture()
     for cell in matrix.cells:
         n = cell.stack.clients.count
         part = fio_clients.ClientsResult(full.version, full.clients[:n], None)
@@ -316,11 +330,10 @@ def test_clients_dealt_over_nodes_are_named_with_their_node_in_show(tmp_path: Pa
     import dataclasses
     import time
 
-    from layerbench.pipeline import register_cells
     from layerbench.report.terminal import clients_table
     from layerbench.report.view import view
     from layerbench.spec.feasibility import ClusterNode
-    from layerbench.store.db import Store, TrialRecord
+    from layerbench.store.db import TrialRecord
     from layerbench.store.read import load as load_run
 
     caps = dataclasses.replace(full_caps, kube={n: ClusterNode(True, True) for n in ("n1", "n2")})
@@ -328,12 +341,8 @@ def test_clients_dealt_over_nodes_are_named_with_their_node_in_show(tmp_path: Pa
     exp = load.parse(BASE + entry % "{count: 4, nodes: [n1, n2]}")
     matrix = expand(exp, caps)
     (cell,) = matrix.cells
-    store = Store.open(tmp_path / "r.db")
-    run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), {})
-    register_cells(store, run_id, matrix)
-    text = (DATA / "clients-native-4.json").read_text()
-    full = fio_clients.parse(text, [fio_clients.socket_name(i) for i in range(4)])
-    ends = {i: fio_clients.log_end([(DATA / f"clients-native-4.c{i}.iops.log").read_text()]) for i in range(4)}
+    store, run_id = _run_of(exp, matrix, tmp_path)
+    text, full, ends = _capture()
     samples = fio_clients.samples(full, fio_clients.client_times(full, ends))
     store.record_trial(run_id, TrialRecord(cell.id, 0, "ok", None, time.time(), time.time(), [], text, "", {},
                                            samples))  # fmt: skip

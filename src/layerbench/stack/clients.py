@@ -91,10 +91,12 @@ def client_targets(
 
 def _engines(stack: StackSpec, engine: Any, engine_on: EngineOn, exits: contextlib.ExitStack) -> list[Any]:
     """Each client's engine: the stack's on its own node, one of the same kind on each other node asked."""
-    assert stack.clients is not None
-    own = stack.engine.node
-    on = {n: engine if n == own else exits.enter_context(engine_on(n)) for n in stack.clients.nodes or ()}
-    return [on.get(stack.clients.node_of(i, own) or "", engine) for i in range(stack.clients.count)]
+    spec = stack.clients
+    assert spec is not None
+    if not spec.nodes:
+        return [engine] * spec.count
+    on = {n: engine if n == stack.engine.node else exits.enter_context(engine_on(n)) for n in spec.nodes}
+    return [on[str(spec.node_of(i, stack.engine.node))] for i in range(spec.count)]
 
 
 def _native(
