@@ -15,6 +15,7 @@ pure). docs/architecture.md lists the files.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -23,9 +24,8 @@ from typing import Any
 from layerbench.proc import Runner
 from layerbench.spec.models import EngineSpec
 from layerbench.stack import docker_api, dockerd
-from layerbench.stack.engines import container, docker, docker_host, kubernetes, native, podman, swarm, vm, vm_docker
+from layerbench.stack.engines import container, docker, docker_host, native, podman, swarm, vm, vm_docker
 from layerbench.stack.engines.docker_host import host_api
-from layerbench.stack.engines.kubernetes import kube_api
 from layerbench.stack.engines.swarm import swarm_api
 from layerbench.stack.engines.vm import guest
 from layerbench.stack.ledger import Resource
@@ -45,6 +45,19 @@ __all__ = [
 ]
 
 Remover = Callable[[Resource, Runner], None]
+
+
+def _on_call(module: str, name: str) -> Callable[..., Any]:
+    """``module.name``, imported when first called: the Kubernetes client took 0.1-0.45 s of every run's
+    start here (python -X importtime, warm and cold), and most runs never reach a cluster."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    return call
+
+
+_KUBE = "layerbench.stack.engines.kubernetes"
 
 
 @dataclass(frozen=True)
@@ -73,11 +86,11 @@ ENGINES: dict[str, EngineType] = {
     "vm+docker": EngineType("vm+docker", vm_docker.start, vm_docker.failure),  # its guest is the vm engine's
     "kubernetes": EngineType(
         "kubernetes",
-        kubernetes.start,
+        _on_call(_KUBE, "start"),
         removers={
-            "k8s-namespace": kube_api.reclaim,
-            "k8s-object": kube_api.reclaim_object,
-            "k8s-image": kube_api.reclaim_image,
+            "k8s-namespace": _on_call(f"{_KUBE}.kube_api", "reclaim"),
+            "k8s-object": _on_call(f"{_KUBE}.kube_api", "reclaim_object"),
+            "k8s-image": _on_call(f"{_KUBE}.kube_api", "reclaim_image"),
         },
     ),
     "swarm": EngineType(
