@@ -167,11 +167,13 @@ apt-test:
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.lock pyproject.toml
+# uv installs the same hash-checked lock as pip would, in seconds where pip took 40 (measured on a fresh
+# clone, both from their caches): make test and CI make this environment on every fresh checkout.
+$(VENV)/.installed: requirements.lock requirements-uv.lock pyproject.toml
 	python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q --require-hashes -r requirements.lock
-	$(PY) -m pip install -q --no-deps -e .
+	$(PY) -m pip install -q --require-hashes -r requirements-uv.lock
+	$(VENV)/bin/uv pip install -q --python $(PY) --require-hashes -r requirements.lock
+	$(VENV)/bin/uv pip install -q --python $(PY) --no-deps -e .
 	touch $@
 
 lint: venv
