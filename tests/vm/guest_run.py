@@ -97,6 +97,12 @@ def trials() -> list[dict]:
 def main(spec: Path, share: Path) -> None:
     BASE.mkdir(parents=True, exist_ok=True)
     BASE.chmod(0o711)  # below /var/tmp, as the default work dir is
+    began = time.monotonic()
+    timeline: list[tuple[str, float]] = []  # each step's end, in seconds from the start: the tier's time, split
+
+    def done(step: str) -> None:
+        timeline.append((step, round(time.monotonic() - began, 1)))
+
     pending = dict(KILL_AT)
     kills = []
     proc = start("run", str(spec))
@@ -104,18 +110,23 @@ def main(spec: Path, share: Path) -> None:
         killed = kill_when_reached(proc, pending)
         if killed is None:
             break
+        done(f"killed at {killed['path']}")
         killed["cleanup"] = cleanup()
+        done("cleanup")
         killed["left_after_cleanup"] = leftovers(DIRS["--work-dir"])
         kills.append(killed)
         proc = start("resume", "latest")
     result = {"last": finished(proc), "kills": kills, "never_reached": sorted(pending)}
+    done("run finished")
     shown = subprocess.run(
-        layerbench("show", "latest", "--json"), capture_output=True, text=True, check=False, timeout=60
+        layerbench("show", "latest", "--json"), capture_output=True, text=True, check=False, timeout=STEP_LIMIT_S
     )
+    done("shown")
     result["show"] = json.loads(shown.stdout) if shown.returncode == 0 else {"error": shown.stderr[-2000:]}
     result["trials"] = trials()
     result["live_after"] = sorted(live_kinds())
     result["left_after"] = leftovers(DIRS["--work-dir"])
+    result["timeline"] = timeline
     (share / "result.json").write_text(json.dumps(result))
 
 

@@ -102,7 +102,9 @@ def guest(tmp_path_factory: pytest.TempPathFactory) -> qemu.GuestRun:
 @pytest.fixture(scope="module")
 def result(guest: qemu.GuestRun) -> dict[str, Any]:
     assert "result.json" in guest.files, f"rc={guest.rc}\n{guest.output[-3000:]}\n{guest.console[-3000:]}"
-    return json.loads(guest.files["result.json"])
+    found = json.loads(guest.files["result.json"])
+    print(f"guest: {_facts(guest)}; steps (s from the run's start): {found.get('timeline')}")  # with -s
+    return found
 
 
 @pytest.fixture(scope="module")
