@@ -144,4 +144,17 @@ def processes_under(d: Path) -> list[tuple[int, str]]:
             args = cmdline.read_bytes().split(b"\0")
             if any(str(d).encode() in a for a in args):
                 found.append((int(cmdline.parent.name), b" ".join(args).decode(errors="replace")[:160]))
-    return [(pid, cmd) for pid, cmd in found if pid != os.getpid()]
+    ours = _ancestry()  # a shell that named the directory (`localcluster swarm down DIR`) is not the swarm's
+    return [(pid, cmd) for pid, cmd in found if pid not in ours]
+
+
+def _ancestry() -> set[int]:
+    """This process and those it runs under."""
+    pids, pid = set(), os.getpid()
+    while pid > 1:
+        pids.add(pid)
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            break
+    return pids

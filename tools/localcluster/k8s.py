@@ -35,7 +35,12 @@ from localcluster.netns import Network, Node
 PAUSE_IMAGE = "layerbench/pause:1"
 APISERVER_PORT = 6443
 CRI_SOCKET_ANNOTATION = "kubeadm.alpha.kubernetes.io/cri-socket"  # kubeadm's convention; layerbench reads it
-START_LIMIT_S = 300.0
+# Each wait of `up` guards against a hang: the whole takes 8 s alone and must fail with its reasons inside
+# the first test's own limit (pytest-timeout's 300 s), not be cut off by it.
+START_LIMIT_S = 120.0
+# klog's error and fatal lines (E1127 21:42:11.123456 ...) but those every kubelet here logs, Ready or not:
+# cAdvisor finds no device for a loop-backed or virtual disk.
+KLOG_ERROR = r"^[EF]\d{4} (?!.*filesystem info)"
 
 
 @dataclass
@@ -80,7 +85,7 @@ def up(root: Path, bin_dir: Path, nodes: int = 3, subnet: int = 77) -> State:
         )
         for i, node in enumerate(state.network.nodes):
             _node(state, node, i, bin_dir, pause)
-        procs.wait_for(lambda: _ready(state), START_LIMIT_S, f"{nodes} nodes Ready")
+        procs.wait_for(lambda: _ready(state), START_LIMIT_S, f"{nodes} nodes Ready", why=lambda: _not_ready(state))
         for i, node in enumerate(state.network.nodes):
             _annotate(state, node, i)
         _provisioner(state)
@@ -94,14 +99,16 @@ def _control_plane(state: State, bin_dir: Path) -> None:
     root = Path(state.root)
     host = state.network.host_ip
     (root / "tokens.csv").write_text(f'{state.token},admin,admin,"system:masters"\n')
-    subprocess.run(["openssl", "genrsa", "-out", str(root / "sa.key"), "2048"],
-        check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        ["openssl", "genrsa", "-out", str(root / "sa.key"), "2048"], check=True, capture_output=True, timeout=60
+    )
     _kubeconfig(state, state.kubeconfig)
     # etcd's fsyncs on a busy disk (a build beside the tests) stall the apiserver until nodes look dead:
     # a throwaway cluster's store lives in memory.
     (root / "etcd").mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512m,mode=0700", "lb-etcd", str(root / "etcd")],
-        check=True, timeout=60)
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=512m,mode=0700", "lb-etcd", str(root / "etcd")], check=True, timeout=60
+    )
     state.etcd_port, peer = _free_port(), _free_port()
     etcd = f"http://127.0.0.1:{state.etcd_port}"
     state.pids["etcd"] = procs.start(
@@ -282,6 +289,30 @@ def _ready(state: State) -> bool:
         if any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", []))
     ]
     return sorted(ready) == sorted(state.names)
+
+
+def _not_ready(state: State) -> str:
+    """Each node's condition and its processes' latest errors: why the cluster is not up."""
+    text = _api(state, "/api/v1/nodes")
+    seen = {n["metadata"]["name"]: n for n in json.loads(text)["items"]} if text else {}
+    parts = [] if text else ["the apiserver does not answer"]
+    for node in state.names:
+        d = Path(state.root) / node
+        procs_alive = ", ".join(
+            f"{what} {'running' if procs.alive(state.pids.get(f'{node}/{what}', 0)) else 'not running'}"
+            for what in ("containerd", "kubelet")
+        )
+        conditions = [
+            f"{c['type']}={c['status']} ({c.get('message', '')})"
+            for c in seen.get(node, {}).get("status", {}).get("conditions", [])
+            if c["type"] == "Ready"
+        ] or ["not registered"]
+        errors = [
+            *procs.log_tail(d / "kubelet.log", pattern=KLOG_ERROR),
+            *procs.log_tail(d / "containerd.log", 2, pattern="level=(error|fatal)"),
+        ]
+        parts.append(f"{node}: {procs_alive}; {'; '.join(conditions)}; latest: {' | '.join(errors) or 'none'}")
+    return " / ".join(parts)
 
 
 def _annotate(state: State, node: Node, i: int) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import time
@@ -62,17 +63,35 @@ def stop(pid: int, grace_s: float = 30.0) -> None:
         wait_for(lambda: not alive(pid), 10.0, f"process {pid} to die")
 
 
-def wait_for(ready: Callable[[], T], limit_s: float, what: str, every_s: float = 0.5) -> T:
+def wait_for(
+    ready: Callable[[], T],
+    limit_s: float,
+    what: str,
+    every_s: float = 0.5,
+    why: Callable[[], str] | None = None,
+) -> T:
     """Poll ``ready`` until it returns something true. ``limit_s`` guards against a hang, not a deadline
-    the tests depend on: it is minutes where the thing takes seconds."""
+    the tests depend on: it is minutes where the thing takes seconds. ``why`` says what the thing is
+    doing instead, for the error: CI keeps the message, not the cluster's logs."""
     deadline = time.monotonic() + limit_s
     while True:
         value = ready()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise TimeoutError(f"gave up waiting for {what} after {limit_s:.0f} s")
+            detail = f": {why()}" if why else ""
+            raise TimeoutError(f"gave up waiting for {what} after {limit_s:.0f} s{detail}")
         time.sleep(every_s)
+
+
+def log_tail(log: Path, lines: int = 3, pattern: str = "") -> list[str]:
+    """The last ``lines`` lines of ``log`` that match ``pattern`` (its errors), shortened to be read in an
+    error message."""
+    try:
+        text = log.read_text(errors="replace").splitlines()
+    except OSError as e:
+        return [f"({log.name} unreadable: {e.strerror})"]
+    return [line[:300] for line in text if re.search(pattern, line)][-lines:]
 
 
 def mounts_under(root: Path) -> list[str]:
