@@ -10,12 +10,15 @@
    ticks of the host's series, and a container's for a Docker cell); then times `show`, `show --json`,
    `export` as CSV and as Parquet, `report --html` and `compare` of the two runs, each a process of its
    own, with its peak memory. Each read command runs twice: the first reads the database (and may write
-   the run's columnar cache, store/cache.py), the second what a user sees every time after.
+   the run's columnar cache, store/cache.py), the second what a user sees every time after. Before them,
+   each run's end is done as `layerbench run` does it for a run this big (report/prepared.py: every part
+   the reads would build, built then, timed); with --cold it is not, and the first reads build the cache,
+   as they do for a database copied without its cache or read by another version of layerbench.
 
 Goals (issue 31): expansion under 1 s; every command at most 2 s. Prints one line per measurement; the
 last lines are the times. Nothing here needs root or touches a device.
 
-Usage: .venv/bin/python bench/scale.py [--skip-store] [--keep DIR] [--reuse] [--once] [--limit SECONDS]
+Usage: .venv/bin/python bench/scale.py [--skip-store] [--keep DIR] [--reuse] [--once] [--cold] [--limit SECONDS]
   --keep DIR: write the databases there and leave them; --reuse: with --keep, use databases already there;
   --once: each command once; --limit: a command still running after SECONDS (600) is killed, printed as inf.
 """
@@ -166,10 +169,29 @@ COMMAND_LIMIT_S = float(sys.argv[sys.argv.index("--limit") + 1]) if "--limit" in
 
 
 def timed_cli(args: list[str], db: Path) -> tuple[float, int]:
-    """Wall seconds and peak resident MiB of one `layerbench` command in a process of its own (its own peak:
-    wait4 reports the child's, where RUSAGE_CHILDREN keeps the largest of every child so far). A command
-    still running after COMMAND_LIMIT_S is killed and reported as taking longer (``inf``)."""
-    cmd = [sys.executable, "-m", "layerbench.cli", *args, "--db", str(db)]
+    """Wall seconds and peak resident MiB of one `layerbench` command in a process of its own."""
+    return timed_process([sys.executable, "-m", "layerbench.cli", *args, "--db", str(db)], " ".join(args))
+
+
+# What `layerbench run` does at the end of a run this big (cli/app.py's _prepare_reads), alone.
+PREPARE = """import sys
+from layerbench.report import prepared
+from layerbench.store.db import Store
+store = Store.open(sys.argv[1], create=False)
+assert prepared.worth_preparing(store, sys.argv[2])
+for name, seconds in prepared.ahead(store, sys.argv[2]):
+    print(f"{name} {seconds:.1f} s", file=sys.stderr)
+"""
+
+
+def timed_prepare(db: Path, run_id: str) -> tuple[float, int]:
+    return timed_process([sys.executable, "-c", PREPARE, str(db), run_id], "the run's end")
+
+
+def timed_process(cmd: list[str], what: str) -> tuple[float, int]:
+    """Wall seconds and peak resident MiB of ``cmd`` (its own peak: wait4 reports the child's, where
+    RUSAGE_CHILDREN keeps the largest of every child so far). A command still running after
+    COMMAND_LIMIT_S is killed and reported as taking longer (``inf``)."""
     start = time.perf_counter()
     with tempfile.TemporaryFile() as err:
         child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
@@ -185,7 +207,7 @@ def timed_cli(args: list[str], db: Path) -> tuple[float, int]:
             return math.inf, usage.ru_maxrss // 1024
         if child.returncode != 0:
             err.seek(0)
-            raise SystemExit(f"{' '.join(args)} failed ({child.returncode}): {err.read()[-2000:].decode()}")
+            raise SystemExit(f"{what} failed ({child.returncode}): {err.read()[-2000:].decode()}")
     return wall, usage.ru_maxrss // 1024
 
 
@@ -227,6 +249,10 @@ def main() -> None:
         db, db_b = Path(tmp) / "scale.db", Path(tmp) / "scale-b.db"
         run_id = stored_run(db, text, matrix, 7, reuse)
         run_b = stored_run(db_b, text, matrix, 8, reuse)
+        if "--cold" not in sys.argv:  # as a run leaves its database: its reads prepared at its end
+            for path, ref in ((db, run_id), (db_b, run_b)):
+                wall, peak = timed_prepare(path, ref)
+                print(f"prepare {path.name} at the run's end: {wall:.1f} s, peak RSS {peak} MiB", flush=True)
         commands = [
             ("show", ["show", run_id]),
             ("show --json", ["show", run_id, "--json"]),

@@ -22,11 +22,11 @@ from layerbench.cli.boundary import EXIT_TRIALS_FAILED, UsageError, boundary, er
 from layerbench.cli.live import Serve, both, live
 from layerbench.cli.progress import TrialProgress
 from layerbench.errors import PrerequisiteError, SpecError
-from layerbench.report import csv_lines, json_text, metrics
+from layerbench.report import json_text, metrics, prepared
 from layerbench.report import markdown as markdown_report
 from layerbench.report.bigtable import print_table
 from layerbench.report.doctor import DOCTOR_IMAGES, DoctorRow, doctor_rows
-from layerbench.report.export import FORMATS, cell_config, parquet_bytes, write_samples
+from layerbench.report.export import FORMATS, write_samples
 from layerbench.report.terminal import (
     advice_json,
     advice_lines,
@@ -43,16 +43,15 @@ from layerbench.report.terminal import (
     scaling_tables,
     show_json,
 )
-from layerbench.report.view import RunView, cached_view
+from layerbench.report.view import cached_view
 from layerbench.spec import load as spec_load
 from layerbench.spec import schema as spec_schema
 from layerbench.spec import seeds
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Experiment, StackSpec
 from layerbench.spec.traits import traits
-from layerbench.store import cache
 from layerbench.store.db import RunRow, Store
-from layerbench.store.read import collector_paused, load, run_parts
+from layerbench.store.read import collector_paused, load
 
 
 class ProfileKind(StrEnum):
@@ -332,6 +331,7 @@ def _execute(
                 on_trial = both(progress.advance, state)
             outcome = execute(exp, matrix, store, run_id, ctx, on_trial=on_trial, seed=seed)
     _show(store, run_id, as_json=False)
+    _prepare_reads(store, run_id)
     again = f" ({outcome.again} measured again: the host was busy)" if outcome.again else ""
     console.print(f"{outcome.ok} trials ok{again}, {outcome.failed} failed · results in {store.path} (run {run_id})")
     return outcome.failed
@@ -560,12 +560,7 @@ def report(
             # Here, not at the top: show and export never write HTML (and matplotlib only when it draws).
             from layerbench.report import html as html_report
 
-            def draw(v: RunView, workloads: int | None) -> list[html_report.Drawn]:
-                # matplotlib's 6 s for a big run's three figures, once per run, code and --figures
-                part = f"figures{workloads or 'all'}"
-                return cache.computed(store, v.data.run.id, part, lambda _: html_report.drawn(v, workloads), {})
-
-            path = html_report.render(v, html, shown, draw)
+            path = html_report.render(v, html, shown, lambda v, n: prepared.figures(store, v, n))
             err_console.print(f"wrote {path} and its figures in {path.parent / 'figures'}")
 
 
@@ -603,25 +598,19 @@ def export(
             err_console.print(f"wrote {len(data.trials)} trials to {where}")
             return
         store = Store.open(db, create=False)
-        run_id = store.resolve_run(run_ref)
-        parts = run_parts(store, run_id)
-        samples = parts["samples"]()
-        # The cells' configuration as columns, kept with the run: validating and flattening 10,500 cells was 1 s.
-        config = cache.computed(store, run_id, "config", lambda _: cell_config(parts["cells"]()), {})
-        # And its CSV formatted, each distinct part once (report/csv_lines.py), or its Parquet file: most of the
-        # time of exporting a big run, the same every time.
-        csv = (
-            cache.computed(store, run_id, "csv", lambda _: csv_lines.parts(samples, config), {})
-            if fmt == "csv"
-            else None
-        )
-        parquet = (
-            cache.computed(store, run_id, "parquet", lambda _: parquet_bytes(samples, config), {})
-            if fmt == "parquet"
-            else None
-        )
+        samples, config, csv, parquet = prepared.export_parts(store, store.resolve_run(run_ref), fmt)
         where = write_samples(samples, config, fmt, output, csv, parquet)
         err_console.print(f"wrote {len(samples)} samples to {where}")
+
+
+def _prepare_reads(store: Store, run_id: str) -> None:
+    """A big run's first reader waits no longer than the next (report/prepared.py)."""
+    if not prepared.worth_preparing(store, run_id):
+        return
+    with err_console.status("preparing the run for reading") as status:
+        took = prepared.ahead(store, run_id, lambda part: status.update(f"preparing the run for reading: {part}"))
+    parts = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in took)
+    err_console.print(f"[dim]prepared for reading ({parts}): the first show, report and export read the cache[/]")
 
 
 @app.command()

@@ -1,0 +1,81 @@
+"""What reading a run costs, paid once: the cached parts `show`, `report`, `export` and `compare` read, and
+building them all at the end of a big run, so that its first reader waits no longer than the next.
+
+A run of a million samples takes 13 s for its first `show`, 46 s for `show --json` (every trial's fio
+output parsed for its latency histograms) and 18 s for `report --html`, then about a second each once
+the run's cache (store/cache.py) holds what they computed. A run that long took hours to measure: its
+end builds them. A small run's first read is already quick, and its end stays as it was.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+
+from layerbench.report import csv_lines
+from layerbench.report.export import cell_config, parquet_bytes
+from layerbench.report.view import RunView, cached_view
+from layerbench.store import cache
+from layerbench.store.db import Store
+from layerbench.store.read import run_parts
+
+# From here a first read takes seconds (measured with bench/scale.py): the run's end prepares its reads.
+AHEAD_FROM_SAMPLES = 200_000
+
+
+def figures(store: Store, v: RunView, workloads: int | None) -> list[Any]:
+    """The report's figures for its first ``workloads`` workloads (None: all), drawn once per run, code and
+    count: matplotlib's 6 s for a big run's three figures."""
+    from layerbench.report import html as html_report  # matplotlib only where something is drawn
+
+    part = f"figures{workloads or 'all'}"
+    return cache.computed(store, v.data.run.id, part, lambda _: html_report.drawn(v, workloads), {})
+
+
+def export_parts(store: Store, run_id: str, fmt: str) -> tuple[pd.DataFrame, Any, Any, Any]:
+    """The samples, the cells' configuration as columns, and the run's CSV parts or Parquet file for ``fmt``:
+    validating and flattening 10,500 cells was a second, formatting a million rows most of an export."""
+    parts = run_parts(store, run_id)
+    samples = parts["samples"]()
+    config = cache.computed(store, run_id, "config", lambda _: cell_config(parts["cells"]()), {})
+    csv = cache.computed(store, run_id, "csv", lambda _: csv_lines.parts(samples, config), {}) if fmt == "csv" else None
+    parquet = (
+        cache.computed(store, run_id, "parquet", lambda _: parquet_bytes(samples, config), {})
+        if fmt == "parquet"
+        else None
+    )
+    return samples, config, csv, parquet
+
+
+def _default_figures() -> int:
+    from layerbench.report.html import FIGURE_WORKLOADS  # `report --figures`' default too
+
+    return FIGURE_WORKLOADS
+
+
+def worth_preparing(store: Store, run_id: str) -> bool:
+    count = store.conn.execute(
+        "SELECT count(*) FROM samples s JOIN trials t ON s.trial_id = t.id WHERE t.run_id=?", (run_id,)
+    ).fetchone()[0]
+    return int(count) >= AHEAD_FROM_SAMPLES
+
+
+def ahead(store: Store, run_id: str, on_part: Callable[[str], None] = lambda _: None) -> list[tuple[str, float]]:
+    """Every part a first read of the finished run ``run_id`` would build, built now; each part's seconds.
+    ``on_part`` hears each part's name before it is built (the run's progress line)."""
+    steps: list[tuple[str, Callable[[], object]]] = [
+        ("show", lambda: cached_view(store, run_id)),
+        ("show --json", lambda: cached_view(store, run_id, latency=True)),
+        ("report", lambda: figures(store, cached_view(store, run_id, True, True), _default_figures())),
+        ("export", lambda: (export_parts(store, run_id, "csv"), export_parts(store, run_id, "parquet"))),
+    ]
+    took = []
+    for name, build in steps:
+        on_part(name)
+        start = time.perf_counter()
+        build()
+        took.append((name, time.perf_counter() - start))
+    return took

@@ -1,0 +1,60 @@
+"""A big run's end builds what its first readers would (report/prepared.py): after it, `show`, `show --json`,
+`report --html` and `export` of the run read the cache and write nothing; a small run's end builds
+nothing (its first reads are quick)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from layerbench.cli import app as cli
+from layerbench.report import prepared
+from layerbench.store.db import Store
+
+RUN = Path(__file__).resolve().parent.parent / "data" / "quick" / "run.db"
+
+
+@pytest.fixture(autouse=True)
+def own_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home-cache"))
+
+
+def cached(db: Path) -> dict[str, int]:
+    """The run's cache files, each with the time it was last written."""
+    return {p.name: p.stat().st_mtime_ns for p in db.parent.glob(f"{db.name}-cache/*/*")}
+
+
+def test_a_big_runs_end_prepares_every_read_and_the_reads_write_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "run.db"
+    shutil.copy(RUN, db)
+    monkeypatch.setattr(prepared, "AHEAD_FROM_SAMPLES", 1)  # the quick run counts as big
+    store = Store.open(db, create=False)
+    cli._prepare_reads(store, store.resolve_run("latest"))
+    before = cached(db)
+    parts = {name.split("-", 1)[0] for name in before}
+    assert {"view", "view_latency", "view_latency_profiles", "figures12", "config", "csv", "parquet"} <= parts
+    runner = CliRunner()
+    for args in (
+        ["show", "--db", str(db)],
+        ["show", "--json", "--db", str(db)],
+        ["report", "--html", str(tmp_path / "report"), "--db", str(db)],
+        ["export", "--format", "csv", "-o", str(tmp_path / "s.csv"), "--db", str(db)],
+        ["export", "--format", "parquet", "-o", str(tmp_path / "s.parquet"), "--db", str(db)],
+    ):
+        result = runner.invoke(cli.app, args)
+        assert result.exit_code == 0, result.output
+    assert cached(db) == before  # every read found its part: none built, none rewritten
+
+
+def test_a_small_runs_end_prepares_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "run.db"
+    shutil.copy(RUN, db)
+    store = Store.open(db, create=False)
+    assert not prepared.worth_preparing(store, store.resolve_run("latest"))
+    cli._prepare_reads(store, store.resolve_run("latest"))
+    assert cached(db) == {}
