@@ -3,6 +3,7 @@ Docker hosts, each up once for the tier (when a test asks for it), down after.""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import tempfile
 import warnings
@@ -18,48 +19,61 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 from localcluster import dockerhosts, k8s, swarm
 
 
+@contextlib.contextmanager
+def scratch(prefix: str) -> Iterator[Path]:
+    """A directory of the tier's own under /var/tmp, removed after, also when its cluster never came up (a
+    cluster's `down` empties it; one that could not is named by the fixture's assertion)."""
+    parent = Path(tempfile.mkdtemp(dir="/var/tmp", prefix=prefix))
+    try:
+        yield parent
+    finally:
+        with contextlib.suppress(OSError):
+            parent.rmdir()
+
+
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[k8s.State]:
-    root = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="lbk8s-")) / "cluster"
     bin_dir = DEFAULT_CACHE / "k8s" / "bin"
-    try:
-        state = k8s.up(root, bin_dir, nodes=3)
-    except TimeoutError as first:
-        # Once in CI (stop 43, beside the VM tier) the nodes never became Ready, and the logs that would say
-        # why went with the cluster. `up` now puts each node's state and latest errors in its error, and the
-        # cluster is built once more from scratch, the first failure kept as a warning in the tier's output.
-        warnings.warn(f"the local cluster did not come up, built again: {first}", stacklevel=1)
-        state = k8s.up(root, bin_dir, nodes=3)
-    try:
-        yield state
-    finally:
-        left = k8s.down(root)
-        root.parent.rmdir()
-        assert left == [], f"the local cluster left {left}"
+    with scratch("lbk8s-") as parent:
+        root = parent / "cluster"
+        try:
+            state = k8s.up(root, bin_dir, nodes=3)
+        except TimeoutError as first:
+            # Once in CI (stop 43, beside the VM tier) the nodes never became Ready, and the logs that would
+            # say why went with the cluster. `up` now puts each node's state and latest errors in its error,
+            # and a second cluster is built from scratch, the first failure kept as a warning in the output.
+            warnings.warn(f"the local cluster did not come up, built again: {first}", stacklevel=1)
+            root = parent / "again"
+            state = k8s.up(root, bin_dir, nodes=3)
+        try:
+            yield state
+        finally:
+            left = k8s.down(root)
+            assert left == [], f"the local cluster left {left}"
 
 
 @pytest.fixture(scope="session")
 def local_swarm() -> Iterator[swarm.State]:
     """Three dockerd in network namespaces, one swarm (node1 its manager); down after, leaving nothing."""
-    root = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="lbswarm-")) / "cluster"
-    state = swarm.up(root, nodes=3)
-    try:
-        yield state
-    finally:
-        left = swarm.down(root)
-        root.parent.rmdir()
-        assert left == [], f"the local swarm left {left}"
+    with scratch("lbswarm-") as parent:
+        root = parent / "cluster"
+        state = swarm.up(root, nodes=3)
+        try:
+            yield state
+        finally:
+            left = swarm.down(root)
+            assert left == [], f"the local swarm left {left}"
 
 
 @pytest.fixture(scope="session")
 def docker_hosts() -> Iterator[dockerhosts.State]:
     """Two plain dockerd (no swarm) in network namespaces, reached at tcp://<address>:2375 and by socket;
     down after, leaving nothing."""
-    root = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="lbdocker-")) / "hosts"
-    state = dockerhosts.up(root, nodes=2)
-    try:
-        yield state
-    finally:
-        left = dockerhosts.down(root)
-        root.parent.rmdir()
-        assert left == [], f"the local Docker hosts left {left}"
+    with scratch("lbdocker-") as parent:
+        root = parent / "hosts"
+        state = dockerhosts.up(root, nodes=2)
+        try:
+            yield state
+        finally:
+            left = dockerhosts.down(root)
+            assert left == [], f"the local Docker hosts left {left}"

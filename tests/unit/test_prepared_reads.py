@@ -58,3 +58,18 @@ def test_a_small_runs_end_prepares_nothing(tmp_path: Path) -> None:
     assert not prepared.worth_preparing(store, store.resolve_run("latest"))
     cli._prepare_reads(store, store.resolve_run("latest"))
     assert cached(db) == {}
+
+
+def test_an_interrupted_preparation_leaves_the_run_as_it_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while a finished run prepares its reads is not the run interrupted: nothing to resume."""
+    db = tmp_path / "run.db"
+    shutil.copy(RUN, db)
+    monkeypatch.setattr(prepared, "AHEAD_FROM_SAMPLES", 1)
+
+    def interrupted(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(prepared, "ahead", interrupted)
+    store = Store.open(db, create=False)
+    cli._prepare_reads(store, store.resolve_run("latest"))  # returns: the run's last line still follows
+    assert store.run(store.resolve_run("latest")).status == "finished"

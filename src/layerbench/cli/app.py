@@ -607,8 +607,12 @@ def _prepare_reads(store: Store, run_id: str) -> None:
     """A big run's first reader waits no longer than the next (report/prepared.py)."""
     if not prepared.worth_preparing(store, run_id):
         return
-    with err_console.status("preparing the run for reading") as status:
-        took = prepared.ahead(store, run_id, lambda part: status.update(f"preparing the run for reading: {part}"))
+    try:
+        with err_console.status("preparing the run for reading") as status:
+            took = prepared.ahead(store, run_id, lambda part: status.update(f"preparing the run for reading: {part}"))
+    except KeyboardInterrupt:  # the run is whole: only its first reads will be slower
+        err_console.print("[dim]not prepared for reading (interrupted): the first show or report builds it[/]")
+        return
     parts = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in took)
     err_console.print(f"[dim]prepared for reading ({parts}): the first show, report and export read the cache[/]")
 
