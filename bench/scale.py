@@ -175,9 +175,10 @@ def timed_cli(args: list[str], db: Path) -> tuple[float, int]:
 
 # What `layerbench run` does at the end of a run this big (cli/app.py's _prepare_reads), alone.
 PREPARE = """import sys
+from pathlib import Path
 from layerbench.report import prepared
 from layerbench.store.db import Store
-store = Store.open(sys.argv[1], create=False)
+store = Store.open(Path(sys.argv[1]), create=False)
 assert prepared.worth_preparing(store, sys.argv[2])
 for name, seconds in prepared.ahead(store, sys.argv[2]):
     print(f"{name} {seconds:.1f} s", file=sys.stderr)

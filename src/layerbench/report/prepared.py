@@ -22,8 +22,9 @@ from layerbench.store import cache
 from layerbench.store.db import Store
 from layerbench.store.read import run_parts
 
-# From here a first read takes seconds (measured with bench/scale.py): the run's end prepares its reads.
-AHEAD_FROM_SAMPLES = 200_000
+# A first read costs about 45 s per million samples more than a cached one (`show --json`, the slowest, by
+# bench/scale.py): from 20,000 samples, a second more. Such a run took an hour or more; preparing it, seconds.
+AHEAD_FROM_SAMPLES = 20_000
 
 
 def figures(store: Store, v: RunView, workloads: int | None) -> list[Any]:
