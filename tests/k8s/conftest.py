@@ -7,8 +7,9 @@ import contextlib
 import sys
 import tempfile
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -17,6 +18,8 @@ from layerbench.stack.capabilities import DEFAULT_CACHE
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 
 from localcluster import dockerhosts, k8s, swarm
+
+S = TypeVar("S")
 
 
 @contextlib.contextmanager
@@ -55,25 +58,23 @@ def cluster() -> Iterator[k8s.State]:
 @pytest.fixture(scope="session")
 def local_swarm() -> Iterator[swarm.State]:
     """Three dockerd in network namespaces, one swarm (node1 its manager); down after, leaving nothing."""
-    with scratch("lbswarm-") as parent:
-        root = parent / "cluster"
-        state = swarm.up(root, nodes=3)
-        try:
-            yield state
-        finally:
-            left = swarm.down(root)
-            assert left == [], f"the local swarm left {left}"
+    yield from held("lbswarm-", lambda root: swarm.up(root, nodes=3), swarm.down, "the local swarm")
 
 
 @pytest.fixture(scope="session")
 def docker_hosts() -> Iterator[dockerhosts.State]:
     """Two plain dockerd (no swarm) in network namespaces, reached at tcp://<address>:2375 and by socket;
     down after, leaving nothing."""
-    with scratch("lbdocker-") as parent:
-        root = parent / "hosts"
-        state = dockerhosts.up(root, nodes=2)
+    yield from held("lbdocker-", lambda root: dockerhosts.up(root, nodes=2), dockerhosts.down, "the local Docker hosts")
+
+
+def held(prefix: str, up: Callable[[Path], S], down: Callable[[Path], list[str]], what: str) -> Iterator[S]:
+    """``up`` in a scratch directory for the tier's tests, then ``down``, which must leave nothing."""
+    with scratch(prefix) as parent:
+        root = parent / "cluster"
+        state = up(root)
         try:
             yield state
         finally:
-            left = dockerhosts.down(root)
-            assert left == [], f"the local Docker hosts left {left}"
+            left = down(root)
+            assert left == [], f"{what} left {left}"
