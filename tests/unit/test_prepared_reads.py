@@ -73,3 +73,19 @@ def test_an_interrupted_preparation_leaves_the_run_as_it_was(tmp_path: Path, mon
     store = Store.open(db, create=False)
     cli._prepare_reads(store, store.resolve_run("latest"))  # returns: the run's last line still follows
     assert store.run(store.resolve_run("latest")).status == "finished"
+
+
+def test_a_preparation_that_fails_says_why_and_the_run_keeps_its_outcome(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "run.db"
+    shutil.copy(RUN, db)
+    monkeypatch.setattr(prepared, "AHEAD_FROM_SAMPLES", 1)
+
+    def broken(*_: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(prepared, "ahead", broken)
+    store = Store.open(db, create=False)
+    cli._prepare_reads(store, store.resolve_run("latest"))  # returns: the run's exit code is its trials'
+    assert "not prepared for reading: OSError" in capsys.readouterr().err

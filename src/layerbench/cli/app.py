@@ -613,6 +613,9 @@ def _prepare_reads(store: Store, run_id: str) -> None:
     except KeyboardInterrupt:  # the run is whole: only its first reads will be slower
         err_console.print("[dim]not prepared for reading (interrupted): the first show or report builds it[/]")
         return
+    except Exception as e:  # a finished run's outcome is its trials', not its cache's
+        err_console.print(f"[yellow]not prepared for reading:[/] {type(e).__name__}: {escape(str(e))}")
+        return
     parts = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in took)
     err_console.print(f"[dim]prepared for reading ({parts}): the first show, report and export read the cache[/]")
 
