@@ -186,13 +186,15 @@ for name, seconds in prepared.ahead(store, sys.argv[2]):
 
 
 def timed_prepare(db: Path, run_id: str) -> tuple[float, int]:
-    return timed_process([sys.executable, "-c", PREPARE, str(db), run_id], "the run's end")
+    """The run's end, its parts' seconds printed as it prints them."""
+    return timed_process([sys.executable, "-c", PREPARE, str(db), run_id], "the run's end", echo=True)
 
 
-def timed_process(cmd: list[str], what: str) -> tuple[float, int]:
+def timed_process(cmd: list[str], what: str, echo: bool = False) -> tuple[float, int]:
     """Wall seconds and peak resident MiB of ``cmd`` (its own peak: wait4 reports the child's, where
     RUSAGE_CHILDREN keeps the largest of every child so far). A command still running after
-    COMMAND_LIMIT_S is killed and reported as taking longer (``inf``)."""
+    COMMAND_LIMIT_S is killed and reported as taking longer (``inf``). With ``echo``, its standard error
+    is printed after it ends."""
     start = time.perf_counter()
     with tempfile.TemporaryFile() as err:
         child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
@@ -209,6 +211,9 @@ def timed_process(cmd: list[str], what: str) -> tuple[float, int]:
         if child.returncode != 0:
             err.seek(0)
             raise SystemExit(f"{what} failed ({child.returncode}): {err.read()[-2000:].decode()}")
+        if echo:
+            err.seek(0)
+            print(err.read().decode(errors="replace"), end="")
     return wall, usage.ru_maxrss // 1024
 
 
