@@ -20,6 +20,7 @@ from pathlib import Path
 
 import docker
 
+from layerbench.monitor import parse_pid_stat
 from localcluster import netns, procs
 from localcluster.netns import Network, Node
 
@@ -154,7 +155,7 @@ def _ancestry() -> set[int]:
     while pid > 1:
         pids.add(pid)
         try:
-            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            pid = parse_pid_stat(Path(f"/proc/{pid}/stat").read_text()).ppid
         except (OSError, IndexError, ValueError):
             break
     return pids

@@ -2,7 +2,7 @@
 building them all at the end of a big run, so that its first reader waits no longer than the next.
 
 A run of a million samples takes 13 s for its first `show`, 46 s for `show --json` (every trial's fio
-output parsed for its latency histograms) and 18 s for `report --html`, then about a second each once
+output parsed for its latency histograms) and 18 s for `report --html`, then one to two seconds each once
 the run's cache (store/cache.py) holds what they computed. A run that long took hours to measure: its
 end builds them. A small run's first read is already quick, and its end stays as it was.
 """
