@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-import numpy as np
 from hdrh.codec import HdrHistogramEncoder
 from hdrh.histogram import HdrHistogram
+
+if TYPE_CHECKING:
+    import numpy as np
 
 HIGHEST_US = 10**12  # latencies in µs, up to 11.5 days: nothing a client reports is cut
 DIGITS = 3  # 0.1% resolution

@@ -12,9 +12,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from layerbench import clients_trial, database_trial, quiet
-from layerbench.analysis.overhead import headline_metric
 from layerbench.analysis.precision import confidence, precise_enough
-from layerbench.analysis.stats import cell_values
 from layerbench.errors import LayerbenchError, ToolError
 from layerbench.profiling.recorder import recording
 from layerbench.schedule import StackPlan, Trial, plan, plan_round
@@ -147,6 +145,11 @@ def still_imprecise(exp: Experiment, cells: list[Cell], store: Store, run_id: st
     target = exp.trials.precision
     if target is None:
         return cells
+    # Here, not at the top: pandas is most of a run's start under emulation, and only a precision target reads
+    # samples back before the run's end.
+    from layerbench.analysis.comparisons import headline_metric
+    from layerbench.analysis.stats import cell_values
+
     frame = store.samples_frame(run_id)
     values: dict[str, dict] = {}  # metric → cell id → its per-trial values
     imprecise = []

@@ -34,3 +34,13 @@ def test_a_run_imports_the_kubernetes_client_only_for_a_cluster() -> None:
     code = "import sys, layerbench.session, layerbench.stack.cleanup; print('kubernetes' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.split() == ["False"]
+
+
+def test_a_run_and_the_cli_load_pandas_only_to_read_a_run() -> None:
+    """pandas (with pyarrow) was 10.8 s of 14 s of every command's start in the modern-host tier's guest:
+    `cleanup`, `doctor`, `--help` and a run until its end never read a frame. numpy stays (the trials'
+    statistics use it)."""
+    modules = "layerbench.cli.app, layerbench.pipeline, layerbench.session, layerbench.host, layerbench.stack.cleanup"
+    code = f"import sys, {modules}; print(' '.join(m for m in ('pandas', 'pyarrow', 'matplotlib') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.split() == []

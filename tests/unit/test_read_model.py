@@ -19,8 +19,8 @@ from layerbench.spec import load as spec_load
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.matrix import expand, sweep_point, sweep_points
 from layerbench.spec.models import FioWorkload
-from layerbench.store.db import CellRow, CheckRecord, Store, TrialRecord
-from layerbench.store.read import collector_paused, load, load_samples
+from layerbench.store.db import CellRow, CheckRecord, Store, TrialRecord, collector_paused
+from layerbench.store.read import load, load_samples
 
 SWEPT = """
 name: surfaces

@@ -77,27 +77,40 @@ def cleanup() -> dict:
     return {"rc": done.returncode, "output": (done.stdout + done.stderr)[-2000:], "live": sorted(live_kinds())}
 
 
+def resources(began_wall: float) -> list[list]:
+    """Every resource the ledger recorded: kind, what, and when it was made and removed (s from the start):
+    where the guest's minutes go, step by step."""
+    ledger = DIRS["--state-dir"] / "ledger.db"
+    if not ledger.exists():
+        return []
+    with sqlite3.connect(ledger) as db:
+        rows = db.execute("SELECT kind, ident, created_at, removed_at FROM resources ORDER BY created_at").fetchall()
+    since = lambda t: None if t is None else round(t - began_wall, 1)  # noqa: E731
+    return [[kind, ident[-40:], since(made), since(gone)] for kind, ident, made, gone in rows]
+
+
 def trials() -> list[dict]:
     if not DIRS["--db"].exists():
         return []
     with sqlite3.connect(DIRS["--db"]) as db:
         rows = db.execute(
-            "SELECT t.id, c.stack_label, t.status, t.stderr, t.info_json FROM trials t "
+            "SELECT t.id, c.stack_label, t.status, t.stderr, t.info_json, t.ended_at FROM trials t "
             "JOIN cells c ON c.run_id = t.run_id AND c.cell_id = t.cell_id"
         ).fetchall()
         out = []
-        for tid, label, status, stderr, info in rows:
+        for tid, label, status, stderr, info, ended in rows:
             checks = db.execute("SELECT name, status, detail FROM checks WHERE trial_id=?", (tid,)).fetchall()
             checks_by_name = {name: [st, detail] for name, st, detail in checks}
             out.append({"label": label, "status": status, "stderr": stderr[-2000:], "checks": checks_by_name})
             out[-1]["info"] = json.loads(info)
+            out[-1]["ended_at"] = ended
         return out
 
 
 def main(spec: Path, share: Path) -> None:
     BASE.mkdir(parents=True, exist_ok=True)
     BASE.chmod(0o711)  # below /var/tmp, as the default work dir is
-    began = time.monotonic()
+    began, began_wall = time.monotonic(), time.time()
     timeline: list[tuple[str, float]] = []  # each step's end, in seconds from the start: the tier's time, split
 
     def done(step: str) -> None:
@@ -127,6 +140,8 @@ def main(spec: Path, share: Path) -> None:
     result["live_after"] = sorted(live_kinds())
     result["left_after"] = leftovers(DIRS["--work-dir"])
     result["timeline"] = timeline
+    result["resources"] = resources(began_wall)
+    result["began_wall"] = began_wall
     (share / "result.json").write_text(json.dumps(result))
 
 

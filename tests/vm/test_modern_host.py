@@ -104,6 +104,9 @@ def result(guest: qemu.GuestRun) -> dict[str, Any]:
     assert "result.json" in guest.files, f"rc={guest.rc}\n{guest.output[-3000:]}\n{guest.console[-3000:]}"
     found = json.loads(guest.files["result.json"])
     print(f"guest: {_facts(guest)}; steps (s from the run's start): {found.get('timeline')}")  # with -s
+    began = found.get("began_wall", 0.0)
+    ended = sorted((round(t["ended_at"] - began, 1), t["label"]) for t in found["trials"] if t.get("ended_at"))
+    print(f"trials ended (s): {ended}\nresources (kind, what, made, removed; s): {found.get('resources')}")
     return found
 
 

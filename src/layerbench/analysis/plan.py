@@ -38,17 +38,18 @@ from typing import Any
 import numpy as np
 
 from layerbench.analysis.scaling import ScalePoint, Scaling, of_run
+from layerbench.analysis.strategies import (
+    BEST_UNDER_P99,
+    CHEAPEST,
+    PEAK_EACH,
+    PEAK_ONE_HOST,
+    SATURATE_BANDWIDTH,
+    SATURATE_EACH,
+)
 from layerbench.spec.models import StackSpec, Workload
 from layerbench.store.read import RunData
 
-SATURATE_BANDWIDTH = "saturate-bandwidth"
-PEAK_ONE_HOST = "peak-one-host"
-SATURATE_EACH = "saturate-each"
-PEAK_EACH = "peak-each"
-CHEAPEST = "cheapest-for-target"
-BEST_UNDER_P99 = "best-under-p99"
 ROUGH_PCT = 25.0  # a measured point's CI half-width beyond which predictions from its curve are called rough
-STRATEGIES = (SATURATE_BANDWIDTH, PEAK_ONE_HOST, SATURATE_EACH, PEAK_EACH, CHEAPEST, BEST_UNDER_P99)
 
 CAVEATS = (
     "Hosts are assumed to share nothing: each host's containers use only that host's CPU, memory and device. "

@@ -16,11 +16,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from layerbench.analysis.lazy_special import special
+
+if TYPE_CHECKING:  # a run's start needs t quantiles (analysis/precision.py), not pandas: seconds under emulation
+    import pandas as pd
 
 NAN = float("nan")
 
@@ -290,6 +293,8 @@ def cell_values(frame: pd.DataFrame, metric: str) -> dict[str, np.ndarray]:
 def runs_of(keys: pd.Series, values: np.ndarray) -> dict[str, np.ndarray]:
     """``values`` split where ``keys`` changes: one array per key, for keys whose rows are contiguous (sorted).
     One split, not a pandas group per cell: 10,000 groups took 0.4 s each time."""
+    import pandas as pd
+
     codes, names = pd.factorize(keys)  # numbered in order of appearance
     starts = np.flatnonzero(np.diff(codes, prepend=-1))
     if len(starts) != len(names):
@@ -318,6 +323,8 @@ def per_trial_by_direction(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def summary_frame(frame: pd.DataFrame, metrics: list[str], confidence: float = 0.95) -> pd.DataFrame:
     """``summarize`` per (cell_id, metric, direction) of a ``Store.samples_frame``."""
+    import pandas as pd
+
     rows = []
     for metric in metrics:
         trials = per_trial_by_direction(frame, metric)
@@ -332,6 +339,8 @@ def ratios(frame: pd.DataFrame, metric: str, direction: str, confidence: float =
 
     A cell whose baseline has no successful trials gets NaN, not a number.
     """
+    import pandas as pd
+
     trials = per_trial_by_direction(frame, metric)
     trials = trials[trials["direction"] == direction]
     values = runs_of(trials["cell_id"], trials["value"].to_numpy())

@@ -9,6 +9,7 @@ import sys
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -19,39 +20,25 @@ from layerbench import nodes
 from layerbench.cli import gates as gates_cli
 from layerbench.cli import plan as plan_cli
 from layerbench.cli.boundary import EXIT_TRIALS_FAILED, UsageError, boundary, err_console
-from layerbench.cli.live import Serve, both, live
 from layerbench.cli.progress import TrialProgress
 from layerbench.errors import PrerequisiteError, SpecError
-from layerbench.report import json_text, metrics, prepared
-from layerbench.report import markdown as markdown_report
+from layerbench.report import json_text
 from layerbench.report.bigtable import print_table
 from layerbench.report.doctor import DOCTOR_IMAGES, DoctorRow, doctor_rows
-from layerbench.report.export import FORMATS, write_samples
-from layerbench.report.terminal import (
-    advice_json,
-    advice_lines,
-    client_latency_table,
-    clients_table,
-    flag_lines,
-    flags_table,
-    latency_table,
-    limits_table,
-    ratio_table_render,
-    refused_table,
-    remote_latency_table,
-    results_table,
-    scaling_tables,
-    show_json,
-)
-from layerbench.report.view import cached_view
 from layerbench.spec import load as spec_load
 from layerbench.spec import schema as spec_schema
 from layerbench.spec import seeds
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Experiment, StackSpec
 from layerbench.spec.traits import traits
-from layerbench.store.db import RunRow, Store
-from layerbench.store.read import collector_paused, load
+from layerbench.store.db import RunRow, Store, collector_paused
+
+if TYPE_CHECKING:
+    from layerbench.cli.live import Serve
+
+# What reads a run (report/, analysis/, store/read.py) is imported by the commands that read one: pandas and
+# the analysis are most of a process's start (14 s of 19 under emulation, in the modern-host tier's guest),
+# which `cleanup`, `doctor`, `--help` and a run until its end never use.
 
 
 class ProfileKind(StrEnum):
@@ -203,7 +190,7 @@ def run(
         matrix = cells_here(exp, cache_dir)
         if node is not None:
             matrix = nodes.only(matrix, node)
-        serve = Serve(metrics_address, metrics_port) if metrics_port is not None else None
+        serve = _serve(metrics_address, metrics_port)
         if parallel_nodes and serve is not None:
             raise UsageError("--metrics-port serves one run: run each node with --node and its own port instead")
         if parallel_nodes and not dry_run:
@@ -222,6 +209,14 @@ def run(
         failed = _run(exp, matrix, db, Places(work_dir, state_dir, cache_dir), seed, node, serve)
         if failed:
             raise typer.Exit(EXIT_TRIALS_FAILED)
+
+
+def _serve(address: str, port: int | None) -> Serve | None:
+    if port is None:
+        return None
+    from layerbench.cli.live import Serve
+
+    return Serve(address, port)
 
 
 def _warn_shared(matrix: Matrix) -> None:
@@ -316,6 +311,7 @@ def _run(
 def _execute(
     exp: Experiment, matrix: Matrix, store: Store, run_id: str, places: Places, seed: int, serve: Serve | None = None
 ) -> int:
+    from layerbench.cli.live import both, live
     from layerbench.pipeline import execute, pending
     from layerbench.session import budget_for, running
 
@@ -474,38 +470,45 @@ def _show(
     state_dir: Path = STATE_DEFAULT,
     checks: bool = False,
 ) -> None:
+    from layerbench.report import terminal
+    from layerbench.report.view import cached_view
+
     v = cached_view(store, run_ref, latency=latency or as_json)
     run = v.data.run
     if as_json:
-        typer.echo(json_text.dumps(show_json(v)))
+        typer.echo(json_text.dumps(terminal.show_json(v)))
         return
     if v.findings:  # what each layer costs, before the table that gives every cell against the baseline
         console.print(f"[bold]run {run.id} · {run.name}: each layer against the one beneath it[/bold]")
         for line in v.finding_lines:
             console.print(f"  {line}", markup=False, highlight=False)
-    print_table(console, results_table(v.results, title=f"run {run.id} · {run.name} · {_status(run, state_dir)}"))
-    for table in scaling_tables(v.scalings):
+    print_table(
+        console, terminal.results_table(v.results, title=f"run {run.id} · {run.name} · {_status(run, state_dir)}")
+    )
+    for table in terminal.scaling_tables(v.scalings):
         console.print(table)
     if not v.clients.empty:
-        console.print(clients_table(v.clients))
+        console.print(terminal.clients_table(v.clients))
     if v.ratios is not None:  # seed 004's table: layers against native on each filesystem
-        console.print(ratio_table_render(v.ratios, "ratio to the baseline on the same filesystem, per operation"))
+        console.print(
+            terminal.ratio_table_render(v.ratios, "ratio to the baseline on the same filesystem, per operation")
+        )
     if v.remote_latency:
-        console.print(remote_latency_table(v.remote_latency))
+        console.print(terminal.remote_latency_table(v.remote_latency))
     if latency and v.fio_latency is not None:
         if not v.fio_latency.empty or v.client_latency.empty:
-            console.print(latency_table(v.fio_latency, v.data.cells))
+            console.print(terminal.latency_table(v.fio_latency, v.data.cells))
         if not v.client_latency.empty:
-            console.print(client_latency_table(v.client_latency, v.data.cells))
+            console.print(terminal.client_latency_table(v.client_latency, v.data.cells))
     if v.limits:
-        console.print(limits_table(v.limits))
-    flags = flags_table(v.results) if checks else None
+        console.print(terminal.limits_table(v.limits))
+    flags = terminal.flags_table(v.results) if checks else None
     if flags:
         console.print(flags)
-    for line in [] if checks else flag_lines(v.results, run.id):
+    for line in [] if checks else terminal.flag_lines(v.results, run.id):
         console.print(line, markup=False, highlight=False)
     if v.data.refused:
-        console.print(refused_table(v.data.refused))
+        console.print(terminal.refused_table(v.data.refused))
 
 
 @app.command()
@@ -523,6 +526,9 @@ def advise(
     cannot decide (one round, an interval holding both "no cost" and a material one) is listed apart.
     """
     with boundary(), collector_paused():
+        from layerbench.report.terminal import advice_json, advice_lines
+        from layerbench.report.view import cached_view
+
         v = cached_view(Store.open(db, create=False), run_ref, profiles=True)
         if as_json:
             typer.echo(json_text.dumps(advice_json(v.advice)))
@@ -551,6 +557,10 @@ def report(
     with boundary(), collector_paused():  # a command that reads, writes and exits: its memory goes at exit
         if html is None and not markdown:
             raise UsageError("say what to write: --html DIR and/or --markdown")
+        from layerbench.report import markdown as markdown_report
+        from layerbench.report import prepared
+        from layerbench.report.view import cached_view
+
         shown = figure_workloads(figures)
         store = Store.open(db, create=False)
         v = cached_view(store, run_ref, latency=html is not None, profiles=html is not None)
@@ -588,6 +598,10 @@ def export(
     by run, cell, stack, workload and repetition and stamped with the trial's end (for promtool's backfill).
     """
     with boundary(), collector_paused():  # a command that reads, writes and exits: its memory goes at exit
+        from layerbench.report import metrics, prepared
+        from layerbench.report.export import FORMATS, write_samples
+        from layerbench.store.read import load
+
         if fmt not in FORMATS:
             raise UsageError(f"--format {fmt!r} is not one of: {', '.join(FORMATS)}")
         if fmt == "parquet" and output is None and sys.stdout.isatty():
@@ -605,6 +619,8 @@ def export(
 
 def _prepare_reads(store: Store, run_id: str) -> None:
     """A big run's first reader waits no longer than the next (report/prepared.py)."""
+    from layerbench.report import prepared
+
     if not prepared.worth_preparing(store, run_id):
         return
     try:

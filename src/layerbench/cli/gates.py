@@ -9,19 +9,21 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from layerbench.cli.boundary import EXIT_REGRESSION, UsageError, boundary, err_console
-from layerbench.report import json_text, junit
-from layerbench.report.bigtable import print_table
-from layerbench.report.terminal import comparison_json, comparison_table, plain
-from layerbench.report.view import Gate, RunComparison, check_amount, comparison, gated
 from layerbench.store import baseline
-from layerbench.store.db import Store
-from layerbench.store.read import collector_paused, load_samples
+from layerbench.store.db import Store, collector_paused
+
+if TYPE_CHECKING:
+    from layerbench.report.view import Gate, RunComparison
+
+# report/ and store/read.py (pandas, the analysis) are imported where runs are compared: cli/app.py
+# registers these commands, and every other command's start would pay for them.
 
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 
@@ -70,6 +72,8 @@ def amount(text: str | None, flag: str) -> float | None:
     if not m:
         raise UsageError(f"{flag} {text!r} is not a percentage (e.g. 10% or 0.10)")
     value = float(m.group(1)) / (100 if m.group(2) else 1)
+    from layerbench.report.view import check_amount
+
     why = check_amount(value)
     if why:
         raise UsageError(f"{flag} {text}: {why}")
@@ -95,6 +99,9 @@ def compare_command(
     or --fail-if-faster, exits 7 when a comparison is worse than allowed, naming it.
     """
     with boundary(), collector_paused():  # a command that reads, writes and exits: its memory goes at exit
+        from layerbench.report.view import Gate, comparison
+        from layerbench.store.read import load_samples
+
         gate = Gate(amount(fail_if_slower, "--fail-if-slower"), amount(fail_if_faster, "--fail-if-faster"))
         store_a = Store.open(db, create=False)
         store_b = Store.open(db_b, create=False) if db_b else store_a
@@ -118,6 +125,9 @@ def check_command(
     """A run against a stored baseline (B = RUN, A = the baseline), gated as `compare` gates: exits 7 when
     a comparison is worse than --fail-if-slower / --fail-if-faster allow."""
     with boundary(), collector_paused():
+        from layerbench.report.view import Gate, comparison
+        from layerbench.store.read import load_samples
+
         gate = Gate(amount(fail_if_slower, "--fail-if-slower"), amount(fail_if_faster, "--fail-if-faster"))
         if not gate.active:
             err_console.print("[yellow]warning:[/] no gate: pass --fail-if-slower PCT (or --fail-if-faster PCT)")
@@ -129,6 +139,11 @@ def check_command(
 
 def _finish(c: RunComparison, gate: Gate, as_json: bool, junit_file: Path | None, suite: str) -> None:
     """Print the comparison and what breached the gate; write the JUnit file; exit 7 on a breach."""
+    from layerbench.report import json_text, junit
+    from layerbench.report.bigtable import print_table
+    from layerbench.report.terminal import comparison_json, comparison_table, plain
+    from layerbench.report.view import gated
+
     broken = gated(c, gate)
     if junit_file is not None:
         junit.write(junit_file, suite, c.cells, broken, gate)

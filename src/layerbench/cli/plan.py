@@ -6,26 +6,22 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 import yaml
 from rich.console import Console
 
+from layerbench.analysis.strategies import STRATEGIES
 from layerbench.cli.boundary import UsageError, boundary, err_console
-from layerbench.report import plan as planner
-from layerbench.report.plan import (
-    STRATEGIES,
-    Target,
-    check_json,
-    check_lines,
-    check_table,
-    plan_json,
-    plan_lines,
-    plan_table,
-)
 from layerbench.spec import load as spec_load
-from layerbench.store.db import Store
-from layerbench.store.read import collector_paused, load
+from layerbench.store.db import Store, collector_paused
+
+if TYPE_CHECKING:
+    from layerbench.report import plan as planner
+
+# report/plan.py and store/read.py (pandas, the analysis) are imported where a plan is made: cli/app.py
+# registers these commands, and every other command's start would pay for them.
 
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 DEFAULT_DB = Path("layerbench.db")
@@ -70,6 +66,9 @@ def plan_command(
     nothing. --emit-spec writes a spec that measures a proposal; `plan-check` compares.
     """
     with boundary(), collector_paused():
+        from layerbench.report import plan as planner
+        from layerbench.report.plan import Target, plan_json, plan_lines, plan_table
+
         curves = _curves(runs or [], db or [DEFAULT_DB], alias, only)
         result = planner.make_plan(curves, hosts, Target(target_ops, None if p99_ms is None else 1000 * p99_ms))
         if emit_spec is not None:
@@ -83,6 +82,9 @@ def plan_command(
 
 
 def _curves(runs: list[str], dbs: list[Path], aliases: list[str], only: str | None) -> list[planner.Curve]:
+    from layerbench.report import plan as planner
+    from layerbench.store.read import load
+
     sources = _sources(runs, dbs)
     if aliases and len(aliases) != len(sources):
         raise UsageError(f"{len(aliases)} --host-name for {len(sources)} runs: give one per run, in order")
@@ -124,6 +126,8 @@ def _scaling_presets() -> str:
 
 
 def _emit(result: planner.Plan, path: Path, strategy: str | None) -> None:
+    from layerbench.report import plan as planner
+
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", path.stem)[:80] or "plan-check"
     record = path.with_name(path.name + ".proposal.json")
     chosen, spec, proposal = planner.emitted(result, strategy, name, str(path))
@@ -155,6 +159,10 @@ def check_command(
     (the clients-in-step check) are flagged.
     """
     with boundary(), collector_paused():
+        from layerbench.report import plan as planner
+        from layerbench.report.plan import check_json, check_lines, check_table
+        from layerbench.store.read import load
+
         try:
             data = json.loads(proposal.read_text())
         except (OSError, json.JSONDecodeError) as exc:

@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-# The parts of a row, left to right, each with the columns that determine it (store.db.SAMPLE_COLUMNS).
+# The parts of a row, left to right, each with the columns that determine it (store.columns.SAMPLE_COLUMNS).
 PARTS = (
     (["run_id", "cell_id", "label", "stack_label", "workload", "is_baseline", "baseline_cell_id"], ["cell_id"]),
     (["trial_id", "repetition"], ["trial_id"]),

@@ -12,7 +12,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from layerbench.analysis.plan import STRATEGIES, Curve, Plan, Proposal, Target, curves_of, plan, recommended
+from layerbench.analysis.plan import Curve, Plan, Proposal, Target, curves_of, plan, recommended
 from layerbench.analysis.plan_check import (
     TOGETHER,
     Check,
@@ -24,6 +24,7 @@ from layerbench.analysis.plan_check import (
     spec_for,
 )
 from layerbench.analysis.scaling import points_of_run
+from layerbench.analysis.strategies import STRATEGIES
 from layerbench.errors import SpecError
 from layerbench.report.terminal import plain
 from layerbench.store.read import RunData

@@ -9,6 +9,7 @@ SQLite and converting them in pandas took 5.3 s (1M samples).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -31,3 +32,39 @@ def positions(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     if len(wanted) and not np.array_equal(keys[found], wanted):
         raise ValueError("a key is missing from the table it refers to")
     return found
+
+
+SAMPLE_COLUMNS = [
+    "run_id", "cell_id", "label", "stack_label", "workload", "is_baseline", "baseline_cell_id",
+    "trial_id", "repetition", "metric", "value", "unit", "direction", "job",
+]  # fmt: skip
+CELL_COLUMNS = ("cell_id", "label", "stack_label", "workload", "baseline_cell_id")
+KIND_COLUMNS = ("metric", "unit", "direction", "job")
+
+
+def samples(
+    run_id: str,
+    kinds: list[tuple[Any, ...]],
+    cells: list[tuple[Any, ...]],
+    trials: list[tuple[Any, ...]],
+    rows: list[tuple[Any, ...]],
+) -> pd.DataFrame:
+    """The samples frame from its parts: ``rows`` (trial id, value, kind) point into ``trials`` (id, cell id,
+    repetition), which point into ``cells`` (CELL_COLUMNS, then is_baseline); ``kinds``: (kind, KIND_COLUMNS)."""
+    if not rows:
+        return pd.DataFrame({name: pd.Series(dtype=object) for name in SAMPLE_COLUMNS})
+    numbers = np.array(rows)  # one float array: 4x faster than a column at a time; exact for ids below 2**53
+    trial_ids = numbers[:, 0].astype(np.int64)
+    trial_of = positions(np.array([t[0] for t in trials]), trial_ids)
+    cell_of = positions(np.array([c[0] for c in cells]), np.array([t[1] for t in trials]))[trial_of]
+    kind_of = positions(np.array([k[0] for k in kinds]), numbers[:, 2].astype(np.int64))
+    frame = {
+        "run_id": categorical([run_id], np.zeros(len(rows), dtype=np.intp)),
+        **{name: categorical([c[i] for c in cells], cell_of) for i, name in enumerate(CELL_COLUMNS)},
+        "is_baseline": np.array([c[-1] for c in cells], dtype=np.int64)[cell_of],
+        "trial_id": trial_ids,
+        "repetition": np.array([t[2] for t in trials], dtype=np.int64)[trial_of],
+        **{name: categorical([k[i] for k in kinds], kind_of) for i, name in enumerate(KIND_COLUMNS, 1)},
+        "value": numbers[:, 1],
+    }
+    return pd.DataFrame({name: frame[name] for name in SAMPLE_COLUMNS})

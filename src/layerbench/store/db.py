@@ -6,26 +6,42 @@ so a better analysis later applies to old runs too.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import secrets
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from layerbench import sqlitefile
 from layerbench.errors import StoreError
 from layerbench.sample import Sample
-from layerbench.store import columns
 from layerbench.store.schema import MIGRATIONS, VERSION, statements
+
+if TYPE_CHECKING:  # pandas is seconds of a process's start under emulation: only a reader of frames pays it
+    import pandas as pd
 
 # Long enough for another process to finish committing a trial; a real deadlock still surfaces.
 BUSY_TIMEOUT_S = 30.0
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cycle collector off while a run is read: the millions of rows it reads are acyclic tuples and
+    records, freed by reference counting, yet every few thousand new ones start a pass over all of them
+    (0.65 s of a 1M-sample load). Back as it was afterwards, so a cycle made meanwhile is collected then."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 @dataclass(frozen=True)
@@ -327,6 +343,8 @@ class Store:
             "SELECT t.cell_id, t.id AS trial_id, m.t, m.series, m.value, m.unit FROM monitor m"
             " JOIN trials t ON t.id = m.trial_id WHERE t.run_id=? AND t.status='ok'"
         )
+        import pandas as pd
+
         return pd.read_sql_query(sql, self.conn, params=(run_id,))
 
     def trial_infos(self, run_id: str) -> dict[int, dict[str, Any]]:
@@ -371,7 +389,9 @@ class Store:
                 f" {ok} ORDER BY t.cell_id, t.repetition, s.rowid",
                 (run_id,),
             ).fetchall()
-        return _samples(run_id, kinds, cell_rows, trial_rows, rows)
+        from layerbench.store import columns
+
+        return columns.samples(run_id, kinds, cell_rows, trial_rows, rows)
 
     def _sample_kinds(self, run_id: str) -> list[tuple[Any, ...]]:
         """The run's distinct (metric, unit, direction, job), numbered in a temporary table, so that samples
@@ -386,42 +406,6 @@ class Store:
             (run_id,),
         )
         return self.conn.execute("SELECT rowid, metric, unit, direction, job FROM temp.sample_kinds").fetchall()
-
-
-SAMPLE_COLUMNS = [
-    "run_id", "cell_id", "label", "stack_label", "workload", "is_baseline", "baseline_cell_id",
-    "trial_id", "repetition", "metric", "value", "unit", "direction", "job",
-]  # fmt: skip
-CELL_COLUMNS = ("cell_id", "label", "stack_label", "workload", "baseline_cell_id")
-KIND_COLUMNS = ("metric", "unit", "direction", "job")
-
-
-def _samples(
-    run_id: str,
-    kinds: list[tuple[Any, ...]],
-    cells: list[tuple[Any, ...]],
-    trials: list[tuple[Any, ...]],
-    rows: list[tuple[Any, ...]],
-) -> pd.DataFrame:
-    """The samples frame from its parts: ``rows`` (trial id, value, kind) point into ``trials`` (id, cell id,
-    repetition), which point into ``cells`` (CELL_COLUMNS, then is_baseline); ``kinds``: (kind, KIND_COLUMNS)."""
-    if not rows:
-        return pd.DataFrame({name: pd.Series(dtype=object) for name in SAMPLE_COLUMNS})
-    numbers = np.array(rows)  # one float array: 4x faster than a column at a time; exact for ids below 2**53
-    trial_ids = numbers[:, 0].astype(np.int64)
-    trial_of = columns.positions(np.array([t[0] for t in trials]), trial_ids)
-    cell_of = columns.positions(np.array([c[0] for c in cells]), np.array([t[1] for t in trials]))[trial_of]
-    kind_of = columns.positions(np.array([k[0] for k in kinds]), numbers[:, 2].astype(np.int64))
-    frame = {
-        "run_id": columns.categorical([run_id], np.zeros(len(rows), dtype=np.intp)),
-        **{name: columns.categorical([c[i] for c in cells], cell_of) for i, name in enumerate(CELL_COLUMNS)},
-        "is_baseline": np.array([c[-1] for c in cells], dtype=np.int64)[cell_of],
-        "trial_id": trial_ids,
-        "repetition": np.array([t[2] for t in trials], dtype=np.int64)[trial_of],
-        **{name: columns.categorical([k[i] for k in kinds], kind_of) for i, name in enumerate(KIND_COLUMNS, 1)},
-        "value": numbers[:, 1],
-    }
-    return pd.DataFrame({name: frame[name] for name in SAMPLE_COLUMNS})
 
 
 def _run_row(r: tuple[Any, ...]) -> RunRow:

@@ -8,11 +8,9 @@ workload's point is a field of its cell rather than a suffix of its name.
 from __future__ import annotations
 
 import functools
-import gc
 import json
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -26,7 +24,7 @@ from layerbench.errors import SpecError, StoreError
 from layerbench.spec.matrix import SweepPoint, SweepPoints, sweep_point, sweep_points
 from layerbench.spec.models import STORED_CONTEXT, Cell, FioWorkload, StackSpec, Trials, Workload
 from layerbench.store import cache
-from layerbench.store.db import CellRow, CheckRow, ProfileRecord, RefusedRow, RunRow, Store, TrialRow
+from layerbench.store.db import CellRow, CheckRow, ProfileRecord, RefusedRow, RunRow, Store, TrialRow, collector_paused
 from layerbench.workloads import fio, fio_log
 
 WORKLOAD = TypeAdapter(Workload)
@@ -250,20 +248,6 @@ def _shared(cells: list[StoredCell]) -> Iterator[StoredCell]:
             yield c
         else:
             yield replace(c, cell=c.cell.model_copy(update={"stack": stack, "workload": workload}))
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cycle collector off while a run is read: the millions of rows it reads are acyclic tuples and
-    records, freed by reference counting, yet every few thousand new ones start a pass over all of them
-    (0.65 s of a 1M-sample load). Back as it was afterwards, so a cycle made meanwhile is collected then."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _sweep_points(spec: dict[str, Any]) -> SweepPoints:
