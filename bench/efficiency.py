@@ -96,12 +96,12 @@ class Outcome:
         return self.width * math.sqrt(self.wall_s)
 
 
-def spec(name: str, stacks: list[dict], rounds: int, rebuild: str, again: int = 0) -> dict:
+def spec(name: str, stacks: list[dict], rounds: int, rebuild: str, again: int = 0, runtime_s: int = 2) -> dict:
     return {
         "name": name,
         "device": DEVICE,
         "stacks": stacks,
-        "workloads": [WORKLOAD],
+        "workloads": [{**WORKLOAD, "runtime_s": runtime_s}],
         "trials": {"repetitions": rounds, "rebuild": rebuild, "again_if_contended": again},
     }
 
@@ -131,16 +131,18 @@ def iops(db: Path) -> dict[str, dict[int, float]]:
     return out
 
 
-def measure(protocol: str, rounds: int, tmp: Path, tag: str, seed: int, again_if_contended: int = 0) -> Outcome:
+def measure(
+    protocol: str, rounds: int, tmp: Path, tag: str, seed: int, again_if_contended: int = 0, runtime_s: int = 2
+) -> Outcome:
     if protocol == "seeds":
         walls, got = 0.0, {}
         for label, stack in (("native", NATIVE), ("docker", VOLUME)):
-            db, wall = run(spec(f"seeds-{label}-{tag}", [stack], rounds, "once"), tmp, seed)
+            db, wall = run(spec(f"seeds-{label}-{tag}", [stack], rounds, "once", runtime_s=runtime_s), tmp, seed)
             walls += wall
             got.update(iops(db))
         return Outcome(protocol, ratio(list(got["docker"].values()), list(got["native"].values())), walls)
     again = again_if_contended if protocol == "once" else 0
-    db, wall = run(spec(f"{protocol}-{tag}", [NATIVE, VOLUME], rounds, protocol, again), tmp, seed)
+    db, wall = run(spec(f"{protocol}-{tag}", [NATIVE, VOLUME], rounds, protocol, again, runtime_s), tmp, seed)
     got = iops(db)
     return Outcome(protocol, paired_ratio(got["docker"], got["native"]), wall, measured_again(db))
 
@@ -213,7 +215,9 @@ def claimed(outcomes: list[Outcome]) -> float:
     return statistics.fmean((math.log(o.ratio.ci_high) - math.log(o.ratio.ci_low)) / (2 * 1.96) for o in outcomes)
 
 
-def main(rounds: int, repeats: int, load: bool, seed: int, again: int = 0, keep: Path | None = None) -> None:
+def main(
+    rounds: int, repeats: int, load: bool, seed: int, again: int = 0, keep: Path | None = None, runtime_s: int = 2
+) -> None:
     rng = random.Random(seed)
     found: dict[str, list[Outcome]] = {p: [] for p in PROTOCOLS}
     with tempfile.TemporaryDirectory(prefix="lb-efficiency-") as tmp, hog(load, seed):
@@ -221,7 +225,7 @@ def main(rounds: int, repeats: int, load: bool, seed: int, again: int = 0, keep:
         where.mkdir(parents=True, exist_ok=True)
         for rep in range(repeats):
             for protocol in sorted(PROTOCOLS, key=lambda _: rng.random()):
-                o = measure(protocol, rounds, where, f"{rep}", rng.randrange(10**6), again)
+                o = measure(protocol, rounds, where, f"{rep}", rng.randrange(10**6), again, runtime_s)
                 found[protocol].append(o)
                 r = o.ratio
                 print(f"repeat {rep + 1} {protocol:<11} ×{r.ratio:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] "
@@ -267,6 +271,7 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=6, help="trials per cell in each protocol's run")
     ap.add_argument("--repeats", type=int, default=5, help="runs of each protocol")
+    ap.add_argument("--runtime", type=int, default=2, help="each trial's measured seconds (after a 0.5 s ramp)")
     ap.add_argument("--load", action="store_true", help="beside a CPU hog with random busy and idle spells")
     ap.add_argument("--seed", type=int, default=31)
     ap.add_argument("--again", type=int, default=0, help="once: trials.again_if_contended (default 0, as in a run)")
@@ -279,4 +284,4 @@ if __name__ == "__main__":
     elif a.adjusted:
         adjustment(a.adjusted)
     else:
-        main(a.rounds, a.repeats, a.load, a.seed, a.again, a.keep)
+        main(a.rounds, a.repeats, a.load, a.seed, a.again, a.keep, a.runtime)
