@@ -5,7 +5,8 @@
 2. Writes two runs of about 1,000,000 samples each (each in a database of its own): those 10,500 cells,
    8 trials each, every trial what a real fio trial stores: the samples of a real fio run
    (tests/data/fio/3.33/native-randread-4k-32x32.json) with its values jittered, that run's JSON as raw
-   output, a real latency log (write_lat_log: latlog-randread-4k-2x4.log), its conditions, its four checks
+   output, a real latency log (write_lat_log: latlog-randread-4k-2x4.log), that JSON's completion histograms
+   as trial.py keeps them (fio.BINS_LOG), its conditions, its four checks
    and its monitor series (a 1 s trial after a 1 s ramp: two
    ticks of the host's series, and a container's for a Docker cell); then times `show`, `show --json`,
    `export` as CSV and as Parquet, `report --html` and `compare` of the two runs, each a process of its
@@ -124,7 +125,7 @@ CHECKS = [
 
 
 def trial_record(
-    cell_id: str, rep: int, docker: bool, raw: str, lat_log: str, base: list[Sample], rng: random.Random
+    cell_id: str, rep: int, docker: bool, raw: str, logs: dict[str, str], base: list[Sample], rng: random.Random
 ) -> TrialRecord:
     samples = [Sample(s.metric, s.value * rng.uniform(0.9, 1.1), s.unit, s.direction, s.job) for s in base]
     series = HOST_SERIES + (CONTAINER_SERIES if docker else [])
@@ -142,13 +143,14 @@ def trial_record(
     }  # fmt: skip
     checks = [CheckRecord(*c) for c in CHECKS]
     argv = ["fio", "--output-format=json+", "--name=RR", "--rw=randread", "--bs=4k", f"--iodepth={rep + 1}"]
-    logs = {"lat": lat_log}  # fio's latency log, as trial.py keeps it
     return TrialRecord(cell_id, rep, "ok", None, 0.0, 2.0, argv, raw, "", info, samples, checks, monitor, None, logs)
 
 
 def fill_store(path: Path, text: str, matrix: Matrix, seed: int) -> tuple[str, int]:
-    raw, lat_log = FIO_OUTPUT.read_text(), FIO_LAT_LOG.read_text()
+    raw = FIO_OUTPUT.read_text()
     base = fio.samples(fio.parse(raw))
+    # fio's latency log and its completion histograms, as trial.py keeps them beside the output.
+    logs = {"lat": FIO_LAT_LOG.read_text(), fio.BINS_LOG: fio.bins_text(fio.completion_bins(fio.parse(raw)))}
     rng = random.Random(seed)
     store = Store.open(path)
     run_id = store.new_run("scale", json.dumps(yaml.safe_load(text)), "scale", {"bench": "scale"})
@@ -157,7 +159,7 @@ def fill_store(path: Path, text: str, matrix: Matrix, seed: int) -> tuple[str, i
     for cell in matrix.cells:
         docker = cell.stack.engine.kind == "docker"
         for rep in range(TRIALS):
-            record = trial_record(cell.id, rep, docker, raw, lat_log, base, rng)
+            record = trial_record(cell.id, rep, docker, raw, logs, base, rng)
             store.record_trial(run_id, record)
             count += len(record.samples)
     store.finish_run(run_id, "finished")

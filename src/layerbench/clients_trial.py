@@ -127,6 +127,7 @@ def _execute(clients: ClientSet, w: FioWorkload, out: Outcome, ctx: BuildContext
         out.category, out.stderr = "parse-error", f"{exc}\n{done.stderr}"
         return
     out.status, out.samples = "ok", [*fio_clients.samples(result, times), *merged_latency(result)]
+    out.logs[fio.BINS_LOG] = fio.bins_text(fio.completion_bins(result.result()))
     out.info["clients_spread_ms"] = fio_clients.spreads(times)
     out.info["clients_ran_ms"] = {fio_clients.client_name(i): list(t) for i, t in times.items()}
     lowest = devices[-1] if devices else ""

@@ -238,11 +238,13 @@ def _execute(
         out.category = category(done.rc, done.stderr)
         return
     try:
-        samples, tool_checks = _measured(w, done.stdout, mon, target, devices)
+        samples, tool_checks, bins = _measured(w, done.stdout, mon, target, devices)
     except (fio.FioParseError, iozone.IozoneParseError) as exc:
         out.category, out.stderr = "parse-error", f"{exc}\n{done.stderr}"
         return
     out.status, out.samples = "ok", samples
+    if bins is not None:
+        out.logs[fio.BINS_LOG] = bins
     out.checks = trial_checks(tool_checks, mon, target, devices[-1] if devices else "")
     if lat_log is not None and isinstance(w, FioWorkload):
         read_lat_log(target, w, lat_log, out)
@@ -259,12 +261,14 @@ def _time_limit(w: FileWorkload) -> float:
 
 def _measured(
     w: FileWorkload, stdout: str, mon: Monitor, target: Target, devices: list[str]
-) -> tuple[list[Sample], list[Check]]:
-    """The tool's samples, and what the tool's own output lets us judge: whether the device saw the bytes
-    fio says it moved; whether IOzone's clock could time its tests."""
+) -> tuple[list[Sample], list[Check], str | None]:
+    """The tool's samples, what the tool's own output lets us judge (whether the device saw the bytes fio
+    says it moved; whether IOzone's clock could time its tests), and fio's completion histograms as the
+    trial keeps them (``fio.bins_text``; None for IOzone)."""
     if isinstance(w, IozoneWorkload):
-        return _iozone_measured(iozone.parse(stdout))
+        return (*_iozone_measured(iozone.parse(stdout)), None)
     result = fio.parse(stdout)
+    bins = fio.bins_text(fio.completion_bins(result))
     read = jobfile.of_workload(w) if w.job_file else None
     # A user's job file as fio read it (every job's options written out), for its stonewalls and groups.
     source = jobfile.rewrite(read, target.path, False) if read else job_source(w)
@@ -272,8 +276,8 @@ def _measured(
     fake = jobfile.without_device_io(read) if read else []
     if fake:
         why = f"ioengine={', '.join(fake)} moves no data through the device: nothing to account"
-        return fio.samples(result, phases), [Check("device-accounting", "skip", why)]
-    return fio.samples(result, phases), [_accounting(result, mon, target, devices)]
+        return fio.samples(result, phases), [Check("device-accounting", "skip", why)], bins
+    return fio.samples(result, phases), [_accounting(result, mon, target, devices)], bins
 
 
 def _iozone_measured(result: iozone.IozoneResult) -> tuple[list[Sample], list[Check]]:

@@ -113,3 +113,6 @@ def test_a_trial_keeps_fios_latency_log_and_leaves_no_log_behind(tmp_path: Path,
     assert len(fio_log.parse(record.logs["lat"])) == 2  # both jobs' logs
     assert 8 <= len(found) <= 10 and {i.direction for i in found} == {"read"}  # about ten intervals of 100 ms
     assert list(work.iterdir()) == []  # on a device the logs went beside the job files, and were removed
+    # Its completion histograms beside them, as the readers merge them: its output's, both jobs together.
+    bins = fio.completion_bins(fio.parse(record.raw_output))
+    assert record.logs[fio.BINS_LOG] == fio.bins_text(bins) and sum(bins["read"].values()) > 0

@@ -61,6 +61,9 @@ def test_clients_run_together_with_one_result_each_and_a_row_per_client(tmp_path
             query = "SELECT metric, value FROM samples WHERE trial_id = ? AND metric LIKE '%spread_ms'"
             spread = dict(db.execute(query, (trial_id,)).fetchall())
             assert set(spread) == {"start_spread_ms", "finish_spread_ms"}
+            # Every client's completions kept beside the output, for `show --latency` to merge unparsed.
+            (kept,) = db.execute("SELECT text FROM logs WHERE trial_id = ? AND name = 'clat_bins'", (trial_id,))
+            assert kept[0].startswith("read "), kept
 
     curves = data["scaling"]
     assert [p["instances"] for p in curves[0]["points"]] == [1, 2, 4]

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from layerbench.analysis.latency import merged_percentiles
 from layerbench.analysis.percentiles import STANDARD, merge, percentiles
@@ -61,12 +62,16 @@ def fio_store(path: Path) -> tuple[Store, str]:
     return store, run_id
 
 
-def fio_trial(cell: str, rep: int, output: Path) -> TrialRecord:
+def fio_trial(cell: str, rep: int, output: Path, kept: bool = False) -> TrialRecord:
+    """A fio trial as layerbench records it (``kept``: with its histograms beside its output, as trial.py keeps
+    them since 2026-11-28; without: as before)."""
     raw = output.read_text()
-    samples = fio.samples(fio.parse(raw))
+    result = fio.parse(raw)
     monitor = [MonitorPoint(1.0, "cpu.user", 40.0 + rep, "%")]
+    logs = {fio.BINS_LOG: fio.bins_text(fio.completion_bins(result))} if kept else {}
+    checks = [CheckRecord("noisy", "pass", "")]
     return TrialRecord(
-        cell, rep, "ok", None, 0.0, 1.0, [], raw, "", {}, samples, [CheckRecord("noisy", "pass", "")], monitor
+        cell, rep, "ok", None, 0.0, 1.0, [], raw, "", {}, fio.samples(result), checks, monitor, None, logs
     )
 
 
@@ -136,7 +141,8 @@ def test_a_damaged_file_is_rebuilt(tmp_path: Path) -> None:
     assert path.read_bytes() != b"not arrow"
 
 
-def test_a_histogram_without_bins_reads_back_as_one(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kept", [False, True], ids=["from-the-output", "kept-by-the-trial"])
+def test_a_histogram_without_bins_reads_back_as_one(tmp_path: Path, kept: bool) -> None:
     """fio's plain JSON has no bins: the cell still has its row (no percentiles), cached or not."""
     store, run_id = fio_store(tmp_path / "r.db")
     plain = json.loads(FIO_OUTPUTS[0].read_text())
@@ -144,8 +150,8 @@ def test_a_histogram_without_bins_reads_back_as_one(tmp_path: Path) -> None:
         for direction in ("read", "write", "trim"):
             job[direction]["clat_ns"].pop("bins", None)
     (tmp_path / "plain.json").write_text(json.dumps(plain))
-    store.record_trial(run_id, fio_trial("c0", 0, tmp_path / "plain.json"))
-    store.record_trial(run_id, fio_trial("c1", 0, FIO_OUTPUTS[1]))
+    store.record_trial(run_id, fio_trial("c0", 0, tmp_path / "plain.json", kept))
+    store.record_trial(run_id, fio_trial("c1", 0, FIO_OUTPUTS[1], kept))
     store.finish_run(run_id, "finished")
     built, cached = read._cached_completions(store, run_id), read._cached_completions(store, run_id)
     assert [(c.cell_id, len(c.ns)) for c in built] == [("c0", 0), ("c1", len(cached[1].ns))]
@@ -153,3 +159,34 @@ def test_a_histogram_without_bins_reads_back_as_one(tmp_path: Path) -> None:
         assert (a.cell_id, a.direction, a.trials, a.bins) == (b.cell_id, b.direction, b.trials, b.bins)
     table = merged_percentiles(cached)
     assert table["completions"].tolist()[0] == 0 and len(table) == 2
+
+
+def test_histograms_a_trial_kept_merge_as_its_output_did_and_its_output_is_not_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trial keeps its histograms (fio.BINS_LOG), so a first read need not parse its whole output (46 s of a
+    million-sample run's `show --json`); a trial recorded before, without them, is read from its output as it
+    was: the same merged histograms either way, and in a run of both (a run resumed by a newer layerbench)."""
+    outputs = [*FIO_OUTPUTS, FIO_OUTPUTS[0]]
+
+    def recorded(kept: list[bool], name: str) -> tuple[Store, str]:
+        store, run_id = fio_store(tmp_path / name)
+        for rep, (output, keep) in enumerate(zip(outputs, kept, strict=True)):
+            store.record_trial(run_id, fio_trial("c0", rep, output, keep))
+        store.record_trial(run_id, fio_trial("c1", 0, FIO_OUTPUTS[1], kept[0]))
+        store.finish_run(run_id, "finished")
+        return store, run_id
+
+    def merged(store: Store, run_id: str) -> list[tuple[object, ...]]:
+        return [(c.cell_id, c.direction, c.trials, c.bins) for c in read._completions(store, run_id)]
+
+    before = merged(*recorded([False, False, False], "before.db"))
+    assert [b[:3] for b in before] == [("c0", "read", 3), ("c1", "read", 1)] and all(b[3] for b in before)
+    assert merged(*recorded([True, False, True], "both.db")) == before
+    kept = recorded([True, True, True], "kept.db")
+
+    def no_parse(text: str) -> fio.FioResult:
+        raise AssertionError("a trial that kept its histograms had its output parsed")
+
+    monkeypatch.setattr(fio, "parse", no_parse)
+    assert merged(*kept) == before

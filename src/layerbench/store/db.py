@@ -321,11 +321,13 @@ class Store:
         )
         return self.conn.execute(sql, (run_id,)).fetchall()
 
-    def raw_outputs(self, run_id: str) -> list[tuple[str, int, str]]:
-        """(cell_id, trial_id, the tool's raw output) of every successful trial."""
-        rows = self.conn.execute(
-            "SELECT cell_id, id, raw_output FROM trials WHERE run_id=? AND status='ok' ORDER BY id", (run_id,)
-        )
+    def raw_outputs(self, run_id: str, without_log: str | None = None) -> list[tuple[str, int, str]]:
+        """(cell_id, trial_id, the tool's raw output) of every successful trial (``without_log``: that kept no
+        log of this name)."""
+        sql = "SELECT cell_id, id, raw_output FROM trials WHERE run_id=? AND status='ok'"
+        if without_log is not None:
+            sql += " AND id NOT IN (SELECT trial_id FROM logs WHERE name=?)"
+        rows = self.conn.execute(sql + " ORDER BY id", (run_id, *([without_log] if without_log else [])))
         return [(c, i, raw) for c, i, raw in rows.fetchall()]
 
     def logs(self, run_id: str, name: str) -> list[tuple[str, int, str]]:

@@ -7,9 +7,10 @@ workload's point is a field of its cell rather than a suffix of its name.
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
-from collections import Counter
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -311,25 +312,49 @@ def _timelines(
     return tuple(out)
 
 
-def _completions(raw_outputs: list[tuple[str, int, str]]) -> tuple[Completion, ...]:
-    """fio's histograms out of every successful trial's raw output, merged per cell and direction."""
-    merged: dict[tuple[str, str], Counter[int]] = {}
+def _completions(store: Store, run_id: str) -> tuple[Completion, ...]:
+    """fio's histograms of every successful trial, merged per cell and direction: each trial's own as it was
+    recorded (``fio.BINS_LOG``), or, for a trial recorded before layerbench kept them, out of its raw output."""
+    parts: dict[tuple[str, str], list[tuple[np.ndarray, np.ndarray]]] = {}
     trials: dict[tuple[str, str], set[int]] = {}
-    for cell_id, trial_id, raw in raw_outputs:
+    for cell_id, trial_id, direction, ns, counts in _kept_bins(store, run_id):
+        parts.setdefault((cell_id, direction), []).append((ns, counts))
+        trials.setdefault((cell_id, direction), set()).add(trial_id)
+    for cell_id, trial_id, raw in store.raw_outputs(run_id, without_log=fio.BINS_LOG):
         try:
-            result = fio.parse(raw)
+            bins = fio.completion_bins(fio.parse(raw))
         except fio.FioParseError:
             continue  # not fio's output (another tool's trial): no histogram
-        for job in result.jobs:
-            for direction, data in job.directions.items():
-                merged.setdefault((cell_id, direction), Counter()).update(data.clat_bins)
-                trials.setdefault((cell_id, direction), set()).add(trial_id)
-    out = []
-    for (cell_id, direction), bins in merged.items():
-        ns = np.array(sorted(bins), dtype=np.int64)
-        counts = np.array([bins[int(v)] for v in ns], dtype=np.int64)
-        out.append(Completion(cell_id, direction, len(trials[(cell_id, direction)]), ns, counts))
-    return tuple(out)
+        for direction, merged in bins.items():
+            ns = np.array(sorted(merged), dtype=np.int64)
+            parts.setdefault((cell_id, direction), []).append((ns, np.array([merged[int(v)] for v in ns], np.int64)))
+            trials.setdefault((cell_id, direction), set()).add(trial_id)
+    return tuple(Completion(c, d, len(trials[(c, d)]), *_summed(bins)) for (c, d), bins in parts.items())
+
+
+def _kept_bins(store: Store, run_id: str) -> Iterator[tuple[str, int, str, np.ndarray, np.ndarray]]:
+    """(cell, trial, direction, ns, counts) of each histogram the run's trials kept (``fio.bins_text``)."""
+    for cell_id, trial_id, text in store.logs(run_id, fio.BINS_LOG):
+        for line in text.splitlines():
+            direction, steps, counts = line.split(" ")
+            yield cell_id, trial_id, direction, np.cumsum(_unpacked(steps)), _unpacked(counts)
+
+
+def _unpacked(text: str) -> np.ndarray:
+    """``fio.bins_text``'s int64s."""
+    return np.frombuffer(zlib.decompress(base64.b64decode(text)), dtype="<i8").astype(np.int64)
+
+
+def _summed(bins: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Histograms added: each latency once (ascending), with every histogram's count of it."""
+    ns = np.concatenate([b[0] for b in bins])
+    counts = np.concatenate([b[1] for b in bins])
+    if not len(ns):
+        return ns, counts
+    order = np.argsort(ns, kind="stable")
+    ns, counts = ns[order], counts[order]
+    starts = np.flatnonzero(np.diff(ns, prepend=ns[0] - 1))
+    return ns[starts], np.add.reduceat(counts, starts)
 
 
 COMPLETION_COLUMNS = ["cell_id", "direction", "trials", "ns", "count"]
@@ -337,9 +362,7 @@ COMPLETION_COLUMNS = ["cell_id", "direction", "trials", "ns", "count"]
 
 def _cached_completions(store: Store, run_id: str) -> tuple[Completion, ...]:
     """``_completions`` through the run's cache (store/cache.py), as one row per bin."""
-    table = cache.frame(
-        store, run_id, "completions", lambda: completions_frame(_completions(store.raw_outputs(run_id)))
-    )
+    table = cache.frame(store, run_id, "completions", lambda: completions_frame(_completions(store, run_id)))
     return completions_of(table)
 
 

@@ -91,7 +91,9 @@ CREATE TABLE profiles (
 """
 
 # A tool's own logs beside its output, as it wrote them (fio's latency log, averaged per interval: latency
-# over time within a trial), apart from the trial row: only figures read them, parsed when read.
+# over time within a trial), apart from the trial row: only figures read them, parsed when read. Since
+# 2026-11-28 a fio trial's completion histograms too ("clat_bins", workloads/fio.py's bins_text): what
+# `show --latency` merges, read without parsing the trial's output again.
 V3 = """
 CREATE TABLE logs (
     trial_id INTEGER NOT NULL REFERENCES trials(id),

@@ -19,9 +19,12 @@ What fio 3.33 does that shapes this module (each seen on the development host):
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import re
+import struct
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -313,6 +316,41 @@ def parse(text: str) -> FioResult:
     if not jobs:
         raise FioParseError("fio JSON reports no jobs")
     return FioResult(version=version, jobs=jobs)
+
+
+# A trial's logs entry with its completion histograms (``bins_text``): what `show --latency`, `show --json` and
+# the report merge, read without parsing the trial's whole output again (46 s of a million-sample run's first
+# `show --json` was that parsing).
+BINS_LOG = "clat_bins"
+
+
+def completion_bins(result: FioResult) -> dict[str, dict[int, int]]:
+    """Each direction's completion-latency histogram (ns -> I/Os), merged over the jobs (a client's jobs
+    too); a direction whose jobs have no bins (plain json) maps to an empty one."""
+    out: dict[str, dict[int, int]] = {}
+    for job in result.jobs:
+        for direction, data in job.directions.items():
+            merged = out.setdefault(direction, {})
+            for ns, count in data.clat_bins.items():
+                merged[ns] = merged.get(ns, 0) + count
+    return out
+
+
+def bins_text(bins: dict[str, dict[int, int]]) -> str:
+    """``completion_bins`` as a trial keeps it: a line per direction, "DIRECTION STEPS COUNTS": its latencies
+    (ascending) as steps from 0 and their counts, each as little-endian int64s, zlib-compressed, in base64.
+    A reader decodes them as arrays; a json+ output's 516 bins take 1.6 KB so (11 KB as plain int64s, beside
+    22 KB of output)."""
+    lines = []
+    for direction, merged in bins.items():
+        ns = sorted(merged)
+        steps = [b - a for a, b in zip([0, *ns], ns, strict=False)]
+        lines.append(f"{direction} {_packed(steps)} {_packed([merged[v] for v in ns])}")
+    return "".join(f"{line}\n" for line in lines)
+
+
+def _packed(values: list[int]) -> str:
+    return base64.b64encode(zlib.compress(struct.pack(f"<{len(values)}q", *values))).decode("ascii")
 
 
 def _clients_jobs(data: dict[str, Any]) -> list[dict[str, Any]]:
