@@ -241,6 +241,7 @@ def main() -> None:
     keep = Path(sys.argv[sys.argv.index("--keep") + 1]) if "--keep" in sys.argv else None
     with tempfile.TemporaryDirectory() as scratch:
         tmp = keep or Path(scratch)
+        tmp.mkdir(parents=True, exist_ok=True)  # --keep's folder, made where it is missing
         spec = Path(tmp) / "scale.yaml"
         spec.write_text(text)
         start = time.perf_counter()
