@@ -1,10 +1,11 @@
 """What reading a run costs, paid once: the cached parts `show`, `report`, `export` and `compare` read, and
 building them all at the end of a big run, so that its first reader waits no longer than the next.
 
-A run of a million samples takes 13 s for its first `show`, 46 s for `show --json` (every trial's fio
-output parsed for its latency histograms) and 18 s for `report --html`, then one to two seconds each once
-the run's cache (store/cache.py) holds what they computed. A run that long took hours to measure: its
-end builds them. A small run's first read is already quick, and its end stays as it was.
+A run of a million samples takes about 20 s for its first `show`, 35 s for `show --json` and 27 s for
+`report --html` (bench/scale.py, 2026-11-28; `show --json` took 94 s on the same run while every trial's fio
+output was parsed for its histograms, before trials kept them), then one to two seconds each once the
+run's cache (store/cache.py) holds what they computed. A run that long took hours to measure: its end
+builds them (78-83 s). A small run's first read is already quick, and its end stays as it was.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from layerbench.store import cache
 from layerbench.store.db import Store
 from layerbench.store.read import run_parts
 
-# A first read costs about 45 s per million samples more than a cached one (`show --json`, the slowest, by
-# bench/scale.py): from 20,000 samples, a second more. Such a run took an hour or more; preparing it, seconds.
+# A first read costs 20-35 s per million samples more than a cached one (`show --json` and `report`, the
+# slowest, by bench/scale.py; 45-94 s before trials kept their histograms): from 20,000 samples, under a second
+# more. Such a run took an hour or more; preparing it, seconds.
 AHEAD_FROM_SAMPLES = 20_000
 
 
