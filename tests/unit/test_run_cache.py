@@ -169,11 +169,11 @@ def test_histograms_a_trial_kept_merge_as_its_output_did_and_its_output_is_not_p
     was: the same merged histograms either way, and in a run of both (a run resumed by a newer layerbench)."""
     outputs = [*FIO_OUTPUTS, FIO_OUTPUTS[0]]
 
-    def recorded(kept: list[bool], name: str) -> tuple[Store, str]:
+    def recorded(kept: list[bool], name: str, c1_kept: bool | None = None) -> tuple[Store, str]:
         store, run_id = fio_store(tmp_path / name)
         for rep, (output, keep) in enumerate(zip(outputs, kept, strict=True)):
             store.record_trial(run_id, fio_trial("c0", rep, output, keep))
-        store.record_trial(run_id, fio_trial("c1", 0, FIO_OUTPUTS[1], kept[0]))
+        store.record_trial(run_id, fio_trial("c1", 0, FIO_OUTPUTS[1], kept[0] if c1_kept is None else c1_kept))
         store.finish_run(run_id, "finished")
         return store, run_id
 
@@ -183,6 +183,7 @@ def test_histograms_a_trial_kept_merge_as_its_output_did_and_its_output_is_not_p
     before = merged(*recorded([False, False, False], "before.db"))
     assert [b[:3] for b in before] == [("c0", "read", 3), ("c1", "read", 1)] and all(b[3] for b in before)
     assert merged(*recorded([True, False, True], "both.db")) == before
+    assert merged(*recorded([False, False, False], "later.db", c1_kept=True)) == before  # in the trials' order
     kept = recorded([True, True, True], "kept.db")
 
     def no_parse(text: str) -> fio.FioResult:

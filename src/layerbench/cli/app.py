@@ -36,8 +36,8 @@ from layerbench.store.db import RunRow, Store, collector_paused
 if TYPE_CHECKING:
     from layerbench.cli.live import Serve
 
-# What reads a run (report/, analysis/, store/read.py) is imported by the commands that read one: pandas and
-# the analysis are most of a process's start (14 s of 19 under emulation, in the modern-host tier's guest),
+# What reads a run (report/, analysis/, store/read.py) is imported by the commands that read one: pandas with
+# pyarrow was 10.8 s of the 14 s this module took to import under emulation (the modern-host tier's guest),
 # which `cleanup`, `doctor`, `--help` and a run until its end never use.
 
 

@@ -329,7 +329,9 @@ def _completions(store: Store, run_id: str) -> tuple[Completion, ...]:
             ns = np.array(sorted(merged), dtype=np.int64)
             parts.setdefault((cell_id, direction), []).append((ns, np.array([merged[int(v)] for v in ns], np.int64)))
             trials.setdefault((cell_id, direction), set()).add(trial_id)
-    return tuple(Completion(c, d, len(trials[(c, d)]), *_summed(bins)) for (c, d), bins in parts.items())
+    # In the order their first trial ran, kept or parsed, as when every output was parsed in the trials' order.
+    first = sorted(parts, key=lambda key: min(trials[key]))
+    return tuple(Completion(c, d, len(trials[(c, d)]), *_summed(parts[(c, d)])) for c, d in first)
 
 
 def _kept_bins(store: Store, run_id: str) -> Iterator[tuple[str, int, str, np.ndarray, np.ndarray]]:
