@@ -148,9 +148,10 @@ def trial_record(
 
 def fill_store(path: Path, text: str, matrix: Matrix, seed: int) -> tuple[str, int]:
     raw = FIO_OUTPUT.read_text()
-    base = fio.samples(fio.parse(raw))
+    result = fio.parse(raw)
+    base = fio.samples(result)
     # fio's latency log and its completion histograms, as trial.py keeps them beside the output.
-    logs = {"lat": FIO_LAT_LOG.read_text(), fio.BINS_LOG: fio.bins_text(fio.completion_bins(fio.parse(raw)))}
+    logs = {"lat": FIO_LAT_LOG.read_text(), fio.BINS_LOG: fio.bins_text(fio.completion_bins(result))}
     rng = random.Random(seed)
     store = Store.open(path)
     run_id = store.new_run("scale", json.dumps(yaml.safe_load(text)), "scale", {"bench": "scale"})

@@ -3,8 +3,9 @@ lacks, SIGKILLed once at each path whose cleanup is the kernel's (a devicemapper
 connection), cleaned up and resumed each time, then shown. What it saw goes to the share as JSON, for
 the host's tests to judge: here nothing is asserted, so one failure never hides the next path's result.
 
-Why one run: under emulation every `layerbench` process spent about 40 s importing its libraries (now 10-20) and
-every daemon minutes starting, so a test per path (each its own runs) took 3 minutes a path.
+Why one run: under emulation every `layerbench` process spent about 40 s importing its libraries (7-15 s
+since 2026-11-28) and every daemon minutes starting, so a test per path (each its own runs) took 3 minutes a
+path.
 
 Usage: python tests/vm/guest_run.py SPEC.json SHARE_DIR
 """
