@@ -1,12 +1,18 @@
-"""The samples frame's columns built from codes: the same texts, stored once."""
+"""The samples and monitor frames' columns built from codes: the same texts, stored once."""
 
 from __future__ import annotations
+
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from layerbench.store.columns import categorical, positions
+from layerbench.store.db import MonitorPoint, Store, TrialRecord
+
+REAL_RUN = Path(__file__).resolve().parent.parent / "data" / "plan" / "scaling.db"  # database cells' series
 
 
 def test_a_categorical_repeats_each_text_where_its_rows_point() -> None:
@@ -33,3 +39,29 @@ def test_positions_refuses_a_key_the_table_lacks() -> None:
         positions(np.array([10, 20]), np.array([15]))
     with pytest.raises(ValueError, match="missing"):
         positions(np.array([10, 20]), np.array([25]))  # past the end: searchsorted points beyond the table
+
+
+def test_the_monitor_frame_holds_the_database_s_points_as_codes(tmp_path: Path) -> None:
+    shutil.copy(REAL_RUN, tmp_path / "r.db")
+    store = Store.open(tmp_path / "r.db", create=False)
+    run_id = store.resolve_run("latest")
+    cell = store.conn.execute("SELECT cell_id FROM trials WHERE run_id=?", (run_id,)).fetchone()[0]
+    failed = TrialRecord(cell, 99, "failed", "tool", 0.0, 1.0, [], "", "", {}, [], [], [MonitorPoint(1, "x", 2, "%")])
+    store.record_trial(run_id, failed)  # a failed trial's points are not the run's
+    plain = pd.read_sql_query(
+        "SELECT t.cell_id, t.id AS trial_id, m.t, m.series, m.value, m.unit FROM trials t"
+        " JOIN monitor m ON m.trial_id = t.id WHERE t.run_id=? AND t.status='ok'"
+        " ORDER BY t.cell_id, t.repetition, m.rowid",
+        store.conn,
+        params=(run_id,),
+    )
+    frame = store.monitor_frame(run_id)
+    assert len(frame) > 500 and frame["series"].nunique() > 5
+    assert all(isinstance(frame[c].dtype, pd.CategoricalDtype) for c in ("cell_id", "series", "unit"))
+    pd.testing.assert_frame_equal(frame.astype({c: plain[c].dtype for c in ("cell_id", "series", "unit")}), plain)
+
+
+def test_a_run_without_monitor_points_has_an_empty_frame_with_its_columns(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "r.db")
+    run_id = store.new_run("empty", "{}", "d", {})
+    assert list(store.monitor_frame(run_id).columns) == ["cell_id", "trial_id", "t", "series", "value", "unit"]

@@ -1,4 +1,4 @@
-"""Columns of a samples frame built from codes: a text repeated on a million rows is stored once.
+"""Columns of the samples and monitor frames built from codes: a text repeated on a million rows is stored once.
 
 A run's samples repeat a few texts endlessly (a cell's labels on every one of its samples, a metric's
 name and unit on every trial), so the frame keeps each text column as a categorical: the distinct texts,
@@ -68,3 +68,26 @@ def samples(
         "value": numbers[:, 1],
     }
     return pd.DataFrame({name: frame[name] for name in SAMPLE_COLUMNS})
+
+
+MONITOR_COLUMNS = ["cell_id", "trial_id", "t", "series", "value", "unit"]
+
+
+def monitor(kinds: list[tuple[Any, ...]], trials: list[tuple[Any, ...]], rows: list[tuple[Any, ...]]) -> pd.DataFrame:
+    """The monitor frame from its parts: ``rows`` (trial id, t, value, kind) point into ``trials`` (id, cell id)
+    and ``kinds`` (kind, series, unit)."""
+    if not rows:
+        return pd.DataFrame({name: pd.Series(dtype=object) for name in MONITOR_COLUMNS})
+    numbers = np.array(rows)
+    trial_ids = numbers[:, 0].astype(np.int64)
+    trial_of = positions(np.array([t[0] for t in trials]), trial_ids)
+    kind_of = positions(np.array([k[0] for k in kinds]), numbers[:, 3].astype(np.int64))
+    frame = {
+        "cell_id": categorical([t[1] for t in trials], trial_of),
+        "trial_id": trial_ids,
+        "t": numbers[:, 1],
+        "series": categorical([k[1] for k in kinds], kind_of),
+        "value": numbers[:, 2],
+        "unit": categorical([k[2] for k in kinds], kind_of),
+    }
+    return pd.DataFrame(frame)
