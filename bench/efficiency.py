@@ -32,10 +32,12 @@ Precision is judged twice: by the width each protocol's own intervals claim,
 and by how much its answer actually moves from repeat to repeat (the SD of the
 repeats' log ratios), which a protocol whose intervals are too narrow cannot
 flatter. Last line `ratio=<once's spread·√time / seeds'>`; goal at most 0.5
-(issue 31). `--replay LOG` recomputes the summary from a log's repeat lines.
+(issue 31), after the line giving its 95% interval (five repeats leave a factor of three either way).
+`--replay LOG ...` recomputes the summary from logs' repeat lines, pooled.
 
 Usage (as root, nothing else running):
   .venv/bin/python bench/efficiency.py [--rounds N] [--repeats R] [--load] [--again N]
+  .venv/bin/python bench/efficiency.py --replay LOG [LOG ...]   (the summary again, pooled over logs)
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import scipy.stats
 import yaml
 
 import layerbench.api
@@ -210,6 +213,25 @@ def spread(outcomes: list[Outcome]) -> float:
     return statistics.stdev(math.log(o.ratio.ratio) for o in outcomes) if len(outcomes) > 1 else math.nan
 
 
+def pooled(runs: list[list[Outcome]]) -> tuple[float, int]:
+    """``spread`` over several runs of the bench (each around its own mean: another day's load may move the
+    answer), and its degrees of freedom."""
+    runs = [r for r in runs if len(r) > 1]
+    df = sum(len(r) - 1 for r in runs)
+    return (math.sqrt(sum((len(r) - 1) * spread(r) ** 2 for r in runs) / df) if df else math.nan), df
+
+
+def interval(ratio_: float, df_top: int, df_bottom: int, level: float = 0.95) -> tuple[float, float]:
+    """Where a ratio of two SDs from ``df_top`` and ``df_bottom`` degrees of freedom puts the true one (their
+    squares' ratio over the true one's is F-distributed, for normal errors), the wall times taken as known:
+    five repeats each leave a factor of about 2.6 either way."""
+    tail = (1 - level) / 2
+    return (
+        ratio_ / math.sqrt(scipy.stats.f.ppf(1 - tail, df_top, df_bottom)),
+        ratio_ / math.sqrt(scipy.stats.f.ppf(tail, df_top, df_bottom)),
+    )
+
+
 def claimed(outcomes: list[Outcome]) -> float:
     """The mean standard error the protocol's own intervals claimed, on the same log scale."""
     return statistics.fmean((math.log(o.ratio.ci_high) - math.log(o.ratio.ci_low)) / (2 * 1.96) for o in outcomes)
@@ -230,7 +252,7 @@ def main(
                 r = o.ratio
                 print(f"repeat {rep + 1} {protocol:<11} ×{r.ratio:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] "
                       f"width {o.width:.1%} in {o.wall_s:.0f} s, {o.again} measured again", flush=True)  # fmt: skip
-    report(found)
+    report([found])
 
 
 LINE = re.compile(r"repeat \d+ (\S+)\s+×([\d.]+) \[([\d.]+), ([\d.]+)\] width [\d.]+% in (\d+) s")
@@ -245,26 +267,31 @@ def replay(log: Path) -> dict[str, list[Outcome]]:
     return found
 
 
-def report(found: dict[str, list[Outcome]]) -> None:
-    """Per protocol: its claimed width, wall time and actual spread; then the two efficiency ratios against the
-    seeds': by the actual spread (``ratio=``) and by the claimed width (which flatters a protocol whose
-    intervals are too narrow)."""
-    wall = {p: statistics.fmean(o.wall_s for o in found[p]) for p in found}
-    for p, outcomes in found.items():
-        honest = spread(outcomes) / claimed(outcomes)
+def report(runs: list[dict[str, list[Outcome]]]) -> None:
+    """Per protocol: its claimed width, wall time and actual spread (pooled over ``runs``, each the repeats of
+    one run of the bench); then the two efficiency ratios against the seeds': by the actual spread
+    (``ratio=``, with its interval) and by the claimed width (which flatters a protocol whose intervals are
+    too narrow)."""
+    every = {p: [o for run in runs for o in run.get(p, [])] for p in PROTOCOLS}
+    wall = {p: statistics.fmean(o.wall_s for o in every[p]) for p in PROTOCOLS}
+    moved = {p: pooled([run.get(p, []) for run in runs]) for p in PROTOCOLS}
+    for p, outcomes in every.items():
+        sd, df = moved[p]
         geo = math.exp(statistics.fmean(math.log(o.ratio.ratio) for o in outcomes))
         print(f"{p}: ratio ×{geo:.3f} (geometric mean of the repeats'), "
               f"mean width {statistics.fmean(o.width for o in outcomes):.1%}, mean wall {wall[p]:.0f} s, "
               f"width·√s {statistics.fmean(o.per_second for o in outcomes):.3f}; repeats' SD of log ratio "
-              f"{spread(outcomes):.4f} against a claimed SE of {claimed(outcomes):.4f} (×{honest:.2f}: above 1, "
-              f"its intervals are too narrow), SD·√s {spread(outcomes) * math.sqrt(wall[p]):.4f}")  # fmt: skip
-    seeds_claim = statistics.fmean(o.per_second for o in found["seeds"])
-    seeds_spread = spread(found["seeds"]) * math.sqrt(wall["seeds"])
+              f"{sd:.4f} ({df} df) against a claimed SE of {claimed(outcomes):.4f} (×{sd / claimed(outcomes):.2f}: "
+              f"above 1, its intervals are too narrow), SD·√s {sd * math.sqrt(wall[p]):.4f}")  # fmt: skip
+    seeds_claim = statistics.fmean(o.per_second for o in every["seeds"])
+    seeds_spread = moved["seeds"][0] * math.sqrt(wall["seeds"])
     for p in ("every-round", "once"):
-        claim = statistics.fmean(o.per_second for o in found[p]) / seeds_claim
-        print(f"{p}/seeds: by claimed width {claim:.2f}, by actual spread "
-              f"{spread(found[p]) * math.sqrt(wall[p]) / seeds_spread:.2f}")  # fmt: skip
-    print(f"ratio={spread(found['once']) * math.sqrt(wall['once']) / seeds_spread:.2f}")
+        claim = statistics.fmean(o.per_second for o in every[p]) / seeds_claim
+        by_spread = moved[p][0] * math.sqrt(wall[p]) / seeds_spread
+        low, high = interval(by_spread, moved[p][1], moved["seeds"][1])
+        print(f"{p}/seeds: by claimed width {claim:.2f}, by actual spread {by_spread:.2f} "
+              f"(95% interval {low:.2f}-{high:.2f}: an SD from few repeats is itself uncertain)")  # fmt: skip
+    print(f"ratio={moved['once'][0] * math.sqrt(wall['once']) / seeds_spread:.2f}")
 
 
 if __name__ == "__main__":
@@ -275,12 +302,14 @@ if __name__ == "__main__":
     ap.add_argument("--load", action="store_true", help="beside a CPU hog with random busy and idle spells")
     ap.add_argument("--seed", type=int, default=31)
     ap.add_argument("--again", type=int, default=0, help="once: trials.again_if_contended (default 0, as in a run)")
-    ap.add_argument("--replay", type=Path, help="only the summary, from a log of this bench's repeat lines")
+    ap.add_argument(
+        "--replay", type=Path, nargs="+", help="only the summary, from logs of this bench's repeat lines (pooled)"
+    )
     ap.add_argument("--keep", type=Path, help="keep every run's spec and database in this folder")
     ap.add_argument("--adjusted", type=Path, help="only the adjustment for other CPU use, from a --keep folder")
     a = ap.parse_args()
     if a.replay:
-        report(replay(a.replay))
+        report([replay(log) for log in a.replay])
     elif a.adjusted:
         adjustment(a.adjusted)
     else:
