@@ -187,6 +187,25 @@ def adjustment(kept: Path) -> None:
               f"{statistics.stdev(f[1] for f in found):.4f} adjusted; slopes per core {slopes}")  # fmt: skip
 
 
+def shared_noise(kept: Path) -> None:
+    """For each paired protocol's kept runs: how much of a trial's noise the other trial of its round shares
+    (the correlation of their log IOPS around each run's means), which is all that pairing by round cancels."""
+    for protocol in ("once", "every-round"):
+        native: list[float] = []
+        docker: list[float] = []
+        for db in sorted(kept.glob(f"{protocol}-*.db")):
+            got = iops(db)
+            rounds = sorted(set(got["docker"]) & set(got["native"]))
+            for kind, out in (("native", native), ("docker", docker)):
+                logs = [math.log(got[kind][r]) for r in rounds]
+                out += [x - statistics.fmean(logs) for x in logs]
+        if len(native) > 2:
+            sd = statistics.pstdev(native), statistics.pstdev(docker)
+            shared = statistics.correlation(native, docker)
+            print(f"{protocol}: a trial's SD of log IOPS around its run's mean: native {sd[0]:.4f}, docker "
+                  f"{sd[1]:.4f}; the two trials of a round correlate {shared:+.2f}")  # fmt: skip
+
+
 def measured_again(db: Path) -> int:
     """How many attempts the run measured again (each trial's ``info.disturbed``)."""
     with sqlite3.connect(db) as conn:
@@ -306,11 +325,14 @@ if __name__ == "__main__":
         "--replay", type=Path, nargs="+", help="only the summary, from logs of this bench's repeat lines (pooled)"
     )
     ap.add_argument("--keep", type=Path, help="keep every run's spec and database in this folder")
-    ap.add_argument("--adjusted", type=Path, help="only the adjustment for other CPU use, from a --keep folder")
+    ap.add_argument(
+        "--adjusted", type=Path, help="only the adjustment for other CPU use and the shared noise (a --keep folder)"
+    )
     a = ap.parse_args()
     if a.replay:
         report([replay(log) for log in a.replay])
     elif a.adjusted:
         adjustment(a.adjusted)
+        shared_noise(a.adjusted)
     else:
         main(a.rounds, a.repeats, a.load, a.seed, a.again, a.keep, a.runtime)
