@@ -206,6 +206,28 @@ def shared_noise(kept: Path) -> None:
                   f"{sd[1]:.4f}; the two trials of a round correlate {shared:+.2f}")  # fmt: skip
 
 
+def fio_cpu(kept: Path) -> None:
+    """Over every kept run's trials: how much fio's own CPU share (its jobs' usr+sys, from its output) moved
+    beside its IOPS, each around its run's and cell's mean: IOPS that move while fio keeps its CPU are not
+    slowed by CPU time the host's accounting sees."""
+    iops_dev: list[float] = []
+    cpu_dev: list[float] = []
+    for db in sorted(kept.glob("*.db")):
+        with sqlite3.connect(db) as conn:
+            rows = conn.execute("SELECT cell_id, raw_output FROM trials WHERE status = 'ok'").fetchall()
+        per: dict[str, list[tuple[float, float]]] = {}
+        for cell, raw in rows:
+            job = json.loads(raw)["jobs"][0]
+            per.setdefault(cell, []).append((math.log(job["read"]["iops"]), math.log(job["usr_cpu"] + job["sys_cpu"])))
+        for points in per.values():
+            iops_dev += [a - statistics.fmean(a for a, _ in points) for a, _ in points]
+            cpu_dev += [b - statistics.fmean(b for _, b in points) for _, b in points]
+    if len(iops_dev) > 2:
+        together = statistics.correlation(iops_dev, cpu_dev)
+        print(f"fio, {len(iops_dev)} trials: SD of log IOPS {statistics.pstdev(iops_dev):.4f}, of log CPU share "
+              f"{statistics.pstdev(cpu_dev):.4f}, correlation {together:+.2f}")  # fmt: skip
+
+
 def measured_again(db: Path) -> int:
     """How many attempts the run measured again (each trial's ``info.disturbed``)."""
     with sqlite3.connect(db) as conn:
@@ -334,5 +356,6 @@ if __name__ == "__main__":
     elif a.adjusted:
         adjustment(a.adjusted)
         shared_noise(a.adjusted)
+        fio_cpu(a.adjusted)
     else:
         main(a.rounds, a.repeats, a.load, a.seed, a.again, a.keep, a.runtime)
