@@ -5,6 +5,8 @@ nothing (its first reads are quick)."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -89,3 +91,37 @@ def test_a_preparation_that_fails_says_why_and_the_run_keeps_its_outcome(
     store = Store.open(db, create=False)
     cli._prepare_reads(store, store.resolve_run("latest"))  # returns: the run's exit code is its trials'
     assert "not prepared for reading: OSError" in capsys.readouterr().err
+
+
+KEPT_EXPORT = """
+import sys
+from typer.testing import CliRunner
+from layerbench.cli import app
+result = CliRunner().invoke(app.app, sys.argv[1:])
+print(result.exit_code, "pandas" in sys.modules, " ".join(result.output.split()))
+"""
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_a_prepared_export_is_written_as_kept_without_pandas(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str
+) -> None:
+    """pandas and the run's samples are needed only to build an export: a kept one is written as it is, the
+    same bytes an export of the run without its cache writes."""
+    db, fresh = tmp_path / "run.db", tmp_path / "fresh.db"
+    shutil.copy(RUN, db)
+    shutil.copy(RUN, fresh)
+    monkeypatch.setattr(prepared, "AHEAD_FROM_SAMPLES", 1)
+    store = Store.open(db, create=False)
+    cli._prepare_reads(store, store.resolve_run("latest"))
+    args = ["export", "--format", fmt, "-o", str(tmp_path / f"kept.{fmt}"), "--db", str(db)]
+    out = subprocess.run([sys.executable, "-c", KEPT_EXPORT, *args], capture_output=True, text=True, timeout=120)
+    code, imported, said = out.stdout.split(maxsplit=2)
+    assert (code, imported) == ("0", "False"), out.stdout + out.stderr
+    samples = len(Store.open(db, create=False).samples_frame(store.resolve_run("latest")))
+    assert f"wrote {samples} samples" in said
+    built = CliRunner().invoke(
+        cli.app, ["export", "--format", fmt, "-o", str(tmp_path / f"built.{fmt}"), "--db", str(fresh)]
+    )
+    assert built.exit_code == 0, built.output
+    assert (tmp_path / f"kept.{fmt}").read_bytes() == (tmp_path / f"built.{fmt}").read_bytes()

@@ -598,23 +598,31 @@ def export(
     by run, cell, stack, workload and repetition and stamped with the trial's end (for promtool's backfill).
     """
     with boundary(), collector_paused():  # a command that reads, writes and exits: its memory goes at exit
-        from layerbench.report import metrics, prepared
-        from layerbench.report.export import FORMATS, write_samples
-        from layerbench.store.read import load
+        from layerbench.report import kept_export
 
-        if fmt not in FORMATS:
-            raise UsageError(f"--format {fmt!r} is not one of: {', '.join(FORMATS)}")
+        if fmt not in kept_export.FORMATS:
+            raise UsageError(f"--format {fmt!r} is not one of: {', '.join(kept_export.FORMATS)}")
         if fmt == "parquet" and output is None and sys.stdout.isatty():
             raise UsageError("parquet is binary: name a file with -o FILE, or redirect standard output")
+        store = Store.open(db, create=False)
         if fmt == "openmetrics":
-            data = load(Store.open(db, create=False), run_ref)
+            from layerbench.report import metrics
+            from layerbench.store.read import load
+
+            data = load(store, run_ref)
             where = metrics.write(data, output)
             err_console.print(f"wrote {len(data.trials)} trials to {where}")
             return
-        store = Store.open(db, create=False)
-        samples, config, csv, parquet = prepared.export_parts(store, store.resolve_run(run_ref), fmt)
-        where = write_samples(samples, config, fmt, output, csv, parquet)
-        err_console.print(f"wrote {len(samples)} samples to {where}")
+        run_id = store.resolve_run(run_ref)
+        kept = kept_export.write(store, run_id, fmt, output)  # a big run's end made it: pandas is not needed
+        if kept is None:
+            from layerbench.report import prepared
+            from layerbench.report.export import write_samples
+
+            samples, config, csv, parquet = prepared.export_parts(store, run_id, fmt)
+            kept = write_samples(samples, config, fmt, output, csv, parquet), len(samples)
+        where, count = kept
+        err_console.print(f"wrote {count} samples to {where}")
 
 
 def _prepare_reads(store: Store, run_id: str) -> None:

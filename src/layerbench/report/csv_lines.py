@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+
+if TYPE_CHECKING:  # a kept run's rows are joined and written without pandas (report/kept_export.py)
+    import pandas as pd
 
 # The parts of a row, left to right, each with the columns that determine it (store.columns.SAMPLE_COLUMNS).
 PARTS = (
@@ -54,6 +57,8 @@ class Parts:
 
 def parts(frame: pd.DataFrame, config: pd.DataFrame) -> Parts | None:
     """``frame`` and its cells' ``config`` formatted as pandas' to_csv would (``encoded``), or None."""
+    import pandas as pd
+
     columns = [c for part, _ in PARTS for c in part]
     if list(frame.columns) != columns or frame.empty:
         return None
@@ -121,10 +126,24 @@ def joined(formatted: Parts) -> Iterator[bytes | memoryview]:
     for start in range(0, formatted.rows, CHUNK):
         stop = min(start + CHUNK, formatted.rows)
         pieces = [
-            text.slice(start, stop - start) if which is None else text.take(pa.array(which[start:stop]))
+            text.slice(start, stop - start) if which is None else text.take(_indexes(which[start:stop]))
             for which, text in formatted.parts
         ]
-        yield _text(pc.binary_join_element_wise(*pieces, ","))
+        yield _text(pc.binary_join_element_wise(*pieces, _comma()))
+
+
+# pa.array and pa.scalar look for pandas' objects in what they convert, importing pandas (0.2 s) to do so: a
+# kept export's indexes and separator are made from their buffers instead.
+def _indexes(which: np.ndarray) -> pa.Array:
+    """``pa.array(which)`` for a slice of integer row indexes."""
+    which = np.ascontiguousarray(which)
+    return pa.Array.from_buffers(pa.from_numpy_dtype(which.dtype), len(which), [None, pa.py_buffer(which)])
+
+
+def _comma() -> pa.StringScalar:
+    """``pa.scalar(",")``."""
+    offsets = pa.py_buffer(np.array([0, 1], dtype=np.int32))
+    return pa.StringArray.from_buffers(1, offsets, pa.py_buffer(b","))[0]  # type: ignore[no-any-return]
 
 
 def _text(joined: pa.Array) -> bytes | memoryview:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -14,11 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from layerbench.report import csv_lines
+from layerbench.report.kept_export import TABLE_FORMATS, written
 from layerbench.store.read import StoredCell
-
-TABLE_FORMATS = ("csv", "json", "parquet")  # one row per sample
-# and every trial's headline metrics and checks, labelled by cell (report/metrics.py)
-FORMATS = (*TABLE_FORMATS, "openmetrics")
 
 
 def samples_with_config(frame: pd.DataFrame, cells: Sequence[StoredCell]) -> pd.DataFrame:
@@ -111,29 +106,12 @@ def write_samples(
     if fmt == "parquet" and parquet is None:
         parquet = parquet_bytes(frame, config)
     if fmt == "parquet" and parquet is not None:
-        with open(path, "wb") if path else nullcontext(sys.stdout.buffer) as out:
-            out.write(parquet)
-        if path is None:
-            sys.stdout.flush()
-        return str(path) if path else "standard output"
+        return written([parquet], path)
     if fmt == "csv" and csv is None:
         csv = csv_lines.parts(frame, config)
-    text = csv_lines.joined(csv) if fmt == "csv" and csv is not None else None
-    if text is None:
-        return write(with_config(frame, config), fmt, path)
-    with open(path, "wb") if path else nullcontext(sys.stdout.buffer) as out, ThreadPoolExecutor(1) as writer:
-        # Each chunk written by a thread while the next is joined (a write lets go of the GIL):
-        # writing 360 MB was 0.5 s of a 1M-sample export. One chunk in flight: memory for two.
-        pending: Future[int] | None = None
-        for chunk in text:
-            if pending is not None:
-                pending.result()
-            pending = writer.submit(out.write, chunk)
-        if pending is not None:
-            pending.result()
-    if path is None:
-        sys.stdout.flush()
-    return str(path) if path else "standard output"
+    if fmt == "csv" and csv is not None:
+        return written(csv_lines.joined(csv), path)
+    return write(with_config(frame, config), fmt, path)
 
 
 def write(table: pd.DataFrame, fmt: str, path: Path | None) -> str:

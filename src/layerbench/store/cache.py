@@ -34,9 +34,8 @@ import pickle
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.feather as feather
 from hdrh.histogram import HdrHistogram
@@ -44,6 +43,9 @@ from hdrh.histogram import HdrHistogram
 from layerbench import hdr
 from layerbench.store.db import Store
 from layerbench.store.schema import VERSION
+
+if TYPE_CHECKING:  # a frame read back imports it (feather); a kept export is written without it
+    import pandas as pd
 
 FORMAT = 1  # this module's layout: a change to what the files hold bumps it, and old files are ignored
 # The code that builds the parts: a cache written by other code (a change to a query, a parser) is not read.
@@ -231,15 +233,10 @@ def computed(
     secret = _key() if key is not None else None
     if key is None or secret is None:
         return build({name: get() for name, get in shared.items()})
-    path = directory(store) / run_id / f"{part}-{key}-{_everything_digest()}.pickle"
-    if path.exists():
-        try:
-            data = path.read_bytes()
-            sign, body = data[:32], data[32:]
-            if hmac.compare_digest(sign, hmac.digest(secret, body, "sha256")):
-                return _Unpickler(io.BytesIO(body), shared, deferred).load()  # type: ignore[no-any-return]
-        except Exception:  # any failure to read a derived copy: computed again
-            pass
+    path = _pickled(store, run_id, part, key)
+    found = _unpickled(path, secret, shared, deferred)
+    if found is not _NONE:
+        return found  # type: ignore[return-value]
     objects = {name: get() for name, get in shared.items()}
     result = build(objects)
     try:
@@ -253,6 +250,38 @@ def computed(
     body = out.getvalue()
     _write_bytes(path, hmac.digest(secret, body, "sha256") + body)
     return result
+
+
+def kept(store: Store, run_id: str, part: str) -> Any:
+    """What ``computed`` keeps of ``part`` (one built without shared objects), or None where it keeps
+    nothing current: read without building, so a reader needs none of what building takes."""
+    key = fingerprint(store, run_id)
+    secret = _key() if key is not None else None
+    if key is None or secret is None:
+        return None
+    found = _unpickled(_pickled(store, run_id, part, key), secret, {}, frozenset())
+    return None if found is _NONE else found
+
+
+_NONE = object()  # no current pickle (None may be what was computed)
+
+
+def _pickled(store: Store, run_id: str, part: str, key: str) -> Path:
+    return directory(store) / run_id / f"{part}-{key}-{_everything_digest()}.pickle"
+
+
+def _unpickled(path: Path, secret: bytes, shared: dict[str, Callable[[], object]], deferred: frozenset[str]) -> object:
+    """``path``'s object where this user's key signed it, else _NONE."""
+    if not path.exists():
+        return _NONE
+    try:
+        data = path.read_bytes()
+        sign, body = data[:32], data[32:]
+        if hmac.compare_digest(sign, hmac.digest(secret, body, "sha256")):
+            return _Unpickler(io.BytesIO(body), shared, deferred).load()
+    except Exception:  # any failure to read a derived copy: computed again
+        pass
+    return _NONE
 
 
 def _histogram(h: HdrHistogram) -> tuple[Callable[[str], HdrHistogram], tuple[str]]:
