@@ -386,7 +386,7 @@ class Store:
         trials = "FROM trials t JOIN cells c ON c.run_id = t.run_id AND c.cell_id = t.cell_id"
         ok = "WHERE t.run_id=? AND t.status='ok'"
         with self.conn:  # one read transaction: a trial committed meanwhile is in every part or in none
-            kinds = self._sample_kinds(run_id)
+            kinds = self._kinds(run_id, "samples", ("metric", "unit", "direction", "job"))
             cell_rows = self.conn.execute(
                 "SELECT cell_id, label, stack_label, workload, baseline_cell_id, is_baseline FROM cells WHERE run_id=?",
                 (run_id,),
@@ -394,7 +394,7 @@ class Store:
             trial_rows = self.conn.execute(f"SELECT t.id, t.cell_id, t.repetition {trials} {ok}", (run_id,)).fetchall()
             rows = self.conn.execute(
                 f"SELECT s.trial_id, s.value, k.rowid {trials} JOIN samples s ON s.trial_id = t.id"
-                " JOIN temp.sample_kinds k"
+                " JOIN temp.samples_kinds k"
                 " ON k.metric = s.metric AND k.unit = s.unit AND k.direction = s.direction AND k.job = s.job"
                 f" {ok} ORDER BY t.cell_id, t.repetition, s.rowid",
                 (run_id,),
@@ -403,21 +403,16 @@ class Store:
 
         return columns.samples(run_id, kinds, cell_rows, trial_rows, rows)
 
-    def _sample_kinds(self, run_id: str) -> list[tuple[Any, ...]]:
-        """The run's distinct (metric, unit, direction, job), numbered in a temporary table, so that samples
-        read back as numbers: a few dozen texts instead of four on each of a million rows."""
-        return self._kinds(run_id, "sample", ("metric", "unit", "direction", "job"))
-
     def _kinds(self, run_id: str, table: str, names: tuple[str, ...]) -> list[tuple[Any, ...]]:
         """The distinct ``names`` of ``table``'s rows (samples or monitor) of the run's successful trials,
-        numbered in the temporary table ``{table}_kinds``: its rowid, then ``names``."""
+        numbered in the temporary table ``{table}_kinds`` (its rowid, then ``names``), so that the rows read back
+        as numbers: a few dozen texts instead of several on each of a million rows."""
         kinds, fields = f"temp.{table}_kinds", ", ".join(names)
-        source = "samples" if table == "sample" else table
         self.conn.execute(f"DROP TABLE IF EXISTS {kinds}")
         self.conn.execute(f"CREATE TEMP TABLE {table}_kinds ({fields}, PRIMARY KEY ({fields}))")
         self.conn.execute(
             f"INSERT INTO {kinds} SELECT DISTINCT {', '.join(f'x.{n}' for n in names)}"
-            f" FROM {source} x JOIN trials t ON t.id = x.trial_id WHERE t.run_id=? AND t.status='ok'",
+            f" FROM {table} x JOIN trials t ON t.id = x.trial_id WHERE t.run_id=? AND t.status='ok'",
             (run_id,),
         )
         return self.conn.execute(f"SELECT rowid, {fields} FROM {kinds}").fetchall()
