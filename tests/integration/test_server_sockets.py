@@ -1,7 +1,7 @@
 """Where database servers listen in a private Docker daemon, while they serve: on their container's
 bridge address (the default network) or on loopback (tuning host-network), never on every interface,
 and never letting a client in without the run's password. (Natively: tests/integration/test_db_clients.py
-and test_cassandra_client.py; Swarm and Kubernetes: tests/k8s.)
+and tests/long/test_cassandra_client.py; Swarm and Kubernetes: tests/k8s.)
 
 One private dockerd on a loop-mounted xfs for the module; each server started as a run starts it
 (stack/fleet.py), its sockets read from its own network namespace's tables (tests/sockets.py).
