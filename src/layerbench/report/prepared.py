@@ -1,11 +1,11 @@
 """What reading a run costs, paid once: the cached parts `show`, `report`, `export` and `compare` read, and
 building them all at the end of a big run, so that its first reader waits no longer than the next.
 
-A run of a million samples takes about 15 s for its first `show`, 35 s for `show --json` and 27 s for
+A run of a million samples takes about 15 s for its first `show`, 20-35 s for `show --json` and 21-27 s for
 `report --html` (bench/scale.py, 2026-11-28; `show --json` took 94 s on the same run while every trial's fio
 output was parsed for its histograms, before trials kept them), then one to two seconds each once the
 run's cache (store/cache.py) holds what they computed. A run that long took hours to measure: its end
-builds them (78-83 s). A small run's first read is already quick, and its end stays as it was.
+builds them (64-128 s). A small run's first read is already quick, and its end stays as it was.
 """
 
 from __future__ import annotations
