@@ -36,7 +36,7 @@ flatter. Last line `ratio=<once's spread·√time / seeds'>`; goal at most 0.5
 `--replay LOG ...` recomputes the summary from logs' repeat lines, pooled.
 
 Usage (as root, nothing else running):
-  .venv/bin/python bench/efficiency.py [--rounds N] [--repeats R] [--load] [--again N]
+  .venv/bin/python bench/efficiency.py [--rounds N] [--repeats R] [--load] [--again N] [--protocols P ...]
   .venv/bin/python bench/efficiency.py --replay LOG [LOG ...]   (the summary again, pooled over logs)
 """
 
@@ -279,15 +279,22 @@ def claimed(outcomes: list[Outcome]) -> float:
 
 
 def main(
-    rounds: int, repeats: int, load: bool, seed: int, again: int = 0, keep: Path | None = None, runtime_s: int = 2
+    rounds: int,
+    repeats: int,
+    load: bool,
+    seed: int,
+    again: int = 0,
+    keep: Path | None = None,
+    runtime_s: int = 2,
+    protocols: tuple[str, ...] = PROTOCOLS,
 ) -> None:
     rng = random.Random(seed)
-    found: dict[str, list[Outcome]] = {p: [] for p in PROTOCOLS}
+    found: dict[str, list[Outcome]] = {p: [] for p in protocols}
     with tempfile.TemporaryDirectory(prefix="lb-efficiency-") as tmp, hog(load, seed):
         where = keep or Path(tmp)
         where.mkdir(parents=True, exist_ok=True)
         for rep in range(repeats):
-            for protocol in sorted(PROTOCOLS, key=lambda _: rng.random()):
+            for protocol in sorted(protocols, key=lambda _: rng.random()):
                 o = measure(protocol, rounds, where, f"{rep}", rng.randrange(10**6), again, runtime_s)
                 found[protocol].append(o)
                 r = o.ratio
@@ -314,8 +321,9 @@ def report(runs: list[dict[str, list[Outcome]]]) -> None:
     (``ratio=``, with its interval) and by the claimed width (which flatters a protocol whose intervals are
     too narrow)."""
     every = {p: [o for run in runs for o in run.get(p, [])] for p in PROTOCOLS}
-    wall = {p: statistics.fmean(o.wall_s for o in every[p]) for p in PROTOCOLS}
-    moved = {p: pooled([run.get(p, []) for run in runs]) for p in PROTOCOLS}
+    every = {p: outcomes for p, outcomes in every.items() if outcomes}
+    wall = {p: statistics.fmean(o.wall_s for o in every[p]) for p in every}
+    moved = {p: pooled([run.get(p, []) for run in runs]) for p in every}
     for p, outcomes in every.items():
         sd, df = moved[p]
         geo = math.exp(statistics.fmean(math.log(o.ratio.ratio) for o in outcomes))
@@ -326,7 +334,7 @@ def report(runs: list[dict[str, list[Outcome]]]) -> None:
               f"above 1, its intervals are too narrow), SD·√s {sd * math.sqrt(wall[p]):.4f}")  # fmt: skip
     seeds_claim = statistics.fmean(o.per_second for o in every["seeds"])
     seeds_spread = moved["seeds"][0] * math.sqrt(wall["seeds"])
-    for p in ("every-round", "once"):
+    for p in [p for p in ("every-round", "once") if p in every]:
         claim = statistics.fmean(o.per_second for o in every[p]) / seeds_claim
         by_spread = moved[p][0] * math.sqrt(wall[p]) / seeds_spread
         low, high = interval(by_spread, moved[p][1], moved["seeds"][1])
@@ -342,6 +350,13 @@ if __name__ == "__main__":
     ap.add_argument("--runtime", type=int, default=2, help="each trial's measured seconds (after a 0.5 s ramp)")
     ap.add_argument("--load", action="store_true", help="beside a CPU hog with random busy and idle spells")
     ap.add_argument("--seed", type=int, default=31)
+    ap.add_argument(
+        "--protocols",
+        nargs="+",
+        choices=PROTOCOLS,
+        default=list(PROTOCOLS),
+        help="which protocols to run (seeds and once: the goal's two)",
+    )
     ap.add_argument("--again", type=int, default=0, help="once: trials.again_if_contended (default 0, as in a run)")
     ap.add_argument(
         "--replay", type=Path, nargs="+", help="only the summary, from logs of this bench's repeat lines (pooled)"
@@ -358,4 +373,4 @@ if __name__ == "__main__":
         shared_noise(a.adjusted)
         fio_cpu(a.adjusted)
     else:
-        main(a.rounds, a.repeats, a.load, a.seed, a.again, a.keep, a.runtime)
+        main(a.rounds, a.repeats, a.load, a.seed, a.again, a.keep, a.runtime, tuple(a.protocols))
