@@ -27,10 +27,13 @@ VM_APT_PACKAGES := qemu-system-x86 qemu-utils debootstrap
 # it, coreutils timeout sends pytest SIGTERM (--foreground, so Ctrl-C still reaches pytest):
 # tests/deadlines.py writes every thread's stack and pytest tears down what it started; two minutes
 # later, SIGKILL. Each test has its own deadline too (pyproject.toml).
-BUDGET_TEST ?= 900
+BUDGET_UNIT ?= 240
+BUDGET_TEST ?= 750
 BUDGET_LONG ?= 840
 BUDGET_VM ?= 1500
 BUDGET_K8S ?= 720
+# The unit tests' processes (pytest-xdist): one per core, at most eight (each imports the analysis's libraries).
+UNIT_WORKERS ?= $(shell n=$$(nproc); echo $$((n > 8 ? 8 : n)))
 TIER := timeout --foreground --signal=TERM --kill-after=120
 PYTEST := $(PY) -m pytest -q --durations=10
 
@@ -51,10 +54,14 @@ docs: venv
 docs-serve: venv
 	$(MKDOCS) serve
 
+# The unit tests first, on every core (pytest-xdist): they are pure computation on captured output and
+# scratch directories, so they may share the machine; everything that starts daemons, mounts or measures
+# runs after them, one test at a time (each judges what is left on the whole machine).
 test: setup apt-test bytecode
 	$(PY) -m ruff check src tests bench
 	$(DOCS_STRICT)
-	$(TIER) $(BUDGET_TEST) $(PYTEST) --ignore=tests/vm --ignore=tests/seeds --ignore=tests/long --ignore=tests/k8s
+	$(TIER) $(BUDGET_UNIT) $(PYTEST) -n $(UNIT_WORKERS) tests/unit
+	$(TIER) $(BUDGET_TEST) $(PYTEST) --ignore=tests/unit --ignore=tests/vm --ignore=tests/seeds --ignore=tests/long --ignore=tests/k8s
 
 # The long tier, kept out of `make test` so that it stays near ten minutes: the seeds' databases end
 # to end (tests/seeds: Cassandra natively, in Docker, and scaled: minutes of server start-ups; tests/long:
