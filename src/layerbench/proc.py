@@ -159,14 +159,20 @@ def spawn(
     *,
     env: Mapping[str, str] | None = None,
     user: int | None = None,
+    die_with_parent: bool = False,
 ) -> subprocess.Popen[bytes]:
     """Start a long-lived process (a daemon, a database server) with its output in ``log``.
 
     ``run`` waits for its process to end; a server must outlive the call. Its own
     session lets teardown signal its whole group; ``user`` drops to that uid (and
     its gid, with no supplementary groups) before exec: PostgreSQL refuses root.
+    ``die_with_parent``: the kernel SIGKILLs it when the thread that started it ends, however that
+    ends (util-linux's setpriv sets the parent-death signal, then execs it), for a helper that no
+    ledger records because it lives only inside one call, such as a probe.
     """
     args = [str(a) for a in argv]
+    if die_with_parent:
+        args = ["setpriv", "--pdeathsig", "KILL", "--", *args]
     ids: dict[str, object] = {"user": user, "group": user, "extra_groups": []} if user is not None else {}
     with log.open("ab") as out:
         try:

@@ -55,3 +55,29 @@ def _children_when_forked(pid: int) -> list[int]:
         return [int(p) for p in found.split()] or None
 
     return wait_for(children, f"process {pid} to fork", 60.0, alive=lambda: _alive(pid))
+
+
+# A caller that starts a helper with die_with_parent, says its PID, then waits to be killed.
+PARENT = (
+    "import sys, time\nfrom pathlib import Path\nfrom layerbench.proc import spawn\n"
+    "p = spawn(['sleep', '600'], Path(sys.argv[1]), die_with_parent=True)\nprint(p.pid, flush=True)\ntime.sleep(600)\n"
+)
+
+
+def test_a_helper_started_to_die_with_its_parent_ends_when_the_parent_is_killed(tmp_path: Path) -> None:
+    """As the KVM probe's qemu must when a command's timeout kills doctor mid-probe."""
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT, str(tmp_path / "h.log")], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert parent.stdout is not None
+        helper = int(parent.stdout.readline())
+        started = handle.start_time(helper)
+        assert started is not None
+    finally:
+        parent.kill()
+        parent.wait(30)
+    try:
+        wait_for(lambda: not _alive(helper), f"helper {helper} to end with its parent", 60.0)
+    finally:
+        handle.kill_if_same(helper, started)  # only if the test failed: never leave it running

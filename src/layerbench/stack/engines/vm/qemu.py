@@ -28,7 +28,10 @@ from layerbench.proc import spawn
 QEMU = "qemu-system-x86_64"
 SUITE = "bookworm"
 SHARE_TAG = "lbshare"
-KVM_PROBE_TIMEOUT_S = 60.0
+# How long the probe waits for the banner. Under TCG this host's qemu printed it 3.9 s after its start
+# (2026-11-29); under KVM it comes sooner. Where /dev/kvm opens but runs nothing, qemu prints nothing and
+# spins a core in the kernel until killed, so every probe on such a host waits this long.
+KVM_PROBE_TIMEOUT_S = 20.0
 # What a booting kernel prints first on the serial console: the probe's proof that the CPU ran it.
 KERNEL_BANNER = "Linux version"
 # The CPU an emulated guest is given: Nehalem's x86-64-v2 (what numpy's wheels need at least) and
@@ -178,7 +181,9 @@ def kvm_usable(image: GuestImage, work_dir: Path) -> bool:
         QEMU, "-accel", "kvm", "-cpu", "host", "-m", "256", "-nodefaults", "-display", "none", "-no-reboot",
         "-kernel", str(image.kernel), "-append", "console=ttyS0 panic=-1", "-serial", f"file:{console}",
     ]  # fmt: skip
-    process = spawn(argv, work_dir / "kvm-probe.log")
+    # Never outlives this process: a caller killed mid-probe (a command's timeout) left qemus spinning
+    # both cores for 40 minutes (2026-11-29).
+    process = spawn(argv, work_dir / "kvm-probe.log", die_with_parent=True)
     try:
         deadline = time.monotonic() + KVM_PROBE_TIMEOUT_S
         while time.monotonic() < deadline and process.poll() is None:
