@@ -168,7 +168,8 @@ def spawn(
     its gid, with no supplementary groups) before exec: PostgreSQL refuses root.
     ``die_with_parent``: the kernel SIGKILLs it when the thread that started it ends, however that
     ends (util-linux's setpriv sets the parent-death signal, then execs it), for a helper that no
-    ledger records because it lives only inside one call, such as a probe.
+    ledger records because it lives only inside one call, such as a probe. Until setpriv has armed
+    the signal (its first milliseconds) a caller's death leaves the helper be.
     """
     args = [str(a) for a in argv]
     if die_with_parent:

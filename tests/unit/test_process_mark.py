@@ -19,6 +19,13 @@ def _alive(pid: int) -> bool:
     return handle.start_time(pid) is not None
 
 
+def _command(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:  # gone
+        return None
+
+
 def test_kill_marked_ends_the_marked_process_and_its_children_and_nothing_else(tmp_path: Path) -> None:
     mark, other = handle.new_mark(), handle.new_mark()
     marked = spawn([sys.executable, "-c", FORKING], tmp_path / "m.log", env=handle.marked_env(mark))
@@ -74,6 +81,8 @@ def test_a_helper_started_to_die_with_its_parent_ends_when_the_parent_is_killed(
         helper = int(parent.stdout.readline())
         started = handle.start_time(helper)
         assert started is not None
+        # setpriv arms the signal between fork and exec: a parent killed before then leaves the helper be.
+        wait_for(lambda: _command(helper) == "sleep", f"helper {helper} to exec sleep", 60.0)
     finally:
         parent.kill()
         parent.wait(30)
