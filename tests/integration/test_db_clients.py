@@ -59,8 +59,8 @@ def servers() -> Iterator[dict[str, Endpoint]]:
         shutil.rmtree(base)
 
 
-# YCSB's time limit counts from the client threads' start, their connection included: with 1 s, a slow
-# afternoon's run of the write-heavy mix did no operation at all (2026-11-29).
+# YCSB's time limit counts from the client threads' start, their connection included: with 1 s, a run of
+# the write-heavy mix beside a CPU-bound loop did no operation at all (2026-11-29).
 RUN_S = 3
 
 
