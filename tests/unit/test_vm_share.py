@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from layerbench.errors import PrerequisiteError
+from layerbench.proc import spawn
 from layerbench.stack.engines.vm import qemu
+from layerbench.stack.engines.vm.guest import Guest
 
 
 @pytest.fixture
@@ -76,3 +79,13 @@ def test_a_guest_servers_log_tail_follows_no_link_and_reads_only_the_end(tmp_pat
     big = tmp_path / "big.log"
     big.write_text("x" * (handle.LOG_TAIL_BYTES + 10) + "\nlast line\n")
     assert handle.log_tail(big, lines=1) == "last line"
+
+
+def test_a_guest_that_stops_while_booting_says_what_qemu_said(tmp_path: Path) -> None:
+    """A qemu that exits at once writes nothing to the console: its own words must reach the trial."""
+    log = tmp_path / "qemu.log"
+    process = spawn(["sh", "-c", "echo 'qemu-system-x86_64: could not open disk image d.qcow2' >&2"], log)
+    process.wait(30)
+    (tmp_path / "share").mkdir()
+    with pytest.raises(PrerequisiteError, match="could not open disk image"):
+        Guest(process, tmp_path, "tcg").wait_ready(60)

@@ -123,7 +123,9 @@ class Guest:
         deadline = time.monotonic() + limit_s
         while not ready.exists():
             if not self.alive():
-                raise PrerequisiteError(f"the guest stopped while booting: {self.console_tail()}")
+                # qemu's own words first: one that exits at once has written nothing to the console.
+                said = qemu.read(self.directory / "qemu.log")[-1000:].strip()
+                raise PrerequisiteError(f"the guest stopped while booting: qemu: {said} console: {self.console_tail()}")
             if time.monotonic() > deadline:
                 raise PrerequisiteError(f"the guest did not come up in {limit_s:.0f}s: {self.console_tail()}")
             if watch.hung():
