@@ -27,7 +27,7 @@ from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Completed, Runner, spawn
 from layerbench.stack import dockerd, image
 from layerbench.stack.engines.vm import guest_agent, qemu
-from layerbench.stack.handle import kill_if_same, start_time
+from layerbench.stack.handle import kill_if_same, log_tail, start_time
 from layerbench.stack.ledger import Resource, tracked
 from layerbench.stack.target import BuildContext
 
@@ -124,8 +124,8 @@ class Guest:
         while not ready.exists():
             if not self.alive():
                 # qemu's own words first: one that exits at once has written nothing to the console.
-                said = qemu.read(self.directory / "qemu.log")[-1000:].strip()
-                raise PrerequisiteError(f"the guest stopped while booting: qemu: {said} console: {self.console_tail()}")
+                said, console = log_tail(self.directory / "qemu.log"), self.console_tail()
+                raise PrerequisiteError(f"the guest stopped while booting: qemu: {said}\nconsole: {console}")
             if time.monotonic() > deadline:
                 raise PrerequisiteError(f"the guest did not come up in {limit_s:.0f}s: {self.console_tail()}")
             if watch.hung():
