@@ -27,8 +27,8 @@ VM_APT_PACKAGES := qemu-system-x86 qemu-utils debootstrap
 # it, coreutils timeout sends pytest SIGTERM (--foreground, so Ctrl-C still reaches pytest):
 # tests/deadlines.py writes every thread's stack and pytest tears down what it started; two minutes
 # later, SIGKILL. Each test has its own deadline too (pyproject.toml). A budget is a deadline, not the
-# tier's usual time: on a slow afternoon (2026-11-29, each tier 12-46% slower than that morning) the
-# long tier took 778 s and the VM tier 1,434 s beside the cluster's.
+# tier's usual time: on a slow afternoon (2026-11-29: the unit tests and the long, VM and cluster tiers
+# 12-46% slower than that morning) the long tier took 778 s and the VM tier 1,434 s beside the cluster's.
 BUDGET_UNIT ?= 240
 BUDGET_TEST ?= 750
 BUDGET_LONG ?= 960
