@@ -29,6 +29,7 @@ from layerbench.workloads import pgbench, ycsb
 from layerbench.workloads.servers import SERVERS
 from layerbench.workloads.servers.postgres import bindir as postgres_bindir
 from tests import sockets
+from tests.ycsb_support import every_operation
 
 pytestmark = pytest.mark.requires_db
 
@@ -119,7 +120,7 @@ def test_ycsb_loads_and_scans_redis(java: str, redis: Endpoint) -> None:
     insert = _ycsb(java, "redis", "load", ycsb.properties(load, server, 300, endpoint, "load")).operations["INSERT"]
     assert (insert.count, insert.errors) == (300, 0)
     e = YcsbWorkload(name="e", mix="e", threads=2, runtime_s=RUN_S)
-    result = _ycsb(java, "redis", "run", ycsb.properties(e, server, 300, endpoint, "run"))
+    result = _ycsb(java, "redis", "run", every_operation(ycsb.properties(e, server, 300, endpoint, "run")))
     scan = result.operations["SCAN"]
     assert scan.count > 0 and scan.errors == 0 and result.operations["INSERT"].errors == 0
 

@@ -25,6 +25,7 @@ from layerbench.stack.ledger import Ledger
 from layerbench.stack.target import BuildContext, Device, Mount
 from layerbench.workloads import ycsb
 from layerbench.workloads.servers import mongo_wire
+from tests.ycsb_support import every_operation
 
 pytestmark = pytest.mark.requires_ferretdb
 
@@ -109,7 +110,8 @@ def test_load_then_a_and_e_read_update_insert_and_scan_what_the_server_holds(
     for mix, expected in (("a", {"READ", "UPDATE"}), ("e", {"SCAN", "INSERT"})):
         w = YcsbWorkload(name=mix, mix=mix, threads=4, runtime_s=2)  # type: ignore[arg-type]
         (tmp_path / mix).mkdir()
-        result = _ycsb(java, "run", ycsb.properties(w, spec, records, endpoint, "run", hdr_dir=str(tmp_path / mix)))
+        props = ycsb.properties(w, spec, records, endpoint, "run", hdr_dir=str(tmp_path / mix))
+        result = _ycsb(java, "run", every_operation(props))
         assert result.throughput > 0 and expected <= set(result.operations)
         for name in expected:
             op = result.operations[name]

@@ -26,6 +26,7 @@ from layerbench.stack.target import BuildContext, Device, Mount
 from layerbench.workloads import ycsb
 from layerbench.workloads.servers import cassandra
 from tests import sockets
+from tests.ycsb_support import every_operation
 
 pytestmark = pytest.mark.requires_cassandra
 
@@ -90,7 +91,7 @@ def test_load_and_workloads_a_d_e_read_update_insert_and_scan(
         w = YcsbWorkload(name=mix, mix=mix, threads=4, runtime_s=3, consistency="quorum")  # type: ignore[arg-type]
         props = ycsb.properties(w, spec, records, endpoint, "run", hdr_dir=str(tmp_path / mix))
         (tmp_path / mix).mkdir()
-        result, _ = _ycsb(java, "run", props)
+        result, _ = _ycsb(java, "run", every_operation(props))
         assert result.throughput > 0
         assert all(op.errors == 0 for op in result.operations.values() if op.errors is not None)
         records = ycsb.records_after(result, records)
