@@ -361,6 +361,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "route",
         "engines.vm.guest_agent",
         "ldd",
+        "ports",
     ),
     ("device", "devmapper", "filesystem", "cell_cgroup", "remote", "dockerd", "network", "image", "runtimes"),
     ("image_archive", "image_source", "engines.vm.qemu", "engines.vm.guest"),

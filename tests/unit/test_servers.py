@@ -26,13 +26,13 @@ from layerbench.stack.fleet import (
     SERVER_UID,
     ServerError,
     data_bytes,
-    free_port,
     let_through,
     server_config,
     server_memory,
 )
 from layerbench.stack.network import bridge_name
 from layerbench.stack.placement import tuning_options
+from layerbench.stack.ports import free_port
 from layerbench.workloads.servers import SERVERS, ServerConfig, cassandra
 
 GIB = 2**30

@@ -19,7 +19,6 @@ import contextlib
 import json
 import secrets
 import shutil
-import socket
 import ssl
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.stack.image_archive import ImageRecipe, write_archive
+from layerbench.stack.ports import free_ports
 from localcluster import netns, procs, provisioner
 from localcluster.netns import Network, Node
 
@@ -109,7 +109,7 @@ def _control_plane(state: State, bin_dir: Path) -> None:
     subprocess.run(
         ["mount", "-t", "tmpfs", "-o", "size=512m,mode=0700", "lb-etcd", str(root / "etcd")], check=True, timeout=60
     )
-    state.etcd_port, peer = _free_port(), _free_port()
+    state.etcd_port, peer = free_ports(2)
     etcd = f"http://127.0.0.1:{state.etcd_port}"
     state.pids["etcd"] = procs.start(
         ["etcd", "--name", "lb", "--data-dir", str(root / "etcd"), "--listen-client-urls", etcd,
@@ -378,9 +378,3 @@ def _shims(sock: str) -> list[int]:
             if sock.encode() in args and any(a.endswith(b"containerd-shim-runc-v2") for a in args[:1]):
                 found.append(int(cmdline.parent.name))
     return found
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])

@@ -17,7 +17,6 @@ import dataclasses
 import io
 import os
 import signal
-import socket
 import tarfile
 import time
 import uuid
@@ -41,6 +40,7 @@ from layerbench.stack.image import resolve
 from layerbench.stack.ledger import tracked
 from layerbench.stack.network import Network, bridge_network
 from layerbench.stack.placement import Role, host_dir, tuning_options
+from layerbench.stack.ports import free_port
 from layerbench.stack.protocols import BoundedNode, ContainerEngine, Engine, StartsServers
 from layerbench.stack.target import BuildContext, Device, Facts, Mount, Target
 from layerbench.workloads.servers import SERVER_UID, SERVERS, ServerConfig, ServerDef
@@ -394,10 +394,3 @@ def passable(path: Path) -> bool:
     if st.st_gid == SERVER_UID:
         return bool(st.st_mode & 0o010)
     return bool(st.st_mode & 0o001)
-
-
-def free_port() -> int:
-    """A TCP port free on loopback now (the kernel picks it; the server binds it a moment later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])

@@ -29,10 +29,9 @@ from typing import Any
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Completed
 from layerbench.spec.models import EngineSpec, Limits, PlacementSpec, StackSpec
-from layerbench.spec.rules import VM_MAX_SERVERS
 from layerbench.stack import dockerd, image
 from layerbench.stack.engines.container import tools
-from layerbench.stack.engines.vm import GUEST_PORT_BASE, SETUP_TIMEOUT_S, guest_on
+from layerbench.stack.engines.vm import SETUP_TIMEOUT_S, forwards, guest_on
 from layerbench.stack.engines.vm.guest import GUEST_MOUNT, Guest
 from layerbench.stack.engines.vm.guest_servers import GuestHandle, prepare, server_unit
 from layerbench.stack.fleet import (
@@ -40,7 +39,6 @@ from layerbench.stack.fleet import (
     Endpoint,
     Starter,
     data_bytes,
-    free_port,
     server_config,
     wait_ready,
 )
@@ -87,7 +85,7 @@ class VmDockerEngine:
 
 @contextmanager
 def start(mount: Mount, spec: EngineSpec, ctx: BuildContext) -> Iterator[VmDockerEngine]:
-    ports = [(free_port(), GUEST_PORT_BASE + i) for i in range(VM_MAX_SERVERS)]
+    ports = forwards()
     with guest_on(mount, ctx, ports) as (guest, facts), _dockerd(guest, spec.driver or "overlay2"):
         ref, digests = _import_image(guest, ctx, tools(ctx))  # fio, its helpers, IOzone
         facts = {**facts, "fio_sha256": digests.get("fio"), "driver": spec.driver}

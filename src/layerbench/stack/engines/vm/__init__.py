@@ -29,8 +29,9 @@ from layerbench.spec.models import EngineSpec, StackSpec
 from layerbench.spec.rules import VM_MAX_SERVERS
 from layerbench.stack.engines.vm import guest_servers, qemu
 from layerbench.stack.engines.vm.guest import GONE, GONE_RC, GUEST_MOUNT, Guest, booted
-from layerbench.stack.fleet import Starter, free_port
+from layerbench.stack.fleet import Starter
 from layerbench.stack.ledger import tracked
+from layerbench.stack.ports import free_ports
 from layerbench.stack.target import BuildContext, Mount, Target
 from layerbench.workloads.servers import ServerDef
 
@@ -60,9 +61,14 @@ class VmEngine:
         return guest_servers.starter(self.guest, self.ports, definition, exits, ctx)
 
 
+def forwards() -> list[tuple[int, int]]:
+    """(host port, guest port) for each server a guest may run: qemu binds the host's side at its start."""
+    return [(host, GUEST_PORT_BASE + i) for i, host in enumerate(free_ports(VM_MAX_SERVERS))]
+
+
 @contextmanager
 def start(mount: Mount, spec: EngineSpec, ctx: BuildContext) -> Iterator[VmEngine]:
-    ports = [(free_port(), GUEST_PORT_BASE + i) for i in range(VM_MAX_SERVERS)]
+    ports = forwards()
     with guest_on(mount, ctx, ports) as (guest, facts):
         yield VmEngine(guest, mount, ports, facts=facts)
 
