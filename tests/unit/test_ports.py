@@ -20,11 +20,12 @@ def test_the_ephemeral_range_is_read_from_the_kernel_or_linux_s_default(tmp_path
     assert ports.ephemeral_range(tmp_path / "absent") == (32768, 60999)
 
 
-def test_candidates_leave_out_the_ephemeral_range_and_the_low_ports() -> None:
+def test_candidates_leave_out_the_ephemeral_range_the_node_ports_and_the_low_ports() -> None:
     pool = ports.candidates(32768, 60999)
     assert (min(pool), max(pool)) == (ports.FLOOR, ports.CEILING)
-    assert 32767 in pool and 61000 in pool
-    assert not [p for p in pool if 32768 <= p <= 60999]
+    assert 29999 in pool and 61000 in pool
+    assert not [p for p in pool if 30000 <= p <= 60999]  # the range, and Kubernetes' NodePorts below it
+    assert len(ports.candidates(40000, 50000)) == (29999 - 10000 + 1) + (39999 - 32768 + 1) + (65535 - 50001 + 1)
     assert ports.candidates(1024, 65535) == []  # a host that gave every port to the range
 
 

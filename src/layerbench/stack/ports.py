@@ -2,9 +2,9 @@
 
 Between the check here and the bind there (a server's start, qemu's ``hostfwd`` after a guest's disk is
 made) another socket may take the port. A port of the kernel's ephemeral range can be taken by any
-outgoing connection on the host, and beside the cluster tier there are hundreds a second; qemu then
-exits at once ("could not set up host forwarding rule") and the guest is lost. So the ports come from
-outside that range, where only a program that names its port binds.
+outgoing connection on the host (the cluster tier, beside the VM tier in CI, opens them all the time);
+qemu then exits at once ("Could not set up host forwarding rule") and the guest is lost. So the ports
+come from outside that range, where only a program that names its port binds.
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
 FLOOR = 10000  # below it sit the well-known and most registered services' ports
 CEILING = 65535
 TRIES = 200
+# Kubernetes' default NodePort range: on a node, kube-proxy's rules send a connection to such a port on
+# any local address (loopback too) to a Service, and no socket here shows it.
+NODE_PORTS = (30000, 32767)
 
 
 def ephemeral_range(path: Path = EPHEMERAL) -> tuple[int, int]:
@@ -31,8 +34,9 @@ def ephemeral_range(path: Path = EPHEMERAL) -> tuple[int, int]:
 
 
 def candidates(low: int, high: int) -> list[int]:
-    """Ports at or above FLOOR outside [low, high]; empty where the ephemeral range covers them all."""
-    return [*range(FLOOR, max(FLOOR, low)), *range(max(FLOOR, high + 1), CEILING + 1)]
+    """Ports at or above FLOOR outside [low, high] and NODE_PORTS; empty where nothing is left."""
+    outside = (range(low, high + 1), range(NODE_PORTS[0], NODE_PORTS[1] + 1))
+    return [p for p in range(FLOOR, CEILING + 1) if not any(p in r for r in outside)]
 
 
 def free_ports(count: int, rng: random.Random | None = None) -> list[int]:
