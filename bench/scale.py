@@ -39,12 +39,14 @@ from pathlib import Path
 
 import yaml
 
-from layerbench.pipeline import register_cells
-from layerbench.sample import Sample
+from layerbench.records.checks import Check
+from layerbench.records.sample import Sample
+from layerbench.records.trial import MonitorPoint, TrialRecord
+from layerbench.run.loop import register_cells
 from layerbench.spec import load
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.matrix import Matrix, expand
-from layerbench.store.db import CheckRecord, MonitorPoint, Store, TrialRecord
+from layerbench.store.db import Store
 from layerbench.workloads import fio
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -141,7 +143,7 @@ def trial_record(
                    "device": "/dev/loop0", "cgroup": {"cpu": "/sys/fs/cgroup/cpu/docker/0123abcd"} if docker else {}},
         "engine": {"kind": "docker" if docker else "native", "version": "20.10.24", "driver": "overlay2"},
     }  # fmt: skip
-    checks = [CheckRecord(*c) for c in CHECKS]
+    checks = [Check(*c) for c in CHECKS]
     argv = ["fio", "--output-format=json+", "--name=RR", "--rw=randread", "--bs=4k", f"--iodepth={rep + 1}"]
     return TrialRecord(cell_id, rep, "ok", None, 0.0, 2.0, argv, raw, "", info, samples, checks, monitor, None, logs)
 

@@ -62,15 +62,15 @@ from pathlib import Path
 
 from layerbench import proc
 from layerbench.analysis.stats import t_quantile
-from layerbench.monitor import Monitor, devices_beneath, parse_proc_stat
-from layerbench.schedule import Trial
+from layerbench.run.kinds.single import lat_log_prefix, precondition, run_trial, workload_argv
+from layerbench.run.measure.monitor import Monitor, devices_beneath, parse_proc_stat
+from layerbench.run.schedule import Trial
 from layerbench.spec.models import Cell, FioWorkload, StackSpec
 from layerbench.stack.device import device
 from layerbench.stack.engines import engine_type
 from layerbench.stack.filesystem import filesystem
 from layerbench.stack.ledger import Ledger
 from layerbench.stack.target import BuildContext, Target
-from layerbench.trial import lat_log_prefix, precondition, run_trial, workload_argv
 from layerbench.workloads import fio
 
 # One job on a 2-core host, a moderate queue: fio keeps one core busy and leaves the other to the rest.

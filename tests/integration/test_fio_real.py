@@ -83,10 +83,10 @@ def test_a_rewritten_job_file_runs_at_the_placement_with_its_groups(tmp_path: Pa
 def test_a_trial_keeps_fios_latency_log_and_leaves_no_log_behind(tmp_path: Path, on_device: bool) -> None:
     """run_trial on a Target over a temporary directory (on_device: a file standing in for a device): fio writes
     its latency log, the trial reads it back into its record, and outside the placement nothing is left."""
-    from layerbench.schedule import Trial
+    from layerbench.run.kinds.single import run_trial
+    from layerbench.run.schedule import Trial
     from layerbench.spec.models import Cell, StackSpec
     from layerbench.stack.target import Device, Target
-    from layerbench.trial import run_trial
     from layerbench.workloads import fio_log
 
     data, work = tmp_path / "data", tmp_path / "work"

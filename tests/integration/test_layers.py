@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from layerbench import proc
+from layerbench.run.kinds.single import workload_argv
 from layerbench.spec.models import FioWorkload, StackSpec
 from layerbench.stack.build import StackBuilder
 from layerbench.stack.ledger import Ledger
 from layerbench.stack.target import BuildContext
-from layerbench.trial import workload_argv
 from layerbench.workloads import fio
 from tests.integration.leftovers import leftovers
 

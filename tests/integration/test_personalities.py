@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from layerbench import proc
+from layerbench.run.kinds.single import workload_argv
 from layerbench.spec.models import FioWorkload, StackSpec
 from layerbench.stack.build import single
 from layerbench.stack.ledger import Ledger
 from layerbench.stack.target import BuildContext
-from layerbench.trial import workload_argv
 from layerbench.workloads import fio
 from layerbench.workloads.personalities import PERSONALITIES, expected_mix
 

@@ -20,7 +20,7 @@ import pytest
 from docker.errors import NotFound
 from docker.models.containers import Container
 
-from layerbench.mount_check import volatile_check
+from layerbench.run.measure.mount_check import volatile_check
 from layerbench.spec.models import EngineSpec, Limits, PlacementSpec, StackSpec
 from layerbench.stack import mountinfo
 from layerbench.stack.cgroups import mismatches

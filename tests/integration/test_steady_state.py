@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from layerbench import proc
-from layerbench.schedule import Trial
+from layerbench.run.kinds.single import precondition, run_trial
+from layerbench.run.schedule import Trial
 from layerbench.spec.models import Cell, FioWorkload, StackSpec
 from layerbench.stack.build import single
 from layerbench.stack.ledger import Ledger
 from layerbench.stack.target import BuildContext
-from layerbench.trial import precondition, run_trial
 
 pytestmark = [pytest.mark.requires_root, pytest.mark.requires_fio, pytest.mark.slow]
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from layerbench.schedule import Trial
+from layerbench.run.kinds.single import precondition, run_trial
+from layerbench.run.schedule import Trial
 from layerbench.spec.models import Cell, FioWorkload, StackSpec
 from layerbench.stack.placement import native_placement
 from layerbench.stack.target import Mount
-from layerbench.trial import precondition, run_trial
 from tests.integration.test_docker_stack import loop_fs, make_ctx, sh
 
 EXT4 = ["mkfs.ext4", "-q", "-F", "-E", "nodiscard"]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from layerbench import quiet
+from layerbench.run import quiet
 from tests import support
 from tests.integration.leftovers import leftovers
 

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from layerbench import proc
-from layerbench.pipeline import execute, register_cells
-from layerbench.session import budget_for, running
+from layerbench.run.loop import execute, register_cells
+from layerbench.run.session import budget_for, running
 from layerbench.spec import load
 from layerbench.spec.matrix import expand
 from layerbench.stack.capabilities import DEFAULT_CACHE, probe

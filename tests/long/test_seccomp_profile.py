@@ -12,7 +12,7 @@ import pytest
 
 from layerbench.analysis import explain, findings, flame, overhead
 from layerbench.analysis.findings import Finding
-from layerbench.store.db import ProfileRecord
+from layerbench.records.trial import ProfileRecord
 from layerbench.store.read import RunData
 from tests.integration.leftovers import leftovers
 from tests.integration.test_profile import profiled_run

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from layerbench import proc
-from layerbench.pipeline import execute, register_cells
+from layerbench.run.loop import execute, register_cells
 from layerbench.spec import load
 from layerbench.spec.matrix import expand
 from layerbench.stack.capabilities import probe

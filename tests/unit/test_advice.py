@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from layerbench.analysis import advice, findings, overhead
-from layerbench.analysis.checks import Check
 from layerbench.analysis.stats import Ratio
 from layerbench.cli.app import app
+from layerbench.records.checks import Check
 from layerbench.report.terminal import advice_lines
 from layerbench.spec.feasibility import HostCaps
 from layerbench.store.read import RunData

@@ -93,7 +93,7 @@ def test_proc_cgroup_locates_the_container(version: str, tmp_path: Path) -> None
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_the_monitor_reads_usage_from_real_files(version: str) -> None:
-    from layerbench.monitor import read_cgroup
+    from layerbench.run.measure.monitor import read_cgroup
 
     dirs, _ = captured(version)
     got = read_cgroup(dirs)

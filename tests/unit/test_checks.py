@@ -3,9 +3,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from layerbench.analysis.checks import (
+from layerbench.analysis.checks import SUSPECT_SINGLE_RATIO, faster_than_baseline, noisy, not_beneath
+from layerbench.analysis.overhead import physics
+from layerbench.analysis.stats import ratio
+from layerbench.run.measure.checks import (
     DATABASE_REMEDY,
-    SUSPECT_SINGLE_RATIO,
     CpuLoad,
     accounting_blind,
     bottleneck,
@@ -14,13 +16,8 @@ from layerbench.analysis.checks import (
     cpu_limit,
     cpuset_size,
     device_accounting,
-    faster_than_baseline,
-    noisy,
-    not_beneath,
 )
-from layerbench.analysis.overhead import physics
-from layerbench.analysis.stats import ratio
-from layerbench.monitor import devices_beneath
+from layerbench.run.measure.monitor import devices_beneath
 from layerbench.spec.models import Cell, FioWorkload, StackSpec
 from layerbench.store.read import StoredCell
 from tests.unit.stored import stored_cell

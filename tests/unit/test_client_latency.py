@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from layerbench import hdr
 from layerbench.analysis.latency import client_percentiles
+from layerbench.records import hdr
 from tests.unit.stored import stored_trial
 
 

@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from layerbench.records.trial import MonitorPoint, TrialRecord
 from layerbench.store.columns import categorical, positions
-from layerbench.store.db import MonitorPoint, Store, TrialRecord
+from layerbench.store.db import Store
 
 REAL_RUN = Path(__file__).resolve().parent.parent / "data" / "plan" / "scaling.db"  # database cells' series
 

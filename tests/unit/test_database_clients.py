@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from layerbench.database_clients import Client, clients_of, pgbench_measured, timing, ycsb_measured
+from layerbench.run.kinds.database_clients import Client, clients_of, pgbench_measured, timing, ycsb_measured
 from layerbench.spec import load
 from layerbench.spec.clients import ClientsSpec
 from layerbench.spec.databases import INSERTING_MIXES
@@ -166,9 +166,10 @@ def test_a_stored_sweep_of_1_and_2_ycsb_clients_gives_a_curve_and_a_row_per_clie
 ) -> None:
     """Client 1's capture stored as the 1-client cell's trials, both clients' as the 2-client cell's."""
     from layerbench.analysis.plan import curves_of
-    from layerbench.pipeline import register_cells
+    from layerbench.records.trial import TrialRecord
     from layerbench.report.view import view
-    from layerbench.store.db import Store, TrialRecord
+    from layerbench.run.loop import register_cells
+    from layerbench.store.db import Store
     from layerbench.store.read import load as load_run
 
     exp = load.parse(SPEC.replace("[1, 2, 4]", "[1, 2]") + "  - {kind: ycsb, name: B, mix: b, threads: 2}\n")

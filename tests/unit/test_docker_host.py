@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from layerbench import nodes
 from layerbench.errors import SpecError
-from layerbench.monitor import Monitor
+from layerbench.run import nodes
+from layerbench.run.kinds.single import set_not_enforced, trial_checks
+from layerbench.run.measure.monitor import Monitor
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.load import validate
 from layerbench.spec.matrix import expand, expand_stacks
@@ -20,7 +21,6 @@ from layerbench.stack.engines import ENGINES, failure_category
 from layerbench.stack.engines.docker_host import data_mount, host_api, limits_set
 from layerbench.stack.placement import kill_inside
 from layerbench.stack.target import Device, Target
-from layerbench.trial import set_not_enforced, trial_checks
 from layerbench.workloads import footprint
 
 URL = "tcp://10.250.99.10:2375"

@@ -8,6 +8,7 @@ from typing import get_args
 
 import pytest
 
+from layerbench.run.kinds.single import category
 from layerbench.spec import load
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.matrix import expand
@@ -15,7 +16,6 @@ from layerbench.spec.models import EngineKind, EngineSpec
 from layerbench.spec.rules import ENGINE_RULES
 from layerbench.stack.cleanup import REMOVERS
 from layerbench.stack.engines import ENGINES, failure_category
-from layerbench.trial import category
 
 BASE = "name: t\ndevice: {kind: loop, size: 1GiB}\nstacks:\n"
 FIO = "workloads:\n  - {name: RR}\n"

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 import layerbench
+from layerbench.records.trial import TrialRecord
 from layerbench.report import csv_lines
 from layerbench.report.export import (
     cell_config,
@@ -24,7 +25,7 @@ from layerbench.report.export import (
     write_samples,
 )
 from layerbench.spec.models import Cell, FioWorkload, StackSpec
-from layerbench.store.db import CellRow, Store, TrialRecord
+from layerbench.store.db import CellRow, Store
 from layerbench.store.read import load
 from layerbench.store.read import samples as read_samples
 from layerbench.workloads import fio

@@ -10,17 +10,18 @@ from pathlib import Path
 from markupsafe import escape
 
 from layerbench.analysis import findings, overhead
-from layerbench.analysis.checks import Check
-from layerbench.pipeline import register_cells
+from layerbench.records.checks import Check
+from layerbench.records.sample import Sample
+from layerbench.records.trial import TrialRecord
 from layerbench.report import html
 from layerbench.report.terminal import show_json
 from layerbench.report.view import view
-from layerbench.sample import Sample
+from layerbench.run.loop import register_cells
 from layerbench.spec import load as spec_load
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.matrix import expand
 from layerbench.spec.models import StackSpec
-from layerbench.store.db import Store, TrialRecord
+from layerbench.store.db import Store
 from layerbench.store.read import RunData, load
 
 SPEC = """

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from layerbench.clients_trial import in_step, merged_latency
 from layerbench.errors import SpecError
+from layerbench.run.kinds.clients import in_step, merged_latency
 from layerbench.spec import load
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.matrix import Matrix, expand, expand_stacks
@@ -283,7 +283,7 @@ def _capture() -> tuple[str, fio_clients.ClientsResult, dict[int, float]]:
 
 def _run_of(exp: Experiment, matrix: Matrix, tmp_path: Path) -> tuple[Store, str]:
     """A new run of ``exp`` in a store of its own, its cells registered."""
-    from layerbench.pipeline import register_cells
+    from layerbench.run.loop import register_cells
 
     store = Store.open(tmp_path / "r.db")
     run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), {})
@@ -297,8 +297,8 @@ def test_a_stored_run_of_1_2_and_4_clients_gives_a_curve_and_a_row_per_client(
     """The 4-client capture stored as each count's trials (its first 1, 2 or 4 clients), read back as `show`."""
     import time
 
+    from layerbench.records.trial import TrialRecord
     from layerbench.report.view import view
-    from layerbench.store.db import TrialRecord
     from layerbench.store.read import load as load_run
 
     exp = load.parse(BASE + "  - {filesystem: ext4, clients: [1, 2, 4]}\n")
@@ -330,10 +330,10 @@ def test_clients_dealt_over_nodes_are_named_with_their_node_in_show(tmp_path: Pa
     import dataclasses
     import time
 
+    from layerbench.records.trial import TrialRecord
     from layerbench.report.terminal import clients_table
     from layerbench.report.view import view
     from layerbench.spec.feasibility import ClusterNode
-    from layerbench.store.db import TrialRecord
     from layerbench.store.read import load as load_run
 
     caps = dataclasses.replace(full_caps, kube={n: ClusterNode(True, True) for n in ("n1", "n2")})
@@ -358,13 +358,13 @@ def test_clients_dealt_over_nodes_are_named_with_their_node_in_show(tmp_path: Pa
 def test_a_run_that_lost_a_client_s_log_runs_again_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     """fio's client failed to unpack a server's log (as it once did on three swarm services): the clients run
     again, the trial is the later run's, and its info keeps what the lost run said."""
-    from layerbench import clients_trial
-    from layerbench.monitor import Monitor
     from layerbench.proc import Completed
+    from layerbench.run.kinds import clients as clients_trial
+    from layerbench.run.kinds.single import Outcome
+    from layerbench.run.measure.monitor import Monitor
     from layerbench.spec.clients import ClientsSpec
     from layerbench.stack.clients import ClientSet
     from layerbench.stack.target import Device, Target
-    from layerbench.trial import Outcome
 
     text = (DATA / "clients-native-4.json").read_text()
     names = [fio_clients.socket_name(i) for i in range(4)]

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from layerbench.proc import Completed
-from layerbench.schedule import Trial
+from layerbench.run.kinds.single import run_trial
+from layerbench.run.schedule import Trial
 from layerbench.spec.load import load
 from layerbench.spec.models import Cell, FioWorkload, StackSpec
 from layerbench.stack.target import Device, Target
-from layerbench.trial import run_trial
 from layerbench.workloads import fio, fio_log
 
 DATA = Path(__file__).parent.parent / "data" / "fio" / "3.33"

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from layerbench.analysis.percentiles import percentiles
 from layerbench.proc import FakeRunner
+from layerbench.records.percentiles import percentiles
 from layerbench.workloads.fio import (
     FioParseError,
     fio_version,

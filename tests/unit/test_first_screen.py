@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.console import Console
 
-from layerbench.analysis.checks import MEANINGS
+from layerbench.records.checks import MEANINGS
 from layerbench.store.db import Store
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "plan" / "scaling.db"  # a real run with three kinds of flag

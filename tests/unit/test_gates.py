@@ -13,9 +13,10 @@ from typer.testing import CliRunner
 
 from layerbench.cli.app import app
 from layerbench.cli.boundary import EXIT_REGRESSION
-from layerbench.sample import Sample
+from layerbench.records.sample import Sample
+from layerbench.records.trial import TrialRecord
 from layerbench.spec.models import Cell, FioWorkload, StackSpec
-from layerbench.store.db import CellRow, Store, TrialRecord
+from layerbench.store.db import CellRow, Store
 
 JUNIT_XSD = Path(__file__).parent.parent / "data" / "junit" / "junit-10.xsd"
 RR = FioWorkload(name="RR", rw="randread", bs=4096)

@@ -43,7 +43,7 @@ def check_names() -> set[str]:
     found: set[str] = set()
     for source in (ROOT / "src" / "layerbench").rglob("*.py"):
         found |= set(re.findall(r'Check\(\s*"([a-z-]+)"', source.read_text()))
-    from layerbench import mount_check
+    from layerbench.run.measure import mount_check
 
     return found | {mount_check.NAME}
 

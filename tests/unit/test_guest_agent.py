@@ -12,10 +12,10 @@ import pytest
 
 from layerbench.errors import ToolError
 from layerbench.proc import FakeRunner
+from layerbench.run.kinds.single import category
 from layerbench.stack.engines.vm import guest_agent
 from layerbench.stack.engines.vm.guest import GONE, GONE_RC, PIDFILE, Guest, reclaim
 from layerbench.stack.ledger import Resource
-from layerbench.trial import category
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 
 from layerbench.errors import SpecError
 from layerbench.proc import FakeRunner
-from layerbench.sample import job_point, point_job
+from layerbench.records.sample import job_point, point_job
 from layerbench.spec.models import IozoneWorkload
 from layerbench.stack.environment import describe_host
 from layerbench.workloads import iozone

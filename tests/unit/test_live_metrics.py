@@ -12,10 +12,11 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families as prometheus_families
 
 from layerbench.errors import PrerequisiteError
-from layerbench.monitor import Monitor
+from layerbench.records.checks import Check
+from layerbench.records.trial import TrialRecord
 from layerbench.report import metrics
+from layerbench.run.measure.monitor import Monitor
 from layerbench.spec.models import Cell, FioWorkload, StackSpec
-from layerbench.store.db import CheckRecord, TrialRecord
 from layerbench.workloads import fio
 
 DATA = Path(__file__).parent.parent / "data" / "fio" / "3.33"
@@ -39,7 +40,7 @@ def test_progress_last_trial_and_monitor_served() -> None:
     state = metrics.LiveState("run-1", total=4)
     text = (DATA / "latlog-randread-4k-2x4.json").read_text()
     record = TrialRecord(CELL.id, 0, "ok", None, 0.0, 1.0, ["fio"], text, "", {}, fio.samples(fio.parse(text)),
-                         [CheckRecord("device-accounting", "flag", "page cache")])  # fmt: skip
+                         [Check("device-accounting", "flag", "page cache")])  # fmt: skip
     with Monitor([], interval=0.05, on_point=state.monitor_point) as mon:
         deadline = time.monotonic() + 30
         while not any(p.series == "cpu.iowait" for p in list(mon.points)) and time.monotonic() < deadline:

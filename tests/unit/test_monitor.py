@@ -3,7 +3,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from layerbench.monitor import (
+from layerbench.run.measure.monitor import (
     Monitor,
     Point,
     cpu_shares,
@@ -17,7 +17,7 @@ from layerbench.monitor import (
     parse_proc_stat,
     read_procs,
 )
-from layerbench.monitor_checks import bottleneck_check, contended_check
+from layerbench.run.measure.monitor_checks import bottleneck_check, contended_check
 
 DATA = Path(__file__).parent.parent / "data" / "proc"
 
@@ -46,7 +46,7 @@ def test_meminfo_in_bytes() -> None:
 
 
 def test_container_counters_from_cgroup_v1_files(tmp_path: Path) -> None:
-    from layerbench.monitor import read_cgroup
+    from layerbench.run.measure.monitor import read_cgroup
 
     for ctrl, name, text in [
         ("cpuacct", "cpuacct.usage", "2500000000\n"),
@@ -60,7 +60,7 @@ def test_container_counters_from_cgroup_v1_files(tmp_path: Path) -> None:
 
 
 def test_container_counters_from_cgroup_v2(tmp_path: Path) -> None:
-    from layerbench.monitor import read_cgroup
+    from layerbench.run.measure.monitor import read_cgroup
 
     (tmp_path / "cpu.stat").write_text("usage_usec 1500\nuser_usec 1000\nsystem_usec 500\n")
     (tmp_path / "memory.current").write_text("4096\n")

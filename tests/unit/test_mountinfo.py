@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from layerbench.mount_check import judge, volatile_check
+from layerbench.run.measure.mount_check import judge, volatile_check
 from layerbench.stack import mountinfo
 
 DATA = Path(__file__).parents[1] / "data" / "mountinfo"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from layerbench import nodes
+from layerbench.run import nodes
 from layerbench.spec.feasibility import ClusterNode, HostCaps
 from layerbench.spec.load import validate
 from layerbench.spec.matrix import expand

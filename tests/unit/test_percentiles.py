@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from layerbench.analysis.percentiles import merge, percentiles
+from layerbench.records.percentiles import merge, percentiles
 
 
 def test_percentile_of_a_known_histogram() -> None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from layerbench.pipeline import still_imprecise
-from layerbench.sample import Sample
+from layerbench.records.sample import Sample
+from layerbench.records.trial import TrialRecord
+from layerbench.run.loop import still_imprecise
 from layerbench.spec import load
 from layerbench.spec.matrix import expand_stacks
 from layerbench.spec.models import Cell
-from layerbench.store.db import CellRow, Store, TrialRecord
+from layerbench.store.db import CellRow, Store
 
 SPEC = """
 name: p

@@ -8,11 +8,11 @@ import re
 from rich.console import Console
 
 from layerbench.cli.progress import TrialProgress
-from layerbench.schedule import Trial
+from layerbench.records.trial import TrialRecord
+from layerbench.run.schedule import Trial
 from layerbench.spec.load import parse
 from layerbench.spec.matrix import expand_stacks
 from layerbench.spec.models import Cell
-from layerbench.store.db import TrialRecord
 
 SPEC = """
 name: p

@@ -12,14 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from layerbench import hdr
 from layerbench.errors import StoreError
-from layerbench.pipeline import register_cells
+from layerbench.records import hdr
+from layerbench.records.checks import Check
+from layerbench.records.trial import TrialRecord
+from layerbench.run.loop import register_cells
 from layerbench.spec import load as spec_load
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.matrix import expand, sweep_point, sweep_points
 from layerbench.spec.models import FioWorkload
-from layerbench.store.db import CellRow, CheckRecord, Store, TrialRecord, collector_paused
+from layerbench.store.db import CellRow, Store, collector_paused
 from layerbench.store.read import load, load_samples
 
 SWEPT = """
@@ -50,7 +52,7 @@ def test_a_run_loads_once_into_typed_cells_trials_and_checks(tmp_path: Path, ful
     register_cells(store, run_id, matrix)
     first = matrix.cells[0]
     latency = {"read": hdr.encode(hdr.of_values([100.0, 200.0]))}
-    check = CheckRecord("noisy", "flag", "CV 14%")
+    check = Check("noisy", "flag", "CV 14%")
     store.record_trial(run_id, TrialRecord(first.id, 0, "ok", None, 1.0, 2.0, [], "", "", {"latency_hdr": latency},
                                            [], [check]))  # fmt: skip
     data = load(store, "latest")

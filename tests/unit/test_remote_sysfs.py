@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from layerbench.monitor import devices_beneath, parse_disk_stat
+from layerbench.run.measure.monitor import devices_beneath, parse_disk_stat
 from layerbench.stack.remote import iscsi, nvme_tcp
 
 CAPTURES = Path(__file__).parent.parent / "data" / "remote" / "sysfs"

@@ -11,9 +11,11 @@ import pandas as pd
 import pytest
 
 from layerbench.analysis.latency import merged_percentiles
-from layerbench.analysis.percentiles import STANDARD, merge, percentiles
+from layerbench.records.checks import Check
+from layerbench.records.percentiles import STANDARD, merge, percentiles
+from layerbench.records.trial import MonitorPoint, TrialRecord
 from layerbench.store import cache, read
-from layerbench.store.db import CellRow, CheckRecord, MonitorPoint, Store, TrialRecord
+from layerbench.store.db import CellRow, Store
 from layerbench.store.read import RunData, StoredTrial, load
 from layerbench.workloads import fio
 
@@ -69,7 +71,7 @@ def fio_trial(cell: str, rep: int, output: Path, kept: bool = False) -> TrialRec
     result = fio.parse(raw)
     monitor = [MonitorPoint(1.0, "cpu.user", 40.0 + rep, "%")]
     logs = {fio.BINS_LOG: fio.bins_text(fio.completion_bins(result))} if kept else {}
-    checks = [CheckRecord("noisy", "pass", "")]
+    checks = [Check("noisy", "pass", "")]
     return TrialRecord(
         cell, rep, "ok", None, 0.0, 1.0, [], raw, "", {}, fio.samples(result), checks, monitor, None, logs
     )

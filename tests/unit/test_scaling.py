@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from layerbench import hdr
 from layerbench.analysis.resources import trial_usage
 from layerbench.analysis.scaling import scaling
+from layerbench.records import hdr
 from layerbench.spec.databases import YcsbWorkload
 from layerbench.spec.models import Cell, StackSpec
 from layerbench.store.read import StoredCell

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from layerbench.schedule import plan, plan_round
+from layerbench.run.schedule import plan, plan_round
 from layerbench.spec import load
 from layerbench.spec.matrix import expand_stacks
 from layerbench.spec.models import Cell

@@ -304,9 +304,9 @@ def test_a_targets_facts_are_the_keys_its_engine_gave_typed() -> None:
 
 
 def test_an_emulated_guests_trial_is_flagged_from_its_facts() -> None:
-    from layerbench.monitor import Monitor
+    from layerbench.run.kinds.single import trial_checks
+    from layerbench.run.measure.monitor import Monitor
     from layerbench.stack.target import Device, Target
-    from layerbench.trial import trial_checks
 
     target = Target(
         lambda a, t: None,  # type: ignore[arg-type,return-value]
@@ -334,7 +334,7 @@ def test_the_cli_imports_no_module_of_stack_anywhere() -> None:
 
 
 def test_doctor_says_how_to_name_a_cluster_and_a_swarm(monkeypatch: pytest.MonkeyPatch) -> None:
-    from layerbench import host
+    from layerbench.run import host
 
     monkeypatch.delenv("KUBECONFIG", raising=False)
     monkeypatch.delenv("LAYERBENCH_SWARM_MANAGER", raising=False)

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from layerbench import proc
-from layerbench.database_trial import credentials
+from layerbench.run.kinds.database import credentials
 from layerbench.spec import load
 from layerbench.spec.databases import ServerSpec
 from layerbench.spec.feasibility import ClusterNode, HostCaps, SwarmNode

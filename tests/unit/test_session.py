@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from layerbench.errors import PrerequisiteError
-from layerbench.session import check_space, running
+from layerbench.run.session import check_space, running
 from layerbench.stack.runlock import hold, is_live, lock_path
 from layerbench.store.db import Store
 

@@ -6,7 +6,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from layerbench import sqlitefile
+from layerbench.core import sqlitefile
 from layerbench.stack.ledger import Ledger
 from layerbench.store.db import Store
 

@@ -27,8 +27,9 @@ from layerbench.analysis.stats import (
     welch_logs,
     welch_logs_of,
 )
-from layerbench.sample import Sample
-from layerbench.store.db import CellRow, Store, TrialRecord
+from layerbench.records.sample import Sample
+from layerbench.records.trial import TrialRecord
+from layerbench.store.db import CellRow, Store
 
 
 def test_summary_matches_scipy() -> None:

@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from layerbench.errors import StoreError
-from layerbench.sample import Sample
+from layerbench.records.checks import Check
+from layerbench.records.sample import Sample
+from layerbench.records.trial import TrialRecord
 from layerbench.store import db
-from layerbench.store.db import CellRow, CheckRecord, Store, TrialRecord
+from layerbench.store.db import CellRow, Store
 from layerbench.store.schema import MIGRATIONS, VERSION, statements
 
 DATA = Path(__file__).parent.parent / "data"
@@ -32,7 +34,7 @@ def trial(cell: str, rep: int, status: str = "ok", value: float = 1000.0) -> Tri
         stderr="" if status == "ok" else "fio: io_u error: Invalid argument",
         info={"k": 1},
         samples=samples,
-        checks=[CheckRecord("noisy", "skip", "one trial")],
+        checks=[Check("noisy", "skip", "one trial")],
     )
 
 
@@ -187,7 +189,7 @@ def test_processes_creating_one_database_at_once_all_succeed(tmp_path: Path) -> 
 def test_a_profile_is_kept_with_its_trial_and_read_only_when_asked(tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from layerbench.store.db import ProfileRecord
+    from layerbench.records.trial import ProfileRecord
 
     store, run_id = new_store(tmp_path)
     folded = {"fio;entry_SYSCALL_64_[k];__seccomp_filter_[k]": 3, "C++ a<b>;x y": 2}  # frames hold spaces

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from layerbench.records.trial import TrialRecord
 from layerbench.report import html, sweep_figures
 from layerbench.report.view import view
 from layerbench.spec.matrix import sweep_points
 from layerbench.spec.models import Cell, FioWorkload, StackSpec
-from layerbench.store.db import CellRow, Store, TrialRecord
+from layerbench.store.db import CellRow, Store
 from layerbench.store.read import RunData, load
 from layerbench.workloads import fio
 

@@ -10,12 +10,13 @@ from typing import Any
 
 from rich.console import Console
 
-from layerbench.analysis.checks import Check
+from layerbench.records.checks import Check
+from layerbench.records.sample import Sample
+from layerbench.records.trial import TrialRecord
 from layerbench.report.terminal import plain, refused_table, results_table, show_json
 from layerbench.report.view import RunView, view
-from layerbench.sample import Sample
 from layerbench.spec.models import Cell, FioWorkload, StackSpec
-from layerbench.store.db import CellRow, Store, TrialRecord
+from layerbench.store.db import CellRow, Store
 from layerbench.store.read import load
 
 RR = FioWorkload(name="RR", rw="randread", bs=4096)

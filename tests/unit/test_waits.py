@@ -26,8 +26,8 @@ DEADLINE = re.compile(r"deadline|monotonic\(\)|timeout|limit|_S\b|wait_for", re.
 
 # (file, enclosing function) -> why the wait there is bounded without a timeout of its own.
 ALLOWED: dict[tuple[str, str], str] = {
-    ("src/layerbench/monitor.py", "__exit__"): "the sampler thread checks its stop event every interval",
-    ("src/layerbench/nodes.py", "run_all"): "child runs of --parallel-nodes: as long as the user's run, which "
+    ("src/layerbench/run/measure/monitor.py", "__exit__"): "the sampler thread checks its stop event every interval",
+    ("src/layerbench/run/nodes.py", "run_all"): "child runs of --parallel-nodes: as long as the user's run, which "
     "has its own trials' deadlines; the relays end when the children's pipes close",
     ("src/layerbench/proc.py", "_collect_all"): "each thread's communicate() has the caller's timeout",
     (
@@ -36,7 +36,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ): "reads an exec stream until the process ends; the trial's deadline kills the process",
     ("tests/unit/test_sqlitefile.py", "test_concurrent_opens_of_one_database_file_all_succeed"): "eight threads "
     "that each open a file once; the per-test timeout bounds them",
-    ("src/layerbench/monitor.py", "_loop"): "samples until its stop event is set (Event.wait(interval) each time)",
+    (
+        "src/layerbench/run/measure/monitor.py",
+        "_loop",
+    ): "samples until its stop event is set (Event.wait(interval) each time)",
     ("tools/localcluster/provisioner.py", "main"): "the provisioner is a server: it runs until the cluster stops it",
     ("tools/localcluster/swarm.py", "up"): "Docker's API call, under the SDK client's own timeout",
 }

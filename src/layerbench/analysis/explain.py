@@ -18,7 +18,7 @@ from layerbench.analysis import flame
 from layerbench.analysis.findings import Finding
 from layerbench.analysis.overhead import headline_metric
 from layerbench.analysis.stats import per_trial
-from layerbench.store.db import ProfileRecord
+from layerbench.records.trial import ProfileRecord
 from layerbench.store.read import RunData, StoredCell
 
 # Headline metrics that count operations: a rate times the profile's seconds is its work in I/Os.

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import pandas as pd
 from hdrh.histogram import HdrHistogram
 
-from layerbench import hdr
-from layerbench.analysis.percentiles import STANDARD, sorted_percentiles
+from layerbench.records import hdr
+from layerbench.records.percentiles import STANDARD, sorted_percentiles
 from layerbench.store.read import Completion, StoredTrial
 
 

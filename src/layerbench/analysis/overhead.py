@@ -12,10 +12,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from layerbench.analysis import comparisons, precision
-from layerbench.analysis.checks import Check, faster_than_baseline, noisy, not_beneath
+from layerbench.analysis.checks import faster_than_baseline, noisy, not_beneath
 from layerbench.analysis.comparisons import Family, headline_metric
 from layerbench.analysis.stats import NAN, Ratio, Summary, cell_values, summaries
 from layerbench.analysis.verdicts import Judged
+from layerbench.records.checks import Check
 from layerbench.store.db import CheckRow
 from layerbench.store.read import RunData, StoredCell
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from layerbench.sample import job_point
+from layerbench.records.sample import job_point
 from layerbench.spec.models import IozoneWorkload
 from layerbench.store.read import StoredCell
 

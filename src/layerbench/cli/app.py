@@ -16,7 +16,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from layerbench import nodes
 from layerbench.cli import gates as gates_cli
 from layerbench.cli import plan as plan_cli
 from layerbench.cli.boundary import EXIT_TRIALS_FAILED, UsageError, boundary, err_console
@@ -25,6 +24,7 @@ from layerbench.errors import PrerequisiteError, SpecError
 from layerbench.report import json_text
 from layerbench.report.bigtable import print_table
 from layerbench.report.doctor import DOCTOR_IMAGES, DoctorRow, doctor_rows
+from layerbench.run import nodes
 from layerbench.spec import load as spec_load
 from layerbench.spec import schema as spec_schema
 from layerbench.spec import seeds
@@ -180,7 +180,7 @@ def run(
     succeeded, 1 when some failed (they are saved with the tool's stderr).
     """
     with boundary():
-        from layerbench.session import cells_here
+        from layerbench.run.session import cells_here
 
         use_kubeconfig(kubeconfig)
         use_swarm_manager(swarm_manager)
@@ -221,7 +221,7 @@ def _serve(address: str, port: int | None) -> Serve | None:
 
 def _warn_shared(matrix: Matrix) -> None:
     """Parallel parts on one machine compete for its CPUs and memory: say so before their numbers exist."""
-    from layerbench import host
+    from layerbench.run import host
 
     kube = any(traits(c.stack.engine.kind).probe == "kube-nodes" for c in matrix.cells)
     local = host.on_this_machine(kube, nodes.docker_hosts(matrix))
@@ -252,7 +252,7 @@ def _own_argv(
 
 def confirm_formatting(matrix: Matrix, agreed: list[str]) -> None:
     """A block device is formatted only once its owner agreed: on the command line, or at a prompt."""
-    from layerbench import host
+    from layerbench.run import host
 
     named = sorted({str(c.stack.device.path) for c in matrix.cells if c.stack.device.kind == "block"})
     agreed_real = {os.path.realpath(a) for a in agreed}
@@ -291,9 +291,9 @@ def _run(
     node: str | None = None,
     serve: Serve | None = None,
 ) -> int:
-    from layerbench import host
-    from layerbench.pipeline import register_cells
-    from layerbench.session import check_server_access, check_space, needed_bytes
+    from layerbench.run import host
+    from layerbench.run.loop import register_cells
+    from layerbench.run.session import check_server_access, check_space, needed_bytes
 
     check_space(places.work_dir, needed_bytes(matrix))
     check_server_access(places.work_dir, matrix)
@@ -312,8 +312,8 @@ def _execute(
     exp: Experiment, matrix: Matrix, store: Store, run_id: str, places: Places, seed: int, serve: Serve | None = None
 ) -> int:
     from layerbench.cli.live import both, live
-    from layerbench.pipeline import execute, pending
-    from layerbench.session import budget_for, running
+    from layerbench.run.loop import execute, pending
+    from layerbench.run.session import budget_for, running
 
     budget = budget_for(exp, matrix, store.run(run_id).host)
     with running(store, run_id, places.work_dir, places.state_dir, budget, places.cache_dir) as (ctx, reclaimed):
@@ -352,9 +352,9 @@ def resume(
     same cells, so results of unlike conditions are never mixed in one run.
     """
     with boundary():
-        from layerbench import host
-        from layerbench.pipeline import register_cells
-        from layerbench.session import cells_here
+        from layerbench.run import host
+        from layerbench.run.loop import register_cells
+        from layerbench.run.session import cells_here
 
         use_kubeconfig(kubeconfig)
         use_swarm_manager(swarm_manager)
@@ -402,7 +402,7 @@ def cleanup(
     Running it twice is harmless.
     """
     with boundary():
-        from layerbench import host
+        from layerbench.run import host
 
         actions = host.clean_up(state_dir, dry_run)
         if as_json:
@@ -455,7 +455,7 @@ def _status(run: RunRow, state_dir: Path) -> str:
     """A run recorded as running whose lock is free died without saying so."""
     if run.status != "running":
         return run.status
-    from layerbench import host  # here: the stack's modules are half a second of every other `show`
+    from layerbench.run import host  # here: the stack's modules are half a second of every other `show`
 
     if not host.run_is_live(state_dir, run.id):
         return f"interrupted: continue with `layerbench resume {run.id}`"
@@ -710,7 +710,7 @@ def doctor(
     filesystem beneath it.
     """
     with boundary():
-        from layerbench import host
+        from layerbench.run import host
 
         use_kubeconfig(kubeconfig)
         use_swarm_manager(swarm_manager)

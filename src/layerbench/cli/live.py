@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from layerbench.cli.boundary import err_console
+from layerbench.records.trial import TrialRecord
 from layerbench.report import metrics
-from layerbench.store.db import TrialRecord
 
 if TYPE_CHECKING:  # the pipeline imports the stack: the CLI loads it only for a command that runs trials
-    from layerbench.pipeline import OnTrial
-    from layerbench.schedule import Trial
+    from layerbench.run.loop import OnTrial
+    from layerbench.run.schedule import Trial
 
 
 @dataclass(frozen=True)

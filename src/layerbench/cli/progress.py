@@ -15,8 +15,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from layerbench.schedule import Trial
-from layerbench.store.db import TrialRecord
+from layerbench.records.trial import TrialRecord
+from layerbench.run.schedule import Trial
 
 # A Java stack trace's frames ("\tat org.x.Y.z(Y.java:1)", "... 10 more") say where, not what.
 _FRAME = re.compile(r"^\s+(at |\.\.\. \d+ more)")

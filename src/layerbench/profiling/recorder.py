@@ -27,10 +27,10 @@ from pathlib import Path
 from layerbench.errors import LayerbenchError
 from layerbench.proc import spawn
 from layerbench.profiling import perf
+from layerbench.records.trial import ProfileRecord
 from layerbench.stack.handle import kill_if_same, marked_env, new_mark, start_time
 from layerbench.stack.ledger import Ledger, tracked
 from layerbench.stack.target import BuildContext
-from layerbench.store.db import ProfileRecord
 
 FREQUENCY_HZ = 99  # off the kernel's 100 Hz tick, so samples do not beat with timer work
 READY_S = 30.0  # perf maps a buffer per CPU before it records: on a busy host that takes a while

@@ -28,9 +28,9 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from layerbench.analysis.comparisons import headline_metric
 from layerbench.errors import PrerequisiteError
-from layerbench.sample import Sample
+from layerbench.records.sample import Sample
+from layerbench.records.trial import TrialRecord
 from layerbench.spec.models import Cell, Workload
-from layerbench.store.db import TrialRecord
 from layerbench.store.read import RunData
 
 LABELS = ("run", "cell_id", "cell", "stack", "workload", "repetition")

@@ -12,13 +12,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from layerbench.analysis.advice import Advised
-from layerbench.analysis.checks import MEANINGS
 from layerbench.analysis.compare import Comparison
 from layerbench.analysis.overhead import BYTE_METRICS, UNITS, CellResult
 from layerbench.analysis.ratio_table import RatioTable
 from layerbench.analysis.remote import AddedLatency
 from layerbench.analysis.scaling import Scaling
 from layerbench.analysis.verdicts import EQUIVALENT, FASTER, LEGEND, MARKS, SLOWER, shown
+from layerbench.records.checks import MEANINGS
 from layerbench.report.view import RunComparison, RunView
 from layerbench.store.db import RefusedRow
 from layerbench.store.read import StoredCell

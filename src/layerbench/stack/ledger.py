@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from layerbench import sqlitefile
+from layerbench.core import sqlitefile
 
 T = TypeVar("T")
 

@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.feather as feather
 from hdrh.histogram import HdrHistogram
 
-from layerbench import hdr
+from layerbench.records import hdr
 from layerbench.store.db import Store
 from layerbench.store.schema import VERSION
 

@@ -14,13 +14,13 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from layerbench import sqlitefile
+from layerbench.core import sqlitefile
 from layerbench.errors import StoreError
-from layerbench.sample import Sample
+from layerbench.records.trial import ProfileRecord, TrialRecord
 from layerbench.store.schema import MIGRATIONS, VERSION, statements
 
 if TYPE_CHECKING:  # pandas is seconds of a process's start under emulation: only a reader of frames pays it
@@ -53,51 +53,6 @@ class CellRow:
     config_json: str
     is_baseline: bool
     baseline_cell_id: str | None
-
-
-@dataclass(frozen=True)
-class CheckRecord:
-    name: str
-    status: str
-    detail: str
-
-
-@dataclass(frozen=True)
-class MonitorPoint:
-    t: float
-    series: str
-    value: float
-    unit: str
-
-
-@dataclass(frozen=True)
-class TrialRecord:
-    cell_id: str
-    repetition: int
-    status: str  # "ok" | "failed"
-    category: str | None
-    started_at: float
-    ended_at: float
-    argv: list[str]
-    raw_output: str
-    stderr: str
-    info: dict[str, Any]
-    samples: list[Sample]
-    checks: list[CheckRecord] = field(default_factory=list)
-    monitor: list[MonitorPoint] = field(default_factory=list)
-    profile: ProfileRecord | None = None
-    logs: dict[str, str] = field(default_factory=dict)  # the tool's own logs, as written ("lat": fio's latency)
-
-
-@dataclass(frozen=True)
-class ProfileRecord:
-    """A trial's CPU profile: folded stacks (``comm;root;...;leaf`` -> samples), perf stat's counters,
-    and what the profiler said (its stderr, or why the profile is partial)."""
-
-    kind: str
-    folded: dict[str, int]
-    counters: dict[str, float]
-    detail: str = ""
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,13 @@ import pandas as pd
 from hdrh.histogram import HdrHistogram
 from pydantic import TypeAdapter, ValidationError
 
-from layerbench import hdr
 from layerbench.errors import SpecError, StoreError
+from layerbench.records import hdr
+from layerbench.records.trial import ProfileRecord
 from layerbench.spec.matrix import SweepPoint, SweepPoints, sweep_point, sweep_points
 from layerbench.spec.models import STORED_CONTEXT, Cell, FioWorkload, StackSpec, Trials, Workload
 from layerbench.store import cache
-from layerbench.store.db import CellRow, CheckRow, ProfileRecord, RefusedRow, RunRow, Store, TrialRow, collector_paused
+from layerbench.store.db import CellRow, CheckRow, RefusedRow, RunRow, Store, TrialRow, collector_paused
 from layerbench.workloads import fio, fio_log
 
 WORKLOAD = TypeAdapter(Workload)

@@ -31,7 +31,7 @@ from typing import Any
 
 from layerbench.errors import LayerbenchError
 from layerbench.proc import Runner
-from layerbench.sample import Sample
+from layerbench.records.sample import Sample
 from layerbench.spec.models import FioWorkload
 from layerbench.workloads import fio_log
 

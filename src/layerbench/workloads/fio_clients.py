@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from layerbench.sample import Sample
+from layerbench.records.sample import Sample
 from layerbench.spec.models import FioWorkload
 from layerbench.workloads import fio
 

@@ -48,7 +48,7 @@ from pathlib import Path
 
 from layerbench.errors import LayerbenchError, SpecError
 from layerbench.proc import Runner
-from layerbench.sample import Sample, point_job
+from layerbench.records.sample import Sample, point_job
 from layerbench.spec.models import IozoneWorkload
 
 TESTS = {"write": 0, "read": 1, "random": 2}  # IOzone's -i numbers

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from layerbench.errors import LayerbenchError
-from layerbench.sample import Sample
+from layerbench.records.sample import Sample
 from layerbench.spec.databases import PgbenchWorkload
 
 PERCENTILES = (50.0, 95.0, 99.0, 99.9)

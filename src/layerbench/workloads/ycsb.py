@@ -47,9 +47,9 @@ from hdrh.codec import HdrCookieException, HdrHistogramSettingsException, HdrLen
 from hdrh.histogram import HdrHistogram
 from hdrh.log import re_histogram_interval
 
-from layerbench import hdr
 from layerbench.errors import LayerbenchError
-from layerbench.sample import Sample
+from layerbench.records import hdr
+from layerbench.records.sample import Sample
 from layerbench.spec.databases import ServerSpec, YcsbWorkload
 
 Phase = Literal["load", "run", "warmup"]

@@ -11,11 +11,16 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from layerbench import clients_trial, database_trial, quiet
 from layerbench.analysis.precision import confidence, precise_enough
 from layerbench.errors import LayerbenchError, ToolError
 from layerbench.profiling.recorder import recording
-from layerbench.schedule import StackPlan, Trial, plan, plan_round
+from layerbench.records.trial import TrialRecord
+from layerbench.run import quiet
+from layerbench.run.kinds import clients as clients_trial
+from layerbench.run.kinds import database as database_trial
+from layerbench.run.kinds.single import Outcome as TrialOutcome
+from layerbench.run.kinds.single import precondition, record, run_trial
+from layerbench.run.schedule import StackPlan, Trial, plan, plan_round
 from layerbench.spec.databases import YcsbWorkload
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Cell, Experiment, FioWorkload, IozoneWorkload, Workload
@@ -25,9 +30,7 @@ from layerbench.stack.engines import api_errors, failure_category
 from layerbench.stack.fleet import Fleet, ServerError
 from layerbench.stack.pool import Held, StackPool
 from layerbench.stack.target import BuildContext, Target
-from layerbench.store.db import CellRow, Store, TrialRecord
-from layerbench.trial import Outcome as TrialOutcome
-from layerbench.trial import precondition, record, run_trial
+from layerbench.store.db import CellRow, Store
 
 ENGINE_ERRORS = api_errors()  # an engine's API failing under a stack: its daemon gone or broken
 SETUP_ERRORS = (LayerbenchError, *ENGINE_ERRORS, OSError)  # a ServerError (its log's tail) among them

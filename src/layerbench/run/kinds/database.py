@@ -28,8 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from layerbench import proc
-from layerbench.analysis.checks import DATABASE_REMEDY, Check, emulated
-from layerbench.database_clients import (
+from layerbench.errors import ToolError
+from layerbench.proc import Completed
+from layerbench.records.checks import Check
+from layerbench.records.trial import MonitorPoint, TrialRecord
+from layerbench.run.kinds.database_clients import (
     Client,
     Measured,
     Timing,
@@ -39,19 +42,17 @@ from layerbench.database_clients import (
     timing,
     ycsb_measured,
 )
-from layerbench.errors import ToolError
-from layerbench.monitor import Monitor, devices_beneath
-from layerbench.monitor_checks import bottleneck_check, contended_check
-from layerbench.proc import Completed
-from layerbench.schedule import Trial
+from layerbench.run.kinds.single import Outcome, category, record
+from layerbench.run.measure.checks import DATABASE_REMEDY, emulated
+from layerbench.run.measure.monitor import Monitor, devices_beneath
+from layerbench.run.measure.monitor_checks import bottleneck_check, contended_check
+from layerbench.run.schedule import Trial
 from layerbench.spec.clients import ClientsSpec
 from layerbench.spec.databases import PgbenchWorkload, YcsbWorkload
 from layerbench.spec.models import DbWorkload
 from layerbench.stack.cgroups import verdict
 from layerbench.stack.fleet import Endpoint, Fleet
 from layerbench.stack.target import BuildContext
-from layerbench.store.db import MonitorPoint, TrialRecord
-from layerbench.trial import Outcome, category, record
 from layerbench.workloads import pgbench, ycsb
 
 CLIENT_SLACK_S = 180.0  # JVM start, connections, the report: beyond the phase's own time

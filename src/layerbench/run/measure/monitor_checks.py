@@ -1,7 +1,7 @@
 """The checks a trial's monitor series decide: was the CPU the bottleneck, was the host busy with others.
 
 Shared by file workloads' trials and database trials; the judgement itself is
-in analysis/checks.py (pure), this turns a Monitor's points into its inputs.
+in run/measure/checks.py (pure), this turns a Monitor's points into its inputs.
 The monitor reads this host's /proc: a trial that ran on another machine (a
 Docker host by URL, a Kubernetes node that is not this host: the engine says so
 in ``Target.info["unseen"]``) is skipped, never judged by this host's CPU; a trial
@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from layerbench.analysis.checks import FIO_REMEDY, Check, CpuLoad, bottleneck, contended, cpu_limit
-from layerbench.monitor import Monitor
+from layerbench.records.checks import Check
+from layerbench.run.measure.checks import FIO_REMEDY, CpuLoad, bottleneck, contended, cpu_limit
+from layerbench.run.measure.monitor import Monitor
 
 
 def bottleneck_check(

@@ -12,25 +12,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from layerbench.analysis.checks import (
-    FIO_REMEDY,
-    Check,
-    accounting_blind,
-    clock_bound,
-    device_accounting,
-    emulated,
-)
 from layerbench.errors import ToolError
-from layerbench.monitor import Monitor, devices_beneath
-from layerbench.monitor_checks import bottleneck_check, contended_check
-from layerbench.mount_check import volatile_check
-from layerbench.sample import Sample
-from layerbench.schedule import Trial
+from layerbench.records.checks import Check
+from layerbench.records.sample import Sample
+from layerbench.records.trial import MonitorPoint, TrialRecord
+from layerbench.run.measure.checks import FIO_REMEDY, accounting_blind, clock_bound, device_accounting, emulated
+from layerbench.run.measure.monitor import Monitor, devices_beneath
+from layerbench.run.measure.monitor_checks import bottleneck_check, contended_check
+from layerbench.run.measure.mount_check import volatile_check
+from layerbench.run.schedule import Trial
 from layerbench.spec.models import FileWorkload, FioWorkload, IozoneWorkload
 from layerbench.stack.cgroups import mismatches, verdict
 from layerbench.stack.engines import failure_category
 from layerbench.stack.target import DEFAULT_CACHE, Device, Target
-from layerbench.store.db import CheckRecord, MonitorPoint, TrialRecord
 from layerbench.workloads import fio, fio_log, iozone, jobfile, personalities
 
 OnPoint = Callable[[str, float, str], None] | None  # BuildContext.on_monitor
@@ -354,7 +348,7 @@ def record(trial: Trial, started: float, out: Outcome) -> TrialRecord:
         stderr=out.stderr,
         info=out.info,
         samples=out.samples,
-        checks=[CheckRecord(c.name, c.status, c.detail) for c in out.checks],
+        checks=list(out.checks),
         monitor=out.monitor,
         logs=out.logs,
     )

@@ -17,18 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from layerbench.analysis.checks import FIO_REMEDY, Check
-from layerbench.analysis.percentiles import merge, percentiles
-from layerbench.monitor import Monitor, devices_beneath
-from layerbench.monitor_checks import bottleneck_check, contended_check
 from layerbench.proc import Completed
-from layerbench.sample import Sample
-from layerbench.schedule import Trial
-from layerbench.spec.models import FioWorkload
-from layerbench.stack.clients import ClientSet, serving
-from layerbench.stack.target import BuildContext, Target
-from layerbench.store.db import MonitorPoint, TrialRecord
-from layerbench.trial import (
+from layerbench.records.checks import Check
+from layerbench.records.percentiles import merge, percentiles
+from layerbench.records.sample import Sample
+from layerbench.records.trial import MonitorPoint, TrialRecord
+from layerbench.run.kinds.single import (
     TRIAL_SLACK_S,
     Outcome,
     _accounting,
@@ -38,6 +32,13 @@ from layerbench.trial import (
     record,
     watched,
 )
+from layerbench.run.measure.checks import FIO_REMEDY
+from layerbench.run.measure.monitor import Monitor, devices_beneath
+from layerbench.run.measure.monitor_checks import bottleneck_check, contended_check
+from layerbench.run.schedule import Trial
+from layerbench.spec.models import FioWorkload
+from layerbench.stack.clients import ClientSet, serving
+from layerbench.stack.target import BuildContext, Target
 from layerbench.workloads import fio, fio_clients
 
 PRECONDITION_SLACK_S = 600.0

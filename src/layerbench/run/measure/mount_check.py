@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from layerbench.analysis.checks import Check
 from layerbench.errors import LayerbenchError
+from layerbench.records.checks import Check
 from layerbench.stack import mountinfo
 
 NAME = "volatile-mount"

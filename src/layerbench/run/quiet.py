@@ -11,8 +11,8 @@ import os
 import time
 from pathlib import Path
 
-from layerbench.analysis.checks import contended_limit
-from layerbench.monitor import cpu_shares, parse_proc_stat
+from layerbench.run.measure.checks import contended_limit
+from layerbench.run.measure.monitor import cpu_shares, parse_proc_stat
 
 WINDOW_S = 0.5  # the host must stay below the limit over one such window
 MAX_WAIT_S = 10.0  # a host that never quiets down is measured anyway: the attempt keeps its flag

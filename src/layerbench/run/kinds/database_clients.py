@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from layerbench import hdr
-from layerbench.analysis.checks import Check
-from layerbench.clients_trial import in_step
-from layerbench.sample import Sample
+from layerbench.records import hdr
+from layerbench.records.checks import Check
+from layerbench.records.sample import Sample
+from layerbench.run.kinds.clients import in_step
 from layerbench.spec.clients import ClientsSpec
 from layerbench.workloads import fio_clients, pgbench, ycsb
 

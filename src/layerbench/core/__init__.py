@@ -1,0 +1,1 @@
+"""What the lowest layer shares beside the records: files every layer above opens the same way."""
