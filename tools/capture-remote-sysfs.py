@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from layerbench import proc
-from layerbench.monitor import nvme_paths
+from layerbench.run.measure.monitor import nvme_paths
 from layerbench.spec.models import DeviceSpec
 from layerbench.stack.ledger import Ledger
 from layerbench.stack.remote.iscsi import OPEN_TPG

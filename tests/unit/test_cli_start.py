@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from layerbench.cli.app import CACHE_DEFAULT
+from layerbench.cli.options import CACHE_DEFAULT
 from layerbench.stack.capabilities import DEFAULT_CACHE
 
 HEAVY = ("layerbench.run.host", "layerbench.run.loop", "layerbench.run.session", "docker", "kubernetes", "scipy.stats")

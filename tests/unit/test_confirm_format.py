@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from layerbench.cli.app import app, confirm_formatting
+from layerbench.cli.app import app
+from layerbench.cli.running import confirm_formatting
 from layerbench.errors import PrerequisiteError
 from layerbench.spec import load
 from layerbench.spec.feasibility import HostCaps

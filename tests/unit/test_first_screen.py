@@ -49,13 +49,13 @@ def test_every_check_that_can_flag_has_a_meaning() -> None:
 
 
 def test_make_runs_summary_fits_in_40_lines_of_an_80_column_terminal(tmp_path: Path, monkeypatch: Any) -> None:
-    from layerbench.cli import app
+    from layerbench.cli import results
 
     db = tmp_path / "run.db"
     shutil.copy(QUICK, db)
     out = io.StringIO()
-    monkeypatch.setattr(app, "console", Console(file=out, width=80))
-    app._show(Store.open(db, create=False), "latest", as_json=False)
+    monkeypatch.setattr(results, "console", Console(file=out, width=80))
+    results.print_run(Store.open(db, create=False), "latest", as_json=False)
     lines = out.getvalue().splitlines()
     assert any(line.startswith("⚑ flags in 8 of 18 cells") for line in lines)
     assert len(lines) + 1 <= 40, len(lines)  # and `run` adds one line: "72 trials ok, 0 failed · results in ..."

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from markupsafe import escape
 
-from layerbench.cli.app import figure_workloads
 from layerbench.cli.boundary import UsageError
+from layerbench.cli.results import figure_workloads
 from layerbench.report import html
 from tests.unit.test_terminal import shown
 

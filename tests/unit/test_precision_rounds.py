@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from layerbench.analysis.stopping import still_imprecise
 from layerbench.records.sample import Sample
 from layerbench.records.trial import TrialRecord
-from layerbench.run.loop import still_imprecise
 from layerbench.spec import load
 from layerbench.spec.matrix import expand_stacks
 from layerbench.spec.models import Cell
@@ -41,7 +41,7 @@ def test_steady_cells_stop_and_noisy_ones_go_on(tmp_path: Path) -> None:
             store.record_trial(
                 run_id, TrialRecord(cell_id, rep, "ok", None, time.time(), time.time(), [], "", "", {}, samples)
             )
-    assert still_imprecise(exp, [steady, noisy], store, run_id) == [noisy]
+    assert still_imprecise(exp, [steady, noisy], store.samples_frame(run_id)) == [noisy]
 
 
 def test_each_cell_is_judged_on_its_own_headline(tmp_path: Path) -> None:
@@ -63,4 +63,4 @@ def test_each_cell_is_judged_on_its_own_headline(tmp_path: Path) -> None:
                              (db_cell, Sample("ops", 5000.0 + rep, "ops/s", "", "i0"))):  # fmt: skip
             record = TrialRecord(cell.id, rep, "ok", None, time.time(), time.time(), [], "", "", {}, [sample])
             store.record_trial(run_id, record)
-    assert still_imprecise(exp, [fio_cell, db_cell], store, run_id) == []
+    assert still_imprecise(exp, [fio_cell, db_cell], store.samples_frame(run_id)) == []

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from layerbench.cli import app as cli
+from layerbench.cli.results import prepare_reads
 from layerbench.report import prepared
 from layerbench.store.db import Store
 
@@ -36,7 +37,7 @@ def test_a_big_runs_end_prepares_every_read_and_the_reads_write_nothing(
     shutil.copy(RUN, db)
     monkeypatch.setattr(prepared, "AHEAD_FROM_SAMPLES", 1)  # the quick run counts as big
     store = Store.open(db, create=False)
-    cli._prepare_reads(store, store.resolve_run("latest"))
+    prepare_reads(store, store.resolve_run("latest"))
     before = cached(db)
     parts = {name.split("-", 1)[0] for name in before}
     assert {"view", "view_latency", "view_latency_profiles", "figures12", "config", "csv", "parquet"} <= parts
@@ -58,7 +59,7 @@ def test_a_small_runs_end_prepares_nothing(tmp_path: Path) -> None:
     shutil.copy(RUN, db)
     store = Store.open(db, create=False)
     assert not prepared.worth_preparing(store, store.resolve_run("latest"))
-    cli._prepare_reads(store, store.resolve_run("latest"))
+    prepare_reads(store, store.resolve_run("latest"))
     assert cached(db) == {}
 
 
@@ -73,7 +74,7 @@ def test_an_interrupted_preparation_leaves_the_run_as_it_was(tmp_path: Path, mon
 
     monkeypatch.setattr(prepared, "ahead", interrupted)
     store = Store.open(db, create=False)
-    cli._prepare_reads(store, store.resolve_run("latest"))  # returns: the run's last line still follows
+    prepare_reads(store, store.resolve_run("latest"))  # returns: the run's last line still follows
     assert store.run(store.resolve_run("latest")).status == "finished"
 
 
@@ -89,7 +90,7 @@ def test_a_preparation_that_fails_says_why_and_the_run_keeps_its_outcome(
 
     monkeypatch.setattr(prepared, "ahead", broken)
     store = Store.open(db, create=False)
-    cli._prepare_reads(store, store.resolve_run("latest"))  # returns: the run's exit code is its trials'
+    prepare_reads(store, store.resolve_run("latest"))  # returns: the run's exit code is its trials'
     assert "not prepared for reading: OSError" in capsys.readouterr().err
 
 
@@ -113,7 +114,7 @@ def test_a_prepared_export_is_written_as_kept_without_pandas(
     shutil.copy(RUN, fresh)
     monkeypatch.setattr(prepared, "AHEAD_FROM_SAMPLES", 1)
     store = Store.open(db, create=False)
-    cli._prepare_reads(store, store.resolve_run("latest"))
+    prepare_reads(store, store.resolve_run("latest"))
     args = ["export", "--format", fmt, "-o", str(tmp_path / f"kept.{fmt}"), "--db", str(db)]
     out = subprocess.run([sys.executable, "-c", KEPT_EXPORT, *args], capture_output=True, text=True, timeout=120)
     code, imported, said = out.stdout.split(maxsplit=2)

@@ -10,7 +10,7 @@ import pytest
 from docker.types import Mount
 from pydantic import ValidationError
 
-from layerbench.cli.app import SWARM_ENV, use_swarm_manager
+from layerbench.cli.options import SWARM_ENV, use_swarm_manager
 from layerbench.spec.feasibility import HostCaps, SwarmNode
 from layerbench.spec.load import validate
 from layerbench.spec.matrix import expand

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import docker
 
-from layerbench.monitor import parse_pid_stat
+from layerbench.run.measure.monitor import parse_pid_stat
 from localcluster import netns, procs
 from localcluster.netns import Network, Node
 

@@ -11,26 +11,25 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from layerbench.analysis.precision import confidence, precise_enough
 from layerbench.errors import LayerbenchError, ToolError
 from layerbench.profiling.recorder import recording
+from layerbench.records.run import CellRow
 from layerbench.records.trial import TrialRecord
 from layerbench.run import quiet
-from layerbench.run.kinds import clients as clients_trial
-from layerbench.run.kinds import database as database_trial
+from layerbench.run.decide import Decide, every_cell
+from layerbench.run.kinds import TrialKind, kind_of
 from layerbench.run.kinds.single import Outcome as TrialOutcome
-from layerbench.run.kinds.single import precondition, record, run_trial
+from layerbench.run.kinds.single import record
+from layerbench.run.results import Results
 from layerbench.run.schedule import StackPlan, Trial, plan, plan_round
 from layerbench.spec.databases import YcsbWorkload
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Cell, Experiment, FioWorkload, IozoneWorkload, Workload
 from layerbench.stack.build import PLACEMENT_LEVEL
-from layerbench.stack.clients import ClientSet
 from layerbench.stack.engines import api_errors, failure_category
-from layerbench.stack.fleet import Fleet, ServerError
+from layerbench.stack.fleet import ServerError
 from layerbench.stack.pool import Held, StackPool
-from layerbench.stack.target import BuildContext, Target
-from layerbench.store.db import CellRow, Store
+from layerbench.stack.target import BuildContext
 
 ENGINE_ERRORS = api_errors()  # an engine's API failing under a stack: its daemon gone or broken
 SETUP_ERRORS = (LayerbenchError, *ENGINE_ERRORS, OSError)  # a ServerError (its log's tail) among them
@@ -59,7 +58,7 @@ class Tally:
             self.categories[key] = self.categories.get(key, 0) + 1
 
 
-def register_cells(store: Store, run_id: str, matrix: Matrix) -> None:
+def register_cells(store: Results, run_id: str, matrix: Matrix) -> None:
     rows = [_cell_row(c, matrix.baseline_of.get(c.id)) for c in matrix.cells]
     store.add_cells(run_id, rows)
     for refusal in matrix.refused:
@@ -70,18 +69,20 @@ def register_cells(store: Store, run_id: str, matrix: Matrix) -> None:
 def execute(
     exp: Experiment,
     matrix: Matrix,
-    store: Store,
+    store: Results,
     run_id: str,
     ctx: BuildContext,
     on_trial: OnTrial | None = None,
     seed: int = 0,
+    decide: Decide = every_cell,
 ) -> Tally:
-    """Run the rounds; with a precision target, stop each cell once its CI is narrow enough."""
+    """Run the rounds, each over the cells ``decide`` still gives (with a precision target: those whose
+    interval is not yet narrow enough), saving each trial as it ends."""
     outcome = Tally()
     keep = exp.trials.rebuild == "once"
     with StackPool(ctx, keep) as pool:  # the stacks held across rounds, or one builder per round as before
         for rep in range(exp.trials.repetitions):
-            cells = still_imprecise(exp, matrix.cells, store, run_id)
+            cells = decide(matrix.cells)
             if not cells:
                 break
             plans = plan_round(cells, rep, store.done_trials(run_id), seed)
@@ -118,7 +119,7 @@ def preload(pool: StackPool, plans: list[StackPlan]) -> None:
                 held.builder.settle()  # its visit builds it again and records why
                 break
             workloads = [t.cell.workload for t in sp.trials]
-            loads[workers.submit(_prepare, held.target, workloads, pool.ctx)] = (held, workloads)
+            loads[workers.submit(kind_of(sp.stack).prepare, held.target, workloads, pool.ctx)] = (held, workloads)
     except BaseException:
         workers.shutdown(wait=False, cancel_futures=True)  # the stacks' teardown ends the loads still running
         raise
@@ -138,32 +139,10 @@ def _keep_load(future: Future[dict], held: Held, workloads: list[Workload]) -> N
         raise exc
 
 
-def pending(exp: Experiment, matrix: Matrix, store: Store, run_id: str) -> int:
+def pending(exp: Experiment, matrix: Matrix, store: Results, run_id: str) -> int:
     """Trials still to run at most (a precision target may stop cells sooner)."""
     done = store.done_trials(run_id)
     return sum(len(p.trials) for p in plan(matrix.cells, exp.trials.repetitions, done))
-
-
-def still_imprecise(exp: Experiment, cells: list[Cell], store: Store, run_id: str) -> list[Cell]:
-    target = exp.trials.precision
-    if target is None:
-        return cells
-    # Here, not at the top: pandas is most of a run's start under emulation, and only a precision target reads
-    # samples back before the run's end.
-    from layerbench.analysis.comparisons import headline_metric
-    from layerbench.analysis.stats import cell_values
-
-    frame = store.samples_frame(run_id)
-    values: dict[str, dict] = {}  # metric → cell id → its per-trial values
-    imprecise = []
-    for c in cells:
-        metric = exp.trials.metric if exp.trials.metric != "headline" else headline_metric(c.workload)
-        if metric not in values:
-            values[metric] = cell_values(frame, metric) if not frame.empty else {}
-        level = confidence(exp.trials)  # wider than 95%: looking after every round (analysis/precision.py)
-        if not precise_enough(list(values[metric].get(c.id, [])), target, exp.trials.min_repetitions, level):
-            imprecise.append(c)
-    return imprecise
 
 
 @dataclass(frozen=True)
@@ -186,12 +165,12 @@ def _run_stack(
 ) -> Iterator[tuple[Trial, TrialRecord]]:
     """Build (or find built), prepare what is not yet, run each trial; a stack whose engine died is rebuilt
     for the rest."""
-    trials, builder = list(sp.trials), held.builder
+    trials, builder, kind = list(sp.trials), held.builder, kind_of(sp.stack)
     while trials:
         started = time.time()
         try:
             target = builder.enter(sp.stack, _data_bytes(sp))
-            prepared = _prepared(held, target, [t.cell.workload for t in trials], builder.ctx)
+            prepared = _prepared(held, kind, target, [t.cell.workload for t in trials], builder.ctx)
         except SETUP_ERRORS as exc:
             stderr = exc.stderr if isinstance(exc, ToolError) else f"{type(exc).__name__}: {exc}"
             kind = _setup_failure(exc)
@@ -203,7 +182,7 @@ def _run_stack(
             return
         while trials:
             trial = trials.pop(0)
-            rec = _undisturbed(target, trial, prepared, builder.ctx, options)
+            rec = _undisturbed(kind, target, trial, prepared, builder.ctx, options)
             yield trial, rec
             if rec.category == "engine-error":
                 builder.discard(ENGINE_LEVEL)  # the next pass builds a new daemon and container
@@ -211,17 +190,17 @@ def _run_stack(
 
 
 def _undisturbed(
-    target: Target | Fleet | ClientSet, trial: Trial, prepared: dict, ctx: BuildContext, options: TrialOptions
+    kind: TrialKind, target: object, trial: Trial, prepared: dict, ctx: BuildContext, options: TrialOptions
 ) -> TrialRecord:
     """The trial, measured again while the monitor saw other processes use the CPU beside it (at most
     ``again_if_contended`` times), once the host is quiet again (quiet.py): a neighbour's burst is not the
     layers' cost, and a round's pair of trials is only as good as its noisier one. The disturbed attempts'
     times, the check's reason, their values and the wait stay in the record (``info.disturbed``)."""
-    rec = _trial(target, trial, prepared, ctx, options)
+    rec = _trial(kind, target, trial, prepared, ctx, options)
     disturbed: list[dict] = []
     while _contended(rec) and len(disturbed) < options.again_if_contended:
         disturbed.append({**_attempt(rec), "waited_s": round(quiet.wait_quiet(), 2)})
-        rec = _trial(target, trial, prepared, ctx, options)
+        rec = _trial(kind, target, trial, prepared, ctx, options)
     return dataclasses.replace(rec, info={**rec.info, "disturbed": disturbed}) if disturbed else rec
 
 
@@ -236,14 +215,14 @@ def _attempt(rec: TrialRecord) -> dict:
 
 
 def _trial(
-    target: Target | Fleet | ClientSet, trial: Trial, prepared: dict, ctx: BuildContext, options: TrialOptions
+    kind: TrialKind, target: object, trial: Trial, prepared: dict, ctx: BuildContext, options: TrialOptions
 ) -> TrialRecord:
     """One trial; with ``profile: cpu`` the first round's is profiled. Every profiled cell is profiled in the
     same round, so what perf costs the trial is a round's effect, which the paired ratios cancel."""
     if options.profile == "none" or trial.repetition != 0:
-        return _unprofiled(target, trial, prepared, ctx, options.latency_log)
+        return kind.run(target, trial, prepared, ctx, options.latency_log)
     with recording(ctx, workload_comms(trial.cell.workload), options.hz) as rec:
-        record = _unprofiled(target, trial, prepared, ctx, options.latency_log)
+        record = kind.run(target, trial, prepared, ctx, options.latency_log)
     info = {**record.info, "profiled": rec.notes[0] if rec.notes else True}
     return dataclasses.replace(record, profile=rec.profile, info=info)
 
@@ -257,16 +236,6 @@ def workload_comms(w: Workload) -> tuple[str, ...]:
     return ("java",) if isinstance(w, YcsbWorkload) else ("pgbench",)
 
 
-def _unprofiled(
-    target: Target | Fleet | ClientSet, trial: Trial, prepared: dict, ctx: BuildContext, latency_log: bool
-) -> TrialRecord:
-    if isinstance(target, Fleet):
-        return database_trial.run_trial(target, trial, prepared, ctx)
-    if isinstance(target, ClientSet):
-        return clients_trial.run_trial(target, trial, prepared, ctx)
-    return run_trial(target, trial, prepared, ctx.cache_dir, ctx.on_monitor, latency_log)
-
-
 def _setup_failure(exc: BaseException) -> str:
     if isinstance(exc, ServerError):
         return "server-error"
@@ -277,12 +246,12 @@ def _setup_failure(exc: BaseException) -> str:
     return "setup-error"
 
 
-def _prepared(held: Held, target: Target | Fleet | ClientSet, workloads: list[Workload], ctx: BuildContext) -> dict:
+def _prepared(held: Held, kind: TrialKind, target: object, workloads: list[Workload], ctx: BuildContext) -> dict:
     """What the stack's trials read, prepared once while the stack lives: only workloads new to it now."""
     held.fresh(target)
     todo = [w for w in dict.fromkeys(workloads) if w not in held.workloads]
     if todo:
-        held.prepared = {**held.prepared, **_prepare(target, todo, ctx)}
+        held.prepared = {**held.prepared, **kind.prepare(target, todo, ctx)}
         held.workloads.update(todo)
     held.builder.settle()
     return held.prepared
@@ -293,14 +262,6 @@ def _data_bytes(sp: StackPlan) -> int:
     sizes = [t.cell.workload.size for t in sp.trials if isinstance(t.cell.workload, FioWorkload)]
     sizes += [t.cell.workload.sizes[1] for t in sp.trials if isinstance(t.cell.workload, IozoneWorkload)]
     return max(sizes, default=0)
-
-
-def _prepare(target: Target | Fleet | ClientSet, workloads: list, ctx: BuildContext) -> dict:
-    if isinstance(target, Fleet):
-        return database_trial.prepare(target, workloads, ctx)
-    if isinstance(target, ClientSet):
-        return clients_trial.prepare(target, workloads)
-    return precondition(target, workloads)
 
 
 def _cell_row(cell: Cell, baseline_id: str | None) -> CellRow:

@@ -17,6 +17,7 @@ from typing import Any
 from layerbench import proc
 from layerbench.errors import PrerequisiteError
 from layerbench.profiling import perf
+from layerbench.run.results import Results
 from layerbench.spec.matrix import Matrix, expand, expand_stacks
 from layerbench.spec.models import Experiment
 from layerbench.spec.profiles import Budget
@@ -27,7 +28,6 @@ from layerbench.stack.fleet import check_passable
 from layerbench.stack.ledger import Ledger
 from layerbench.stack.runlock import hold
 from layerbench.stack.target import BuildContext
-from layerbench.store.db import Store
 from layerbench.workloads import footprint
 
 # Room beyond the loop files: mkfs metadata, the tools image, logs.
@@ -90,7 +90,7 @@ def budget_for(exp: Experiment, matrix: Matrix, host: dict[str, Any]) -> Budget:
 
 @contextlib.contextmanager
 def running(
-    store: Store,
+    store: Results,
     run_id: str,
     work_dir: Path,
     state_dir: Path,

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from layerbench.core import sqlitefile
 from layerbench.errors import StoreError
+from layerbench.records.run import CellRow, RunRow
 from layerbench.records.trial import ProfileRecord, TrialRecord
 from layerbench.store.schema import MIGRATIONS, VERSION, statements
 
@@ -42,30 +43,6 @@ def collector_paused() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
-
-
-@dataclass(frozen=True)
-class CellRow:
-    cell_id: str
-    label: str
-    stack_label: str
-    workload: str
-    config_json: str
-    is_baseline: bool
-    baseline_cell_id: str | None
-
-
-@dataclass(frozen=True)
-class RunRow:
-    id: str
-    name: str
-    started_at: float
-    finished_at: float | None
-    status: str
-    spec: dict[str, Any]  # the experiment as it ran (JSON: a later layerbench may no longer validate it)
-    spec_digest: str
-    host: dict[str, Any]
-    pid: int
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from layerbench.run.measure.checks import FIO_REMEDY
 from layerbench.run.measure.monitor import Monitor, devices_beneath
 from layerbench.run.measure.monitor_checks import bottleneck_check, contended_check
 from layerbench.run.schedule import Trial
-from layerbench.spec.models import FioWorkload
+from layerbench.spec.models import FioWorkload, StackSpec, Workload
 from layerbench.stack.clients import ClientSet, serving
 from layerbench.stack.target import BuildContext, Target
 from layerbench.workloads import fio, fio_clients
@@ -229,3 +229,23 @@ def in_step(times: Mapping[str, tuple[float, float]], runtime_s: float, share: f
         who = f" (late: {', '.join(late)})" if late else ""
         return Check("clients-in-step", "flag", f"{said}: more than {share:.0%} of it{who}")
     return Check("clients-in-step", "pass", f"{said}, within {share:.0%} of it")
+
+
+class Clients:
+    """fio at several placements at once (a stack's ``clients``), started together, one combined result."""
+
+    name = "clients"
+
+    def accepts(self, stack: StackSpec) -> bool:
+        return stack.clients is not None and stack.server is None
+
+    def prepare(self, placed: ClientSet, workloads: list[Workload], ctx: BuildContext) -> dict[str, Any]:
+        return prepare(placed, workloads)
+
+    def run(
+        self, placed: ClientSet, trial: Trial, prepared: dict[str, Any], ctx: BuildContext, latency_log: bool
+    ) -> TrialRecord:
+        return run_trial(placed, trial, prepared, ctx)
+
+
+KIND = Clients()

@@ -49,7 +49,7 @@ from layerbench.run.measure.monitor_checks import bottleneck_check, contended_ch
 from layerbench.run.schedule import Trial
 from layerbench.spec.clients import ClientsSpec
 from layerbench.spec.databases import PgbenchWorkload, YcsbWorkload
-from layerbench.spec.models import DbWorkload
+from layerbench.spec.models import DbWorkload, StackSpec, Workload
 from layerbench.stack.cgroups import verdict
 from layerbench.stack.fleet import Endpoint, Fleet
 from layerbench.stack.target import BuildContext
@@ -355,3 +355,24 @@ def _who(c: Client) -> str:
 def _tail(done: Completed, exceptions: tuple[str, ...] = ()) -> str:
     lines = [*exceptions[:5], *done.stderr.strip().splitlines()[-5:]] or done.stdout.strip().splitlines()[-10:]
     return "\n".join(lines) or f"exit {done.rc}, no output"
+
+
+class Database:
+    """Database servers (a fleet of instances) with their clients, on this host or dealt over other nodes;
+    the load is the preparation."""
+
+    name = "database"
+
+    def accepts(self, stack: StackSpec) -> bool:
+        return stack.server is not None
+
+    def prepare(self, placed: Fleet, workloads: list[Workload], ctx: BuildContext) -> dict[str, Any]:
+        return prepare(placed, workloads, ctx)
+
+    def run(
+        self, placed: Fleet, trial: Trial, prepared: dict[str, Any], ctx: BuildContext, latency_log: bool
+    ) -> TrialRecord:
+        return run_trial(placed, trial, prepared, ctx)
+
+
+KIND = Database()

@@ -21,10 +21,10 @@ from layerbench.run.measure.monitor import Monitor, devices_beneath
 from layerbench.run.measure.monitor_checks import bottleneck_check, contended_check
 from layerbench.run.measure.mount_check import volatile_check
 from layerbench.run.schedule import Trial
-from layerbench.spec.models import FileWorkload, FioWorkload, IozoneWorkload
+from layerbench.spec.models import FileWorkload, FioWorkload, IozoneWorkload, StackSpec, Workload
 from layerbench.stack.cgroups import mismatches, verdict
 from layerbench.stack.engines import failure_category
-from layerbench.stack.target import DEFAULT_CACHE, Device, Target
+from layerbench.stack.target import DEFAULT_CACHE, BuildContext, Device, Target
 from layerbench.workloads import fio, fio_log, iozone, jobfile, personalities
 
 OnPoint = Callable[[str, float, str], None] | None  # BuildContext.on_monitor
@@ -352,3 +352,23 @@ def record(trial: Trial, started: float, out: Outcome) -> TrialRecord:
         monitor=out.monitor,
         logs=out.logs,
     )
+
+
+class Single:
+    """One file workload at one stack's placement: the kind of every stack without servers or clients."""
+
+    name = "single"
+
+    def accepts(self, stack: StackSpec) -> bool:
+        return True
+
+    def prepare(self, placed: Target, workloads: list[Workload], ctx: BuildContext) -> dict[str, Any]:
+        return precondition(placed, workloads)
+
+    def run(
+        self, placed: Target, trial: Trial, prepared: dict[str, Any], ctx: BuildContext, latency_log: bool
+    ) -> TrialRecord:
+        return run_trial(placed, trial, prepared, ctx.cache_dir, ctx.on_monitor, latency_log)
+
+
+KIND = Single()

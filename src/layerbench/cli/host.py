@@ -1,0 +1,102 @@
+"""The commands about this host: what it supports (doctor) and what dead runs left on it (cleanup)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from layerbench.cli.boundary import boundary
+from layerbench.cli.options import (
+    CACHE_OPTION,
+    JSON_OPTION,
+    KUBECONFIG_OPTION,
+    STATE_OPTION,
+    SWARM_OPTION,
+    console,
+    use_kubeconfig,
+    use_swarm_manager,
+)
+from layerbench.report.doctor import DOCTOR_IMAGES, DoctorRow, doctor_rows
+
+
+def cleanup(
+    state_dir: Path = STATE_OPTION,
+    dry_run: bool = typer.Option(False, "--dry-run", help="List what would be removed; remove nothing."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Remove what dead runs left: containers, volumes, daemons, mounts, loop and zram devices, files.
+
+    Everything layerbench creates is written to a ledger before it exists;
+    this walks the ledger newest first and removes what runs that are no
+    longer alive left behind. A live run's resources are never touched.
+    Running it twice is harmless.
+    """
+    with boundary():
+        from layerbench.run import host
+
+        actions = host.clean_up(state_dir, dry_run)
+        if as_json:
+            typer.echo(
+                json.dumps(
+                    [
+                        {
+                            "kind": a.resource.kind,
+                            "ident": a.resource.ident,
+                            "run": a.resource.run_id,
+                            "removed": a.done,
+                            "error": a.error,
+                        }
+                        for a in actions
+                    ],
+                    indent=2,
+                )
+            )
+        elif not actions:
+            console.print("nothing to clean up")
+        for a in actions if not as_json else []:
+            verb = "would remove" if dry_run else ("removed" if a.done else "[red]could not remove[/]")
+            console.print(f"{verb} {a.describe()} {a.error or ''}")
+        if any(a.error for a in actions):
+            raise typer.Exit(5)
+
+
+def doctor(
+    as_json: bool = JSON_OPTION,
+    cache_dir: Path = CACHE_OPTION,
+    kubeconfig: Path | None = KUBECONFIG_OPTION,
+    swarm_manager: str | None = SWARM_OPTION,
+    docker_host: list[str] = typer.Option(
+        [],
+        "--docker-host",
+        metavar="URL",
+        help="Also ask the Docker daemon at URL (a docker-host cell's node: tcp://HOST:2375, unix:///PATH); "
+        "repeatable.",
+    ),
+) -> None:
+    """What this host supports: devices, filesystems, Docker storage drivers, databases, tools, and why not.
+
+    With --kubeconfig (or $KUBECONFIG), also the Kubernetes cluster: its version, each node (Ready, and
+    whether it is this host, where the filesystem under test can reach its pods), its StorageClasses.
+    With --swarm-manager, also the Docker Swarm: its manager and each node (ready, and whether its own
+    daemon answers on this host, where layerbench loads the image and runs commands).
+    With --docker-host URL, also that daemon: whether it answers, its version, storage driver and the
+    filesystem beneath it.
+    """
+    with boundary():
+        from layerbench.run import host
+
+        use_kubeconfig(kubeconfig)
+        use_swarm_manager(swarm_manager)
+        caps = host.caps(cache_dir, guests=True, profiler=True, images=DOCTOR_IMAGES)
+        rows = doctor_rows(caps) + [DoctorRow(*row) for row in host.engine_rows(docker_host)]
+        if as_json:
+            typer.echo(json.dumps([r._asdict() for r in rows], indent=2))
+            return
+        table = Table("axis", "value", "status", "why not / notes")
+        for r in rows:
+            status = "[green]yes[/]" if r.ok else "[red]no[/]"
+            table.add_row(r.axis, r.value, status, r.note)
+        console.print(table)
