@@ -52,4 +52,3 @@ def confidence(trials: Trials) -> float:
 
 def precise_enough(values: Sequence[float], target: float, min_n: int, level: float = NOMINAL) -> bool:
     return len(values) >= min_n and relative_halfwidth(values, level) <= target
-

@@ -14,10 +14,10 @@ import pandas as pd
 import yaml
 from markupsafe import Markup, escape
 
-from layerbench import __version__
 from layerbench.analysis import explain, flame
 from layerbench.analysis.overhead import BYTE_METRICS, UNITS, CellResult
 from layerbench.analysis.verdicts import FASTER, MARKS, SLOWER
+from layerbench.core.version import VERSION
 from layerbench.report import flamegraph
 from layerbench.report.view import RunView
 
@@ -206,7 +206,7 @@ def _context(v: RunView, figs: list[Figure]) -> dict[str, Any]:
         ],
         "host": _host(run.host),
         "spec_yaml": yaml.safe_dump(run.spec, sort_keys=False),
-        "version": __version__,
+        "version": VERSION,
     }
 
 

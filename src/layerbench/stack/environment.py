@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from layerbench import __version__
+from layerbench.core.version import VERSION
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Runner
 from layerbench.stack import cgroups
@@ -43,7 +43,7 @@ def describe_host(runner: Runner, cache_dir: Path = DEFAULT_CACHE) -> dict[str, 
         "cgroup": cgroups.version(),
         "init": _init_system(),
         "python": platform.python_version(),
-        "layerbench": __version__,
+        "layerbench": VERSION,
         "tools": {
             **{name: _version(runner, argv) for name, argv in VERSION_COMMANDS.items()},
             "postgres": _postgres_version(runner),
