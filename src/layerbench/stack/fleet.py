@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from layerbench.errors import LayerbenchError, PrerequisiteError
+from layerbench.records.facts import Facts
 from layerbench.spec.databases import MIN_MEMORY, ServerSpec, tuned
 from layerbench.spec.models import Limits, StackSpec
 from layerbench.spec.profiles import Budget, instance_limits, needs_bandwidth
@@ -42,7 +43,7 @@ from layerbench.stack.network import Network, bridge_network
 from layerbench.stack.placement import Role, host_dir, tuning_options
 from layerbench.stack.ports import free_port
 from layerbench.stack.protocols import BoundedNode, ContainerEngine, Engine, StartsServers
-from layerbench.stack.target import BuildContext, Device, Facts, Mount, Target
+from layerbench.stack.target import BuildContext, Device, Mount, Target
 from layerbench.workloads.servers import SERVER_UID, SERVERS, ServerConfig, ServerDef
 from layerbench.workloads.servers import image as image_server
 
