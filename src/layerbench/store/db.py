@@ -186,7 +186,7 @@ class Store:
                     json.dumps(t.argv),
                     t.raw_output,
                     t.stderr,
-                    json.dumps(t.info, default=str),
+                    json.dumps(t.info.to_json(), default=str),
                 ),
             )
             tid = int(cur.lastrowid or 0)
