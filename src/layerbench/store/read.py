@@ -168,7 +168,7 @@ def run_parts(store: Store, run_id: str, latency: bool = False) -> dict[str, Cal
 
     def checks() -> tuple[CheckRow, ...]:
         with collector_paused():
-            return tuple(CheckRow(*r) for r in cache.rows(store, run_id, "checks", lambda: store.check_rows(run_id)))
+            return tuple(CheckRow.of(r) for r in cache.rows(store, run_id, "checks", lambda: store.check_rows(run_id)))
 
     @functools.cache
     def cells() -> tuple[StoredCell, ...]:
