@@ -204,7 +204,7 @@ def _logs(cwd: Path, index: int, numjobs: int) -> list[str]:
 def _machines(clients: ClientSet) -> list[Check]:
     """Clients dealt over several nodes, which are all this machine's (the rules allow no other: the fio client
     reaches each server through /proc here): their total is one machine's, not that of as many machines."""
-    nodes = clients.info.get("nodes")
+    nodes = clients.spec.nodes  # the rules deal clients over nodes only where an engine names them
     if not nodes:
         return []
     return [
