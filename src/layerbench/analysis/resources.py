@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from layerbench.records.info import Budget, TrialInfo
+from layerbench.records.info import BudgetInfo, TrialInfo
 
 NAN = float("nan")
 
@@ -50,7 +50,7 @@ def trial_usage(points: pd.DataFrame, info: TrialInfo) -> Usage:
 
 
 def _bandwidth_share(series: pd.Series, disk: str | None, info: TrialInfo) -> float:
-    budget = (info.server.budget if info.server else None) or Budget()
+    budget = (info.server.budget if info.server else None) or BudgetInfo()
     read_cap, write_cap = budget.read_bps, budget.write_bps
     if not disk or not read_cap or not write_cap:
         return NAN

@@ -66,7 +66,7 @@ def precondition_of(data: Mapping[str, Any]) -> Precondition:
 
 
 @dataclass(frozen=True)
-class Budget:
+class BudgetInfo:
     """What a database stack's profiles divided (spec/profiles.Budget, as the fleet recorded it)."""
 
     cpus: float | None = None
@@ -77,7 +77,7 @@ class Budget:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Budget:
+    def from_json(cls, data: Mapping[str, Any]) -> BudgetInfo:
         known, extra = split(cls, data)
         return cls(**known, extra=extra)
 
@@ -86,18 +86,19 @@ class Budget:
 
 
 @dataclass(frozen=True)
-class Server:
-    """A database stack's fleet (``Fleet.info``): its server's kind, the budget, the records loaded."""
+class FleetInfo:
+    """A database stack's fleet (stack/fleet.Fleet's ``info``): its server's kind, the budget its profiles
+    divided and, once YCSB loaded it, what each instance holds (a trial records it as the trial left it)."""
 
     server: str | None = None
-    budget: Budget | None = None
+    budget: BudgetInfo | None = None
     records: tuple[int, ...] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Server:
+    def from_json(cls, data: Mapping[str, Any]) -> FleetInfo:
         known, extra = split(cls, data)
-        return cls(**decoded(known, {"budget": Budget.from_json, "records": tuple}), extra=extra)
+        return cls(**decoded(known, {"budget": BudgetInfo.from_json, "records": tuple}), extra=extra)
 
     def to_json(self) -> JsonObject:
         return dumped(self)
@@ -182,7 +183,7 @@ class TrialInfo:
     target: Facts | None = None
     engine: str | None = None
     devices: tuple[str, ...] | None = None
-    server: Server | None = None
+    server: FleetInfo | None = None
     endpoints: tuple[EndpointInfo, ...] | None = None
     clients: tuple[ClientInfo, ...] | None = None
     latency_hdr: dict[str, str] | None = None  # operation → HdrHistogram's compact encoding
@@ -213,7 +214,7 @@ _DECODERS = {
     "precondition": precondition_of,
     "target": Facts.of,
     "devices": tuple,
-    "server": Server.from_json,
+    "server": FleetInfo.from_json,
     "endpoints": tuple_of(EndpointInfo.from_json),
     "clients": tuple_of(ClientInfo.from_json),
     "clients_ran_ms": lambda ran: {job: tuple(window) for job, window in ran.items()},

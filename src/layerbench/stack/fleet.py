@@ -29,6 +29,7 @@ from typing import Any, cast
 
 from layerbench.errors import LayerbenchError, PrerequisiteError
 from layerbench.records.facts import Facts
+from layerbench.records.info import BudgetInfo, FleetInfo
 from layerbench.spec.databases import MIN_MEMORY, ServerSpec, tuned
 from layerbench.spec.models import Limits, StackSpec
 from layerbench.spec.profiles import Budget, instance_limits, needs_bandwidth
@@ -81,7 +82,9 @@ class Fleet:
     endpoints: list[Endpoint]
     device: Device
     engine: str  # the engine's kind: "native", "docker"
-    info: dict[str, Any] = field(default_factory=dict)
+    info: FleetInfo = field(default_factory=FleetInfo)  # the server's kind and the budget, as trials record them
+    # What each instance holds, once YCSB loaded it (run/kinds/database.py), grown by each trial's inserts.
+    records: list[int] = field(default_factory=list)
 
 
 def server_memory(spec: ServerSpec, limits: Limits) -> int:
@@ -112,7 +115,7 @@ def fleet(stack: StackSpec, mount: Mount, engine: Engine | None, ctx: BuildConte
         for i in range(stack.instances):
             limits = instance_limits(stack, budget, i, os.cpu_count() or 1)
             endpoints.append(exits.enter_context(start(i, stack, definition, limits, mount, ctx)))
-        info = {"server": definition.kind, "budget": dataclasses.asdict(budget)}
+        info = FleetInfo(server=definition.kind, budget=BudgetInfo.from_json(dataclasses.asdict(budget)))
         yield Fleet(stack.server, definition, endpoints, mount.device, kind, info)
 
 

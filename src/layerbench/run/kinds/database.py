@@ -33,7 +33,7 @@ from layerbench.errors import ToolError
 from layerbench.proc import Completed
 from layerbench.records.checks import Check
 from layerbench.records.facts import Facts
-from layerbench.records.info import EndpointInfo, Load, Server, TrialInfo
+from layerbench.records.info import EndpointInfo, Load, TrialInfo
 from layerbench.records.trial import MonitorPoint, TrialRecord
 from layerbench.run.kinds.database_clients import (
     Client,
@@ -73,8 +73,8 @@ def prepare(fleet: Fleet, workloads: list[DbWorkload], ctx: BuildContext) -> dic
     info: dict[str, Any] = {"started_at": time.time()}
     with credentials(fleet, ctx):
         if any(isinstance(w, YcsbWorkload) for w in workloads):
-            fleet.info["records"] = _ycsb_load(fleet, ctx)
-            info["records"] = list(fleet.info["records"])
+            fleet.records[:] = _ycsb_load(fleet, ctx)
+            info["records"] = list(fleet.records)
         if any(isinstance(w, PgbenchWorkload) for w in workloads):
             argvs = [pgbench.init_argv(e.host, e.port, fleet.server.scale, PG_USER) for e in fleet.endpoints]
             for done in proc.run_all(argvs, timeout=LOAD_TIMEOUT_S, env=_pg_env(fleet, ctx)):
@@ -120,7 +120,7 @@ def run_trial(fleet: Fleet, trial: Trial, prepared: dict[str, Any], ctx: BuildCo
     except OSError as exc:
         out.category, out.stderr = "setup-error", f"{type(exc).__name__}: {exc}"
     # The fleet as the trial left it: each instance's records with this trial's inserts.
-    out.info = replace(out.info, server=Server.from_json(fleet.info))
+    out.info = replace(out.info, server=replace(fleet.info, records=tuple(fleet.records) or None))
     return record(trial, started, out)
 
 
@@ -143,7 +143,7 @@ def _describe(fleet: Fleet) -> tuple[EndpointInfo, ...]:
 
 def _ycsb(fleet: Fleet, w: YcsbWorkload, out: Outcome, ctx: BuildContext, devices: list[str], spec: Spec) -> None:
     clients = clients_of(len(fleet.endpoints), spec)
-    records: list[int] = fleet.info["records"]
+    records = fleet.records
     expected: list[int | None] = [None] * len(clients)
     if w.warmup_s > 0:
         warm, _ = _ycsb_phase(fleet, w, "warmup", clients, [None] * len(clients), expected, ctx)
@@ -181,7 +181,7 @@ def _ycsb_phase(
     ctx: BuildContext,
 ) -> tuple[list[ycsb.YcsbResult], list[Completed]]:
     """Every client of every instance at once: their reports, parsed, and what each printed."""
-    records: list[int] = fleet.info["records"]
+    records = fleet.records
     argvs = []
     for c, log, ops in zip(clients, logs, expected, strict=True):
         e = fleet.endpoints[c.instance]
