@@ -207,7 +207,7 @@ def io_uring_blocked(target: Target, w: FileWorkload) -> str | None:
         done = target.run(fio.io_uring_probe_argv(target.path, target.path_is_device), IO_URING_PROBE_S)
         said = fio.io_uring_refused(done.stdout + done.stderr) if done.rc != 0 else None
         target.info["io_uring"] = "allowed" if said is None else f"refused: {said}"
-    answer = str(target.info["io_uring"])
+    answer = target.facts.io_uring or ""
     if not answer.startswith("refused"):
         return None
     return f"io_uring probe before the trial: {answer.removeprefix('refused: ')}; the usual cause is {IO_URING_WHY}"
