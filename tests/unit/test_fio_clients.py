@@ -297,6 +297,7 @@ def test_a_stored_run_of_1_2_and_4_clients_gives_a_curve_and_a_row_per_client(
     """The 4-client capture stored as each count's trials (its first 1, 2 or 4 clients), read back as `show`."""
     import time
 
+    from layerbench.records.info import TrialInfo
     from layerbench.records.trial import TrialRecord
     from layerbench.report.view import view
     from layerbench.store.read import load as load_run
@@ -312,7 +313,7 @@ def test_a_stored_run_of_1_2_and_4_clients_gives_a_curve_and_a_row_per_client(
         samples = [*fio_clients.samples(part, times), *merged_latency(part)]
         for rep in range(2):
             store.record_trial(run_id, TrialRecord(cell.id, rep, "ok", None, time.time(), time.time(), [], text, "",
-                                                   {}, samples))  # fmt: skip
+                                                   TrialInfo(), samples))  # fmt: skip
     v = view(load_run(store, "latest", latency=True))
     (curve,) = v.scalings
     assert [p.instances for p in curve.points] == [1, 2, 4]
@@ -330,6 +331,7 @@ def test_clients_dealt_over_nodes_are_named_with_their_node_in_show(tmp_path: Pa
     import dataclasses
     import time
 
+    from layerbench.records.info import TrialInfo
     from layerbench.records.trial import TrialRecord
     from layerbench.report.terminal import clients_table
     from layerbench.report.view import view
@@ -344,7 +346,7 @@ def test_clients_dealt_over_nodes_are_named_with_their_node_in_show(tmp_path: Pa
     store, run_id = _run_of(exp, matrix, tmp_path)
     text, full, ends = _capture()
     samples = fio_clients.samples(full, fio_clients.client_times(full, ends))
-    store.record_trial(run_id, TrialRecord(cell.id, 0, "ok", None, time.time(), time.time(), [], text, "", {},
+    store.record_trial(run_id, TrialRecord(cell.id, 0, "ok", None, time.time(), time.time(), [], text, "", TrialInfo(),
                                            samples))  # fmt: skip
     rows = view(load_run(store, "latest")).clients
     assert list(zip(rows["client"], rows["node"], strict=True)) == [

@@ -83,5 +83,5 @@ class TrialProgress:
 
 def _again(record: TrialRecord) -> str:
     """How often the trial was measured again because the host was busy beside it (pipeline._undisturbed)."""
-    n = len(record.info.get("disturbed", ()))
+    n = len(record.info.disturbed or ())
     return f"; measured again {n}×: the host was busy" if n else ""

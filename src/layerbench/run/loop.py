@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from layerbench.errors import LayerbenchError, ToolError
 from layerbench.profiling.recorder import recording
+from layerbench.records.info import Attempt
 from layerbench.records.run import CellRow
 from layerbench.records.trial import TrialRecord
 from layerbench.run import quiet
@@ -49,7 +50,7 @@ class Tally:
     again: int = 0  # attempts measured again because the host was busy
 
     def add(self, record: TrialRecord) -> None:
-        self.again += len(record.info.get("disturbed", ()))
+        self.again += len(record.info.disturbed or ())
         if record.status == "ok":
             self.ok += 1
         else:
@@ -197,21 +198,23 @@ def _undisturbed(
     layers' cost, and a round's pair of trials is only as good as its noisier one. The disturbed attempts'
     times, the check's reason, their values and the wait stay in the record (``info.disturbed``)."""
     rec = _trial(kind, target, trial, prepared, ctx, options)
-    disturbed: list[dict] = []
+    disturbed: list[Attempt] = []
     while _contended(rec) and len(disturbed) < options.again_if_contended:
-        disturbed.append({**_attempt(rec), "waited_s": round(quiet.wait_quiet(), 2)})
+        disturbed.append(dataclasses.replace(_attempt(rec), waited_s=round(quiet.wait_quiet(), 2)))
         rec = _trial(kind, target, trial, prepared, ctx, options)
-    return dataclasses.replace(rec, info={**rec.info, "disturbed": disturbed}) if disturbed else rec
+    if not disturbed:
+        return rec
+    return dataclasses.replace(rec, info=dataclasses.replace(rec.info, disturbed=tuple(disturbed)))
 
 
 def _contended(rec: TrialRecord) -> bool:
     return rec.status == "ok" and any(c.name == "contended" and c.status == "flag" for c in rec.checks)
 
 
-def _attempt(rec: TrialRecord) -> dict:
+def _attempt(rec: TrialRecord) -> Attempt:
     contended = next(c.detail for c in rec.checks if c.name == "contended")
-    values = [[s.metric, s.direction, s.job, s.value] for s in rec.samples]
-    return {"started_at": rec.started_at, "ended_at": rec.ended_at, "contended": contended, "samples": values}
+    values = tuple((s.metric, s.direction, s.job, s.value) for s in rec.samples)
+    return Attempt(started_at=rec.started_at, ended_at=rec.ended_at, contended=contended, samples=values)
 
 
 def _trial(
@@ -223,7 +226,7 @@ def _trial(
         return kind.run(target, trial, prepared, ctx, options.latency_log)
     with recording(ctx, workload_comms(trial.cell.workload), options.hz) as rec:
         record = kind.run(target, trial, prepared, ctx, options.latency_log)
-    info = {**record.info, "profiled": rec.notes[0] if rec.notes else True}
+    info = dataclasses.replace(record.info, profiled=rec.notes[0] if rec.notes else True)
     return dataclasses.replace(record, profile=rec.profile, info=info)
 
 

@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,8 @@ from layerbench import proc
 from layerbench.errors import ToolError
 from layerbench.proc import Completed
 from layerbench.records.checks import Check
+from layerbench.records.facts import Facts
+from layerbench.records.info import EndpointInfo, Load, TrialInfo
 from layerbench.records.trial import MonitorPoint, TrialRecord
 from layerbench.run.kinds.database_clients import (
     Client,
@@ -70,8 +73,8 @@ def prepare(fleet: Fleet, workloads: list[DbWorkload], ctx: BuildContext) -> dic
     info: dict[str, Any] = {"started_at": time.time()}
     with credentials(fleet, ctx):
         if any(isinstance(w, YcsbWorkload) for w in workloads):
-            fleet.info["records"] = _ycsb_load(fleet, ctx)
-            info["records"] = list(fleet.info["records"])
+            fleet.records[:] = _ycsb_load(fleet, ctx)
+            info["records"] = list(fleet.records)
         if any(isinstance(w, PgbenchWorkload) for w in workloads):
             argvs = [pgbench.init_argv(e.host, e.port, fleet.server.scale, PG_USER) for e in fleet.endpoints]
             for done in proc.run_all(argvs, timeout=LOAD_TIMEOUT_S, env=_pg_env(fleet, ctx)):
@@ -100,7 +103,10 @@ def _ycsb_load(fleet: Fleet, ctx: BuildContext) -> list[int]:
 def run_trial(fleet: Fleet, trial: Trial, prepared: dict[str, Any], ctx: BuildContext) -> TrialRecord:
     started = time.time()
     devices = devices_beneath(fleet.device.path)
-    out = Outcome(info={"precondition": prepared, "engine": fleet.engine, "devices": devices, **_describe(fleet)})
+    load = Load.from_json(prepared)  # as the run loop keeps it per stack (merged over the stack's workloads)
+    out = Outcome(
+        info=TrialInfo(precondition=load, engine=fleet.engine, devices=tuple(devices), endpoints=_describe(fleet))
+    )
     w = trial.cell.workload
     assert isinstance(w, YcsbWorkload | PgbenchWorkload)  # the pipeline sends only clients to a fleet
     try:
@@ -113,22 +119,23 @@ def run_trial(fleet: Fleet, trial: Trial, prepared: dict[str, Any], ctx: BuildCo
         out.category, out.stderr = "parse-error", str(exc)
     except OSError as exc:
         out.category, out.stderr = "setup-error", f"{type(exc).__name__}: {exc}"
+    # The fleet as the trial left it: each instance's records with this trial's inserts.
+    out.info = replace(out.info, server=replace(fleet.info, records=tuple(fleet.records) or None))
     return record(trial, started, out)
 
 
-def _describe(fleet: Fleet) -> dict[str, Any]:
-    endpoints = [
-        {
-            "name": f"i{e.index}",
-            "host": e.host,
-            "port": e.port,
-            "memory": e.memory,
-            "limits": e.limits.model_dump(mode="json", exclude_none=True),
-            **e.facts.recorded(ENDPOINT_FACTS),
-        }
+def _describe(fleet: Fleet) -> tuple[EndpointInfo, ...]:
+    return tuple(
+        EndpointInfo(
+            name=f"i{e.index}",
+            host=e.host,
+            port=e.port,
+            memory=e.memory,
+            limits=e.limits.model_dump(mode="json", exclude_none=True),
+            facts=Facts.of(e.facts.recorded(ENDPOINT_FACTS)),
+        )
         for e in fleet.endpoints
-    ]
-    return {"server": fleet.info, "endpoints": endpoints}
+    )
 
 
 # --- YCSB --------------------------------------------------------------------------------------------
@@ -136,7 +143,7 @@ def _describe(fleet: Fleet) -> dict[str, Any]:
 
 def _ycsb(fleet: Fleet, w: YcsbWorkload, out: Outcome, ctx: BuildContext, devices: list[str], spec: Spec) -> None:
     clients = clients_of(len(fleet.endpoints), spec)
-    records: list[int] = fleet.info["records"]
+    records = fleet.records
     expected: list[int | None] = [None] * len(clients)
     if w.warmup_s > 0:
         warm, _ = _ycsb_phase(fleet, w, "warmup", clients, [None] * len(clients), expected, ctx)
@@ -174,7 +181,7 @@ def _ycsb_phase(
     ctx: BuildContext,
 ) -> tuple[list[ycsb.YcsbResult], list[Completed]]:
     """Every client of every instance at once: their reports, parsed, and what each printed."""
-    records: list[int] = fleet.info["records"]
+    records = fleet.records
     argvs = []
     for c, log, ops in zip(clients, logs, expected, strict=True):
         e = fleet.endpoints[c.instance]
@@ -252,12 +259,17 @@ RUNNERS: dict[str, Callable[[Fleet, Any, Outcome, BuildContext, list[str], Spec]
 def _kept(out: Outcome, measured: Measured) -> None:
     out.samples = measured.samples
     if measured.latency_hdr:
-        out.info["latency_hdr"] = measured.latency_hdr
+        out.info = replace(out.info, latency_hdr=measured.latency_hdr)
 
 
 def _timed(out: Outcome, t: Timing) -> None:
     out.samples += t.samples
-    out.info.update(t.info)
+    out.info = replace(
+        out.info,
+        clients_spread_ms=t.info.clients_spread_ms,
+        clients_ran_ms=t.info.clients_ran_ms,
+        clients_timed_by=t.info.clients_timed_by,
+    )
     out.checks.append(t.check)
 
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from layerbench.errors import ToolError
 from layerbench.records.checks import Check
+from layerbench.records.info import Prepared, TrialInfo
 from layerbench.records.sample import Sample
 from layerbench.records.trial import MonitorPoint, TrialRecord
 from layerbench.run.measure.checks import FIO_REMEDY, accounting_blind, clock_bound, device_accounting, emulated
@@ -45,7 +46,7 @@ class Outcome:
     samples: list[Sample] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
     monitor: list[MonitorPoint] = field(default_factory=list)
-    info: dict[str, Any] = field(default_factory=dict)
+    info: TrialInfo = field(default_factory=TrialInfo)
     logs: dict[str, str] = field(default_factory=dict)  # the tool's logs as it wrote them ("lat": fio's)
 
 
@@ -86,11 +87,11 @@ def read_lat_log(target: Target, w: FioWorkload, prefix: str, out: Outcome) -> N
     in the trial's info, never a failed trial (the results are fio's JSON)."""
     files = fio_log.files(prefix, w.numjobs)
     done = target.run(["cat", *files], READ_OUTPUT_S)
-    out.info["lat_log_ms"] = fio_log.interval_ms(w)
+    out.info = replace(out.info, lat_log_ms=fio_log.interval_ms(w))
     if done.rc == 0:
         out.logs["lat"] = done.stdout
     else:
-        out.info["lat_log"] = f"unread: {done.stderr.strip()[:200]}"
+        out.info = replace(out.info, lat_log=f"unread: {done.stderr.strip()[:200]}")
     if target.path_is_device:  # beside the job files: this host's or a guest's run directory, which has rm
         marker = f"{prefix.rsplit('/', 1)[0]}/lb-{w.name}.lat"
         target.run(["rm", "-f", marker, *fio_log.written(prefix, w.numjobs)], READ_OUTPUT_S)
@@ -118,9 +119,9 @@ def needs_precondition(w: FileWorkload) -> bool:
     return not (w.job_file or w.personality) and w.precondition != "none"
 
 
-def precondition(target: Target, workloads: list[FileWorkload]) -> dict[str, Any]:
+def precondition(target: Target, workloads: list[FileWorkload]) -> dict[str, Prepared]:
     """Prepare each test file once per stack, as its workloads ask (a job file lays out its own)."""
-    done: dict[str, Any] = {}
+    done: dict[str, Prepared] = {}
     # One preparation per file: the first workload that names a (size, mode) sets its window.
     firsts = {
         (int(w.size), w.precondition): w
@@ -131,9 +132,9 @@ def precondition(target: Target, workloads: list[FileWorkload]) -> dict[str, Any
         t0 = time.monotonic()
         timeout = size / 2**20 + 600 + TRIAL_SLACK_S
         outputs = [target.run(argv, timeout).check().stdout for argv in _precondition_steps(w, target)]
-        done[f"{size}:{mode}"] = {"seconds": round(time.monotonic() - t0, 3)}
-        if mode == "steady":  # a cap reached means the device was still settling: say so with the trial
-            done[f"{size}:{mode}"]["steady_attained"] = fio.steady_attained(outputs[-1])
+        # A cap reached means the device was still settling: a steady fill says so with the trial.
+        steady = fio.steady_attained(outputs[-1]) if mode == "steady" else None
+        done[f"{size}:{mode}"] = Prepared(seconds=round(time.monotonic() - t0, 3), steady_attained=steady)
     return done
 
 
@@ -150,17 +151,19 @@ def _precondition_steps(w: FioWorkload, target: Target) -> list[list[str]]:
 def run_trial(
     target: Target,
     trial: Trial,
-    prepared: dict[str, Any],
+    prepared: dict[str, Prepared],
     tools: Path = DEFAULT_CACHE,
     on_monitor: OnPoint = None,
     latency_log: bool = False,
 ) -> TrialRecord:
     """``latency_log``: fio writes its latency log (the spec's ``latency_log``), which costs it CPU per I/O."""
     started = time.time()
-    out = Outcome(info={"precondition": prepared, "target": target.info, "engine": target.engine})
+    out = Outcome(info=TrialInfo(precondition=prepared, engine=target.engine))
     w = trial.cell.workload
     assert isinstance(w, FileWorkload)  # the pipeline sends database clients to a fleet
     attempt(out, lambda: _blocked_or_executed(target, w, out, tools, on_monitor, latency_log))
+    # The target's facts as the trial left them: its io_uring probe's answer among them.
+    out.info = replace(out.info, target=target.facts)
     return record(trial, started, out)
 
 
@@ -205,7 +208,7 @@ def io_uring_blocked(target: Target, w: FileWorkload) -> str | None:
         done = target.run(fio.io_uring_probe_argv(target.path, target.path_is_device), IO_URING_PROBE_S)
         said = fio.io_uring_refused(done.stdout + done.stderr) if done.rc != 0 else None
         target.info["io_uring"] = "allowed" if said is None else f"refused: {said}"
-    answer = str(target.info["io_uring"])
+    answer = target.facts.io_uring or ""
     if not answer.startswith("refused"):
         return None
     return f"io_uring probe before the trial: {answer.removeprefix('refused: ')}; the usual cause is {IO_URING_WHY}"
