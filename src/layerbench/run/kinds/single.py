@@ -197,7 +197,8 @@ def _execute(
     devices = devices_beneath(watched(target.device))
     cgroup = {k: Path(v) for k, v in target.facts.cgroup.items()} or None
     kind = registry.of(w)
-    quiet, report = kind.quiet, kind.quiet.file(target.path) if kind.quiet else ""  # IOzone's table to a file
+    quiet = kind.quiet  # a report written to a file at the target and read once done (IOzone's table)
+    report = quiet.file(target.path) if quiet else ""
     run_argv = quiet.argv(out.argv, report) if quiet else out.argv
     # The device's bytes from the end of fio's ramp, as fio counts its own (a job file's ramp is its own).
     ramp = kind.ramp_s(w)
