@@ -73,3 +73,31 @@ def _models() -> dict[str, type]:
     """The spec's workload models by their kind, in the order of ``spec.models.Workload``'s union."""
     models = [get_args(a)[0] for a in get_args(get_args(Workload)[0])]  # Annotated[Union[Annotated[M, Tag]], ...]
     return {get_args(m.model_fields["kind"].annotation)[0]: m for m in models}
+
+
+def test_each_type_answers_for_its_own_workloads() -> None:
+    from layerbench.spec.databases import PgbenchWorkload, YcsbWorkload
+    from layerbench.spec.models import FioWorkload, IozoneWorkload
+
+    rand, seq = FioWorkload(name="r", size="64M"), FioWorkload(name="s", rw="write", bs="1M", iodepth=4)
+    surface = IozoneWorkload(kind="iozone", name="z", sizes=("64k", "32M"))
+    ycsb, pg = YcsbWorkload(name="y"), PgbenchWorkload(name="p")
+    kinds = [registry.of(w) for w in (rand, seq, surface, ycsb, pg)]
+    assert [k.headline(w) for k, w in zip(kinds, (rand, seq, surface, ycsb, pg), strict=True)] == [
+        "iops",
+        "bw",
+        "iozone_geomean",
+        "ops",
+        "ops",
+    ]
+    assert [k.comms for k in kinds] == [("fio",), ("fio",), ("iozone",), ("java",), ("pgbench",)]
+    assert [k.data_bytes(w) for k, w in zip(kinds, (rand, seq, surface, ycsb, pg), strict=True)] == [
+        64 * 2**20,
+        256 * 2**20,
+        32 * 2**20,
+        0,
+        0,
+    ]
+    assert registry.of(rand).qd1_direction(rand) == "read" and registry.of(seq).qd1_direction(seq) is None
+    assert registry.of(surface).writes(surface, "randwrite") and registry.of(surface).writes(surface, "") is None
+    assert [k.surface for k in kinds] == [False, False, True, False, False]
