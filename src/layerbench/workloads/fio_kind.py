@@ -90,6 +90,7 @@ WORKLOAD = WorkloadType(
     comms=("fio",),
     headline=headline,
     data_bytes=lambda w: w.size,
+    parse_errors=(fio.FioParseError,),
     files=files,
     reads=reads,
     writes=writes,

@@ -372,6 +372,7 @@ WORKLOAD = WorkloadType(
     comms=("iozone",),
     headline=lambda w: "iozone_geomean",  # a whole surface: its geometric mean over every point and operation
     data_bytes=lambda w: w.sizes[1],
+    parse_errors=(IozoneParseError,),
     files=lambda w: {TMP_NAME: w.sizes[1]},  # one file at a time, the largest last
     surface=True,
     writes=_writes,

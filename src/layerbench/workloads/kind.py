@@ -68,6 +68,8 @@ class WorkloadType:
     files: Callable[[Any], dict[str, int]] = lambda w: {}
     # Why it cannot run on a stack, where only its tool can tell (fio reading a user's job file).
     reads: Callable[[StackSpec, Any], str | None] = lambda stack, w: None
+    # What its parser raises on output it cannot read: the trial is then a parse-error, with the tool's words.
+    parse_errors: tuple[type[Exception], ...] = ()
     # Its results are a surface of points per operation (IOzone): each operation is judged apart, and the
     # ratio table folds its points rather than its headline.
     surface: bool = False

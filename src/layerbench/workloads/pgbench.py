@@ -257,4 +257,4 @@ def latency_samples(latencies: np.ndarray, job: str) -> list[Sample]:
 
 
 # The workload type: a database client, whose headline is its transactions per second over all instances.
-WORKLOAD = WorkloadType(kind="pgbench", comms=("pgbench",), headline=lambda w: "ops")
+WORKLOAD = WorkloadType(kind="pgbench", comms=("pgbench",), headline=lambda w: "ops", parse_errors=(PgbenchParseError,))

@@ -529,5 +529,6 @@ def merged_samples(merged: Mapping[str, MergedLatency], job: str) -> list[Sample
     return out
 
 
-# The workload type: a database client, whose headline is its operations per second over all instances.
-WORKLOAD = WorkloadType(kind="ycsb", comms=("java",), headline=lambda w: "ops")  # YCSB is a JVM
+# The workload type: a database client, whose headline is its operations per second over all instances; a
+# profile follows its JVM (java).
+WORKLOAD = WorkloadType(kind="ycsb", comms=("java",), headline=lambda w: "ops", parse_errors=(YcsbParseError,))

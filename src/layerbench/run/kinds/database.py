@@ -53,7 +53,7 @@ from layerbench.spec.models import DbWorkload
 from layerbench.stack.cgroups import verdict
 from layerbench.stack.fleet import Endpoint, Fleet
 from layerbench.stack.target import BuildContext
-from layerbench.workloads import pgbench, ycsb
+from layerbench.workloads import pgbench, registry, ycsb
 
 CLIENT_SLACK_S = 180.0  # JVM start, connections, the report: beyond the phase's own time
 LOAD_TIMEOUT_S = 3 * 3600.0
@@ -124,7 +124,7 @@ def run_trial(fleet: Fleet, trial: Trial, prepared: dict[str, Any], ctx: BuildCo
     except ToolError as exc:
         out.category, out.stderr = category(exc.rc, exc.stderr), exc.stderr
         out.argv = out.argv or exc.argv
-    except (ycsb.YcsbParseError, pgbench.PgbenchParseError) as exc:
+    except registry.of(w).parse_errors as exc:
         out.category, out.stderr = "parse-error", str(exc)
     except OSError as exc:
         out.category, out.stderr = "setup-error", f"{type(exc).__name__}: {exc}"

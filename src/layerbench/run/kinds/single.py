@@ -213,7 +213,7 @@ def _execute(
         return
     try:
         samples, tool_checks, bins = _measured(w, done.stdout, mon, target, devices)
-    except (fio.FioParseError, iozone.IozoneParseError) as exc:
+    except registry.of(w).parse_errors as exc:
         out.category, out.stderr = "parse-error", f"{exc}\n{done.stderr}"
         return
     out.status, out.samples = "ok", samples
