@@ -23,14 +23,14 @@ from layerbench.run.kinds.single import Outcome as TrialOutcome
 from layerbench.run.kinds.single import record
 from layerbench.run.results import Results
 from layerbench.run.schedule import StackPlan, Trial, plan, plan_round
-from layerbench.spec.databases import YcsbWorkload
 from layerbench.spec.matrix import Matrix
-from layerbench.spec.models import Cell, Experiment, FioWorkload, IozoneWorkload, Workload
+from layerbench.spec.models import Cell, Experiment, Workload
 from layerbench.stack.build import PLACEMENT_LEVEL
 from layerbench.stack.engines import api_errors, failure_category
 from layerbench.stack.fleet import ServerError
 from layerbench.stack.pool import Held, StackPool
 from layerbench.stack.target import BuildContext
+from layerbench.workloads import registry
 
 ENGINE_ERRORS = api_errors()  # an engine's API failing under a stack: its daemon gone or broken
 SETUP_ERRORS = (LayerbenchError, *ENGINE_ERRORS, OSError)  # a ServerError (its log's tail) among them
@@ -232,11 +232,7 @@ def _trial(
 
 def workload_comms(w: Workload) -> tuple[str, ...]:
     """The processes a profile's preemption count follows: the file workload's tool; a database's client."""
-    if isinstance(w, IozoneWorkload):
-        return ("iozone",)
-    if isinstance(w, FioWorkload):
-        return ("fio",)
-    return ("java",) if isinstance(w, YcsbWorkload) else ("pgbench",)
+    return registry.of(w).comms
 
 
 def _setup_failure(exc: BaseException) -> str:
@@ -262,9 +258,7 @@ def _prepared(held: Held, kind: TrialKind, target: object, workloads: list[Workl
 
 def _data_bytes(sp: StackPlan) -> int:
     """Room the stack's files need (a tmpfs is sized by it); a database stack sizes its own."""
-    sizes = [t.cell.workload.size for t in sp.trials if isinstance(t.cell.workload, FioWorkload)]
-    sizes += [t.cell.workload.sizes[1] for t in sp.trials if isinstance(t.cell.workload, IozoneWorkload)]
-    return max(sizes, default=0)
+    return max((registry.of(t.cell.workload).data_bytes(t.cell.workload) for t in sp.trials), default=0)
 
 
 def _cell_row(cell: Cell, baseline_id: str | None) -> CellRow:

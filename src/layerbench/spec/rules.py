@@ -12,17 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from layerbench.spec.clients import clients_refused
-from layerbench.spec.databases import CLIENTS_OF, INSERTING_MIXES, PROFILE_RESOURCES, YcsbWorkload, tuned
+from layerbench.spec.databases import PROFILE_RESOURCES, tuned
 from layerbench.spec.feasibility import DRIVERS_REMOVED, HostCaps
-from layerbench.spec.models import (
-    DbWorkload,
-    FileWorkload,
-    FioWorkload,
-    IozoneWorkload,
-    LinkSpec,
-    StackSpec,
-    Workload,
-)
+from layerbench.spec.models import LinkSpec, StackSpec, Workload
 from layerbench.spec.runtimes import RUNTIMES
 from layerbench.spec.traits import CONTAINER_PLACEMENTS, traits
 
@@ -36,8 +28,6 @@ REMOTE_NEEDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("nvme-tcp", "kernel"): ("nvme-tcp",),
     ("iscsi", "kernel"): ("iscsi",),
 }
-# Servers start with room for this many client connections (PostgreSQL's max_connections is 256).
-CLIENT_LIMIT = 250
 
 Rule = Callable[[StackSpec, HostCaps], str | None]
 
@@ -559,69 +549,17 @@ def pairs(stack: StackSpec, w: Workload) -> bool:
 
     Not a refusal: a spec with both kinds of stacks and workloads pairs each with its own.
     """
-    return (stack.server is None) == isinstance(w, FileWorkload)
+    return (stack.server is None) != w.needs_server
 
 
 def workload_fits(stack: StackSpec, w: Workload) -> str | None:
-    """Rules about a workload on a stack (the rest are the stack's alone)."""
-    if isinstance(w, FioWorkload):
-        if w.precondition == "sparse" and stack.placement.kind == "raw":
-            return "a sparse (never written) file needs a filesystem; a raw device has no holes"
-        if stack.device.remote and stack.device.remote.client == "fio" and job_source_kind(w):
-            return f"a {job_source_kind(w)} names its own files; fio's nbd engine takes workloads built from fields"
-        runtime = RUNTIMES.get(stack.engine.runtime or "")
-        if runtime and runtime.io_uring and w.ioengine == "io_uring" and not job_source_kind(w):
-            return f"ioengine io_uring under runtime {runtime.name}: {runtime.io_uring}"
-        if stack.clients is not None and job_source_kind(w):
-            return f"clients: not yet for a {job_source_kind(w)}; give the workload's fields instead"
-        return None
-    if isinstance(w, IozoneWorkload) and stack.clients is not None:
-        return "clients: for fio only (IOzone has no client/server mode)"
-    if isinstance(w, IozoneWorkload):
-        if stack.placement.kind == "raw":
-            return "IOzone writes and reads a file of its own: give the stack a filesystem"
-        return None
-    return client_fits(stack, w)
-
-
-def job_source_kind(w: FioWorkload) -> str | None:
-    return "job file" if w.job_file else "personality" if w.personality else None
-
-
-def client_fits(stack: StackSpec, w: DbWorkload, caps: HostCaps | None = None) -> str | None:
-    assert stack.server is not None  # paired by pairs()
-    protocol = stack.server.protocol
-    if protocol not in CLIENTS_OF[w.kind]:
-        drives = f"{w.kind} drives {' and '.join(sorted(CLIENTS_OF[w.kind]))}, not {stack.server.name}"
-        return drives if stack.server.name == protocol else f"{drives} (it speaks {protocol})"
-    if isinstance(w, YcsbWorkload) and w.consistency is not None and protocol != "cql":
-        return f"consistency is a CQL client's setting: {stack.server.name} has none"
-    return _connections_fit(stack, w)
-
-
-def _connections_fit(stack: StackSpec, w: DbWorkload) -> str | None:
-    """Each client's connections (YCSB's threads, pgbench's clients) times the stack's clients per server."""
-    each = w.threads if isinstance(w, YcsbWorkload) else w.clients
-    count = stack.clients.count if stack.clients is not None else 1
-    if each * count > CLIENT_LIMIT:
-        asked = f"{each} x {count} clients = {each * count}" if count > 1 else str(each)
-        return f"{asked} client connections per server; layerbench starts servers for at most {CLIENT_LIMIT}"
-    if isinstance(w, YcsbWorkload) and count > 1 and w.mix in INSERTING_MIXES:
-        return (
-            f"clients: YCSB's mix {w.mix} inserts, and every client inserts the same new keys (from the record "
-            "count up): one client per server, or a mix without inserts (a, b, c, f, read-heavy)"
-        )
-    return None
+    """Rules about a workload on a stack (the rest are the stack's alone): each workload type's own
+    (``WorkloadSpec.refused_on``, on its model)."""
+    return w.refused_on(stack)
 
 
 def client_ready(w: Workload, caps: HostCaps) -> str | None:
-    if isinstance(w, FioWorkload) or w.kind in caps.clients:
-        return None
-    if w.kind == "ycsb":
-        return "the YCSB client is not set up (java, and its jars in the cache: make setup builds them)"
-    if w.kind == "iozone":
-        return "IOzone is not in the cache (make setup fetches it from Debian's non-free or Ubuntu's multiverse)"
-    return f"{w.kind} is not installed (apt-get install postgresql-client; make setup does)"
+    return w.client_missing(caps)
 
 
 def why_not(stack: StackSpec, caps: HostCaps) -> str | None:

@@ -25,10 +25,10 @@ from layerbench.records import hdr
 from layerbench.records.info import TrialInfo
 from layerbench.records.trial import ProfileRecord
 from layerbench.spec.matrix import SweepPoint, SweepPoints, sweep_point, sweep_points
-from layerbench.spec.models import STORED_CONTEXT, Cell, FioWorkload, StackSpec, Trials, Workload
+from layerbench.spec.models import STORED_CONTEXT, Cell, StackSpec, Trials, Workload
 from layerbench.store import cache
 from layerbench.store.db import CellRow, CheckRow, RefusedRow, RunRow, Store, TrialRow, collector_paused
-from layerbench.workloads import fio, fio_log
+from layerbench.workloads import fio, fio_log, registry
 
 WORKLOAD = TypeAdapter(Workload)
 
@@ -303,9 +303,10 @@ def _timelines(
     out = []
     for cell_id, trial_id, text in logs:
         w, t = workload.get(cell_id), trial[trial_id]
-        if not isinstance(w, FioWorkload):
-            continue
-        every = int(t.info.lat_log_ms or fio_log.interval_ms(w))
+        interval = registry.of(w).lat_log_ms(w) if w is not None else None
+        if interval is None:
+            continue  # a workload type that keeps no latency log of fio's
+        every = int(t.info.lat_log_ms or interval)
         try:
             found = fio_log.intervals(fio_log.parse(text), every)
         except fio_log.FioLogError:

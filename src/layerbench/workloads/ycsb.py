@@ -51,6 +51,7 @@ from layerbench.errors import LayerbenchError
 from layerbench.records import hdr
 from layerbench.records.sample import Sample
 from layerbench.spec.databases import ServerSpec, YcsbWorkload
+from layerbench.workloads.kind import WorkloadType
 
 Phase = Literal["load", "run", "warmup"]
 
@@ -526,3 +527,8 @@ def merged_samples(merged: Mapping[str, MergedLatency], job: str) -> list[Sample
             continue
         out += _latency_samples(name.lower(), job, m.mean_us, m.min_us, m.max_us, m.percentiles, m.count)
     return out
+
+
+# The workload type: a database client, whose headline is its operations per second over all instances; a
+# profile follows its JVM (java).
+WORKLOAD = WorkloadType(kind="ycsb", comms=("java",), headline=lambda w: "ops", parse_errors=(YcsbParseError,))

@@ -56,7 +56,7 @@ from layerbench.spec.models import DbWorkload, StackSpec, Workload
 from layerbench.stack.cgroups import verdict
 from layerbench.stack.fleet import Endpoint, Fleet
 from layerbench.stack.target import BuildContext
-from layerbench.workloads import pgbench, ycsb
+from layerbench.workloads import pgbench, registry, ycsb
 
 CLIENT_SLACK_S = 180.0  # JVM start, connections, the report: beyond the phase's own time
 LOAD_TIMEOUT_S = 3 * 3600.0
@@ -71,18 +71,26 @@ def prepare(fleet: Fleet, workloads: list[DbWorkload], ctx: BuildContext) -> dic
     when the load ran (it may run beside another stack's build, never beside a trial: pipeline.preload)."""
     started = time.monotonic()
     info: dict[str, Any] = {"started_at": time.time()}
+    kinds = {w.kind for w in workloads}
     with credentials(fleet, ctx):
-        if any(isinstance(w, YcsbWorkload) for w in workloads):
-            fleet.records[:] = _ycsb_load(fleet, ctx)
-            info["records"] = list(fleet.records)
-        if any(isinstance(w, PgbenchWorkload) for w in workloads):
-            argvs = [pgbench.init_argv(e.host, e.port, fleet.server.scale, PG_USER) for e in fleet.endpoints]
-            for done in proc.run_all(argvs, timeout=LOAD_TIMEOUT_S, env=_pg_env(fleet, ctx)):
-                done.check()
+        for kind, load in LOADS.items():  # in this order: YCSB's load, then pgbench's initialization
+            if kind in kinds:
+                load(fleet, ctx, info)
         info["pgbench_scale"] = fleet.server.scale
     info["seconds"] = round(time.monotonic() - started, 3)
     info["ended_at"] = time.time()
     return info
+
+
+def _ycsb_loaded(fleet: Fleet, ctx: BuildContext, info: dict[str, Any]) -> None:
+    fleet.records[:] = _ycsb_load(fleet, ctx)
+    info["records"] = list(fleet.records)
+
+
+def _pgbench_initialized(fleet: Fleet, ctx: BuildContext, info: dict[str, Any]) -> None:
+    argvs = [pgbench.init_argv(e.host, e.port, fleet.server.scale, PG_USER) for e in fleet.endpoints]
+    for done in proc.run_all(argvs, timeout=LOAD_TIMEOUT_S, env=_pg_env(fleet, ctx)):
+        done.check()
 
 
 def _ycsb_load(fleet: Fleet, ctx: BuildContext) -> list[int]:
@@ -100,6 +108,13 @@ def _ycsb_load(fleet: Fleet, ctx: BuildContext) -> list[int]:
     return counts
 
 
+# Each client's load of a stack's servers (its precondition), by the workload's kind, as RUNNERS are.
+LOADS: dict[str, Callable[[Fleet, BuildContext, dict[str, Any]], None]] = {
+    "ycsb": _ycsb_loaded,
+    "pgbench": _pgbench_initialized,
+}
+
+
 def run_trial(fleet: Fleet, trial: Trial, prepared: dict[str, Any], ctx: BuildContext) -> TrialRecord:
     started = time.time()
     devices = devices_beneath(fleet.device.path)
@@ -108,14 +123,14 @@ def run_trial(fleet: Fleet, trial: Trial, prepared: dict[str, Any], ctx: BuildCo
         info=TrialInfo(precondition=load, engine=fleet.engine, devices=tuple(devices), endpoints=_describe(fleet))
     )
     w = trial.cell.workload
-    assert isinstance(w, YcsbWorkload | PgbenchWorkload)  # the pipeline sends only clients to a fleet
+    assert w.needs_server  # the pipeline sends only clients to a fleet
     try:
         with credentials(fleet, ctx):
             RUNNERS[w.kind](fleet, w, out, ctx, devices, trial.cell.stack.clients)
     except ToolError as exc:
         out.category, out.stderr = category(exc.rc, exc.stderr), exc.stderr
         out.argv = out.argv or exc.argv
-    except (ycsb.YcsbParseError, pgbench.PgbenchParseError) as exc:
+    except registry.of(w).parse_errors as exc:
         out.category, out.stderr = "parse-error", str(exc)
     except OSError as exc:
         out.category, out.stderr = "setup-error", f"{type(exc).__name__}: {exc}"
