@@ -30,7 +30,7 @@ from layerbench.spec import schema as spec_schema
 from layerbench.spec import seeds
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Experiment, StackSpec
-from layerbench.spec.traits import traits
+from layerbench.spec.traits import HOST_PROBES, traits
 from layerbench.store.db import RunRow, Store, collector_paused
 
 if TYPE_CHECKING:
@@ -714,7 +714,7 @@ def doctor(
 
         use_kubeconfig(kubeconfig)
         use_swarm_manager(swarm_manager)
-        caps = host.caps(cache_dir, guests=True, profiler=True, images=DOCTOR_IMAGES)
+        caps = host.caps(cache_dir, probes=HOST_PROBES, profiler=True, images=DOCTOR_IMAGES)
         rows = doctor_rows(caps) + [DoctorRow(*row) for row in host.engine_rows(docker_host)]
         if as_json:
             typer.echo(json.dumps([r._asdict() for r in rows], indent=2))

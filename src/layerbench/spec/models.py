@@ -31,8 +31,9 @@ from pydantic import (
 
 from layerbench.spec.clients import ClientsSpec
 from layerbench.spec.databases import PgbenchWorkload, Profile, Resources, ServerSpec, Tuning, YcsbWorkload
+from layerbench.spec.engines import ENGINES, HOST_ENGINE
+from layerbench.spec.engines.runtimes import RuntimeName
 from layerbench.spec.link import DELAY_SCHEMA, RATE_SCHEMA, delay_text, parse_delay, parse_rate, rate_text
-from layerbench.spec.runtimes import RuntimeName
 from layerbench.spec.sizes import SIZE_SCHEMA, parse_size
 from layerbench.spec.traits import TRAITS, traits
 
@@ -41,7 +42,8 @@ DeviceKind = Literal["loop", "zram", "block", "none"]
 Transport = Literal["nbd", "nvme-tcp", "iscsi"]
 RemoteClient = Literal["kernel", "fuse", "fio"]
 FsType = Literal["none", "ext4", "xfs", "btrfs", "reiserfs"]
-EngineKind = Literal["native", "docker", "podman", "vm", "vm+docker", "kubernetes", "swarm", "docker-host"]
+# The engines' names, from their registry (spec/engines/): a Literal, so pydantic's errors and the schema list them.
+EngineKind = Literal[tuple(ENGINES)]  # type: ignore[valid-type]
 Driver = Literal["overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "aufs", "overlay"]
 # Engines that run a cell on one named node of a cluster (engine.node), and what names a node there.
 NODE_ENGINES = {kind: t.node for kind, t in TRAITS.items() if t.node}
@@ -187,7 +189,7 @@ class DockerTls(Frozen):
 
 
 class EngineSpec(Frozen):
-    kind: EngineKind = "native"
+    kind: EngineKind = HOST_ENGINE
     driver: Driver | None = None
     mode: DmMode | None = Field(
         default=None,

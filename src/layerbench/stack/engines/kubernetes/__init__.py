@@ -40,9 +40,9 @@ from typing import Any
 from kubernetes import client
 
 from layerbench.errors import LayerbenchError, PrerequisiteError
+from layerbench.spec.engines.kubernetes import KUBE_LOCAL_PLACEMENTS
 from layerbench.spec.models import EngineSpec, Limits, PlacementSpec, StackSpec
 from layerbench.spec.profiles import Budget
-from layerbench.spec.rules import KUBE_LOCAL_PLACEMENTS
 from layerbench.stack import mountinfo
 from layerbench.stack.cgroups import majmin, process_dirs, read_limits
 from layerbench.stack.engines.container import tools
