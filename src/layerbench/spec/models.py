@@ -51,7 +51,7 @@ NODE_ENGINES = {kind: t.node for kind, t in TRAITS.items() if t.node}
 CLIENT_NODE_ENGINES = tuple(k for k, t in TRAITS.items() if t.node and t.clients)
 # How a docker-host engine's URL may reach its daemon (the Docker SDK's schemes, as DOCKER_HOST's).
 DOCKER_HOST_SCHEMES = ("unix://", "tcp://", "ssh://")
-# Each container engine's storage drivers, the first its default (spec/traits.py).
+# Each container engine's storage drivers, the first its default (its row in spec/engines/).
 DRIVERS: dict[str, tuple[str, ...]] = {kind: t.drivers for kind, t in TRAITS.items() if t.drivers}
 # The devicemapper driver's two modes (Docker's names): its thin pool on sparse files that dockerd attaches
 # to loop devices itself (loop-lvm, its default), or on an LVM thin pool layerbench builds (direct-lvm).

@@ -1,4 +1,4 @@
-"""The OCI runtimes of spec/runtimes.py on this host: can each run a container here, and what it is.
+"""The OCI runtimes of spec/engines/runtimes.py on this host: can each run a container here, and what it is.
 
 Whether a runtime runs here is asked of the runtime itself, before anything is built: it runs
 ``/bin/true`` in a throw-away bundle (a root filesystem of that binary and its libraries, its state in

@@ -23,7 +23,7 @@ DRIVERS_REMOVED = (("aufs", 24), ("devicemapper", 25))
 class DockerCaps:
     """What the host probe learned for Docker (stack/engines/docker.py probes it on every run: it is cheap)."""
 
-    drivers: frozenset[str] = frozenset()  # storage drivers this host could run (capabilities.docker_drivers)
+    drivers: frozenset[str] = frozenset()  # storage drivers this host could run (its probe's docker_drivers)
     dockerd_major: int | None = None  # dockerd's major version (Docker 24 dropped aufs, 25 devicemapper)
     # OCI runtimes (engines/runtimes.py), probed only for the experiment's cells that name one, Podman's too:
     # name -> None where it ran a container here, else why not, in its own words.

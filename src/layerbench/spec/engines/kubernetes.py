@@ -107,6 +107,6 @@ ENGINE = EngineTraits(
     placements=CONTAINER_PLACEMENTS | {"claim"},
     node="its name in the cluster",
     probe="kube-nodes",
-    clients=True,  # on a node that is this host (spec/rules.py): a pod each
+    clients=True,  # on a node that is this host (its rule, above): a pod each
     rule=ready,
 )

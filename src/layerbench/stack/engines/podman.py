@@ -48,7 +48,7 @@ READY_TIMEOUT_S = 120.0
 # What Podman 4.3 still creates outside its roots: runc's default state dir (conmon's exit commands
 # call runc without our --runtime-flag) and the image library's blob-info cache (on every import).
 # Removed after the service when it created them; a host whose Podman uses them keeps them.
-# Each OCI runtime's default state dir is such a dir: /run/runc, /run/crun, /run/runsc (spec/runtimes.py).
+# Each OCI runtime's default state dir is such a dir: /run/runc, /run/crun, /run/runsc (spec/engines/runtimes.py).
 HOST_DIRS = (
     Path("/run/runc"),
     Path("/run/crun"),
