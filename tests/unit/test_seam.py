@@ -266,6 +266,17 @@ def test_an_emulated_guests_trial_is_flagged_from_its_facts() -> None:
     assert names["not-comparable"] == "flag"
 
 
+def test_the_spec_imports_no_module_of_stack_anywhere() -> None:
+    """spec/ is below stack/: the engines' rows, rules and probe results are read there without the stack."""
+    found = sorted(
+        f"src/layerbench/{path.relative_to(SRC).as_posix()}: {name}"
+        for path in (SRC / "spec").rglob("*.py")
+        for name in _imports_of(path)
+        if name.startswith("layerbench.stack")
+    )
+    assert not found, "\n".join(found)
+
+
 def test_the_cli_imports_no_module_of_stack_anywhere() -> None:
     """Not at start (test_cli_start.py) nor in a command: it goes through host.py and session.py."""
     found = sorted(

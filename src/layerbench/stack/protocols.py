@@ -1,7 +1,8 @@
 """What the stack builder, the database fleet and the pipeline ask of a running engine (stack/engines/).
 
 The protocols live apart from the registry (stack/engines/__init__.py), which imports every engine: the fleet,
-which the engines' own modules use, names them without importing the engines back.
+which the engines' own modules use, names them without importing the engines back. Beside them, what an
+engine's host probe is handed (``HostProbe``), for the same reason: capabilities.py hands it through the registry.
 """
 
 from __future__ import annotations
