@@ -30,7 +30,7 @@ from layerbench.spec import schema as spec_schema
 from layerbench.spec import seeds
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Experiment, StackSpec
-from layerbench.spec.traits import HOST_PROBES, traits
+from layerbench.spec.traits import HOST_PROBES
 from layerbench.store.db import RunRow, Store, collector_paused
 
 if TYPE_CHECKING:
@@ -223,8 +223,7 @@ def _warn_shared(matrix: Matrix) -> None:
     """Parallel parts on one machine compete for its CPUs and memory: say so before their numbers exist."""
     from layerbench.run import host
 
-    kube = any(traits(c.stack.engine.kind).probe == "kube-nodes" for c in matrix.cells)
-    local = host.on_this_machine(kube, nodes.docker_hosts(matrix))
+    local = host.on_this_machine([e for c in matrix.cells for e in c.stack.node_engines()])
     shared = nodes.on_this_machine(matrix, local)
     if len(shared) > 1:
         err_console.print(

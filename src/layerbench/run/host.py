@@ -12,6 +12,7 @@ from typing import Any
 from layerbench import proc
 from layerbench.profiling import perf
 from layerbench.spec.feasibility import HostCaps
+from layerbench.spec.models import EngineSpec
 from layerbench.stack import capabilities, cleanup, device, engines, environment, runlock
 from layerbench.stack.cleanup import Action
 from layerbench.stack.ledger import Ledger
@@ -65,20 +66,10 @@ def run_is_live(state_dir: Path, run_id: str) -> bool:
     return runlock.is_live(state_dir, run_id)
 
 
-def on_this_machine(kube: bool, docker_hosts: list[str]) -> dict[str, bool]:
-    """Which nodes are this very machine: a Kubernetes cluster's (``kube``: the run has cells there), by
-    their boot id; Docker hosts' by their URL (node name or daemon URL → local)."""
-    local: dict[str, bool] = {}
-    if kube:
-        from layerbench.stack.engines.kubernetes import kube_api  # the Kubernetes client only where a cell needs it
-
-        found = kube_api.cluster_nodes(kube_api.kubeconfig())
-        local = {name: n.local for name, n in found.items()} if isinstance(found, dict) else {}
-    if docker_hosts:
-        from layerbench.stack.engines.docker_host import host_api  # the Docker SDK only where a cell names a daemon
-
-        local |= {host_api.shown(url): host_api.on_this_machine(url) for url in docker_hosts}
-    return local
+def on_this_machine(specs: list[EngineSpec]) -> dict[str, bool]:
+    """Which nodes of the cells' engines (``specs``: each node's) are this very machine (node name or daemon
+    URL → local), as each engine tells: a Kubernetes node by its boot id, a Docker host by its daemon's name."""
+    return engines.local_nodes(specs)
 
 
 def engine_rows(docker_hosts: list[str]) -> list[tuple[str, str, bool, str]]:

@@ -48,6 +48,7 @@ __all__ = [
     "doctor_rows",
     "engine_type",
     "failure_category",
+    "local_nodes",
     "probe_engines",
     "removers",
 ]
@@ -86,6 +87,9 @@ class EngineType:
     # experiment where its row names no ``probe``, else only where a cell makes the probe learn that.
     probe: Callable[[HostProbe], object] | None = None
     doctor: DoctorRows | None = None
+    # Which of its cells' nodes are this very machine (node name or daemon URL as shown → local): parallel
+    # parts there share its CPUs (`run --parallel-nodes` warns).
+    local_nodes: Callable[[Sequence[EngineSpec]], dict[str, bool]] | None = None
 
 
 def _kube_rows(urls: Sequence[str]) -> list[tuple[str, bool, str]]:
@@ -127,6 +131,7 @@ ENGINES: dict[str, EngineType] = {
         },
         probe=_on_call(f"{_KUBE}.kube_api", "probe"),
         doctor=_kube_rows,
+        local_nodes=_on_call(f"{_KUBE}.kube_api", "local_nodes"),
     ),
     "swarm": EngineType(
         "swarm",
@@ -157,6 +162,7 @@ ENGINES: dict[str, EngineType] = {
         describe_daemon=lambda url: (host_api.shown(url), host_api.describe_facts(url)),
         probe=host_api.probe,
         doctor=host_api.doctor_rows,
+        local_nodes=host_api.local_nodes,
     ),
 }
 
@@ -209,3 +215,14 @@ def doctor_rows(urls: Sequence[str]) -> list[tuple[str, str, bool, str]]:
     """`doctor`'s rows of the engines on other machines: (engine, what, usable, note), each asked only where
     named (its cluster's config, its manager, the daemons' URLs)."""
     return [(kind, *row) for kind, t in ENGINES.items() if t.doctor is not None for row in t.doctor(urls)]
+
+
+def local_nodes(specs: Sequence[EngineSpec]) -> dict[str, bool]:
+    """Which nodes of the cells' engines (``specs``, each node's) are this very machine, each engine asked only
+    where a cell names it (its cluster reached, its daemons asked)."""
+    found: dict[str, bool] = {}
+    for kind, t in ENGINES.items():
+        mine = [e for e in specs if e.kind == kind]
+        if t.local_nodes is not None and mine:
+            found |= t.local_nodes(mine)
+    return found

@@ -26,6 +26,7 @@ from docker.models.containers import Container
 
 from layerbench.errors import PrerequisiteError
 from layerbench.spec.engines.docker_host import DaemonCaps
+from layerbench.spec.models import EngineSpec
 from layerbench.spec.traits import traits
 from layerbench.stack import docker_api
 from layerbench.stack.dockerd import API_ERRORS
@@ -217,3 +218,8 @@ def probe(ask: HostProbe) -> DaemonCaps:
 def doctor_rows(urls: Sequence[str]) -> list[tuple[str, bool, str]]:
     """`doctor`'s row for each daemon named with --docker-host."""
     return [(url, *describe(url)) for url in urls]
+
+
+def local_nodes(specs: Sequence[EngineSpec]) -> dict[str, bool]:
+    """Which daemons the cells name are on this very machine (daemon as shown → local)."""
+    return {shown(url): on_this_machine(url) for url in sorted({e.daemon for e in specs if e.daemon})}

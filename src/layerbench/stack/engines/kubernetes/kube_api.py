@@ -37,6 +37,7 @@ from kubernetes.utils import parse_quantity
 from layerbench.errors import LayerbenchError, PrerequisiteError
 from layerbench.proc import Completed
 from layerbench.spec.engines.kubernetes import ClusterNode, KubeCaps
+from layerbench.spec.models import EngineSpec
 from layerbench.stack.ledger import Resource, tracked
 from layerbench.stack.protocols import HostProbe
 from layerbench.stack.target import BuildContext, Exec, Put
@@ -633,3 +634,9 @@ def probe(ask: HostProbe) -> KubeCaps:
     """The cluster of the kubeconfig (``kubeconfig()``) as the rules see it: its nodes and StorageClasses."""
     config = kubeconfig()
     return KubeCaps(nodes=cluster_nodes(config), classes=storage_classes(config))
+
+
+def local_nodes(specs: Sequence[EngineSpec]) -> dict[str, bool]:
+    """Which of the cluster's nodes are this very machine (by boot id), for `--parallel-nodes`' warning."""
+    found = cluster_nodes(kubeconfig())
+    return {name: n.local for name, n in found.items()} if isinstance(found, dict) else {}
