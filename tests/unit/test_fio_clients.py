@@ -328,17 +328,17 @@ def test_a_stored_run_of_1_2_and_4_clients_gives_a_curve_and_a_row_per_client(
 
 def test_clients_dealt_over_nodes_are_named_with_their_node_in_show(tmp_path: Path, full_caps: HostCaps) -> None:
     """The 4-client capture stored as a cell whose clients are dealt over two nodes: `show` names each one's."""
-    import dataclasses
     import time
 
     from layerbench.records.info import TrialInfo
     from layerbench.records.trial import TrialRecord
     from layerbench.report.terminal import clients_table
     from layerbench.report.view import view
-    from layerbench.spec.feasibility import ClusterNode
+    from layerbench.spec.engines import kubernetes
+    from layerbench.spec.engines.kubernetes import ClusterNode, KubeCaps
     from layerbench.store.read import load as load_run
 
-    caps = dataclasses.replace(full_caps, kube={n: ClusterNode(True, True) for n in ("n1", "n2")})
+    caps = full_caps.with_engine(kubernetes.KIND, KubeCaps({n: ClusterNode(True, True) for n in ("n1", "n2")}))
     entry = "  - {filesystem: ext4, engine: {kind: kubernetes, node: n2}, placement: bind, clients: %s}\n"
     exp = load.parse(BASE + entry % "{count: 4, nodes: [n1, n2]}")
     matrix = expand(exp, caps)

@@ -1,5 +1,5 @@
-"""The engine seam, measured: no code outside stack/engines/ and the traits table compares a value with an
-engine's name; what differs between engines is read from spec/traits.py (issue 30)."""
+"""The engine seam, measured: no code outside stack/engines/ and spec/engines/ (the engines' registry) writes an
+engine's or an OCI runtime's name; what differs between engines is read from their rows (issues 30 and 52)."""
 
 from __future__ import annotations
 
@@ -9,136 +9,80 @@ from typing import get_args
 
 import pytest
 
+from layerbench.spec.engines.runtimes import RUNTIMES
 from layerbench.spec.models import EngineKind
 from layerbench.spec.traits import TRAITS
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "layerbench"
 KINDS = frozenset(get_args(EngineKind))
-# Where naming an engine is the point: the engines themselves, and the one table of what they are.
-ALLOWED = ("stack/engines/", "spec/traits.py")
+NAMES = KINDS | frozenset(RUNTIMES)
+# Where naming an engine is the point: the engines themselves, and their registry (their rows, rules and what
+# their probes learn; the OCI runtimes' registry beside it).
+ALLOWED = ("stack/engines/", "spec/engines/")
 
 
-def _names(node: ast.AST | None, constants: dict[str, frozenset[str]]) -> frozenset[str]:
-    """The engine names a literal operand holds: a string, a tuple, list, set or dict of them, a
-    ``frozenset({...})``, or a module-level name bound to one of those."""
-    if node is None:
-        return frozenset()
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return frozenset({node.value}) & KINDS
-    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        return frozenset().union(*(_names(e, constants) for e in node.elts))
-    if isinstance(node, ast.Dict):
-        return frozenset().union(*(_names(k, constants) for k in node.keys))
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("frozenset", "set", "tuple"):
-        return frozenset().union(*(_names(a, constants) for a in node.args))
-    if isinstance(node, ast.Name):
-        return constants.get(node.id, frozenset())
-    return frozenset()
-
-
-def _programs(node: ast.AST) -> bool:
-    """A set of programs' names (``binaries``, ``caps.binaries``): Podman's program is named as its engine is."""
-    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
-    return name.endswith("binaries")
-
-
-def _module_constants(tree: ast.Module) -> dict[str, frozenset[str]]:
-    """Module-level names bound to a literal of engine names (``VM_ENGINES = frozenset({"vm", ...})``)."""
-    found: dict[str, frozenset[str]] = {}
-    for stmt in tree.body:
-        targets: list[ast.expr] = []
-        value: ast.expr | None = None
-        if isinstance(stmt, ast.Assign):
-            targets, value = stmt.targets, stmt.value
-        elif isinstance(stmt, ast.AnnAssign):
-            targets, value = [stmt.target], stmt.value
-        names = _names(value, {}) if not isinstance(value, ast.Constant) else frozenset()
-        for t in targets:
-            if isinstance(t, ast.Name) and names:
-                found[t.id] = names
-    return found
-
-
-def _comparisons(tree: ast.Module, constants: dict[str, frozenset[str]] | None = None) -> list[tuple[int, str]]:
-    """(line, what) for each comparison of a value with an engine's name in one module; ``constants``: the
-    names bound to engine names in any module (one imported from another counts too)."""
-    constants = {**_module_constants(tree), **(constants or {})}
-    hits: list[tuple[int, str]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Compare):
-            operands = [node.left, *node.comparators]
-            for left, op, right in zip(operands, node.ops, operands[1:], strict=False):
-                if isinstance(op, (ast.In, ast.NotIn)) and _programs(right):
-                    continue  # "podman" in caps.binaries: a program on PATH, not the engine
-                if isinstance(op, (ast.In, ast.NotIn)):
-                    names = _names(left, {}) | _names(right, constants)
-                else:
-                    names = _names(left, {}) | _names(right, {})
-                if names:
-                    hits.append((node.lineno, f"{ast.unparse(node)}  [{', '.join(sorted(names))}]"))
-                    break
-        elif isinstance(node, ast.match_case):
-            names = frozenset(
-                n.value.value
-                for n in ast.walk(node.pattern)
-                if isinstance(n, ast.MatchValue) and isinstance(n.value, ast.Constant) and n.value.value in KINDS
-            )
-            if names:
-                hits.append((node.pattern.lineno, f"case {ast.unparse(node.pattern)}"))
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "get"
-            and isinstance(node.func.value, ast.Dict)
-            and _names(node.func.value, {})
-        ):  # {"native": ..., "vm": ...}.get(kind): a comparison in disguise
-            hits.append((node.lineno, ast.unparse(node)[:100]))
-    return sorted(hits)
-
-
-def engine_name_comparisons(src: Path = SRC) -> list[str]:
-    """``file:line: code`` for each comparison with an engine's name outside the engines and the traits table."""
-    trees = {path.relative_to(src).as_posix(): ast.parse(path.read_text(), str(path)) for path in src.rglob("*.py")}
-    constants = {
-        name: names
-        for rel, tree in trees.items()
-        if not rel.startswith(ALLOWED)
-        for name, names in _module_constants(tree).items()
+def _docstrings(tree: ast.Module) -> set[int]:
+    """The ids of a module's, class's and function's docstrings: prose that may name an engine."""
+    return {
+        id(n.body[0].value)
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and n.body
+        and isinstance(n.body[0], ast.Expr)
+        and isinstance(n.body[0].value, ast.Constant)
     }
-    found: list[str] = []
-    for rel, tree in sorted(trees.items()):
-        if rel.startswith(ALLOWED):
-            continue
-        for line, what in _comparisons(tree, constants):
-            found.append(f"src/layerbench/{rel}:{line}: {what}")
-    return found
 
 
-def test_no_engine_name_is_compared_outside_the_engines_and_the_traits_table() -> None:
-    found = engine_name_comparisons()
-    assert not found, (
-        f"{len(found)} comparisons with an engine's name outside stack/engines/ and spec/traits.py "
-        "(read a trait of spec/traits.py instead):\n" + "\n".join(found)
+def _literals(tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, name) for each string literal in one module that is an engine's or a runtime's name, wherever it
+    stands: a comparison, a subscript, a dict's key, a default, data, a program's name; docstrings aside."""
+    prose = _docstrings(tree)
+    return sorted(
+        (n.lineno, n.value)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in NAMES and id(n) not in prose
     )
 
 
-def test_the_scan_sees_each_form_of_comparison() -> None:
-    code = """
+def engine_name_literals(src: Path = SRC) -> list[str]:
+    """``file:line: name`` for each engine or runtime name written outside the engines and their registry."""
+    found: list[str] = []
+    for path in sorted(src.rglob("*.py")):
+        rel = path.relative_to(src).as_posix()
+        if rel.startswith(ALLOWED):
+            continue
+        found += [f"src/layerbench/{rel}:{line}: {name!r}" for line, name in _literals(ast.parse(path.read_text()))]
+    return found
+
+
+def test_no_engine_or_runtime_name_is_written_outside_the_engines_and_their_registry() -> None:
+    found = engine_name_literals()
+    assert not found, (
+        f"{len(found)} engine or runtime names outside stack/engines/ and spec/engines/ (read a trait of the "
+        "engine's row, or a role of spec/engines/: HOST_ENGINE, API_ENGINE, DEFAULT_RUNTIME_BINARY):\n"
+        + "\n".join(found)
+    )
+
+
+def test_the_scan_sees_each_form_of_literal() -> None:
+    code = '''"""A docstring may say docker."""
 KINDS = frozenset({"vm", "vm+docker"})
 a = kind == "native"
 b = "swarm" in kinds
-c = kind in ("docker", "podman")
-d = kind in KINDS
-e = {"native": "natively"}.get(kind)
+c = {"podman": 1}
+d = caps.engines["kubernetes"]
+e = ("docker-host",)
+def f(kind="runc"):
+    """Nor is this one counted: crun."""
 match kind:
-    case "kubernetes" | "swarm":
+    case "runsc":
         pass
-f = kind == "fio"
-g = name in ("runc", "crun")
+g = kind == "fio"
 h = "podman" in caps.binaries
-"""
-    lines = [line for line, _ in _comparisons(ast.parse(code))]
-    assert lines == [3, 4, 5, 6, 7, 9]
+i = f"{kind} on docker"
+'''
+    lines = [line for line, _ in _literals(ast.parse(code))]
+    assert lines == [2, 2, 3, 4, 5, 6, 7, 8, 11, 14]
 
 
 def test_the_traits_table_has_a_row_per_engine_kind_and_registered_engine() -> None:
@@ -322,6 +266,17 @@ def test_an_emulated_guests_trial_is_flagged_from_its_facts() -> None:
     assert names["not-comparable"] == "flag"
 
 
+def test_the_spec_imports_no_module_of_stack_anywhere() -> None:
+    """spec/ is below stack/: the engines' rows, rules and probe results are read there without the stack."""
+    found = sorted(
+        f"src/layerbench/{path.relative_to(SRC).as_posix()}: {name}"
+        for path in (SRC / "spec").rglob("*.py")
+        for name in _imports_of(path)
+        if name.startswith("layerbench.stack")
+    )
+    assert not found, "\n".join(found)
+
+
 def test_the_cli_imports_no_module_of_stack_anywhere() -> None:
     """Not at start (test_cli_start.py) nor in a command: it goes through host.py and session.py."""
     found = sorted(
@@ -390,7 +345,7 @@ def upward(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
 def figures(src: Path = SRC) -> dict[str, object]:
     graph = import_graph(src / "stack")
     return {
-        "engine-name comparisons outside stack/engines/": len(engine_name_comparisons(src)),
+        "engine and runtime names outside stack/engines/ and spec/engines/": len(engine_name_literals(src)),
         "import cycles in stack/ (modules in each)": [len(c) for c in cycles(graph)],
         "imports in stack/ pointing up its layers": [f"{m} -> {t}" for m, t in upward(graph)],
         "imports from stack/ of a layer above it": sorted(

@@ -18,6 +18,7 @@ import pandas as pd
 from layerbench.analysis import precision
 from layerbench.analysis.stats import LogRatio, paired_logs, per_trial, welch_logs
 from layerbench.analysis.verdicts import Judged, judge
+from layerbench.spec.engines.runtimes import DEFAULT_RUNTIME
 from layerbench.spec.models import (
     EngineSpec,
     FilesystemSpec,
@@ -25,7 +26,6 @@ from layerbench.spec.models import (
     StackSpec,
     Workload,
 )
-from layerbench.spec.runtimes import DEFAULT_RUNTIME
 from layerbench.spec.traits import traits
 from layerbench.store.read import RunData
 from layerbench.workloads import registry

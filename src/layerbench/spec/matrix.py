@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from layerbench.errors import SpecError
+from layerbench.spec.engines import HOST_ENGINE
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.load import spec_error
 from layerbench.spec.models import Cell, EngineSpec, Experiment, StackSpec, Workload
@@ -167,7 +168,7 @@ def _product(entry: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _stack(exp: Experiment, combo: dict[str, Any], where: str) -> StackSpec:
-    data: dict[str, Any] = {"device": exp.device, "filesystem": "none", "engine": "native", **combo}
+    data: dict[str, Any] = {"device": exp.device, "filesystem": "none", "engine": HOST_ENGINE, **combo}
     if isinstance(data["device"], dict):
         data["device"] = {**exp.device.model_dump(), **data["device"]}
     if "placement" not in combo:

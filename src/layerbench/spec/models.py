@@ -31,9 +31,10 @@ from pydantic import (
 
 from layerbench.spec.clients import ClientsSpec
 from layerbench.spec.databases import PgbenchWorkload, Profile, Resources, ServerSpec, Tuning, YcsbWorkload
+from layerbench.spec.engines import ENGINES, HOST_ENGINE
+from layerbench.spec.engines.runtimes import RUNTIMES, RuntimeName
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.link import DELAY_SCHEMA, RATE_SCHEMA, delay_text, parse_delay, parse_rate, rate_text
-from layerbench.spec.runtimes import RUNTIMES, RuntimeName
 from layerbench.spec.sizes import SIZE_SCHEMA, parse_size
 from layerbench.spec.traits import TRAITS, traits
 from layerbench.spec.workload_spec import WorkloadSpec
@@ -43,7 +44,8 @@ DeviceKind = Literal["loop", "zram", "block", "none"]
 Transport = Literal["nbd", "nvme-tcp", "iscsi"]
 RemoteClient = Literal["kernel", "fuse", "fio"]
 FsType = Literal["none", "ext4", "xfs", "btrfs", "reiserfs"]
-EngineKind = Literal["native", "docker", "podman", "vm", "vm+docker", "kubernetes", "swarm", "docker-host"]
+# The engines' names, from their registry (spec/engines/): a Literal, so pydantic's errors and the schema list them.
+EngineKind = Literal[tuple(ENGINES)]  # type: ignore[valid-type]
 Driver = Literal["overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "aufs", "overlay"]
 # Engines that run a cell on one named node of a cluster (engine.node), and what names a node there.
 NODE_ENGINES = {kind: t.node for kind, t in TRAITS.items() if t.node}
@@ -51,7 +53,7 @@ NODE_ENGINES = {kind: t.node for kind, t in TRAITS.items() if t.node}
 CLIENT_NODE_ENGINES = tuple(k for k, t in TRAITS.items() if t.node and t.clients)
 # How a docker-host engine's URL may reach its daemon (the Docker SDK's schemes, as DOCKER_HOST's).
 DOCKER_HOST_SCHEMES = ("unix://", "tcp://", "ssh://")
-# Each container engine's storage drivers, the first its default (spec/traits.py).
+# Each container engine's storage drivers, the first its default (its row in spec/engines/).
 DRIVERS: dict[str, tuple[str, ...]] = {kind: t.drivers for kind, t in TRAITS.items() if t.drivers}
 # The devicemapper driver's two modes (Docker's names): its thin pool on sparse files that dockerd attaches
 # to loop devices itself (loop-lvm, its default), or on an LVM thin pool layerbench builds (direct-lvm).
@@ -189,7 +191,7 @@ class DockerTls(Frozen):
 
 
 class EngineSpec(Frozen):
-    kind: EngineKind = "native"
+    kind: EngineKind = HOST_ENGINE
     driver: Driver | None = None
     mode: DmMode | None = Field(
         default=None,

@@ -38,6 +38,7 @@ from typing import Any
 
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.spec.clients import ClientsSpec
+from layerbench.spec.engines import HOST_ENGINE
 from layerbench.spec.models import StackSpec
 from layerbench.stack import handle as handles
 from layerbench.stack.ledger import tracked
@@ -116,7 +117,7 @@ def _native(
         own = mount.mountpoint / f"lb-data-{fio_clients.client_name(i)}-{tag}"
         path = shared or exits.enter_context(host_dir(own, ctx))
         info = {"placement": "host-dir", "client": i, "socket": str(ctx.work_dir / _native_socket(i))}
-        targets.append(Target(run, put, str(path), False, mount.device, "native", info))
+        targets.append(Target(run, put, str(path), False, mount.device, HOST_ENGINE, info))
     return targets
 
 

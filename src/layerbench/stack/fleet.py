@@ -31,6 +31,7 @@ from layerbench.errors import LayerbenchError, PrerequisiteError
 from layerbench.records.facts import Facts
 from layerbench.records.info import BudgetInfo, FleetInfo
 from layerbench.spec.databases import MIN_MEMORY, ServerSpec, tuned
+from layerbench.spec.engines import HOST_ENGINE
 from layerbench.spec.models import Limits, StackSpec
 from layerbench.spec.profiles import Budget, instance_limits, needs_bandwidth
 from layerbench.spec.traits import traits
@@ -103,7 +104,7 @@ def fleet(stack: StackSpec, mount: Mount, engine: Engine | None, ctx: BuildConte
     if needs_bandwidth(stack, budget):
         budget = budget.with_bandwidth(*device_bandwidth(mount, ctx))
     with ExitStack() as exits:
-        kind = "native" if engine is None else engine.kind
+        kind = HOST_ENGINE if engine is None else engine.kind
         start: Starter = _natively
         if isinstance(engine, StartsServers):  # an engine that starts servers its own way (a VM, a pod)
             start = engine.server_starter(definition, exits, ctx)
