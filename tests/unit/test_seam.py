@@ -92,145 +92,6 @@ def test_the_traits_table_has_a_row_per_engine_kind_and_registered_engine() -> N
     assert set(ENGINES) == set(TRAITS)
 
 
-STACK = SRC / "stack"
-
-
-def _module_of(path: Path) -> str:
-    whole = path.with_suffix("").parts
-    parts = list(whole[len(whole) - 1 - whole[::-1].index("layerbench") :])
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def import_graph(root: Path = STACK) -> dict[str, set[str]]:
-    """Module → the modules of ``root`` it imports, anywhere in it (at the top, in a function, or for the type
-    checker alone): each is a dependency, whether or not it runs at import time."""
-    modules = {_module_of(p): p for p in sorted(root.rglob("*.py"))}
-    graph: dict[str, set[str]] = {m: set() for m in modules}
-    for module, path in modules.items():
-        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            targets: list[str] = []
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], base]).strip(".")
-                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
-            graph[module] |= {t for t in targets if t in modules and t != module}
-    # Importing a module runs its packages' __init__ first: one imported from outside its package (a module
-    # of stack/engines/vm/ from capabilities.py) depends on those packages too, and so on every engine.
-    for module, targets in graph.items():
-        graph[module] = targets | {
-            package
-            for t in targets
-            for package in _packages(t)
-            if package in modules and package != module and not module.startswith(package + ".")
-        }
-    return graph
-
-
-def _packages(module: str) -> list[str]:
-    """The packages a module is in, innermost last (``a.b.c`` → ``a``, ``a.b``)."""
-    parts = module.split(".")
-    return [".".join(parts[:n]) for n in range(1, len(parts))]
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan's algorithm), each as one cycle
-    through some of its modules, named in import order."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-        return None
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
-
-
-def one_cycle(graph: dict[str, set[str]], component: list[str]) -> list[str]:
-    """A path from the component's first module back to itself, within the component."""
-    start, members = component[0], set(component)
-    paths = {start: [start]}
-    queue = [start]
-    while queue:
-        v = queue.pop(0)
-        for w in sorted(graph[v] & members):
-            if w == start:
-                return [*paths[v], start]
-            if w not in paths:
-                paths[w] = [*paths[v], w]
-                queue.append(w)
-    return component
-
-
-def test_stack_has_no_import_cycle() -> None:
-    graph = import_graph()
-    found = cycles(graph)
-    said = [
-        f"{len(c)} modules: " + " -> ".join(m.removeprefix("layerbench.") for m in one_cycle(graph, c)) for c in found
-    ]
-    assert not found, f"{len(found)} import cycles in stack/:\n" + "\n".join(said)
-
-
-def test_no_import_in_stack_points_up_its_layers() -> None:
-    found = [f"{m} -> {t}" for m, t in upward(import_graph())]
-    assert not found, "imports pointing up stack/'s layers (test_seam.LAYERS):\n" + "\n".join(found)
-
-
-def test_the_cycle_finder_finds_one() -> None:
-    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
-    assert cycles(graph) == [["a", "b", "c"]]
-    assert one_cycle(graph, ["a", "b", "c"]) == ["a", "b", "c", "a"]
-
-
-def test_an_import_from_outside_a_package_depends_on_the_package_too(tmp_path: Path) -> None:
-    stack = tmp_path / "layerbench" / "stack"
-    for rel, code in {
-        "__init__.py": "",
-        "low.py": "from layerbench.stack.engines.vm import qemu\n",
-        "engines/__init__.py": "from layerbench.stack.engines import vm\n",
-        "engines/vm/__init__.py": "from layerbench.stack.engines.vm import qemu\n",
-        "engines/vm/qemu.py": "",
-    }.items():
-        (stack / rel).parent.mkdir(parents=True, exist_ok=True)
-        (stack / rel).write_text(code)
-    graph = import_graph(stack)
-    assert graph["layerbench.stack.low"] == {
-        "layerbench.stack.engines",
-        "layerbench.stack.engines.vm",
-        "layerbench.stack.engines.vm.qemu",
-    }
-    assert graph["layerbench.stack.engines.vm"] == {"layerbench.stack.engines.vm.qemu"}
-    assert _layer("layerbench.stack.engines.vm.qemu") < _layer("layerbench.stack.engines.vm")
-    assert _layer("layerbench.stack.engines.vm_docker") == _layer("layerbench.stack.engines")
-
-
 def test_a_targets_facts_are_the_keys_its_engine_gave_typed() -> None:
     from layerbench.stack.target import Facts
 
@@ -266,17 +127,6 @@ def test_an_emulated_guests_trial_is_flagged_from_its_facts() -> None:
     assert names["not-comparable"] == "flag"
 
 
-def test_the_spec_imports_no_module_of_stack_anywhere() -> None:
-    """spec/ is below stack/: the engines' rows, rules and probe results are read there without the stack."""
-    found = sorted(
-        f"src/layerbench/{path.relative_to(SRC).as_posix()}: {name}"
-        for path in (SRC / "spec").rglob("*.py")
-        for name in _imports_of(path)
-        if name.startswith("layerbench.stack")
-    )
-    assert not found, "\n".join(found)
-
-
 def test_the_cli_imports_no_module_of_stack_anywhere() -> None:
     """Not at start (test_cli_start.py) nor in a command: it goes through host.py and session.py."""
     found = sorted(
@@ -298,69 +148,6 @@ def test_doctor_says_how_to_name_a_cluster_and_a_swarm(monkeypatch: pytest.Monke
     assert all("not probed: pass --" in note for *_, note in rows)
 
 
-# stack/'s layers, bottom first (docs/architecture.md): an import from a module to one of a higher layer
-# points up. A new module of stack/ takes its place here.
-# A module of an engine's package below its engine (its adapter, the VM's qemu) is named with its package;
-# the longest name that is a prefix of a module gives its layer ("engines" holds each engine itself).
-LAYERS: tuple[tuple[str, ...], ...] = (
-    (
-        "ledger",
-        "shared",
-        "runlock",
-        "target",
-        "protocols",
-        "mountinfo",
-        "cgroups",
-        "cgexec",
-        "handle",
-        "route",
-        "engines.vm.guest_agent",
-        "ldd",
-        "ports",
-    ),
-    ("device", "devmapper", "filesystem", "cell_cgroup", "remote", "dockerd", "network", "image", "runtimes"),
-    ("image_archive", "image_source", "engines.vm.qemu", "engines.vm.guest"),
-    ("docker_api", "engines.kubernetes.kube_api", "engines.swarm.swarm_api", "engines.docker_host.host_api"),
-    ("placement", "fleet", "engines.vm.guest_servers", "calibrate"),
-    ("engines",),
-    ("build", "cleanup", "capabilities", "environment", "clients", "__init__"),
-    ("pool",),
-)
-
-
-def _layer(module: str) -> int:
-    parts = (module.removeprefix("layerbench.stack").lstrip(".") or "__init__").split(".")
-    for n in range(len(parts), 0, -1):
-        found = [i for i, names in enumerate(LAYERS) if ".".join(parts[:n]) in names]
-        if found:
-            return found[0]
-    raise AssertionError(f"{module} is in none of test_seam.LAYERS: give it its layer")
-
-
-def upward(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
-    """The imports in stack/ from a module to one of a higher layer."""
-    return sorted((m, t) for m, ts in graph.items() for t in ts if _layer(t) > _layer(m))
-
-
-def figures(src: Path = SRC) -> dict[str, object]:
-    graph = import_graph(src / "stack")
-    return {
-        "engine and runtime names outside stack/engines/ and spec/engines/": len(engine_name_literals(src)),
-        "import cycles in stack/ (modules in each)": [len(c) for c in cycles(graph)],
-        "imports in stack/ pointing up its layers": [f"{m} -> {t}" for m, t in upward(graph)],
-        "imports from stack/ of a layer above it": sorted(
-            f"{_module_of(p)} -> {t}"
-            for p in (src / "stack").rglob("*.py")
-            for t in _imports_of(p)
-            if t.split(".")[1] in ABOVE_STACK
-        ),
-    }
-
-
-# Packages above stack/ in `cli → report → analysis → store → workloads, stack → proc, spec, errors`.
-ABOVE_STACK = frozenset({"cli", "report", "analysis", "store", "profiling", "pipeline", "session", "trial", "host"})
-
-
 def _imports_of(path: Path) -> set[str]:
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -371,8 +158,9 @@ def _imports_of(path: Path) -> set[str]:
     return found
 
 
-if __name__ == "__main__":  # the figures of issue 30's item 3, for a tree: python tests/unit/test_seam.py [SRC]
-    import json
+if (
+    __name__ == "__main__"
+):  # the engine names left outside the engines, for a tree: python tests/unit/test_seam.py [SRC]
     import sys
 
-    print(json.dumps(figures(Path(sys.argv[1]) if len(sys.argv) > 1 else SRC), indent=1))
+    print("\n".join(engine_name_literals(Path(sys.argv[1]) if len(sys.argv) > 1 else SRC)) or "none")
