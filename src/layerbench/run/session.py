@@ -1,4 +1,4 @@
-"""A run's life around the pipeline: its lock, ledger, work directory and status.
+"""A run's life around the run loop: its lock, ledger, work directory and status.
 
 Shared by `run` (a new run) and `resume` (a run that died): both reclaim what
 dead runs left, hold the run's lock, and mark the run's status when it ends,

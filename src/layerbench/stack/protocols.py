@@ -1,4 +1,4 @@
-"""What the stack builder, the database fleet and the pipeline ask of a running engine (stack/engines/).
+"""What the stack builder, the database fleet and the run loop ask of a running engine (stack/engines/).
 
 The protocols live apart from the registry (stack/engines/__init__.py), which imports every engine: the fleet,
 which the engines' own modules use, names them without importing the engines back. Beside them, what an

@@ -243,7 +243,7 @@ def _chooses_keys(props: Mapping[str, str]) -> bool:
 
 # A load prepares, it is never measured: the JIT's quick tier alone halves its client's CPU (20,000 records into
 # Redis on a 2-core host: 1.5 s of user time, 0.7 s), which the next stacks' builds beside it use
-# (pipeline.preload). Runs and warm-ups keep the JVM's defaults: their client is part of what is measured.
+# (run/loop.py's preload). Runs and warm-ups keep the JVM's defaults: their client is part of what is measured.
 LOAD_JIT = ("-XX:TieredStopAtLevel=1",)
 
 

@@ -68,7 +68,7 @@ PG_USER = "postgres"  # the server's user (workloads/servers/postgres.py), which
 
 def prepare(fleet: Fleet, workloads: list[DbWorkload], ctx: BuildContext) -> dict[str, Any]:
     """Load every instance, in parallel, with what this stack's workloads read; say what each holds, and
-    when the load ran (it may run beside another stack's build, never beside a trial: pipeline.preload)."""
+    when the load ran (it may run beside another stack's build, never beside a trial: run/loop.py's preload)."""
     started = time.monotonic()
     info: dict[str, Any] = {"started_at": time.time()}
     kinds = {w.kind for w in workloads}
@@ -123,7 +123,7 @@ def run_trial(fleet: Fleet, trial: Trial, prepared: dict[str, Any], ctx: BuildCo
         info=TrialInfo(precondition=load, engine=fleet.engine, devices=tuple(devices), endpoints=_describe(fleet))
     )
     w = trial.cell.workload
-    assert w.needs_server  # the pipeline sends only clients to a fleet
+    assert w.needs_server  # the run loop sends only clients to a fleet
     try:
         with credentials(fleet, ctx):
             RUNNERS[w.kind](fleet, w, out, ctx, devices, trial.cell.stack.clients)
@@ -317,7 +317,7 @@ def credentials(fleet: Fleet, ctx: BuildContext) -> Iterator[None]:
 
 def _secret_files(ctx: BuildContext) -> tuple[Path, Path]:
     """This thread's client secret files: a --parallel-nodes child has its own, and so has each stack's load
-    while the next stack is built (pipeline.preload)."""
+    while the next stack is built (run/loop.py's preload)."""
     me = f"client-{os.getpid()}-{threading.get_native_id()}"
     return ctx.work_dir / f"{me}.properties", ctx.work_dir / f"{me}.pgpass"
 

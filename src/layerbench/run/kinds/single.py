@@ -138,7 +138,7 @@ def run_trial(
     started = time.time()
     out = Outcome(info=TrialInfo(precondition=prepared, engine=target.engine))
     w = trial.cell.workload
-    assert not w.needs_server  # the pipeline sends database clients to a fleet
+    assert not w.needs_server  # the run loop sends database clients to a fleet
     attempt(out, lambda: _blocked_or_executed(target, w, out, tools, on_monitor, latency_log))
     # The target's facts as the trial left them: its io_uring probe's answer among them.
     out.info = replace(out.info, target=target.facts)

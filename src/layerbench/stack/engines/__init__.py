@@ -78,7 +78,7 @@ class EngineType:
     failure: Callable[[int | None, str], str | None] = lambda rc, stderr: None
     removers: Mapping[str, Remover] = field(default_factory=dict)
     # What its API raises when the engine fails under a stack being built (its daemon gone or broken):
-    # the pipeline counts such a failure as the engine's (engine-error), not the setup's.
+    # the run loop counts such a failure as the engine's (engine-error), not the setup's.
     errors: tuple[type[BaseException], ...] = ()
     # An engine that reaches a daemon by URL: the daemon's name as shown, and its own account of itself
     # (driver, backing filesystem, kernel...), which a run records beside this host's.
