@@ -96,7 +96,7 @@ def test_fio_reaches_an_nbd_export_with_its_nbd_engine_and_no_file() -> None:
         assert args[-2:] == ["--ioengine=nbd", f"--uri={uri}"]
         assert not [a for a in args if a.startswith(("--filename=", "--unlink=")) or a == "--ioengine=io_uring"]
     local = fio.argv(w, "/dev/zram3", True)
-    assert "--filename=/dev/zram3" in local and "--ioengine=io_uring" in local and fio.over_nbd(local) == local
+    assert "--filename=/dev/zram3" in local and "--ioengine=io_uring" in local and fio.over_export(local) == local
 
 
 def test_fuse_needs_fuse_and_loop(full_caps: HostCaps) -> None:

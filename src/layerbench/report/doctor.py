@@ -18,6 +18,7 @@ from layerbench.spec.rules import (
     needs_root,
 )
 from layerbench.spec.traits import TRAITS
+from layerbench.spec.transports import doctor_remotes
 
 # Probed by `doctor`: Docker Hub, where the seeds' databases' official images are.
 DOCTOR_IMAGES = ("mongo:7",)
@@ -100,19 +101,10 @@ def _profiler_row(caps: HostCaps) -> DoctorRow:
     return DoctorRow("profiler", "perf", reason is None, reason or "records the whole machine (profile: cpu)")
 
 
-# A remote device's transports and clients, as a spec names them (device.remote).
-REMOTE_CLIENTS = {
-    "nbd-fio": {"transport": "nbd", "client": "fio"},
-    "nbd-fuse": {"transport": "nbd", "client": "fuse"},
-    "nbd": {"transport": "nbd"},
-    "nvme-tcp": {"transport": "nvme-tcp"},
-    "iscsi": {"transport": "iscsi"},
-}
-
-
 def _remote_rows(caps: HostCaps) -> list[DoctorRow]:
+    """A row per client of each transport (spec/transports/), as a spec names it, then the link's qdiscs."""
     rows = []
-    for name, remote in REMOTE_CLIENTS.items():
+    for name, remote in doctor_remotes():
         reason = host_has_remote(_stack(device={"kind": "zram", "remote": remote}), caps)
         rows.append(DoctorRow("remote device", name, reason is None, reason or ""))
     for qdisc, shapes in (("netem", "a link's delay (link.delay)"), ("tbf", "a link's rate alone (link.rate)")):

@@ -18,16 +18,7 @@ from layerbench.spec.models import (
     Workload,
 )
 from layerbench.spec.traits import CONTAINER_PLACEMENTS, traits
-
-# What each transport and client needs (keys of HostCaps.remote), beyond a storage host.
-REMOTE_NEEDS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("nbd", "fuse"): ("nbd", "nbd-fuse"),
-    ("nbd", "fio"): ("nbd", "nbd-fio"),
-    ("nbd", "kernel"): ("nbd", "nbd-kernel"),
-    ("nvme-tcp", "kernel"): ("nvme-tcp",),
-    ("iscsi", "kernel"): ("iscsi",),
-}
-
+from layerbench.spec.transports import FUSE_CLIENT, STORAGE_HOST, device_clients, needs
 
 # Mount options that belong to one filesystem; mount(8) would fail on another.
 FS_ONLY_OPTIONS = {
@@ -157,20 +148,20 @@ def host_has_remote(s: StackSpec, caps: HostCaps) -> str | None:
     engine = traits(s.engine.kind)
     if engine.guest:
         return "a VM's disk on a remote device is not supported yet: use engine native, docker or podman"
-    client = remote.client
-    if client == "fio" and (s.filesystem.type != "none" or engine.layer or s.placement.kind != "raw"):
-        return "fio's nbd engine is the client itself, with no block device here: filesystem none, native, raw only"
-    if client == "fio" and s.limits.model_dump(exclude_none=True):
-        return "limits act on a block device and a cgroup; fio's nbd engine reaches the export with neither"
-    needs = ["storage-host", *REMOTE_NEEDS[(remote.transport, client)]]
-    needs += [q for q in (qdisc_of(remote.link),) if q]
-    for feature in needs:
+    fio, client = remote.reached_by_fio(), remote.client_name()
+    if fio and (s.filesystem.type != "none" or engine.layer or s.placement.kind != "raw"):
+        return f"{client} is the client itself, with no block device here: filesystem none, native, raw only"
+    if fio and s.limits.model_dump(exclude_none=True):
+        return f"limits act on a block device and a cgroup; {client} reaches the export with neither"
+    wanted = [STORAGE_HOST, *needs(remote.transport, remote.client)]
+    wanted += [q for q in (qdisc_of(remote.link),) if q]
+    for feature in wanted:
         reason = caps.remote.get(feature, "not probed")
         if reason:
             return f"a remote device over {remote.label()}: {reason}"
-    if client == "fuse" and not (caps.fuse and caps.loop):
+    if remote.client == FUSE_CLIENT and not (caps.fuse and caps.loop):
         lacking = "FUSE" if not caps.fuse else "loop devices"
-        return f"a remote device over {remote.label()}: nbdfuse needs FUSE and loop devices; this host lacks {lacking}"
+        return f"a remote device over {remote.label()}: {client} needs FUSE and loop devices; this host lacks {lacking}"
     return None
 
 
@@ -303,8 +294,10 @@ def clients_fit_stack(s: StackSpec, caps: HostCaps) -> str | None:
     if s.clients is None or s.server is not None:
         return None
     has_limits = bool(s.limits.model_dump(exclude_none=True))
-    if s.device.remote is not None and s.device.remote.client == "fio":
-        return "clients: fio's nbd engine reaches one export; give the remote device a kernel or fuse client"
+    remote = s.device.remote
+    if remote is not None and remote.reached_by_fio():
+        others = " or ".join(device_clients(remote.transport))
+        return f"clients: {remote.client_name()} reaches one export; give the remote device a {others} client"
     return clients_refused(s.engine.kind, s.placement.kind, s.clients.shared, has_limits) or _daemon_clients(s)
 
 
