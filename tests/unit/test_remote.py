@@ -143,3 +143,12 @@ def test_commands_are_argument_lists_with_the_storage_host_namespace() -> None:
         "/w/m/disk",
         "nbd://10.213.0.2:10809/",
     ]
+
+
+def test_the_transports_rows_say_which_device_fio_reaches_itself() -> None:
+    from layerbench.spec.transports import device_clients, fio_export_args, without_device
+
+    remote = DeviceSpec(kind="zram", remote={"transport": "nbd", "client": "fio"}).remote
+    assert remote is not None and without_device(remote.label()) and not without_device("nbd-fuse")
+    assert device_clients("nbd") == ["kernel", "fuse"] and device_clients("iscsi") == ["kernel"]
+    assert fio_export_args("/dev/zram3") is None
