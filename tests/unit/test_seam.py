@@ -121,6 +121,16 @@ def test_each_transport_has_its_stack_side_and_each_feature_its_probe() -> None:
     assert all(DEFAULT_CLIENT in r.clients for r in TRANSPORTS.values())
 
 
+def test_each_local_device_kind_has_its_builder() -> None:
+    """A device kind of the spec (spec/devices/) is one the stack builds (stack/device.py's BUILDERS)."""
+    from layerbench.spec.devices import DEVICES
+    from layerbench.spec.models import DeviceKind
+    from layerbench.stack.device import BUILDERS
+
+    assert list(DEVICES) == list(get_args(DeviceKind))
+    assert set(BUILDERS) == set(DEVICES)
+
+
 def test_the_scan_sees_each_form_of_literal() -> None:
     code = '''"""A docstring may say docker."""
 KINDS = frozenset({"vm", "vm+docker"})

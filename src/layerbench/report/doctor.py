@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import NamedTuple, get_args
 
 from layerbench.spec.databases import PgbenchWorkload, ServerKind, YcsbWorkload
+from layerbench.spec.devices import DEVICES
 from layerbench.spec.engines import API_ENGINE, HOST_ENGINE, guest_accel
 from layerbench.spec.feasibility import HostCaps
-from layerbench.spec.models import DRIVERS, DeviceKind, DeviceSpec, DmMode, FsType, StackSpec
+from layerbench.spec.models import DRIVERS, DeviceSpec, DmMode, FsType, StackSpec
 from layerbench.spec.rules import (
     client_ready,
     host_has_device,
@@ -37,16 +38,9 @@ class DoctorRow(NamedTuple):
 
 def doctor_rows(caps: HostCaps) -> list[DoctorRow]:
     rows = [DoctorRow("host", "root", caps.is_root, needs_root(_stack(), caps) or f"kernel {caps.kernel}")]
-    for kind in get_args(DeviceKind):
-        if kind == "block":
-            rows.append(
-                DoctorRow(
-                    "device",
-                    kind,
-                    True,
-                    "only a device you name explicitly; never mounted or in use",
-                )
-            )
+    for kind, device in DEVICES.items():
+        if device.doctor:  # nothing to probe ahead: say what it is
+            rows.append(DoctorRow("device", kind, True, device.doctor))
             continue
         reason = host_has_device(_stack(device={"kind": kind}), caps)
         rows.append(DoctorRow("device", kind, reason is None, reason or ""))

@@ -31,6 +31,7 @@ from pydantic import (
 
 from layerbench.spec.clients import ClientsSpec
 from layerbench.spec.databases import PgbenchWorkload, Profile, Resources, ServerSpec, Tuning, YcsbWorkload
+from layerbench.spec.devices import DEFAULT_DEVICE, DEVICES, device_traits, named_kinds
 from layerbench.spec.engines import ENGINES, HOST_ENGINE
 from layerbench.spec.engines.runtimes import RUNTIMES, RuntimeName
 from layerbench.spec.feasibility import HostCaps
@@ -50,8 +51,9 @@ from layerbench.spec.transports import label as client_label
 from layerbench.spec.transports import row as client_row
 from layerbench.spec.workload_spec import WorkloadSpec
 
-# "none": nothing is built here, the placement's storage is what the cluster gives (a claim of a StorageClass).
-DeviceKind = Literal["loop", "zram", "block", "none"]
+# The local device kinds, from their registry (spec/devices/): one that builds nothing here leaves the
+# placement's storage to what the cluster gives (a claim of a StorageClass) or a Docker host's daemon.
+DeviceKind = Literal[tuple(DEVICES)]  # type: ignore[valid-type]
 # The remote transports' names, from their registry (spec/transports/), as EngineKind is from the engines'.
 Transport = Literal[tuple(TRANSPORTS)]  # type: ignore[valid-type]
 FsType = Literal["none", "ext4", "xfs", "btrfs", "reiserfs"]
@@ -131,7 +133,7 @@ class RemoteSpec(Frozen):
 class DeviceSpec(Frozen):
     """The block device at the bottom of the stack, here or (``remote``) on a storage host."""
 
-    kind: DeviceKind = "loop"
+    kind: DeviceKind = DEFAULT_DEVICE
     size: ByteSize = Field(default=2 * 1024**3, description="loop and zram only")
     path: str | None = Field(default=None, description="block: the device to format (required)")
     direct_io: bool = Field(default=True, description="loop: --direct-io=on (off only to demo the trap)")
@@ -141,12 +143,13 @@ class DeviceSpec(Frozen):
 
     @model_validator(mode="after")
     def _block_needs_path(self) -> DeviceSpec:
-        if self.kind == "block" and not self.path:
-            raise ValueError("device.kind 'block' needs device.path, the device to format")
-        if self.kind != "block" and self.path:
-            raise ValueError(f"device.path is only for kind 'block', not {self.kind!r}")
-        if self.kind == "none" and self.remote:
-            raise ValueError("device.kind 'none' builds nothing here, so nothing to export: drop device.remote")
+        kind = device_traits(self.kind)
+        if kind.named and not self.path:
+            raise ValueError(f"device.kind {self.kind!r} needs device.path, the device to format")
+        if not kind.named and self.path:
+            raise ValueError(f"device.path is only for kind {' or '.join(map(repr, named_kinds()))}, not {self.kind!r}")
+        if not kind.builds and self.remote:
+            raise ValueError(f"device.kind {self.kind!r} builds nothing here, so nothing to export: drop device.remote")
         return self
 
     @model_serializer(mode="wrap")
@@ -158,12 +161,13 @@ class DeviceSpec(Frozen):
         return data
 
     def label(self) -> str:
-        if self.kind == "none":
-            return "none"
-        if self.kind == "block" and self.path:
+        kind = device_traits(self.kind)
+        if not kind.builds:
+            return self.kind
+        if kind.named and self.path:
             local = self.path
         else:
-            local = self.kind if self.direct_io or self.kind != "loop" else "loop(buffered)"
+            local = self.kind if self.direct_io or not kind.file_backed else f"{self.kind}(buffered)"
         return f"{local}@{self.remote.label()}" if self.remote else local
 
 

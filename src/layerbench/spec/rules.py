@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from layerbench.spec.clients import clients_refused
 from layerbench.spec.databases import tuned
+from layerbench.spec.devices import device_traits
 from layerbench.spec.engines.row import Rule
 from layerbench.spec.engines.vm import emulation_refused as guest_emulation_refused
 from layerbench.spec.feasibility import HostCaps
@@ -38,7 +39,7 @@ APT_PACKAGE = {
 
 def placement_matches_layers(s: StackSpec, caps: HostCaps) -> str | None:
     fs, engine, pl = s.filesystem.type, traits(s.engine.kind), s.placement.kind
-    if pl == "claim" or s.device.kind == "none" or not engine.builds_storage:
+    if pl == "claim" or not device_traits(s.device.kind).builds or not engine.builds_storage:
         return _nothing_built_here(s)
     if fs == "none" and pl != "raw":
         return f"placement {pl!r} needs a filesystem; with filesystem 'none' only 'raw' applies"
@@ -68,7 +69,7 @@ def _nothing_built_here(s: StackSpec) -> str | None:
             "device 'none' builds nothing on this host: it goes with placement claim "
             "(the storage a Kubernetes StorageClass gives) or engine docker-host (a daemon's own storage)"
         )
-    if s.device.kind != "none" or s.filesystem.type != "none":
+    if device_traits(s.device.kind).builds or s.filesystem.type != "none":
         return (
             "placement claim's device and filesystem are the StorageClass's: set device: {kind: none} and "
             "filesystem: none (layerbench builds neither, and records what the pod got)"
@@ -80,7 +81,7 @@ def _nothing_built_here(s: StackSpec) -> str | None:
 
 def _docker_host_layers(s: StackSpec) -> str | None:
     """A daemon named by URL stores on its own machine: nothing is built here, and nothing here is its."""
-    if s.device.kind != "none" or s.filesystem.type != "none":
+    if device_traits(s.device.kind).builds or s.filesystem.type != "none":
         return (
             "engine docker-host stores on its daemon's own data-root, on that daemon's machine: layerbench builds "
             "no device nor filesystem for it; set device: {kind: none} and filesystem: none "
@@ -132,12 +133,9 @@ def host_has_filesystem(s: StackSpec, caps: HostCaps) -> str | None:
 
 
 def host_has_device(s: StackSpec, caps: HostCaps) -> str | None:
-    kind = s.device.kind
-    if kind == "loop" and not caps.loop:
-        return "no loop device support (/dev/loop-control is missing)"
-    if kind == "zram" and not caps.zram:
-        return "no zram support in this kernel (modprobe zram failed)"
-    return None
+    """What this host lacks for the stack's kind of device (its row in spec/devices/), or None."""
+    host = device_traits(s.device.kind).host
+    return host(caps) if host else None
 
 
 def host_has_remote(s: StackSpec, caps: HostCaps) -> str | None:
