@@ -18,6 +18,7 @@ from layerbench.run.loop import OnTrial, Tally, execute, pending, register_cells
 from layerbench.run.results import Results
 from layerbench.run.session import budget_for, cells_here, check_server_access, check_space, needed_bytes, running
 from layerbench.spec import load as spec_load
+from layerbench.spec.devices import device_traits
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Experiment
 from layerbench.stack.cleanup import Action
@@ -80,7 +81,7 @@ class Run:
 
 def unagreed(matrix: Matrix, agreed: Sequence[str]) -> list[str]:
     """The block devices the cells would format that their owner has not agreed to (by any of their paths)."""
-    named = sorted({str(c.stack.device.path) for c in matrix.cells if c.stack.device.kind == "block"})
+    named = sorted({str(c.stack.device.path) for c in matrix.cells if device_traits(c.stack.device.kind).named})
     agreed_real = {os.path.realpath(a) for a in agreed}
     return [dev for dev in named if os.path.realpath(dev) not in agreed_real]
 

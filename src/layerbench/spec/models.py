@@ -31,18 +31,31 @@ from pydantic import (
 
 from layerbench.spec.clients import ClientsSpec
 from layerbench.spec.databases import PgbenchWorkload, Profile, Resources, ServerSpec, Tuning, YcsbWorkload
+from layerbench.spec.devices import DEFAULT_DEVICE, DEVICES, device_traits, named_kinds
 from layerbench.spec.engines import ENGINES, HOST_ENGINE
 from layerbench.spec.engines.runtimes import RUNTIMES, RuntimeName
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.link import DELAY_SCHEMA, RATE_SCHEMA, delay_text, parse_delay, parse_rate, rate_text
 from layerbench.spec.sizes import SIZE_SCHEMA, parse_size
 from layerbench.spec.traits import TRAITS, traits
+from layerbench.spec.transports import (
+    DEFAULT_CLIENT,
+    DEFAULT_TRANSPORT,
+    FIO_CLIENT,
+    TRANSPORTS,
+    RemoteClient,
+    client_refused,
+    clients_description,
+)
+from layerbench.spec.transports import label as client_label
+from layerbench.spec.transports import row as client_row
 from layerbench.spec.workload_spec import WorkloadSpec
 
-# "none": nothing is built here, the placement's storage is what the cluster gives (a claim of a StorageClass).
-DeviceKind = Literal["loop", "zram", "block", "none"]
-Transport = Literal["nbd", "nvme-tcp", "iscsi"]
-RemoteClient = Literal["kernel", "fuse", "fio"]
+# The local device kinds, from their registry (spec/devices/): one that builds nothing here leaves the
+# placement's storage to what the cluster gives (a claim of a StorageClass) or a Docker host's daemon.
+DeviceKind = Literal[tuple(DEVICES)]  # type: ignore[valid-type]
+# The remote transports' names, from their registry (spec/transports/), as EngineKind is from the engines'.
+Transport = Literal[tuple(TRANSPORTS)]  # type: ignore[valid-type]
 FsType = Literal["none", "ext4", "xfs", "btrfs", "reiserfs"]
 # The engines' names, from their registry (spec/engines/): a Literal, so pydantic's errors and the schema list them.
 EngineKind = Literal[tuple(ENGINES)]  # type: ignore[valid-type]
@@ -92,33 +105,35 @@ class RemoteSpec(Frozen):
     """The device reached over a network: exported by a storage host (its own network namespace) and
     attached here as a block device by a transport's client."""
 
-    transport: Transport = "nbd"
-    client: RemoteClient = Field(
-        default="kernel",
-        description="nbd only: the kernel's nbd driver, nbdfuse under a direct-I/O loop device, or fio's own nbd"
-        " engine (no block device here: raw, native fio only)",
-    )
+    transport: Transport = DEFAULT_TRANSPORT
+    client: RemoteClient = Field(default=DEFAULT_CLIENT, description=clients_description())
     link: LinkSpec = LinkSpec()
 
     @model_validator(mode="after")
-    def _fuse_is_nbd_only(self) -> RemoteSpec:
-        if self.client != "kernel" and self.transport != "nbd":
-            raise ValueError(
-                f"device.remote.client '{self.client}' is for transport 'nbd'; {self.transport} has a kernel"
-                " client only"
-            )
+    def _client_is_the_transports(self) -> RemoteSpec:
+        refused = client_refused(self.transport, self.client)
+        if refused:
+            raise ValueError(refused)
         return self
 
     def label(self) -> str:
-        name = self.transport if self.client == "kernel" else f"{self.transport}-{self.client}"
+        name = client_label(self.transport, self.client)
         link = self.link.label()
         return f"{name}({link})" if link else name
+
+    def reached_by_fio(self) -> bool:
+        """Whether the client is fio's own engine for the transport: no block device here."""
+        return self.client == FIO_CLIENT
+
+    def client_name(self) -> str:
+        """How a refusal names the client ("nbdfuse", "fio's nbd engine")."""
+        return client_row(self.transport, self.client).name
 
 
 class DeviceSpec(Frozen):
     """The block device at the bottom of the stack, here or (``remote``) on a storage host."""
 
-    kind: DeviceKind = "loop"
+    kind: DeviceKind = DEFAULT_DEVICE
     size: ByteSize = Field(default=2 * 1024**3, description="loop and zram only")
     path: str | None = Field(default=None, description="block: the device to format (required)")
     direct_io: bool = Field(default=True, description="loop: --direct-io=on (off only to demo the trap)")
@@ -128,12 +143,13 @@ class DeviceSpec(Frozen):
 
     @model_validator(mode="after")
     def _block_needs_path(self) -> DeviceSpec:
-        if self.kind == "block" and not self.path:
-            raise ValueError("device.kind 'block' needs device.path, the device to format")
-        if self.kind != "block" and self.path:
-            raise ValueError(f"device.path is only for kind 'block', not {self.kind!r}")
-        if self.kind == "none" and self.remote:
-            raise ValueError("device.kind 'none' builds nothing here, so nothing to export: drop device.remote")
+        kind = device_traits(self.kind)
+        if kind.named and not self.path:
+            raise ValueError(f"device.kind {self.kind!r} needs device.path, the device to format")
+        if not kind.named and self.path:
+            raise ValueError(f"device.path is only for kind {' or '.join(map(repr, named_kinds()))}, not {self.kind!r}")
+        if not kind.builds and self.remote:
+            raise ValueError(f"device.kind {self.kind!r} builds nothing here, so nothing to export: drop device.remote")
         return self
 
     @model_serializer(mode="wrap")
@@ -145,12 +161,13 @@ class DeviceSpec(Frozen):
         return data
 
     def label(self) -> str:
-        if self.kind == "none":
-            return "none"
-        if self.kind == "block" and self.path:
+        kind = device_traits(self.kind)
+        if not kind.builds:
+            return self.kind
+        if kind.named and self.path:
             local = self.path
         else:
-            local = self.kind if self.direct_io or self.kind != "loop" else "loop(buffered)"
+            local = self.kind if self.direct_io or not kind.file_backed else f"{self.kind}(buffered)"
         return f"{local}@{self.remote.label()}" if self.remote else local
 
 
@@ -424,8 +441,9 @@ class FioWorkload(Frozen, WorkloadSpec):
         if self.precondition == "sparse" and stack.placement.kind == "raw":
             return "a sparse (never written) file needs a filesystem; a raw device has no holes"
         source = self.source_kind()
-        if stack.device.remote and stack.device.remote.client == "fio" and source:
-            return f"a {source} names its own files; fio's nbd engine takes workloads built from fields"
+        remote = stack.device.remote
+        if remote and remote.reached_by_fio() and source:
+            return f"a {source} names its own files; {remote.client_name()} takes workloads built from fields"
         runtime = RUNTIMES.get(stack.engine.runtime or "")
         if runtime and runtime.io_uring and self.ioengine == "io_uring" and not source:
             return f"ioengine io_uring under runtime {runtime.name}: {runtime.io_uring}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from layerbench.spec.devices import device_traits
 from layerbench.spec.models import Cell, StackSpec, Workload
 from layerbench.spec.traits import traits
 
@@ -22,7 +23,7 @@ def overflowing(cells: list[Cell], files: Files, usable_share: float) -> dict[st
     for cell in cells:
         stack = cell.stack
         if (
-            stack.device.kind == "block"
+            device_traits(stack.device.kind).named
             or stack.placement.kind == "tmpfs"
             or not traits(stack.engine.kind).builds_storage
         ):
