@@ -95,6 +95,16 @@ def refuse_unagreed(matrix: Matrix, agreed: Sequence[str]) -> None:
         )
 
 
+def preflight(exp: Experiment, matrix: Matrix, places: Places, agreed: Sequence[str] = ()) -> None:
+    """What refuses a run before anything is recorded or made: no cell left, a device not agreed to, too little
+    room in the work directory, a work directory native servers cannot pass."""
+    if not matrix.cells:
+        raise SpecError(f"every cell of {exp.name!r} was refused on this host", hint="see the reasons with --dry-run")
+    refuse_unagreed(matrix, agreed)
+    check_space(places.work_dir, needed_bytes(matrix))
+    check_server_access(places.work_dir, matrix)
+
+
 def start(
     exp: Experiment,
     matrix: Matrix,
@@ -105,11 +115,7 @@ def start(
     agreed: Sequence[str] = (),
 ) -> Run:
     """Record a new run of ``matrix`` (this host's cells of ``exp``) with this host's description."""
-    if not matrix.cells:
-        raise SpecError(f"every cell of {exp.name!r} was refused on this host", hint="see the reasons with --dry-run")
-    refuse_unagreed(matrix, agreed)
-    check_space(places.work_dir, needed_bytes(matrix))
-    check_server_access(places.work_dir, matrix)
+    preflight(exp, matrix, places, agreed)
     described = {**host.describe(places.cache_dir), "seed": seed, **({"node": node} if node else {})}
     urls = nodes.docker_hosts(matrix)
     if urls:  # the machines the cells run on, as their daemons describe them
