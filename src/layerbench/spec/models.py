@@ -37,7 +37,7 @@ from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.link import DELAY_SCHEMA, RATE_SCHEMA, delay_text, parse_delay, parse_rate, rate_text
 from layerbench.spec.sizes import SIZE_SCHEMA, parse_size
 from layerbench.spec.traits import TRAITS, traits
-from layerbench.spec.workload_spec import WorkloadSpec
+from layerbench.spec.workload_spec import STORED, WorkloadSpec
 
 # "none": nothing is built here, the placement's storage is what the cluster gives (a claim of a StorageClass).
 DeviceKind = Literal["loop", "zram", "block", "none"]
@@ -65,7 +65,6 @@ ByteSize = Annotated[int, BeforeValidator(parse_size), Field(ge=0), WithJsonSche
 
 CLAIM_SIZE = 4 * 2**30  # what a claim asks for unless placement.size says
 # Validation context of cells read back from a results database: ``Cell.model_validate(d, context=STORED_CONTEXT)``.
-STORED = "stored"
 STORED_CONTEXT = {STORED: True}
 
 
