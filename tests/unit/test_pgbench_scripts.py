@@ -280,3 +280,11 @@ def test_a_built_in_mode_keeps_one_histogram_and_no_script_samples() -> None:
     files = pgbench.log_files(str(DATA / "tpcb-like-c2-rate200.logs" / "tx"))
     measured = pgbench_measured(clients_of(1, None), [r], [files], False)
     assert set(measured.latency_hdr) == {""} and {s.direction for s in measured.samples} == {""}
+
+
+def test_clients_bound_by_transactions_are_judged_against_how_long_they_ran() -> None:
+    from layerbench.run.kinds.database import _pgbench_ran_s
+
+    windows = {"i0": (1_000.0, 3_000.0), "i1": (1_500.0, 4_000.0)}  # ms since the epoch
+    assert _pgbench_ran_s(weighted(runtime_s=300), windows) == 300  # timed: its runtime
+    assert _pgbench_ran_s(weighted(runtime_s=300, transactions=50), windows) == 3.0  # not the cap
