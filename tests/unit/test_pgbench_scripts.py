@@ -288,3 +288,16 @@ def test_clients_bound_by_transactions_are_judged_against_how_long_they_ran() ->
     windows = {"i0": (1_000.0, 3_000.0), "i1": (1_500.0, 4_000.0)}  # ms since the epoch
     assert _pgbench_ran_s(weighted(runtime_s=300), windows) == 300  # timed: its runtime
     assert _pgbench_ran_s(weighted(runtime_s=300, transactions=50), windows) == 3.0  # not the cap
+
+
+def test_several_clients_of_an_instance_merge_each_script_s_latency_for_it() -> None:
+    from layerbench.spec.clients import ClientsSpec
+
+    r = pgbench.parse(raw(TWO))
+    files = pgbench.log_files(str(DATA / f"{TWO}.logs" / "tx"))
+    clients = clients_of(1, ClientsSpec(count=2))  # i0c0 and i0c1 against instance i0
+    measured = pgbench_measured(clients, [r, r], [files, files], True, NAMES)
+    instance = {(s.metric, s.direction): s.value for s in measured.samples if s.job == "i0"}
+    both = np.concatenate([log(TWO).of_script(1)] * 2)  # the two clients' transactions of write.sql, pooled
+    assert instance[("lat_p99_us", "write.sql")] == pytest.approx(np.percentile(both, 99))
+    assert ("ops", "read.sql") not in instance  # its clients' ops are theirs: counted once
