@@ -8,6 +8,7 @@ are loaded with belongs to the server, because every workload on it reads it.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
@@ -17,13 +18,16 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    Strict,
+    ValidationInfo,
     WithJsonSchema,
+    field_validator,
     model_serializer,
     model_validator,
 )
 
 from layerbench.spec.sizes import SIZE_SCHEMA, parse_size
-from layerbench.spec.workload_spec import WorkloadSpec
+from layerbench.spec.workload_spec import STORED, WorkloadSpec
 
 if TYPE_CHECKING:
     from layerbench.spec.feasibility import HostCaps
@@ -305,18 +309,140 @@ class YcsbWorkload(_Frozen, WorkloadSpec):
         return "the YCSB client is not set up (java, and its jars in the cache: make setup builds them)"
 
 
+class PgbenchScript(_Frozen):
+    """A user's own pgbench script (``pgbench --file=PATH@WEIGHT``): its file and its share of the transactions."""
+
+    path: str = Field(min_length=1, description="the script file, as pgbench reads it (relative: to where you run)")
+    weight: Annotated[int, Strict()] = Field(
+        default=1, ge=1, le=10**6, description="its share of transactions against the other scripts' (pgbench's @W)"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_path(cls, value: Any) -> Any:
+        return {"path": value} if isinstance(value, str) else value
+
+    @field_validator("path")
+    @classmethod
+    def _readable(cls, value: str, info: ValidationInfo) -> str:
+        # A stored cell's scripts were read when it ran; its results are read anywhere, without them.
+        if (info.context or {}).get(STORED):
+            return value
+        try:
+            found = Path(value).is_file()
+        except OSError as err:  # a name too long or otherwise unusable is as absent as a missing file
+            raise ValueError(f"no pgbench script at {value!r}: {err.strerror}") from err
+        if not found:
+            raise ValueError(f"no pgbench script at {value!r}")
+        return value
+
+    @property
+    def name(self) -> str:
+        """What its samples are named by (their direction): the file's name."""
+        return Path(self.path).name
+
+
+# -D NAME=VALUE: pgbench's variable names are identifiers (it also takes non-ASCII letters; layerbench does not).
+VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Variables pgbench sets itself for every script: ``scale`` is the server's (its ``scale`` field).
+SET_BY_LAYERBENCH = {"scale": "scale is the server's (server: {kind: postgres, scale: N}), set for every script"}
+
+
+def _variables(value: Any) -> Any:
+    """-D definitions as pgbench takes them (NAME=VALUE strings), from a mapping or a list; hashable, in order."""
+    if isinstance(value, dict):
+        value = [f"{k}={_variable_text(k, v)}" for k, v in sorted(value.items())]
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) and "=" in v for v in value):
+        raise ValueError("variables: a mapping of names to values, or NAME=VALUE strings")
+    for definition in value:
+        name = definition.split("=", 1)[0]
+        if not VARIABLE_NAME.fullmatch(name):
+            raise ValueError(f"variables: {name!r} is not a name pgbench takes (letters, digits, _; not first a digit)")
+        if name in SET_BY_LAYERBENCH:
+            raise ValueError(f"variables: {SET_BY_LAYERBENCH[name]}")
+    return tuple(value)
+
+
+def _variable_text(name: str, value: Any) -> str:
+    if isinstance(value, bool):  # pgbench's booleans are true/false, not Python's True
+        return "true" if value else "false"
+    if isinstance(value, str | int | float):
+        return str(value)
+    raise ValueError(f"variables.{name}: a string or a number, not {type(value).__name__}")
+
+
+VARIABLES_SCHEMA = {
+    "anyOf": [
+        {"type": "object", "additionalProperties": {"type": ["string", "number", "boolean"]}},
+        {"type": "array", "items": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*="}},
+    ]
+}
+
+
 class PgbenchWorkload(_Frozen, WorkloadSpec):
     """pgbench against every PostgreSQL instance of the stack, one pgbench each (or the stack's ``clients`` each,
-    every one with these connections and this rate)."""
+    every one with these connections and this rate): a built-in ``mode`` or the user's own ``scripts``."""
 
     kind: Literal["pgbench"] = "pgbench"
     name: str = Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_.-]+$")
-    mode: Literal["tpcb-like", "select-only"] = "tpcb-like"
+    mode: Literal["tpcb-like", "select-only"] = Field(default="tpcb-like", description="a built-in script")
+    scripts: tuple[PgbenchScript, ...] = Field(
+        default=(),
+        description="instead of mode: your own scripts (pgbench -f PATH@WEIGHT), each a path or {path, weight}; "
+        "`script: PATH` is one of weight 1",
+    )
+    variables: Annotated[tuple[str, ...], BeforeValidator(_variables), WithJsonSchema(VARIABLES_SCHEMA)] = Field(
+        default=(),
+        description="scripts: variables they read (pgbench -D NAME=VALUE): a mapping of names to values, or "
+        "NAME=VALUE strings",
+    )
     clients: int = Field(default=8, ge=1, le=1000)
     runtime_s: float = Field(default=20.0, ge=1, le=86400)
     warmup_s: float = Field(default=5.0, ge=0, le=3600)
+    transactions: int | None = Field(
+        default=None,
+        ge=1,
+        le=10**9,
+        description="instead of a run of runtime_s: this many transactions per connection (pgbench -t), "
+        "runtime_s then the longest it may take",
+    )
     rate: float | None = Field(default=None, gt=0, description="fixed rate (transactions/s) per instance (per client)")
     needs_server: ClassVar[bool] = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_script(cls, value: Any) -> Any:
+        # `script: PATH` is the one-script case of `scripts`, so the rest of the code sees one shape only.
+        if not isinstance(value, dict) or "script" not in value:
+            return value
+        if "scripts" in value:
+            raise ValueError("give script (one file) or scripts (several), not both")
+        rest = {k: v for k, v in value.items() if k != "script"}
+        return {**rest, "scripts": [value["script"]]}
+
+    @model_validator(mode="after")
+    def _scripts_or_mode(self) -> PgbenchWorkload:
+        if self.scripts and "mode" in self.model_fields_set:
+            raise ValueError("give mode (a built-in script) or scripts (your own), not both")
+        if self.variables and not self.scripts:
+            raise ValueError("variables: for your own scripts (script or scripts); the built-in modes read none")
+        names = [s.name for s in self.scripts]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"scripts: two named {twice[0]}; their results are told apart by the file's name")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _built_in_as_before(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A built-in mode dumps as it did before scripts existed (cell ids, hashes of the dump, stay stable);
+        # a scripted one without its mode, so that it reads back as it was given.
+        data: dict[str, Any] = handler(self)
+        for name in ("scripts", "variables", "transactions"):
+            if data.get(name) in ((), [], None):
+                data.pop(name, None)
+        if self.scripts:
+            data.pop("mode", None)
+        return data
 
     def label(self) -> str:
         return self.name

@@ -49,7 +49,7 @@ from layerbench.spec.transports import (
 )
 from layerbench.spec.transports import label as client_label
 from layerbench.spec.transports import row as client_row
-from layerbench.spec.workload_spec import WorkloadSpec
+from layerbench.spec.workload_spec import STORED, WorkloadSpec
 
 # The local device kinds, from their registry (spec/devices/): one that builds nothing here leaves the
 # placement's storage to what the cluster gives (a claim of a StorageClass) or a Docker host's daemon.
@@ -78,7 +78,6 @@ ByteSize = Annotated[int, BeforeValidator(parse_size), Field(ge=0), WithJsonSche
 
 CLAIM_SIZE = 4 * 2**30  # what a claim asks for unless placement.size says
 # Validation context of cells read back from a results database: ``Cell.model_validate(d, context=STORED_CONTEXT)``.
-STORED = "stored"
 STORED_CONTEXT = {STORED: True}
 
 

@@ -12,6 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
+# Validation context of cells read back from a results database (``STORED_CONTEXT`` in models.py): a user's
+# own files (a job file, pgbench scripts) were read when the cell ran and need not be there when it is read.
+STORED = "stored"
+
 if TYPE_CHECKING:
     from layerbench.spec.feasibility import HostCaps
     from layerbench.spec.models import StackSpec
