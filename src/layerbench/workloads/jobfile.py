@@ -131,6 +131,13 @@ def of_workload(w: FioWorkload) -> JobFile:
     return with_given(read(w.job_file, w.allow_outside_placement, w.allow_programs, env=w.env), w.given())
 
 
+def given_of(w: object) -> tuple[GivenOption, ...]:
+    """A job file's options its workload gives, and whom each reaches; none for any other workload."""
+    if not isinstance(w, FioWorkload) or not w.job_file or not w.given():
+        return ()
+    return of_workload(w).given
+
+
 def with_given(jf: JobFile, given: Mapping[str, str]) -> JobFile:
     """The options the workload gives, as fio's command line gives them before a job file: each job's
     defaults, which its own value (from its section, a [global] or an include) overrides."""
@@ -179,6 +186,9 @@ def read(
     except OSError as err:
         return JobFile(str(path), error=f"cannot read the job file: {err.strerror}")
     files = _with_includes(p)
+    unread = next(((name, why) for name, where in files[1:] for why in [_unreadable(where)] if why), None)
+    if unread:  # fio says "unable to open" and reads on without it: the options in it would be lost unsaid
+        return JobFile(str(path), error=f"include {unread[0]}: cannot read it: {unread[1]}")
     if not outside:
         away = next((name for name, where in files if not where.is_relative_to(p.parent)), None)
         if away:
@@ -260,6 +270,14 @@ def _engines_named(file: Path) -> list[str]:
         if eq and key.strip().lower() == "ioengine":
             out.append(re.split(r"\s[;#]|^[;#]", value.strip())[0].strip())
     return out
+
+
+def _unreadable(file: Path) -> str | None:
+    try:
+        with file.open("rb"):
+            return None
+    except OSError as err:
+        return f"{err.strerror} ({file})"
 
 
 def _variables(file: Path) -> set[str]:
