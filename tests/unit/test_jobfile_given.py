@@ -151,3 +151,9 @@ def test_trial_info_keeps_the_options_key_for_key() -> None:
     assert (
         info.job_options is not None and info.job_options[0].said() == "size=1m: applied to [a]; the file's own in [b]"
     )
+
+
+def test_a_workload_with_env_is_hashable_as_the_run_loop_keys_workloads(tmp_path: Path) -> None:
+    w = workload(tmp_path, "[a]\nrw=${X}\nsize=1m\n", env={"X": "read"})
+    same = FioWorkload.model_validate(w.model_dump())
+    assert w == same and {w: 1}[same] == 1

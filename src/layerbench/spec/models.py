@@ -449,6 +449,12 @@ class FioWorkload(Frozen, WorkloadSpec):
                 data.pop(name, None)
         return data
 
+    def __hash__(self) -> int:
+        # Frozen models hash their fields; ``env`` (and ``sweep``) are mappings, hashed here as their items.
+        return hash(
+            tuple((k, tuple(sorted(v.items())) if isinstance(v, dict) else v) for k, v in self.__dict__.items())
+        )
+
     def given(self) -> dict[str, str]:
         """A job file's command-line options from the fields the spec gives (fio's option → its value)."""
         if not self.job_file:
