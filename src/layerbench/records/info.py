@@ -146,6 +146,32 @@ class ClientInfo:
 
 
 @dataclass(frozen=True)
+class GivenOption:
+    """A job file's option the workload gave as fio's command line gives one (``size: 64m`` → ``size=64m``):
+    the jobs that took it, and those whose own value in the file won (workloads/jobfile.py)."""
+
+    option: str | None = None  # fio's name of it: size, runtime, numjobs, iodepth, bs, directory, filename
+    value: str | None = None
+    applied: tuple[str, ...] = ()  # the jobs' section names
+    overridden: tuple[str, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> GivenOption:
+        known, extra = split(cls, data)
+        return cls(**decoded(known, {"applied": tuple, "overridden": tuple}), extra=extra)
+
+    def to_json(self) -> JsonObject:
+        return dumped(self)
+
+    def said(self) -> str:
+        """``size=64m: applied to [a], [b]; the file's own in [c]``."""
+        parts = [f"applied to {', '.join(f'[{j}]' for j in self.applied)}"] if self.applied else []
+        parts += [f"the file's own in {', '.join(f'[{j}]' for j in self.overridden)}"] if self.overridden else []
+        return f"{self.option}={self.value}: {'; '.join(parts) or 'no job'}"
+
+
+@dataclass(frozen=True)
 class Attempt:
     """A trial's attempt measured again because the ``contended`` check flagged it (run/loop.py): when it ran,
     the check's reason, its values (metric, direction, job, value) and how long the host took to quieten."""
@@ -175,8 +201,8 @@ class TrialInfo:
     as ``precondition``, ``devices`` (the device and what lies beneath), ``server`` (the fleet), ``endpoints``,
     ``latency_hdr`` (each operation's merged histogram, encoded) and, where its clients were timed,
     ``clients_*``. A trial of fio clients: ``clients``, ``clients_spread_ms``, ``clients_ran_ms``,
-    ``runs_lost_a_log``. Any trial: ``disturbed`` (its attempts measured again), ``profiled`` (True, or what
-    the profiler said).
+    ``runs_lost_a_log``. A job file's trial: ``job_options``. Any trial: ``disturbed`` (its attempts measured
+    again), ``profiled`` (True, or what the profiler said).
     """
 
     precondition: Precondition | None = None
@@ -193,6 +219,8 @@ class TrialInfo:
     runs_lost_a_log: tuple[str, ...] | None = None  # what fio's client said in each run that lost a log
     lat_log_ms: int | None = None  # the interval fio averaged its latency log over
     lat_log: str | None = None  # why the latency log was not read
+    # A job file's options the workload gave (its size:, runtime_s:, ... and the placement): whom each reached.
+    job_options: tuple[GivenOption, ...] | None = None
     disturbed: tuple[Attempt, ...] | None = None
     profiled: str | bool | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
@@ -220,4 +248,5 @@ _DECODERS = {
     "clients_ran_ms": lambda ran: {job: tuple(window) for job, window in ran.items()},
     "runs_lost_a_log": tuple,
     "disturbed": tuple_of(Attempt.from_json),
+    "job_options": tuple_of(GivenOption.from_json),
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 import urllib.parse
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -347,6 +348,13 @@ class PlacementSpec(Frozen):
         return f"claim({self.storage_class})" if self.kind == "claim" else self.kind
 
 
+# The fields a job file takes as fio takes options on its command line (fio's option of each): given in the spec,
+# they are every job's defaults, and a job's own value in the file wins (workloads/jobfile.py, ``given``).
+JOB_FILE_FIELDS = {"size": "size", "runtime_s": "runtime", "numjobs": "numjobs", "iodepth": "iodepth", "bs": "bs"}
+# The variable layerbench fills in with the placement's directory (or device) where a job file names it.
+TARGET_VARIABLE = "LAYERBENCH_TARGET"
+
+
 class FioWorkload(Frozen, WorkloadSpec):
     """One fio job, built from these fields, or a user's own job file."""
 
@@ -370,6 +378,11 @@ class FioWorkload(Frozen, WorkloadSpec):
     allow_programs: bool = Field(
         default=False,
         description="job_file: let it run programs as root (exec_prerun, exec_postrun, ioengine=exec or external)",
+    )
+    env: dict[str, str] | None = Field(
+        default=None,
+        description=f"job_file: the values of the ${{NAME}} variables it uses (fio's environment); "
+        f"${{{TARGET_VARIABLE}}} is the placement's directory (or device), filled in by layerbench",
     )
     personality: (
         Literal["fileserver-like", "varmail-like", "videoserver-like", "webproxy-like", "webserver-like"] | None
@@ -422,12 +435,49 @@ class FioWorkload(Frozen, WorkloadSpec):
             raise ValueError(f"no fio job file at {value!r}")
         return value
 
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        for name in value or {}:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"env.{name}: not a variable's name (letters, digits and _, not first a digit)")
+            if name == TARGET_VARIABLE:
+                raise ValueError(f"env.{name}: layerbench fills it in with the placement's directory; drop it")
+        return value
+
     @model_validator(mode="after")
     def _opt_ins_need_a_job_file(self) -> FioWorkload:
-        for opt_in in ("allow_outside_placement", "allow_programs"):
+        for opt_in in ("allow_outside_placement", "allow_programs", "env"):
             if getattr(self, opt_in) and not self.job_file:
                 raise ValueError(f"{opt_in}: applies to a job_file only")
         return self
+
+    @model_serializer(mode="wrap")
+    def _as_given(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A job file takes only the command-line fields the user wrote (``given``): they dump only when written,
+        # so a dump read back (a sweep's point, a resumed run's spec, a stored cell) gives the same ones. Other
+        # workloads dump as before ``env`` existed: their cell ids (hashes) stay stable.
+        data = handler(self)
+        if data.get("env") is None:
+            data.pop("env", None)
+        if self.job_file:
+            for name in set(JOB_FILE_FIELDS) - self.model_fields_set:
+                data.pop(name, None)
+        return data
+
+    def __hash__(self) -> int:
+        # Frozen models hash their fields; ``env`` (and ``sweep``) are mappings, hashed here as their items.
+        return hash(
+            tuple((k, tuple(sorted(v.items())) if isinstance(v, dict) else v) for k, v in self.__dict__.items())
+        )
+
+    def given(self) -> dict[str, str]:
+        """A job file's command-line options from the fields the spec gives (fio's option → its value)."""
+        if not self.job_file:
+            return {}
+        values = {"size": str(self.size), "numjobs": str(self.numjobs), "iodepth": str(self.iodepth)}
+        values |= {"bs": str(self.bs), "runtime": _fio_seconds(self.runtime_s)}
+        return {fio: values[fio] for name, fio in JOB_FILE_FIELDS.items() if name in self.model_fields_set}
 
     def label(self) -> str:
         return self.name
@@ -455,6 +505,11 @@ class FioWorkload(Frozen, WorkloadSpec):
 
     def kept_in_sweep(self) -> bool:
         return self.bs <= self.size  # as IOzone skips a record larger than its file
+
+
+def _fio_seconds(seconds: float) -> str:
+    """A time as fio reads it: whole seconds, else milliseconds (fio takes no fraction of a second)."""
+    return f"{int(seconds)}s" if seconds == int(seconds) else f"{round(seconds * 1000)}ms"
 
 
 IozoneTest = Literal["write", "read", "random"]

@@ -198,6 +198,9 @@ def _execute(
 ) -> None:
     lat_log = lat_log_prefix(w, target) if latency_log else None
     out.argv = workload_argv(w, target, tools, lat_log)
+    if w.kind == "fio" and w.job_file:  # what the workload gave its jobs, and which of them kept their own
+        given = jobfile.options(jobfile.of_workload(w), target.path, target.path_is_device)
+        out.info = replace(out.info, job_options=given)
     devices = devices_beneath(watched(target.device))
     cgroup = {k: Path(v) for k, v in target.facts.cgroup.items()} or None
     kind = registry.of(w)
