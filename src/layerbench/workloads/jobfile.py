@@ -39,7 +39,7 @@ from pathlib import Path
 from layerbench import proc
 from layerbench.errors import ToolError
 from layerbench.records.info import GivenOption
-from layerbench.spec.models import TARGET_VARIABLE, FioWorkload
+from layerbench.spec.file_workloads import TARGET_VARIABLE, FioWorkload
 
 PARSE_TIMEOUT_S = 30.0
 _MESSAGE_MAX = 300
