@@ -143,7 +143,6 @@ def test_the_file_is_given_to_the_client_before_what_layerbench_sets(tmp_path: P
     w = _workload(FILES / "workloadf")
     files = ycsb.put_workload_file(w, tmp_path)
     assert Path(files[0]).read_text() == (FILES / "workloadf").read_text()
-    assert ycsb.put_workload_file(w, tmp_path) == files  # by content: written once
     argv = ycsb.argv("java", "/cache", "postgres", "run", {"threadcount": "2"}, files)
     assert argv.index("-P") < argv.index("-p") and argv[argv.index("-P") + 1] == files[0]
     assert ycsb.put_workload_file(YcsbWorkload(name="m"), tmp_path) == []

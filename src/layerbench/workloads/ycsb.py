@@ -38,10 +38,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 import re
 import shutil
-import threading
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -230,16 +228,13 @@ def overridden(w: YcsbWorkload, props: Mapping[str, str], protocol: str, phase: 
 
 
 def put_workload_file(w: YcsbWorkload, directory: Path) -> list[str]:
-    """The workload's file as the client reads it (``-P``), written from the text the spec kept, so that what
-    ran is what the cell's config says; named by its content, so clients and threads share it. None: a mix."""
+    """The workload's file as the client reads it (``-P``), written in ``directory`` from the text the spec
+    kept, so that what ran is what the cell's config says (its name says which text); none for a mix."""
     if w.workload_text is None:
         return []
     digest = hashlib.sha256(w.workload_text.encode()).hexdigest()[:16]
     path = directory / f"ycsb-workload-{digest}.properties"
-    if not path.is_file():
-        partial = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_native_id()}")
-        partial.write_text(w.workload_text)
-        partial.replace(path)  # whole, or not there: another client may read it at any moment
+    path.write_text(w.workload_text)
     return [str(path)]
 
 

@@ -95,11 +95,13 @@ def _pgbench_initialized(fleet: Fleet, workloads: list[DbWorkload], ctx: BuildCo
 
 def _ycsb_load(fleet: Fleet, loader: YcsbWorkload, ctx: BuildContext) -> list[int]:
     counts = [fleet.server.record_count] * len(fleet.endpoints)
-    argvs = [
-        _ycsb_argv(fleet, e, loader, ycsb.properties(loader, fleet.server, n, _endpoint(e), "load"), "load", ctx)
-        for e, n in zip(fleet.endpoints, counts, strict=True)
-    ]
-    for e, done in zip(fleet.endpoints, proc.run_all(argvs, timeout=LOAD_TIMEOUT_S), strict=True):
+    with _workload_file(loader, ctx) as file:
+        argvs = [
+            _ycsb_argv(fleet, ycsb.properties(loader, fleet.server, n, _endpoint(e), "load"), "load", ctx, file)
+            for e, n in zip(fleet.endpoints, counts, strict=True)
+        ]
+        finished = proc.run_all(argvs, timeout=LOAD_TIMEOUT_S)
+    for e, done in zip(fleet.endpoints, finished, strict=True):
         result = _ycsb_report(done)
         insert = result.operations.get("INSERT")
         if insert is None or insert.errors:
@@ -210,14 +212,15 @@ def _ycsb_phase(
     each was given."""
     records = fleet.records
     argvs, given = [], []
-    for c, log, ops in zip(clients, logs, expected, strict=True):
-        e = fleet.endpoints[c.instance]
-        path = str(log) if log is not None else None
-        props = ycsb.properties(w, fleet.server, records[c.instance], _endpoint(e), phase, path, ops)  # type: ignore[arg-type]
-        argvs.append(_ycsb_argv(fleet, e, w, props, phase, ctx))
-        given.append(props)
     seconds = w.runtime_s if phase == "run" else w.warmup_s
-    done = proc.run_all(argvs, timeout=seconds + CLIENT_SLACK_S)
+    with _workload_file(w, ctx) as file:
+        for c, log, ops in zip(clients, logs, expected, strict=True):
+            e = fleet.endpoints[c.instance]
+            path = str(log) if log is not None else None
+            props = ycsb.properties(w, fleet.server, records[c.instance], _endpoint(e), phase, path, ops)  # type: ignore[arg-type]
+            argvs.append(_ycsb_argv(fleet, props, phase, ctx, file))
+            given.append(props)
+        done = proc.run_all(argvs, timeout=seconds + CLIENT_SLACK_S)
     return [_ycsb_report(d) for d in done], done, given
 
 
@@ -233,13 +236,25 @@ def _ycsb_report(done: Completed) -> ycsb.YcsbResult:
     return result
 
 
-def _ycsb_argv(
-    fleet: Fleet, e: Endpoint, w: YcsbWorkload, props: dict[str, str], phase: str, ctx: BuildContext
-) -> list[str]:
+def _ycsb_argv(fleet: Fleet, props: dict[str, str], phase: str, ctx: BuildContext, file: list[str]) -> list[str]:
     java = shutil.which("java") or "java"
     secret = [str(_secret_files(ctx)[0])] if fleet.definition.authenticates else []
-    files = [*ycsb.put_workload_file(w, ctx.work_dir), *secret]  # the file first: what follows wins over it
+    files = [*file, *secret]  # the workload's file first: what follows it wins
     return ycsb.argv(java, str(ctx.cache_dir), fleet.server.protocol, phase, props, files)  # type: ignore[arg-type]
+
+
+@contextmanager
+def _workload_file(w: YcsbWorkload, ctx: BuildContext) -> Iterator[list[str]]:
+    """A workload file where this phase's clients read it (``-P``), from the text the cell keeps; this thread's
+    own copy (a load may run beside another stack's trial), removed when the phase is done. None for a mix."""
+    where = ctx.work_dir / f"ycsb-{os.getpid()}-{threading.get_native_id()}"
+    where.mkdir(exist_ok=True)
+    try:
+        yield ycsb.put_workload_file(w, where)
+    finally:
+        for path in where.iterdir():
+            path.unlink()
+        where.rmdir()
 
 
 def _endpoint(e: Endpoint) -> dict[str, str]:
