@@ -222,3 +222,16 @@ def test_a_cell_without_a_file_dumps_as_before() -> None:
 def test_the_trial_info_keeps_what_was_overridden() -> None:
     info = TrialInfo(overridden={"threadcount": ("1", "8"), "workload": ("", ycsb_file.CORE_WORKLOAD)})
     assert TrialInfo.from_json(info.to_json()) == info
+
+
+def test_a_file_that_inserts_is_refused_with_many_clients_per_server(full_caps: HostCaps) -> None:
+    text = (
+        "name: c\nstacks:\n  - {filesystem: ext4, engine: native, placement: host-dir, server: postgres, "
+        "clients: [1, 2]}\nworkloads:\n"
+        f"  - {{kind: ycsb, name: d, workload_file: {FILES / 'workloadd'}}}\n"
+        f"  - {{kind: ycsb, name: c, workload_file: {FILES / 'workloadc'}}}\n"
+    )
+    m = expand(load.parse(text), full_caps)
+    refused = [(r.cell.workload.name, r.cell.stack.clients.count, r.reason) for r in m.refused]  # type: ignore[union-attr]
+    assert [(name, n) for name, n, _ in refused] == [("d", 2)]
+    assert "YCSB's workload file" in refused[0][2] and "inserts" in refused[0][2]

@@ -379,7 +379,8 @@ class YcsbWorkload(_Frozen, WorkloadSpec):
             what = f"workload file {self.workload_file}" if self.workload_file else f"mix {self.mix}"
             return (
                 f"clients: YCSB's {what} inserts, and every client inserts the same new keys (from the record "
-                "count up): one client per server, or a mix without inserts (a, b, c, f, read-heavy)"
+                "count up): one client per server, or a mix without inserts (a, b, c, f, read-heavy; in a "
+                "file, insertproportion=0)"
             )
         return None
 
