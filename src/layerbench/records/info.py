@@ -199,10 +199,10 @@ class TrialInfo:
     A file trial: ``precondition`` (its files), ``target`` (its engine's facts), ``engine``, and with fio's
     latency log ``lat_log_ms`` (and ``lat_log`` where it could not be read). A database trial: its ``load``
     as ``precondition``, ``devices`` (the device and what lies beneath), ``server`` (the fleet), ``endpoints``,
-    ``latency_hdr`` (each operation's merged histogram, encoded) and, where its clients were timed,
-    ``clients_*``. A trial of fio clients: ``clients``, ``clients_spread_ms``, ``clients_ran_ms``,
-    ``runs_lost_a_log``. A job file's trial: ``job_options``. Any trial: ``disturbed`` (its attempts measured
-    again), ``profiled`` (True, or what the profiler said).
+    ``latency_hdr`` (each operation's merged histogram, encoded), where its clients were timed ``clients_*``,
+    and of a YCSB workload file ``overridden``. A trial of fio clients: ``clients``, ``clients_spread_ms``,
+    ``clients_ran_ms``, ``runs_lost_a_log``. A job file's trial: ``job_options``. Any trial: ``disturbed`` (its
+    attempts measured again), ``profiled`` (True, or what the profiler said).
     """
 
     precondition: Precondition | None = None
@@ -217,6 +217,8 @@ class TrialInfo:
     clients_ran_ms: dict[str, tuple[float, float]] | None = None  # each client's (start, end), ms since the epoch
     clients_timed_by: str | None = None  # what told when the database clients ran
     runs_lost_a_log: tuple[str, ...] | None = None  # what fio's client said in each run that lost a log
+    # A YCSB workload file's properties layerbench set otherwise: name → (the file's value or "", what ran).
+    overridden: dict[str, tuple[str, str]] | None = None
     lat_log_ms: int | None = None  # the interval fio averaged its latency log over
     lat_log: str | None = None  # why the latency log was not read
     # A job file's options the workload gave (its size:, runtime_s:, ... and the placement): whom each reached.
@@ -247,6 +249,7 @@ _DECODERS = {
     "clients": tuple_of(ClientInfo.from_json),
     "clients_ran_ms": lambda ran: {job: tuple(window) for job, window in ran.items()},
     "runs_lost_a_log": tuple,
+    "overridden": lambda props: {name: tuple(pair) for name, pair in props.items()},
     "disturbed": tuple_of(Attempt.from_json),
     "job_options": tuple_of(GivenOption.from_json),
 }

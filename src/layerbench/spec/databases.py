@@ -26,6 +26,7 @@ from pydantic import (
     model_validator,
 )
 
+from layerbench.spec import ycsb_file
 from layerbench.spec.sizes import SIZE_SCHEMA, parse_size
 from layerbench.spec.workload_spec import STORED, WorkloadSpec
 
@@ -270,7 +271,88 @@ class YcsbWorkload(_Frozen, WorkloadSpec):
     consistency: Consistency | None = Field(
         default=None, description="CQL servers only: the consistency level of reads and writes (default: one)"
     )
+    workload_file: str | None = Field(
+        default=None,
+        description="instead of mix: a YCSB workload file (its own format, as YCSB's workloads/workloada); "
+        "layerbench sets only the binding, threads, the time, a target and the measurement over it",
+    )
+    workload_text: str | None = Field(
+        default=None,
+        description="workload_file's content, read when the spec is loaded and kept with the run's cells "
+        "(set by layerbench; given, it is run instead of the file's current content)",
+    )
     needs_server: ClassVar[bool] = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_workload_file(cls, value: Any, info: ValidationInfo) -> Any:
+        # Read once, when the spec is loaded: the cell's config keeps the text, so a stored run says what ran
+        # and an edited file makes new cells rather than changing old ones.
+        if not isinstance(value, dict) or not value.get("workload_file") or value.get("workload_text") is not None:
+            return value
+        return {**value, "workload_text": _read(value["workload_file"])}
+
+    @model_validator(mode="after")
+    def _file_or_mix(self) -> YcsbWorkload:
+        if self.workload_file is None:
+            if self.workload_text is not None:
+                raise ValueError("workload_text: layerbench reads it from workload_file; give workload_file")
+            return self
+        given = [f for f in ("mix", "distribution") if f in self.model_fields_set]
+        if given:
+            raise ValueError(f"{', '.join(given)}: a workload_file sets its own mix (requestdistribution too)")
+        assert self.workload_text is not None  # by _read_workload_file
+        ycsb_file.checked(self.file_properties, self.workload_file)
+        return self
+
+    @model_serializer(mode="wrap")
+    def _file_or_mix_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Workloads without a file dump as they did before files (their cells' ids, hashes, stay stable); a
+        # file's leave out the mix it does not run.
+        data: dict[str, Any] = handler(self)
+        unused = ("workload_file", "workload_text") if self.workload_file is None else ("mix", "distribution")
+        for name in unused:
+            data.pop(name, None)
+        return data
+
+    @property
+    def file_properties(self) -> dict[str, str]:
+        """The workload file's properties as written (empty without a file)."""
+        if self.workload_text is None:
+            return {}
+        return ycsb_file.parse(self.workload_text, self.workload_file or "workload_text")
+
+    @property
+    def inserts(self) -> bool:
+        """Whether its run phase inserts new keys (from the record count up)."""
+        if self.workload_file is not None:
+            return ycsb_file.inserts(self.file_properties)
+        return self.mix in INSERTING_MIXES
+
+    def sized(self, stack: StackSpec) -> StackSpec:
+        """A workload file's data set (recordcount, fieldcount, fieldlength) where the stack's server does not
+        set its own: the server is loaded with it, and the feasibility rules size it."""
+        props = self.file_properties
+        if stack.server is None or not props:
+            return stack
+        server = stack.server
+        mine = server.model_fields_set
+        update: dict[str, Any] = {}
+        if "recordcount" in props and not mine & {"records", "data"}:
+            update["records"] = max(1, int(props["recordcount"]))
+        update |= {f: int(props[f]) for f in ("fieldcount", "fieldlength") if f in props and f not in mine}
+        if not update:
+            return stack
+        sized = ServerSpec.model_validate(server.model_dump(exclude_unset=True) | update)
+        return stack.model_copy(update={"server": sized})
+
+    def data_on(self, stack: StackSpec) -> dict[str, int]:
+        """The records every instance of the stack's server is loaded with, before any index or log: a lower
+        bound of what its filesystem must hold (spec/space.py), shared by the stack's YCSB workloads."""
+        server = stack.server
+        assert server is not None  # paired by spec/rules.py's pairs()
+        each = server.record_count * server.record_bytes
+        return {f"{server.label()} records x{stack.instances}": stack.instances * each}
 
     def label(self) -> str:
         return self.name
@@ -285,7 +367,7 @@ class YcsbWorkload(_Frozen, WorkloadSpec):
             speaks_refused(stack, self)
             or self._consistency_refused(stack)
             or connections_refused(stack, self)
-            or (self._inserts_refused(stack))
+            or self._inserts_refused(stack)
         )
 
     def _consistency_refused(self, stack: StackSpec) -> str | None:
@@ -296,10 +378,12 @@ class YcsbWorkload(_Frozen, WorkloadSpec):
 
     def _inserts_refused(self, stack: StackSpec) -> str | None:
         count = stack.clients.count if stack.clients is not None else 1
-        if count > 1 and self.mix in INSERTING_MIXES:
+        if count > 1 and self.inserts:
+            what = f"workload file {self.workload_file}" if self.workload_file else f"mix {self.mix}"
             return (
-                f"clients: YCSB's mix {self.mix} inserts, and every client inserts the same new keys (from the record "
-                "count up): one client per server, or a mix without inserts (a, b, c, f, read-heavy)"
+                f"clients: YCSB's {what} inserts, and every client inserts the same new keys (from the record "
+                "count up): one client per server, or a mix without inserts (a, b, c, f, read-heavy; in a "
+                "file, insertproportion=0)"
             )
         return None
 
@@ -494,6 +578,13 @@ def connections_refused(stack: StackSpec, w: YcsbWorkload | PgbenchWorkload) -> 
         asked = f"{each} x {count} clients = {each * count}" if count > 1 else str(each)
         return f"{asked} client connections per server; layerbench starts servers for at most {CLIENT_LIMIT}"
     return None
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"workload_file: cannot read {path!r}: {getattr(err, 'strerror', None) or err}") from err
 
 
 def is_archive(image: str) -> bool:

@@ -30,7 +30,7 @@ def overflowing(cells: list[Cell], files: Files, usable_share: float) -> dict[st
             # A named device's size is the device's own; tmpfs holds its files in memory; a Docker host's
             # storage is its daemon's, of a size this host is not told.
             continue
-        own = files(cell.workload)
+        own = files(cell.workload) | cell.workload.data_on(stack)  # a database's records too
         if stack.clients is not None and stack.clients.count > 1:  # a file each (spec/clients.py)
             own = {f"{k} x{stack.clients.count} clients": v * stack.clients.count for k, v in own.items()}
         if stack.placement.kind == "raw":
