@@ -5,6 +5,7 @@ and a script pgbench cannot read refused before anything runs, in pgbench's word
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,10 +62,16 @@ def test_weighted_scripts_with_a_variable_natively_and_in_a_container(dirs: dict
     shown = json.loads(support.run(["show", "latest", "--json", "--latency"], dirs).stdout)
     assert [c["summary"]["n"] for c in shown["cells"]] == [1, 1]
     rows = _script_samples(dirs["db"])
+    outputs = _outputs(dirs["db"])
     for stack in ("native", "docker"):
         mine = {(m, d): v for s, m, d, v in rows if stack in s}
         counts = {d: mine[("count", d)] for d in ("read.sql", "write.sql")}
-        assert sum(counts.values()) == CLIENTS * TRANSACTIONS  # every transaction, by the script that ran it
+        (output,) = [o for s, o in outputs if stack in s]
+        # Every transaction ran: pgbench's own total. Its per-script lines, which the samples are, may leave a few
+        # out (seen: 49 + 26 of 80, the percentages summing to 93.7%), so they are checked against its words.
+        assert f"number of transactions actually processed: {CLIENTS * TRANSACTIONS}/" in output
+        said = [float(n) for n in re.findall(r"^ - (\d+) transactions \(", output, re.M)]
+        assert list(counts.values()) == said and sum(said) <= CLIENTS * TRANSACTIONS
         assert all(n > 0 for n in counts.values()), counts
         assert mine[("ops", "read.sql")] > 0 and mine[("ops", "write.sql")] > 0
         assert ("ops", "") not in mine  # the scripts' ops add up to the trial's: no total counted twice
@@ -73,6 +80,13 @@ def test_weighted_scripts_with_a_variable_natively_and_in_a_container(dirs: dict
     assert {op for _, op in latency} == {"transaction", "read.sql", "write.sql"}
     assert len(latency) == 2 * 3  # both cells, each script and every transaction
     assert_nothing_left(dirs, before)
+
+
+def _outputs(db_path: Path) -> list[tuple[str, str]]:
+    """(the cell's label, pgbench's output) of every trial."""
+    with sqlite3.connect(db_path) as db:
+        query = "SELECT c.label, t.raw_output FROM trials t JOIN cells c ON c.cell_id = t.cell_id"
+        return [tuple(row) for row in db.execute(query)]  # type: ignore[misc]
 
 
 def _script_samples(db_path: Path) -> list[tuple[str, str, str, float]]:

@@ -311,7 +311,7 @@ def samples(
     pgbench's own average is reported, since it is derived from tps. With a
     user's scripts (``scripts``: each one's latencies by its name, in the
     workload's order), ops, count and errors are each script's, its name their
-    direction (they add up to the run's, as fio's reads and writes do), and
+    direction (as pgbench reports them: its per-script counts may leave out a few of the run's), and
     latency is each script's and every transaction's (direction "").
     """
     if scripts is not None:
