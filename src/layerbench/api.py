@@ -111,7 +111,8 @@ class Results:
         from layerbench.analysis.stats import summary_frame
 
         data = self.load(run)
-        return summary_frame(data.samples, list(metrics), precision.confidence(data.trials_rule))
+        level = precision.confidence(data.trials_rule)
+        return summary_frame(data.samples, list(metrics), level, data.trials_rule.sequential)
 
     def ratios(self, run: str = "latest", metric: str = "iops", direction: str = "read") -> pd.DataFrame:
         """Per cell: mean over its baseline's mean, Fieller's 95% CI and Welch's p-value."""

@@ -577,16 +577,26 @@ class Cell(Frozen):
 
 
 class Trials(Frozen):
-    """How many trials per cell: a fixed count, or until a precision target is met.
+    """How many trials per cell: a fixed count, until a precision target is met, or until the run's
+    comparisons are decided.
 
-    With ``precision`` set (e.g. 0.03 for a 95% CI within ±3% of the mean),
-    rounds continue for the cells not yet precise enough, between
-    ``min_repetitions`` and ``repetitions`` (the cap). Without it, every cell
-    gets exactly ``repetitions`` trials (a paper's fixed protocol: 002 used 10).
+    With ``budget`` set (``6m``, ``1h``: the trials' own time; or a count of trials, ``100``), every cell gets
+    ``min_repetitions`` rounds, then each round goes to the cells of the comparisons still undecided that this
+    host can decide within what is left, until every comparison is decided, the budget is spent or
+    ``repetitions`` (the cap on rounds) is reached. With ``precision`` set (e.g. 0.03 for an interval within
+    ±3% of the mean), rounds continue for the cells not yet precise enough, between ``min_repetitions`` and
+    ``repetitions``. With neither, every cell gets exactly ``repetitions`` trials (a paper's fixed protocol:
+    002 used 10). Every interval is valid whenever the run stops (docs/explanation/statistics.md).
     """
 
     repetitions: int = Field(default=1, ge=1, le=1000)
     precision: float | None = Field(default=None, gt=0, lt=1)
+    budget: str | None = Field(
+        default=None,
+        pattern=r"^([0-9]+(\.[0-9]+)?(s|m|h)|[1-9][0-9]*)$",
+        description="decide by comparisons within this budget: a duration of trials (90s, 6m, 1.5h) or a count "
+        "of trials (100); rounds go where a verdict is still open",
+    )
     min_repetitions: int = Field(default=3, ge=2, le=1000)
     metric: Literal["headline", "iops", "bw", "ops"] = Field(
         default="headline",
@@ -613,9 +623,29 @@ class Trials(Frozen):
 
     @model_validator(mode="after")
     def _cap_above_min(self) -> Trials:
-        if self.precision is not None and self.repetitions < self.min_repetitions:
+        adaptive = self.precision is not None or self.budget is not None
+        if adaptive and self.repetitions < self.min_repetitions:
             raise ValueError("trials.repetitions (the cap) must be at least trials.min_repetitions")
+        if self.precision is not None and self.budget is not None:
+            raise ValueError("trials.precision and trials.budget are two stopping rules: give one")
         return self
+
+    @property
+    def budget_seconds(self) -> float | None:
+        """The budget as the trials' own time, or None (no budget, or a count of trials)."""
+        if self.budget is None or self.budget.isdigit():
+            return None
+        return float(self.budget[:-1]) * {"s": 1, "m": 60, "h": 3600}[self.budget[-1]]
+
+    @property
+    def budget_trials(self) -> int | None:
+        return int(self.budget) if self.budget is not None and self.budget.isdigit() else None
+
+    @property
+    def sequential(self) -> bool:
+        """Whether the data decide when a cell stops (a precision target or a budget): its intervals must then
+        be ones that hold at any stop."""
+        return self.precision is not None or self.budget is not None
 
 
 class StackEntry(BaseModel):
