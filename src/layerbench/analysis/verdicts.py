@@ -1,27 +1,37 @@
-"""Three verdicts, each shown: different, equivalent (≈) or undecided, read off one interval per comparison.
+"""Three verdicts, each shown: different, equivalent (≈) or undecided, over all of a run's comparisons at once.
 
-A comparison is the mean of its per-round log ratios (analysis.stats.LogRatio). Its interval is a confidence
-sequence (analysis/anytime.py): valid at every round at once, so the run may stop when it likes (everything
-decided, its budget spent, Ctrl-C, a resume later) and what it printed stays true. The run's K comparisons
-are one family: each sequence is taken at 5%/K, so all K intervals hold together with 95% probability at
-any stop (Bonferroni over the comparisons; over the looks nothing is owed). The verdict follows from the
-interval printed beside it and the material band ×1/1.05 to ×1.05 alone, by one rule:
+A comparison is decided on the log scale (analysis.stats.LogRatio: mean log ratio, its standard error and
+degrees of freedom), so its ratio, interval and p-values come from one t statistic and cannot disagree.
 
-- **≈** (equivalent): the whole interval inside the band;
-- **slower** / **faster**: otherwise, the whole interval below / above ×1;
-- **undecided**: anything else, shown with its interval (or why it has none): "not significant" is never
-  "the same".
+- **different** (``slower`` or ``faster``): significant after Benjamini-Hochberg's correction over every
+  comparison the run prints (q < alpha), and at least ``MATERIAL`` in size;
+- **equivalent** (``≈``): two one-sided tests (TOST) show the ratio inside the band ×1/1.05 to ×1.05,
+  under the same correction at alpha/2 a side, which is exactly the shown interval lying inside the band
+  (a run's many equivalences are corrected as its differences are);
+- **undecided**: anything else, shown with its interval (or why it has none): "not significant" is
+  never "the same".
 
-So a reader holding the interval and the band derives the verdict, and every verdict of a run is wrong only
-where some interval missed its true ratio: at most 5% of runs.
+A comparison's spread over three or four rounds can come out far too small by luck (below a tenth of the
+true spread once in a hundred comparisons at three rounds), and a tiny spread makes any mean look decided:
+a true 10% cost then shows as ≈ about once in 20,000 comparisons. The run's other comparisons say what
+spread rounds have on this host, so each comparison's variance is taken as no smaller than its empirical
+Bayes estimate (Smyth's moderated variance, limma's ``squeezeVar``: a prior fitted to all the run's
+variances, then each variance shrunk toward it), at its own degrees of freedom. This only widens
+intervals, never narrows them: every error rate above still holds, and the shown interval is the one
+decided on.
 
-A comparison's spread over three or four rounds can come out far too small by luck, and a tiny spread makes
-any mean look decided. The run's other comparisons say what spread rounds have on this host, so each
-comparison's variance is taken as no smaller than its empirical Bayes estimate (Smyth's moderated variance,
-limma's ``squeezeVar``: a prior fitted to all the run's variances, then each variance shrunk toward it).
-This only widens intervals, never narrows them: every error rate above still holds, and the shown interval
-is the one decided on. Vectorised over the last axis (a run's comparisons) and any leading ones
-(tests/unit/test_verdicts.py simulates a thousand runs at once).
+A run whose data decide when it stops (a budget or a precision target: ``Trials.sequential``) is judged
+another way, in which every printed interval is the one its verdict was decided on and both hold at any
+stop (``judge(..., sequential=True)``): each comparison's interval is its confidence sequence
+(analysis/anytime.py) at 5% over the run's K comparisons (Bonferroni), and the verdict follows from that
+interval and the band alone: ≈ when the whole interval lies inside ×1/1.05 to ×1.05, slower or faster when
+otherwise it lies wholly below or above ×1, undecided else. Every verdict of such a run is wrong only where
+some interval missed its true ratio, at most 5% of runs (tests/unit/test_decisions.py). A fixed count of
+rounds keeps the fixed-n rules above for now: over three or four rounds the sequences are several times
+wider, and fixed runs are what the seeds' presets reproduce.
+
+Vectorised over the last axis (a run's comparisons) and any leading ones (tests/unit/test_verdicts.py
+simulates a thousand runs at once).
 """
 
 from __future__ import annotations
@@ -34,7 +44,7 @@ import numpy as np
 
 from layerbench.analysis import anytime
 from layerbench.analysis.lazy_special import special
-from layerbench.analysis.stats import LogRatio, Ratio
+from layerbench.analysis.stats import LogRatio, Ratio, log_ratios
 
 MATERIAL = 0.05  # smaller differences do not survive a rerun here (issue 17): neither named nor acted on
 BAND = math.log1p(MATERIAL)  # the material band on the log scale: |log ratio| below this is no difference
@@ -48,19 +58,78 @@ CATEGORY = {SLOWER: "different", FASTER: "different", EQUIVALENT: "equivalent", 
 class Judged:
     """One comparison as every report shows it: its ratio and interval, its verdict, and why."""
 
-    ratio: Ratio  # its interval: the comparison's confidence sequence at the run's correction
+    ratio: Ratio
     verdict: str
-    q_value: float  # the anytime p-value of "no difference", times the comparisons (Bonferroni); NaN: untested
+    q_value: float  # Benjamini-Hochberg's adjusted p-value of the difference over the run; NaN: untested
     note: str = ""  # why there is no interval (one round, a value not above zero, no spread)
     paired: bool = True  # paired by round; False: unpaired (Welch on the logs), the rounds did not pair
 
 
+def bh(p: np.ndarray) -> np.ndarray:
+    """Benjamini-Hochberg adjusted p-values along the last axis; NaN (no test) stays NaN and is not counted."""
+    p = np.asarray(p, dtype=float)
+    tested = ~np.isnan(p)
+    m = tested.sum(axis=-1, keepdims=True)
+    order = np.argsort(np.where(tested, p, np.inf), axis=-1)
+    ranked = np.take_along_axis(p, order, axis=-1)
+    rank = np.arange(1, p.shape[-1] + 1)
+    scaled = np.where(rank <= m, ranked * m / rank, np.inf)
+    # The smallest scaled value from each rank on: the step-up part of BH.
+    stepped = np.minimum.accumulate(scaled[..., ::-1], axis=-1)[..., ::-1]
+    q = np.empty_like(p)
+    np.put_along_axis(q, order, np.minimum(stepped, 1.0), axis=-1)
+    return np.where(tested, q, np.nan)
+
+
 @dataclass(frozen=True)
 class Decided:
-    """``decide``'s arrays, one entry per comparison, on the log scale."""
+    """``decide``'s arrays, one entry per comparison."""
 
     verdict: np.ndarray  # of str
-    low: np.ndarray  # the interval decided on and shown: NaN where there is none
+    p_value: np.ndarray  # two-sided, of the difference
+    q_value: np.ndarray  # BH over the comparisons
+    p_equivalent: np.ndarray  # TOST's, against the material band
+    q_equivalent: np.ndarray
+    sem: np.ndarray  # the standard errors decided on and shown: each no smaller than its moderated one
+
+
+def decide(mean: np.ndarray, sem: np.ndarray, df: np.ndarray, alpha: float = 0.05) -> Decided:
+    """The verdict of each comparison (log-scale ``mean``, ``sem``, ``df``; NaN sem: no interval), with
+    each standard error no smaller than its moderated one (``floored``), as ``Decided.sem`` gives it."""
+    mean, df = np.asarray(mean, dtype=float), np.asarray(df, dtype=float)
+    sem = floored(np.asarray(sem, dtype=float), df)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = 2 * special.stdtr(df, -np.abs(mean / sem))
+        p_low = special.stdtr(df, -(mean + BAND) / sem)  # H0: the ratio is at or below ×1/1.05
+        p_high = special.stdtr(df, (mean - BAND) / sem)  # H0: the ratio is at or above ×1.05
+    p_eq = np.maximum(p_low, p_high)
+    q, q_eq = bh(p), bh(p_eq)
+    different = (q < alpha) & (np.abs(mean) >= BAND)
+    equivalent = (q_eq < alpha / 2) & ~different
+    verdict = np.where(different, np.where(mean < 0, SLOWER, FASTER), np.where(equivalent, EQUIVALENT, UNDECIDED))
+    return Decided(verdict, p, q, p_eq, q_eq, sem)
+
+
+def judge(comparisons: Sequence[LogRatio], confidence: float = 0.95, sequential: bool = False) -> list[Judged]:
+    """Every comparison of a run at once: one family, one correction, one interval each; ``sequential``: the
+    run's data decided when it stopped, so each interval is a confidence sequence (``judge_sequential``)."""
+    if not comparisons:
+        return []
+    if sequential:
+        return judge_sequential(comparisons, confidence)
+    columns = np.array([(c.mean, c.sem, c.df) for c in comparisons], dtype=float).T
+    d = decide(columns[0], columns[1], columns[2], 1 - confidence)
+    ratios = log_ratios(columns[0], d.sem, columns[2], confidence)  # each log_ratio with its floored sem
+    rows = zip(comparisons, ratios, d.verdict.tolist(), d.q_value.tolist(), strict=True)
+    return [Judged(r, str(v), float(q), c.note, c.paired) for c, r, v, q in rows]
+
+
+@dataclass(frozen=True)
+class Sequenced:
+    """``decide_sequential``'s arrays, one entry per comparison, on the log scale."""
+
+    verdict: np.ndarray  # of str
+    low: np.ndarray  # the interval decided on and shown: NaN where there is none, infinite where not yet bounded
     high: np.ndarray
     p_value: np.ndarray  # the anytime-valid p-value of "no difference" (1 / its e-value)
     q_value: np.ndarray  # p_value times the family's size, at most 1
@@ -72,9 +141,10 @@ def family_size(sem: np.ndarray) -> np.ndarray:
     return np.maximum((~np.isnan(sem)).sum(axis=-1, keepdims=True), 1)
 
 
-def decide(mean: np.ndarray, sem: np.ndarray, df: np.ndarray, alpha: float = 0.05) -> Decided:
-    """The interval and verdict of each comparison (log-scale ``mean``, ``sem``, ``df``: n - 1 for n paired
-    rounds; NaN sem: no interval), the family along the last axis."""
+def decide_sequential(mean: np.ndarray, sem: np.ndarray, df: np.ndarray, alpha: float = 0.05) -> Sequenced:
+    """The interval (a confidence sequence at ``alpha`` over the family) and the verdict read off it, of each
+    comparison (log-scale ``mean``, ``sem``, ``df``: n - 1 for n paired rounds; NaN sem: no interval), the
+    family along the last axis."""
     mean, df = np.asarray(mean, dtype=float), np.asarray(df, dtype=float)
     sem = floored(np.asarray(sem, dtype=float), df)
     k = np.broadcast_to(family_size(sem), sem.shape)
@@ -85,15 +155,13 @@ def decide(mean: np.ndarray, sem: np.ndarray, df: np.ndarray, alpha: float = 0.0
         equivalent, EQUIVALENT, np.where(high < 0, SLOWER, np.where(low > 0, FASTER, UNDECIDED))
     ).astype(object)
     p = anytime.p_values(mean / sem, df + 1)
-    return Decided(verdict, low, high, p, np.minimum(p * k, 1.0), sem)
+    return Sequenced(verdict, low, high, p, np.minimum(p * k, 1.0), sem)
 
 
-def judge(comparisons: Sequence[LogRatio], confidence: float = 0.95) -> list[Judged]:
-    """Every comparison of a run at once: one family, one correction, one interval each."""
-    if not comparisons:
-        return []
+def judge_sequential(comparisons: Sequence[LogRatio], confidence: float = 0.95) -> list[Judged]:
+    """``judge`` of a run whose data decided when it stopped: intervals valid at any stop, verdicts read off them."""
     columns = np.array([(c.mean, c.sem, c.df) for c in comparisons], dtype=float).T
-    d = decide(columns[0], columns[1], columns[2], 1 - confidence)
+    d = decide_sequential(columns[0], columns[1], columns[2], 1 - confidence)
     out = []
     for i, c in enumerate(comparisons):
         m, low, high = columns[0][i], float(d.low[i]), float(d.high[i])
@@ -155,10 +223,7 @@ def _trigamma_inverse(x: np.ndarray) -> np.ndarray:
 
 # How a verdict marks a ratio in the tables (legend: LEGEND).
 MARKS = {SLOWER: "↓", FASTER: "↑", EQUIVALENT: "≈", UNDECIDED: "?"}
-LEGEND = (
-    "↓ slower, ↑ faster (the whole interval below or above ×1 and not inside ±5%), ≈ (the whole interval inside "
-    "±5%), ? undecided; intervals hold for all the run's comparisons together, whenever it stops"
-)
+LEGEND = "↓ slower, ↑ faster (named: significant after the run's correction and ≥5%), ≈ within ±5% (shown), ? undecided"
 
 
 def material(r: Ratio) -> bool:

@@ -36,6 +36,9 @@ from layerbench.store.db import Store
 
 if TYPE_CHECKING:  # the run stage imports the stack: the CLI loads it only for a command that runs trials
     from layerbench.cli.live import Serve
+    from layerbench.records.trial import TrialRecord
+    from layerbench.run.loop import OnTrial
+    from layerbench.run.schedule import Trial
     from layerbench.run.start import Action, Run
 
 
@@ -192,7 +195,7 @@ def _execute(handle: Run, store: Store, serve: Serve | None = None) -> int:
 
     total = handle.pending()
     with TrialProgress(console, total) as progress, live(serve, handle.run_id, total) as state:
-        on_trial = progress.advance if state is None else both(progress.advance, state)
+        on_trial = _said(handle, progress) if state is None else both(_said(handle, progress), state)
         events = Events(on_trial, state.monitor_point if state is not None else None, _reclaimed)
         outcome = handle.execute(events)
     print_run(store, handle.run_id, as_json=False)
@@ -201,6 +204,19 @@ def _execute(handle: Run, store: Store, serve: Serve | None = None) -> int:
     where = f"results in {store.path} (run {handle.run_id})"
     console.print(f"{outcome.ok} trials ok{again}, {outcome.failed} failed · {where}")
     return outcome.failed
+
+
+def _said(handle: Run, progress: TrialProgress) -> OnTrial:
+    """The bar's on_trial, and a budget run's line of what is decided each time a new round was chosen."""
+    seen: list[object] = [None]
+
+    def on_trial(trial: Trial, record: TrialRecord) -> None:
+        if handle.status is not None and handle.status is not seen[0]:
+            seen[0] = handle.status
+            progress.decisions(handle.status.line(), handle.status.round_trials)
+        progress.advance(trial, record)
+
+    return on_trial
 
 
 def _reclaimed(action: Action) -> None:

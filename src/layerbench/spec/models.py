@@ -643,9 +643,9 @@ class Trials(Frozen):
 
     @property
     def sequential(self) -> bool:
-        """Whether the data decide when a cell stops (a precision target or a budget): its intervals must then
-        be ones that hold at any stop."""
-        return self.precision is not None or self.budget is not None
+        """Whether rounds go where comparisons are undecided (a budget): the run's intervals are then confidence
+        sequences, which hold at any stop (a precision target keeps its Bonferroni over the looks)."""
+        return self.budget is not None
 
 
 class StackEntry(BaseModel):

@@ -66,6 +66,7 @@ class StoredTrial:
     recorded: dict[str, Any] | str
     client_latency: dict[str, HdrHistogram]  # database clients: operation → all instances' histogram
     ended_at: float | None = None  # when it ended (epoch seconds)
+    started_at: float | None = None  # when it started: a budget counts the trials' own time
 
     @property
     def info(self) -> dict[str, Any]:
@@ -291,7 +292,8 @@ def _trial(t: TrialRow, info: str) -> StoredTrial:
     if t.status == "ok" and '"latency_hdr"' in info:
         recorded = json.loads(info)
         latency = {op: hdr.decode(text) for op, text in (recorded.get("latency_hdr") or {}).items()}
-    return StoredTrial(t.id, t.cell_id, t.repetition, t.status, t.category, t.stderr, recorded, latency, t.ended_at)
+    fields = (t.id, t.cell_id, t.repetition, t.status, t.category, t.stderr, recorded, latency)
+    return StoredTrial(*fields, t.ended_at, t.started_at)
 
 
 def _timelines(
