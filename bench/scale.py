@@ -44,6 +44,7 @@ from layerbench.records.sample import Sample
 from layerbench.records.trial import MonitorPoint, TrialRecord
 from layerbench.run.loop import register_cells
 from layerbench.spec import load
+from layerbench.spec.engines import docker
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.matrix import Matrix, expand
 from layerbench.store.db import Store
@@ -94,10 +95,9 @@ def everything() -> HostCaps:
         device_mapper=False,
         fuse=True,
         binaries=frozenset({"fio", "dockerd", "containerd", "runc", "fuse-overlayfs", "losetup", "mount"}),
-        docker_drivers=frozenset({"overlay2", "btrfs", "vfs", "fuse-overlayfs"}),
-        podman_drivers=frozenset(),
         servers=frozenset(),
         clients=frozenset(),
+        engines={docker.KIND: docker.DockerCaps(drivers=frozenset({"overlay2", "btrfs", "vfs", "fuse-overlayfs"}))},
     )
 
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from layerbench.spec.engines import docker, podman, vm
 from layerbench.spec.feasibility import HostCaps
 
 
@@ -20,11 +21,12 @@ def full_caps() -> HostCaps:
         binaries=frozenset(
             {"fio", "dockerd", "containerd", "runc", "fuse-overlayfs", "losetup", "mount", "podman", "conmon"}
         ),
-        docker_drivers=frozenset({"overlay2", "btrfs", "vfs", "fuse-overlayfs"}),
-        podman_drivers=frozenset({"overlay", "vfs", "btrfs"}),
         servers=frozenset({"postgres", "redis", "cassandra"}),
         clients=frozenset({"ycsb", "pgbench"}),
-        vm_accel="kvm",
-        vm_missing=None,
         profiler_missing=None,
+        engines={
+            docker.KIND: docker.DockerCaps(drivers=frozenset({"overlay2", "btrfs", "vfs", "fuse-overlayfs"})),
+            podman.KIND: podman.PodmanCaps(drivers=frozenset({"overlay", "vfs", "btrfs"})),
+            vm.KIND: vm.GuestCaps(accel="kvm", missing=None),
+        },
     )

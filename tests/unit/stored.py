@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hdrh.histogram import HdrHistogram
 
+from layerbench.records.info import TrialInfo
 from layerbench.spec.matrix import SweepPoint
 from layerbench.spec.models import Cell
 from layerbench.store.read import StoredCell, StoredTrial
@@ -23,4 +24,5 @@ def stored_cell(
 def stored_trial(
     trial_id: int, cell_id: str, info: dict | None = None, latency: dict[str, HdrHistogram] | None = None
 ) -> StoredTrial:
-    return StoredTrial(trial_id, cell_id, 0, "ok", None, "", info or {}, latency or {})
+    """``info``: the trial's conditions as the store keeps them (JSON), decoded as the read model decodes them."""
+    return StoredTrial(trial_id, cell_id, 0, "ok", None, "", TrialInfo.from_json(info or {}), latency or {})

@@ -12,9 +12,11 @@ from typing import get_args
 import pytest
 
 from layerbench import proc
+from layerbench.spec.engines import docker
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.models import Driver
-from layerbench.stack.capabilities import TOOLS, dm_target, docker_drivers, probe
+from layerbench.stack.capabilities import TOOLS, dm_target, probe
+from layerbench.stack.engines.docker import docker_drivers
 
 
 @pytest.fixture(scope="module")
@@ -33,10 +35,11 @@ def test_probe_describes_this_host(caps: HostCaps) -> None:
     assert not caps.fuse or Path("/dev/fuse").exists()
     if Path("/sys/class/zram-control/hot_add").exists():
         assert caps.zram
-    assert caps.docker_drivers <= set(get_args(Driver))
-    assert ("vfs" in caps.docker_drivers) == ("dockerd" in caps.binaries)
+    drivers = docker.of(caps).drivers
+    assert drivers <= set(get_args(Driver))
+    assert ("vfs" in drivers) == ("dockerd" in caps.binaries)
     assert caps.device_mapper or not caps.dm_thin  # no thin pool without device-mapper
-    assert ("devicemapper" in caps.docker_drivers) <= caps.dm_thin
+    assert ("devicemapper" in drivers) <= caps.dm_thin
     assert all(isinstance(n, str) and n for n in caps.notes)
 
 
@@ -60,7 +63,7 @@ def test_drivers_follow_kernel_and_tools() -> None:
 def test_new_dockerd_loses_removed_drivers() -> None:
     runner = proc.FakeRunner({"dockerd": (0, "Docker version 26.1.4, build 5650f9b\n", "")})
     caps = probe(runner)
-    assert "devicemapper" not in caps.docker_drivers and "aufs" not in caps.docker_drivers
+    assert "devicemapper" not in docker.of(caps).drivers and "aufs" not in docker.of(caps).drivers
     if "dockerd" in caps.binaries:
         assert ["dockerd", "--version"] in runner.calls
 
@@ -74,4 +77,4 @@ def test_a_device_mapper_target_counts_loaded_built_in_or_loadable(tmp_path: Pat
 
 def test_the_dockerd_version_is_kept_for_the_reason() -> None:
     caps = probe(proc.FakeRunner({"dockerd": (0, "Docker version 26.1.4, build 5650f9b\n", "")}))
-    assert caps.dockerd_major == (26 if "dockerd" in caps.binaries else None)
+    assert docker.of(caps).dockerd_major == (26 if "dockerd" in caps.binaries else None)

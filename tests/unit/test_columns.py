@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from layerbench.records.info import TrialInfo
 from layerbench.records.trial import MonitorPoint, TrialRecord
 from layerbench.store.columns import categorical, positions
 from layerbench.store.db import Store
@@ -47,7 +48,9 @@ def test_the_monitor_frame_holds_the_database_s_points_as_codes(tmp_path: Path) 
     store = Store.open(tmp_path / "r.db", create=False)
     run_id = store.resolve_run("latest")
     cell = store.conn.execute("SELECT cell_id FROM trials WHERE run_id=?", (run_id,)).fetchone()[0]
-    failed = TrialRecord(cell, 99, "failed", "tool", 0.0, 1.0, [], "", "", {}, [], [], [MonitorPoint(1, "x", 2, "%")])
+    failed = TrialRecord(
+        cell, 99, "failed", "tool", 0.0, 1.0, [], "", "", TrialInfo(), [], [], [MonitorPoint(1, "x", 2, "%")]
+    )
     store.record_trial(run_id, failed)  # a failed trial's points are not the run's
     plain = pd.read_sql_query(
         "SELECT t.cell_id, t.id AS trial_id, m.t, m.series, m.value, m.unit FROM trials t"

@@ -6,6 +6,7 @@ together against one PostgreSQL (tests/data/ycsb/0.17.0/), and two pgbench runs 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -182,7 +183,7 @@ def test_a_stored_sweep_of_1_and_2_ycsb_clients_gives_a_curve_and_a_row_per_clie
         n = cell.stack.clients.count
         m = ycsb_measured(TWO[:n], results[:n], YCSB_LOGS[:n], many=True)
         t = timing(m.windows, 3.0, ClientsSpec(count=n), "YCSB's logs")
-        info = {"latency_hdr": m.latency_hdr, **t.info}
+        info = replace(t.info, latency_hdr=m.latency_hdr)
         for rep in range(2):
             record = TrialRecord(cell.id, rep, "ok", None, time.time(), time.time(), [], "", "", info,
                                  [*m.samples, *t.samples])  # fmt: skip

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import pytest
@@ -12,6 +11,8 @@ from layerbench.errors import SpecError
 from layerbench.run import nodes
 from layerbench.run.kinds.single import set_not_enforced, trial_checks
 from layerbench.run.measure.monitor import Monitor
+from layerbench.spec.engines import docker_host
+from layerbench.spec.engines.docker_host import DaemonCaps
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.load import validate
 from layerbench.spec.matrix import expand, expand_stacks
@@ -28,7 +29,7 @@ NOTHING_BUILT = {"device": {"kind": "none"}, "filesystem": "none"}
 
 
 def answering(full_caps: HostCaps, **why: str | None) -> HostCaps:
-    return dataclasses.replace(full_caps, docker_hosts={URL: None, **why})
+    return full_caps.with_engine(docker_host.KIND, DaemonCaps({URL: None, **why}))
 
 
 def spec_of(*stacks: dict[str, Any], workloads: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -107,7 +108,7 @@ def test_the_space_check_leaves_a_docker_hosts_storage_to_its_daemon(full_caps: 
 
 def test_parallel_nodes_splits_by_daemon_url(full_caps: HostCaps) -> None:
     other = "unix:///var/tmp/lbdocker/node2/docker.sock"
-    caps = dataclasses.replace(full_caps, docker_hosts={URL: None, other: None})
+    caps = full_caps.with_engine(docker_host.KIND, DaemonCaps({URL: None, other: None}))
     matrix = expand(validate(spec_of(on_host("tmpfs"), on_host("tmpfs", url=other))), caps)
     assert sorted(nodes.split(matrix)) == sorted([URL, other])
     assert nodes.docker_hosts(matrix) == sorted([URL, other])

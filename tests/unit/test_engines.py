@@ -10,10 +10,11 @@ import pytest
 
 from layerbench.run.kinds.single import category
 from layerbench.spec import load
+from layerbench.spec.engines import podman, vm
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.matrix import expand
 from layerbench.spec.models import EngineKind, EngineSpec
-from layerbench.spec.rules import ENGINE_RULES
+from layerbench.spec.traits import TRAITS
 from layerbench.stack.cleanup import REMOVERS
 from layerbench.stack.engines import ENGINES, failure_category
 
@@ -23,7 +24,7 @@ FIO = "workloads:\n  - {name: RR}\n"
 
 def test_every_engine_kind_is_registered_and_container_engines_have_rules() -> None:
     assert set(ENGINES) == set(get_args(EngineKind))
-    assert set(ENGINE_RULES) == set(ENGINES) - {"native"}
+    assert {kind for kind, t in TRAITS.items() if t.rule is None} == {"native"}
     assert {"dockerd", "podman", "vm"} <= set(REMOVERS)
 
 
@@ -62,7 +63,9 @@ def test_impossible_engine_cells_are_refused_with_reason(full_caps: HostCaps, en
 
 
 def test_a_host_without_podman_refuses_it(full_caps: HostCaps) -> None:
-    caps = dataclasses.replace(full_caps, binaries=full_caps.binaries - {"podman"}, podman_drivers=frozenset())
+    caps = dataclasses.replace(full_caps, binaries=full_caps.binaries - {"podman"}).with_engine(
+        podman.KIND, podman.PodmanCaps()
+    )
     m = expand(load.parse(BASE + "  - {filesystem: ext4, engine: podman}\n" + FIO), caps)
     assert "apt-get install podman" in m.refused[0].reason
 
@@ -95,7 +98,7 @@ def test_vm_cells_build_on_a_host_whose_kvm_runs_guests(full_caps: HostCaps) -> 
 
 
 def test_vm_cells_under_emulation_are_refused_unless_the_spec_allows_it(full_caps: HostCaps) -> None:
-    tcg = dataclasses.replace(full_caps, vm_accel="tcg")
+    tcg = full_caps.with_engine(vm.KIND, vm.GuestCaps(accel="tcg", missing=None))
     refused = expand(load.parse(VM + FIO), tcg)
     assert not refused.cells and all("emulation: allow" in r.reason for r in refused.refused)
     allowed = expand(load.parse(VM + "emulation: allow\n" + FIO), tcg)
@@ -103,7 +106,7 @@ def test_vm_cells_under_emulation_are_refused_unless_the_spec_allows_it(full_cap
 
 
 def test_a_host_without_a_guest_image_refuses_vm_cells_with_why(full_caps: HostCaps) -> None:
-    caps = dataclasses.replace(full_caps, vm_missing="no test VM image in /c/vm (make vm-image builds it)")
+    caps = full_caps.with_engine(vm.KIND, vm.GuestCaps(missing="no test VM image in /c/vm (make vm-image builds it)"))
     m = expand(load.parse(VM + "emulation: allow\n" + FIO), caps)
     assert not m.cells and all("make vm-image" in r.reason for r in m.refused)
 
@@ -121,7 +124,9 @@ def test_the_operational_models_preset_is_seed_002s_six_models(full_caps: HostCa
         ("native", "host-dir"), ("docker", "writable-layer"), ("docker", "bind"),
         ("vm", "host-dir"), ("vm+docker", "writable-layer"), ("vm+docker", "bind"),
     }  # fmt: skip
-    tcg = expand(load.load("operational-models"), dataclasses.replace(full_caps, vm_accel="tcg"))
+    tcg = expand(
+        load.load("operational-models"), full_caps.with_engine(vm.KIND, vm.GuestCaps(accel="tcg", missing=None))
+    )
     assert {r.cell.stack.engine.kind for r in tcg.refused} == {"vm", "vm+docker"}
     assert {c.stack.engine.kind for c in tcg.cells} == {"native", "docker"}
 
@@ -134,5 +139,5 @@ def test_the_seybold_models_preset_runs_what_each_host_can(full_caps: HostCaps) 
         ("vm", "host-dir"), ("vm+docker", "writable-layer"), ("vm+docker", "bind"),
     }  # fmt: skip
     assert {c.stack.server.data for c in m.cells if c.stack.server} == {0.5, 4}
-    tcg = expand(load.load("seybold-models"), dataclasses.replace(full_caps, vm_accel="tcg"))
+    tcg = expand(load.load("seybold-models"), full_caps.with_engine(vm.KIND, vm.GuestCaps(accel="tcg", missing=None)))
     assert "emulation: allow" in next(r.reason for r in tcg.refused if r.cell.stack.engine.kind == "vm")

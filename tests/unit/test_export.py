@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 import layerbench
+from layerbench.records.info import TrialInfo
 from layerbench.records.trial import TrialRecord
 from layerbench.report import csv_lines
 from layerbench.report.export import (
@@ -47,7 +48,8 @@ def store_with_real_samples(path: Path) -> tuple[Store, str]:
         text = (DATA / name).read_text()
         samples = fio.samples(fio.parse(text))
         store.record_trial(
-            run_id, TrialRecord(cell.id, rep, "ok", None, time.time(), time.time(), ["fio"], text, "", {}, samples)
+            run_id,
+            TrialRecord(cell.id, rep, "ok", None, time.time(), time.time(), ["fio"], text, "", TrialInfo(), samples),
         )
     return store, run_id
 

@@ -11,6 +11,7 @@ from markupsafe import escape
 
 from layerbench.analysis import findings, overhead
 from layerbench.records.checks import Check
+from layerbench.records.info import TrialInfo
 from layerbench.records.sample import Sample
 from layerbench.records.trial import TrialRecord
 from layerbench.report import html
@@ -55,7 +56,7 @@ def stored_run(
         for i, c in enumerate(matrix.cells):
             iops = 100_000 * DRIFT[rep] * cost(c.stack) * (1 + 0.002 * math.sin(1 + 2.1 * rep + 1.3 * i))
             sample = Sample("iops", iops, "IOPS", "write")
-            store.record_trial(run_id, TrialRecord(c.id, rep, "ok", None, 0, 1, [], "", "", {}, [sample]))
+            store.record_trial(run_id, TrialRecord(c.id, rep, "ok", None, 0, 1, [], "", "", TrialInfo(), [sample]))
     return load(store, "latest")
 
 

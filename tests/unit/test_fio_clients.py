@@ -297,6 +297,7 @@ def test_a_stored_run_of_1_2_and_4_clients_gives_a_curve_and_a_row_per_client(
     """The 4-client capture stored as each count's trials (its first 1, 2 or 4 clients), read back as `show`."""
     import time
 
+    from layerbench.records.info import TrialInfo
     from layerbench.records.trial import TrialRecord
     from layerbench.report.view import view
     from layerbench.store.read import load as load_run
@@ -312,7 +313,7 @@ def test_a_stored_run_of_1_2_and_4_clients_gives_a_curve_and_a_row_per_client(
         samples = [*fio_clients.samples(part, times), *merged_latency(part)]
         for rep in range(2):
             store.record_trial(run_id, TrialRecord(cell.id, rep, "ok", None, time.time(), time.time(), [], text, "",
-                                                   {}, samples))  # fmt: skip
+                                                   TrialInfo(), samples))  # fmt: skip
     v = view(load_run(store, "latest", latency=True))
     (curve,) = v.scalings
     assert [p.instances for p in curve.points] == [1, 2, 4]
@@ -327,16 +328,17 @@ def test_a_stored_run_of_1_2_and_4_clients_gives_a_curve_and_a_row_per_client(
 
 def test_clients_dealt_over_nodes_are_named_with_their_node_in_show(tmp_path: Path, full_caps: HostCaps) -> None:
     """The 4-client capture stored as a cell whose clients are dealt over two nodes: `show` names each one's."""
-    import dataclasses
     import time
 
+    from layerbench.records.info import TrialInfo
     from layerbench.records.trial import TrialRecord
     from layerbench.report.terminal import clients_table
     from layerbench.report.view import view
-    from layerbench.spec.feasibility import ClusterNode
+    from layerbench.spec.engines import kubernetes
+    from layerbench.spec.engines.kubernetes import ClusterNode, KubeCaps
     from layerbench.store.read import load as load_run
 
-    caps = dataclasses.replace(full_caps, kube={n: ClusterNode(True, True) for n in ("n1", "n2")})
+    caps = full_caps.with_engine(kubernetes.KIND, KubeCaps({n: ClusterNode(True, True) for n in ("n1", "n2")}))
     entry = "  - {filesystem: ext4, engine: {kind: kubernetes, node: n2}, placement: bind, clients: %s}\n"
     exp = load.parse(BASE + entry % "{count: 4, nodes: [n1, n2]}")
     matrix = expand(exp, caps)
@@ -344,7 +346,7 @@ def test_clients_dealt_over_nodes_are_named_with_their_node_in_show(tmp_path: Pa
     store, run_id = _run_of(exp, matrix, tmp_path)
     text, full, ends = _capture()
     samples = fio_clients.samples(full, fio_clients.client_times(full, ends))
-    store.record_trial(run_id, TrialRecord(cell.id, 0, "ok", None, time.time(), time.time(), [], text, "", {},
+    store.record_trial(run_id, TrialRecord(cell.id, 0, "ok", None, time.time(), time.time(), [], text, "", TrialInfo(),
                                            samples))  # fmt: skip
     rows = view(load_run(store, "latest")).clients
     assert list(zip(rows["client"], rows["node"], strict=True)) == [

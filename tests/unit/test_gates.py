@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from layerbench.cli.app import app
 from layerbench.cli.boundary import EXIT_REGRESSION
+from layerbench.records.info import TrialInfo
 from layerbench.records.sample import Sample
 from layerbench.records.trial import TrialRecord
 from layerbench.spec.models import Cell, FioWorkload, StackSpec
@@ -53,7 +54,9 @@ def add_run(store: Store, name: str, factor: dict[Cell, float], jitter: str = "a
                 ]
             else:
                 samples = [Sample("bw", 900 * 2**20 * f, "B/s", "write", "SW")]
-            store.record_trial(run_id, TrialRecord(c.id, rep, "ok", None, now, now + 1, ["fio"], "{}", "", {}, samples))
+            store.record_trial(
+                run_id, TrialRecord(c.id, rep, "ok", None, now, now + 1, ["fio"], "{}", "", TrialInfo(), samples)
+            )
     return run_id
 
 

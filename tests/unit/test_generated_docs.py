@@ -29,6 +29,13 @@ def test_generated_reference_is_current(script: str, page: str) -> None:
     assert committed == tool(script).render(), f"docs/reference/{page} is stale: run tools/{script}.py"
 
 
+def test_the_architecture_page_maps_every_module_as_the_code_describes_it() -> None:
+    committed = (ROOT / "docs" / "architecture.md").read_text()
+    stale = "docs/architecture.md is stale: run tools/gen-architecture.py"
+    assert committed == tool("gen-architecture").render(), stale
+    assert "`run/loop.py`: The run loop" in committed  # drawn from the modules' own docstrings
+
+
 def test_every_command_has_a_section() -> None:
     from layerbench.cli.app import app
 

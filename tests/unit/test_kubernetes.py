@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
-from layerbench.spec.feasibility import ClusterNode, HostCaps
+from layerbench.spec.engines import kubernetes
+from layerbench.spec.engines.kubernetes import ClusterNode, KubeCaps
+from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.load import validate
 from layerbench.spec.matrix import expand
 from layerbench.spec.models import CLAIM_SIZE, EngineSpec, Limits, PlacementSpec
@@ -16,7 +17,7 @@ from layerbench.stack.engines.kubernetes import _resources, kube_api
 
 
 def cluster(full_caps: HostCaps, **nodes: ClusterNode) -> HostCaps:
-    return dataclasses.replace(full_caps, kube=nodes)
+    return full_caps.with_engine(kubernetes.KIND, KubeCaps(nodes))
 
 
 def refusals(caps: HostCaps, placement: str, node: str = "n1", **stack: object) -> list[str]:
@@ -62,7 +63,7 @@ def test_what_a_pod_cannot_be_is_refused_with_the_reason(full_caps: HostCaps) ->
 
 
 def test_an_unreachable_cluster_refuses_its_cells_with_why(full_caps: HostCaps) -> None:
-    caps = dataclasses.replace(full_caps, kube="connection refused by 10.0.0.1:6443")
+    caps = full_caps.with_engine(kubernetes.KIND, KubeCaps("connection refused by 10.0.0.1:6443"))
     assert refusals(caps, "tmpfs") == ["no Kubernetes cluster: connection refused by 10.0.0.1:6443"]
 
 
@@ -135,8 +136,8 @@ def claim_refusals(caps: HostCaps, placement: object = CLAIM, **stack: object) -
 
 
 def test_a_claim_of_a_storage_class_runs_on_any_node_with_nothing_built_here(full_caps: HostCaps) -> None:
-    caps = dataclasses.replace(
-        cluster(full_caps, n1=ClusterNode(ready=True, local=False)), kube_classes=frozenset({"fast", "slow"})
+    caps = full_caps.with_engine(
+        kubernetes.KIND, KubeCaps({"n1": ClusterNode(ready=True, local=False)}, frozenset({"fast", "slow"}))
     )
     assert claim_refusals(caps) == []  # another machine's node: the class's storage is not this host's
     assert claim_refusals(caps, {**CLAIM, "storage_class": "nvme"}) == [

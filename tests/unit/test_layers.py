@@ -7,7 +7,8 @@ back at load time (issue 52). The order, bottom first, is DESIGN.md's data flow:
 Every import counts for the order, a function's own and a type checker's too: a lazy import still makes the
 lower layer depend on the higher. For cycles only what runs when a module loads counts (its top level, not
 under ``if TYPE_CHECKING``): an import inside a function is how a module defers a heavy one, not a cycle.
-``python tests/unit/test_layers.py [SRC]`` prints the figures for a tree."""
+Within stack/, which every engine builds on, a finer order holds too (``STACK_LAYERS``), and there no import
+may form a cycle at all. ``python tests/unit/test_layers.py [SRC]`` prints the figures for a tree."""
 
 from __future__ import annotations
 
@@ -147,7 +148,8 @@ def test_no_import_goes_against_the_layers() -> None:
 
 def test_no_module_imports_itself_back_at_load_time() -> None:
     _, at_load = import_graphs()
-    assert not cycles(at_load), cycles(at_load)
+    found = [" -> ".join(one_cycle(at_load, c)) for c in cycles(at_load)]
+    assert not found, f"{len(found)} import cycles at load time:\n" + "\n".join(found)
 
 
 def test_the_top_level_holds_the_public_api_and_little_else() -> None:
@@ -178,6 +180,155 @@ def test_the_checks_see_an_import_against_the_order_and_a_cycle(tmp_path: Path) 
     assert cycles(at_load) == [["spec.a", "spec.b"]]
 
 
+# stack/'s own layers, finer than the package's: what its engines build on comes first. Every import counts
+# here, and importing a module from outside its package runs the package's __init__ first, so it depends on
+# that package too (every engine, through stack/engines/__init__).
+STACK = SRC / "stack"
+
+
+def _module_of(path: Path) -> str:
+    whole = path.with_suffix("").parts
+    parts = list(whole[len(whole) - 1 - whole[::-1].index("layerbench") :])
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(root: Path = STACK) -> dict[str, set[str]]:
+    """Module → the modules of ``root`` it imports, anywhere in it (at the top, in a function, or for the type
+    checker alone): each is a dependency, whether or not it runs at import time."""
+    modules = {_module_of(p): p for p in sorted(root.rglob("*.py"))}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module, path in modules.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], base]).strip(".")
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            graph[module] |= {t for t in targets if t in modules and t != module}
+    # Importing a module runs its packages' __init__ first: one imported from outside its package (a module
+    # of stack/engines/vm/ from capabilities.py) depends on those packages too, and so on every engine.
+    for module, targets in graph.items():
+        graph[module] = targets | {
+            package
+            for t in targets
+            for package in _packages(t)
+            if package in modules and package != module and not module.startswith(package + ".")
+        }
+    return graph
+
+
+def _packages(module: str) -> list[str]:
+    """The packages a module is in, innermost last (``a.b.c`` → ``a``, ``a.b``)."""
+    parts = module.split(".")
+    return [".".join(parts[:n]) for n in range(1, len(parts))]
+
+
+def one_cycle(graph: dict[str, set[str]], component: list[str]) -> list[str]:
+    """A path from the component's first module back to itself, within the component."""
+    start, members = component[0], set(component)
+    paths = {start: [start]}
+    queue = [start]
+    while queue:
+        v = queue.pop(0)
+        for w in sorted(graph[v] & members):
+            if w == start:
+                return [*paths[v], start]
+            if w not in paths:
+                paths[w] = [*paths[v], w]
+                queue.append(w)
+    return component
+
+
+def test_stack_has_no_import_cycle() -> None:
+    graph = import_graph()
+    found = cycles(graph)
+    said = [
+        f"{len(c)} modules: " + " -> ".join(m.removeprefix("layerbench.") for m in one_cycle(graph, c)) for c in found
+    ]
+    assert not found, f"{len(found)} import cycles in stack/:\n" + "\n".join(said)
+
+
+def test_no_import_in_stack_points_up_its_layers() -> None:
+    found = [f"{m} -> {t}" for m, t in upward(import_graph())]
+    assert not found, "imports pointing up stack/'s layers (test_layers.STACK_LAYERS):\n" + "\n".join(found)
+
+
+def test_the_cycle_finder_finds_one() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert one_cycle(graph, ["a", "b", "c"]) == ["a", "b", "c", "a"]
+
+
+def test_an_import_from_outside_a_package_depends_on_the_package_too(tmp_path: Path) -> None:
+    stack = tmp_path / "layerbench" / "stack"
+    for rel, code in {
+        "__init__.py": "",
+        "low.py": "from layerbench.stack.engines.vm import qemu\n",
+        "engines/__init__.py": "from layerbench.stack.engines import vm\n",
+        "engines/vm/__init__.py": "from layerbench.stack.engines.vm import qemu\n",
+        "engines/vm/qemu.py": "",
+    }.items():
+        (stack / rel).parent.mkdir(parents=True, exist_ok=True)
+        (stack / rel).write_text(code)
+    graph = import_graph(stack)
+    assert graph["layerbench.stack.low"] == {
+        "layerbench.stack.engines",
+        "layerbench.stack.engines.vm",
+        "layerbench.stack.engines.vm.qemu",
+    }
+    assert graph["layerbench.stack.engines.vm"] == {"layerbench.stack.engines.vm.qemu"}
+    assert _layer("layerbench.stack.engines.vm.qemu") < _layer("layerbench.stack.engines.vm")
+    assert _layer("layerbench.stack.engines.vm_docker") == _layer("layerbench.stack.engines")
+
+
+# stack/'s layers, bottom first (docs/architecture.md): an import from a module to one of a higher layer
+# points up. A new module of stack/ takes its place here.
+# A module of an engine's package below its engine (its adapter, the VM's qemu) is named with its package;
+# the longest name that is a prefix of a module gives its layer ("engines" holds each engine itself).
+STACK_LAYERS: tuple[tuple[str, ...], ...] = (
+    (
+        "ledger",
+        "shared",
+        "runlock",
+        "target",
+        "protocols",
+        "mountinfo",
+        "cgroups",
+        "cgexec",
+        "handle",
+        "route",
+        "engines.vm.guest_agent",
+        "ldd",
+        "ports",
+    ),
+    ("device", "devmapper", "filesystem", "cell_cgroup", "remote", "dockerd", "network", "image", "runtimes"),
+    ("image_archive", "image_source", "engines.vm.qemu", "engines.vm.guest"),
+    ("docker_api", "engines.kubernetes.kube_api", "engines.swarm.swarm_api", "engines.docker_host.host_api"),
+    ("placement", "fleet", "engines.vm.guest_servers", "calibrate"),
+    ("engines",),
+    ("build", "cleanup", "capabilities", "environment", "clients", "__init__"),
+    ("pool",),
+)
+
+
+def _layer(module: str) -> int:
+    parts = (module.removeprefix("layerbench.stack").lstrip(".") or "__init__").split(".")
+    for n in range(len(parts), 0, -1):
+        found = [i for i, names in enumerate(STACK_LAYERS) if ".".join(parts[:n]) in names]
+        if found:
+            return found[0]
+    raise AssertionError(f"{module} is in none of test_layers.STACK_LAYERS: give it its layer")
+
+
+def upward(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """The imports in stack/ from a module to one of a higher layer."""
+    return sorted((m, t) for m, ts in graph.items() for t in ts if _layer(t) > _layer(m))
+
+
 if __name__ == "__main__":
     import json
     import sys
@@ -188,5 +339,7 @@ if __name__ == "__main__":
         "top-level modules": top_level_modules(src),
         "imports against the layers": against_the_order(every),
         "load-time cycles": cycles(at_load),
+        "import cycles in stack/": cycles(import_graph(src / "stack")),
+        "imports in stack/ pointing up its layers": [f"{m} -> {t}" for m, t in upward(import_graph(src / "stack"))],
     }
     print(json.dumps(figures, indent=1))

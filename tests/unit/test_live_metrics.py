@@ -13,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families as prometheu
 
 from layerbench.errors import PrerequisiteError
 from layerbench.records.checks import Check
+from layerbench.records.info import TrialInfo
 from layerbench.records.trial import TrialRecord
 from layerbench.report import metrics
 from layerbench.run.measure.monitor import Monitor
@@ -39,7 +40,7 @@ def scrape(url: str, openmetrics: bool) -> dict:
 def test_progress_last_trial_and_monitor_served() -> None:
     state = metrics.LiveState("run-1", total=4)
     text = (DATA / "latlog-randread-4k-2x4.json").read_text()
-    record = TrialRecord(CELL.id, 0, "ok", None, 0.0, 1.0, ["fio"], text, "", {}, fio.samples(fio.parse(text)),
+    record = TrialRecord(CELL.id, 0, "ok", None, 0.0, 1.0, ["fio"], text, "", TrialInfo(), fio.samples(fio.parse(text)),
                          [Check("device-accounting", "flag", "page cache")])  # fmt: skip
     with Monitor([], interval=0.05, on_point=state.monitor_point) as mon:
         deadline = time.monotonic() + 30

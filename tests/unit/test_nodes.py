@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from layerbench.run import nodes
-from layerbench.spec.feasibility import ClusterNode, HostCaps
+from layerbench.spec.engines import kubernetes
+from layerbench.spec.engines.kubernetes import ClusterNode, KubeCaps
+from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.load import validate
 from layerbench.spec.matrix import expand
 
 
 def test_cells_are_split_by_node_and_baselines_stay_within_a_part(full_caps: HostCaps) -> None:
-    caps = dataclasses.replace(full_caps, kube={n: ClusterNode(True, True) for n in ("a", "b")})
+    caps = full_caps.with_engine(kubernetes.KIND, KubeCaps({n: ClusterNode(True, True) for n in ("a", "b")}))
     pods = [{"kind": "kubernetes", "node": "a"}, {"kind": "kubernetes", "node": "b"}]
     native = {"filesystem": "ext4", "engine": "native", "placement": "host-dir"}
     spec = {
@@ -34,7 +34,7 @@ def test_cells_are_split_by_node_and_baselines_stay_within_a_part(full_caps: Hos
 
 
 def test_each_child_is_this_run_with_its_node(full_caps: HostCaps) -> None:
-    caps = dataclasses.replace(full_caps, kube={"a": ClusterNode(True, True)})
+    caps = full_caps.with_engine(kubernetes.KIND, KubeCaps({"a": ClusterNode(True, True)}))
     one = {"filesystem": "ext4", "engine": {"kind": "kubernetes", "node": "a"}, "placement": "tmpfs"}
     spec = {"name": "n", "device": {"kind": "zram"}, "stacks": [one], "workloads": [{"name": "RR", "rw": "read"}]}
     (kid,) = nodes.children(expand(validate(spec), caps), ["run", "spec.yaml", "--db", "r.db"])
@@ -42,7 +42,7 @@ def test_each_child_is_this_run_with_its_node(full_caps: HostCaps) -> None:
 
 
 def test_parts_on_this_machine_are_named_for_the_contention_warning(full_caps: HostCaps) -> None:
-    caps = dataclasses.replace(full_caps, kube={n: ClusterNode(True, True) for n in ("a", "b")})
+    caps = full_caps.with_engine(kubernetes.KIND, KubeCaps({n: ClusterNode(True, True) for n in ("a", "b")}))
     pods = [{"kind": "kubernetes", "node": "a"}, {"kind": "kubernetes", "node": "b"}]
     one = {"filesystem": "ext4", "engine": pods, "placement": "tmpfs"}
     spec = {"name": "n", "device": {"kind": "zram"}, "stacks": [one], "workloads": [{"name": "RR", "rw": "read"}]}

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 from layerbench.analysis.stopping import still_imprecise
+from layerbench.records.info import TrialInfo
 from layerbench.records.sample import Sample
 from layerbench.records.trial import TrialRecord
 from layerbench.spec import load
@@ -39,7 +40,8 @@ def test_steady_cells_stop_and_noisy_ones_go_on(tmp_path: Path) -> None:
         for rep, v in enumerate(series):
             samples = [Sample("iops", float(v), "IO/s", "read", "RR")]
             store.record_trial(
-                run_id, TrialRecord(cell_id, rep, "ok", None, time.time(), time.time(), [], "", "", {}, samples)
+                run_id,
+                TrialRecord(cell_id, rep, "ok", None, time.time(), time.time(), [], "", "", TrialInfo(), samples),
             )
     assert still_imprecise(exp, [steady, noisy], store.samples_frame(run_id)) == [noisy]
 
@@ -61,6 +63,6 @@ def test_each_cell_is_judged_on_its_own_headline(tmp_path: Path) -> None:
     for rep in range(3):
         for cell, sample in ((fio_cell, Sample("iops", 1000.0, "IO/s", "read", "RR")),
                              (db_cell, Sample("ops", 5000.0 + rep, "ops/s", "", "i0"))):  # fmt: skip
-            record = TrialRecord(cell.id, rep, "ok", None, time.time(), time.time(), [], "", "", {}, [sample])
+            record = TrialRecord(cell.id, rep, "ok", None, time.time(), time.time(), [], "", "", TrialInfo(), [sample])
             store.record_trial(run_id, record)
     assert still_imprecise(exp, [fio_cell, db_cell], store.samples_frame(run_id)) == []

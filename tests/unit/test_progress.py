@@ -8,6 +8,7 @@ import re
 from rich.console import Console
 
 from layerbench.cli.progress import TrialProgress
+from layerbench.records.info import TrialInfo
 from layerbench.records.trial import TrialRecord
 from layerbench.run.schedule import Trial
 from layerbench.spec.load import parse
@@ -24,7 +25,9 @@ trials: {repetitions: 3}
 
 
 def record(cell_id: str, rep: int, status: str) -> TrialRecord:
-    return TrialRecord(cell_id, rep, status, None, 100.0, 102.5, [], "", "boom" if status != "ok" else "", {}, [])
+    return TrialRecord(
+        cell_id, rep, status, None, 100.0, 102.5, [], "", "boom" if status != "ok" else "", TrialInfo(), []
+    )
 
 
 def test_a_pipe_gets_a_line_per_trial_with_its_eta() -> None:

@@ -15,6 +15,7 @@ import pytest
 from layerbench.errors import StoreError
 from layerbench.records import hdr
 from layerbench.records.checks import Check
+from layerbench.records.info import TrialInfo
 from layerbench.records.trial import TrialRecord
 from layerbench.run.loop import register_cells
 from layerbench.spec import load as spec_load
@@ -53,8 +54,8 @@ def test_a_run_loads_once_into_typed_cells_trials_and_checks(tmp_path: Path, ful
     first = matrix.cells[0]
     latency = {"read": hdr.encode(hdr.of_values([100.0, 200.0]))}
     check = Check("noisy", "flag", "CV 14%")
-    store.record_trial(run_id, TrialRecord(first.id, 0, "ok", None, 1.0, 2.0, [], "", "", {"latency_hdr": latency},
-                                           [], [check]))  # fmt: skip
+    info = TrialInfo(latency_hdr=latency)
+    store.record_trial(run_id, TrialRecord(first.id, 0, "ok", None, 1.0, 2.0, [], "", "", info, [], [check]))
     data = load(store, "latest")
     cell = next(c for c in data.cells if c.cell_id == first.id)
     assert cell.cell == first and cell.stack == first.stack
@@ -85,7 +86,7 @@ def test_a_cell_this_version_cannot_read_is_a_store_error(tmp_path: Path) -> Non
     store = Store.open(tmp_path / "r.db")
     run_id = store.new_run("t", "{}", "d", {})
     store.add_cells(run_id, [CellRow("c", "c", "s", "RR", '{"workload": {"rw": "randread"}}', True, "c")])
-    store.record_trial(run_id, TrialRecord("c", 0, "ok", None, time.time(), time.time(), [], "", "", {}, []))
+    store.record_trial(run_id, TrialRecord("c", 0, "ok", None, time.time(), time.time(), [], "", "", TrialInfo(), []))
     with pytest.raises(StoreError, match="not a cell this layerbench reads"):
         load(store, run_id)
 

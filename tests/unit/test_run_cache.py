@@ -12,6 +12,7 @@ import pytest
 
 from layerbench.analysis.latency import merged_percentiles
 from layerbench.records.checks import Check
+from layerbench.records.info import TrialInfo
 from layerbench.records.percentiles import STANDARD, merge, percentiles
 from layerbench.records.trial import MonitorPoint, TrialRecord
 from layerbench.store import cache, read
@@ -73,7 +74,7 @@ def fio_trial(cell: str, rep: int, output: Path, kept: bool = False) -> TrialRec
     logs = {fio.BINS_LOG: fio.bins_text(fio.completion_bins(result))} if kept else {}
     checks = [Check("noisy", "pass", "")]
     return TrialRecord(
-        cell, rep, "ok", None, 0.0, 1.0, [], raw, "", {}, fio.samples(result), checks, monitor, None, logs
+        cell, rep, "ok", None, 0.0, 1.0, [], raw, "", TrialInfo(), fio.samples(result), checks, monitor, None, logs
     )
 
 

@@ -9,6 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from layerbench.analysis.comparisons import reference
+from layerbench.spec.engines import docker
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.models import EngineSpec, FioWorkload, StackSpec
 from layerbench.spec.rules import why_not, workload_fits
@@ -38,7 +39,7 @@ def test_runtime_is_the_daemons_engines_and_shows_in_the_label() -> None:
 
 def test_a_runtime_the_probe_could_not_run_refuses_its_cells(full_caps: HostCaps) -> None:
     said = (DATA / "crun-hybrid.stderr").read_text().strip()
-    caps = replace(full_caps, runtimes={"crun": f"crun cannot run a container on this host: {said}", "runsc": None})
+    caps = with_runtimes(full_caps, {"crun": f"crun cannot run a container on this host: {said}", "runsc": None})
     assert why_not(stack("crun"), caps) == f"runtime crun: crun cannot run a container on this host: {said}"
     assert why_not(stack("crun", "podman"), caps).startswith("runtime crun: ")
     assert why_not(stack("runsc"), caps) is None
@@ -99,7 +100,12 @@ def test_a_daemons_seccomp_profile_is_dockers_and_must_be_a_json_file(tmp_path: 
 
 
 def test_a_database_server_under_gvisor_is_refused_with_the_reason(full_caps: HostCaps) -> None:
-    caps = replace(full_caps, runtimes={"runsc": None})
+    caps = with_runtimes(full_caps, {"runsc": None})
     body = {"device": {"kind": "zram", "size": "1GiB"}, "filesystem": "ext4", "placement": "volume"}
     server = StackSpec.model_validate({**body, "engine": {"kind": "docker", "runtime": "runsc"}, "server": "postgres"})
     assert "root network namespace" in (why_not(server, caps) or "")
+
+
+def with_runtimes(caps: HostCaps, found: dict[str, str | None]) -> HostCaps:
+    """``caps`` with what the runtimes' probe found (the runtimes are Docker's registry, Podman's too)."""
+    return caps.with_engine(docker.KIND, replace(docker.of(caps), runtimes=found))

@@ -13,6 +13,7 @@ import pytest
 from layerbench.analysis.resources import trial_usage
 from layerbench.analysis.scaling import scaling
 from layerbench.records import hdr
+from layerbench.records.info import TrialInfo
 from layerbench.spec.databases import YcsbWorkload
 from layerbench.spec.models import Cell, StackSpec
 from layerbench.store.read import StoredCell
@@ -92,12 +93,13 @@ def test_the_device_saturates_by_its_bytes_per_second_not_by_its_util() -> None:
     budget = {"server": {"budget": {"read_bps": 1000.0, "write_bps": 500.0}}}
     busy = pd.DataFrame([("disk.vda.util", 99.0), ("disk.vda.read_bps", 100.0), ("disk.vda.write_bps", 50.0)],
                         columns=["series", "value"])  # fmt: skip
-    usage = trial_usage(busy, {"devices": ["vda"], **budget})
+    usage = trial_usage(busy, TrialInfo.from_json({"devices": ["vda"], **budget}))
     assert usage.disk_util == 99.0 and usage.bandwidth == pytest.approx(20.0)  # busy, a fifth of its bandwidth
     full = pd.DataFrame([("disk.vda.util", 40.0), ("disk.vda.read_bps", 600.0), ("disk.vda.write_bps", 200.0)],
                         columns=["series", "value"])  # fmt: skip
-    assert trial_usage(full, {"devices": ["vda"], **budget}).bandwidth == pytest.approx(100.0)
-    assert math.isnan(trial_usage(full, {"devices": ["vda"]}).bandwidth)  # no bandwidth taken: unknown
+    assert trial_usage(full, TrialInfo.from_json({"devices": ["vda"], **budget})).bandwidth == pytest.approx(100.0)
+    no_budget = TrialInfo.from_json({"devices": ["vda"]})
+    assert math.isnan(trial_usage(full, no_budget).bandwidth)  # no bandwidth taken: unknown
 
 
 def test_a_single_instance_count_is_no_curve() -> None:
@@ -109,7 +111,7 @@ def test_usage_reads_the_lowest_device_of_the_trial() -> None:
         [("disk.loop3.util", 99.0), ("disk.vda.util", 40.0), ("disk.vda.read_bps", 3.0), ("disk.vda.write_bps", 4.0)],
         columns=["series", "value"],
     )
-    usage = trial_usage(points, {"devices": ["loop3", "vda"]})
+    usage = trial_usage(points, TrialInfo.from_json({"devices": ["loop3", "vda"]}))
     assert usage.disk_util == 40.0 and usage.disk_bps == 7.0
 
 

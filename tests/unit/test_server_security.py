@@ -13,7 +13,10 @@ from layerbench import proc
 from layerbench.run.kinds.database import credentials
 from layerbench.spec import load
 from layerbench.spec.databases import ServerSpec
-from layerbench.spec.feasibility import ClusterNode, HostCaps, SwarmNode
+from layerbench.spec.engines import kubernetes
+from layerbench.spec.engines.kubernetes import ClusterNode, KubeCaps
+from layerbench.spec.engines.swarm import SwarmCaps, SwarmNode
+from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.matrix import expand
 from layerbench.stack.fleet import Fleet
 from layerbench.stack.ledger import Ledger
@@ -104,7 +107,9 @@ def test_ferretdb_which_cannot_ask_for_a_password_stays_off_clusters(full_caps: 
     stack = {"filesystem": "ext4", "engine": {"kind": engine, "node": "n1"}, "placement": "bind"}
     spec = {"name": "t", "device": {"kind": "zram", "size": "1GiB"}, "stacks": [{**stack, "server": "ferretdb"}],
             "workloads": [{"kind": "ycsb", "name": "A"}]}  # fmt: skip
-    node = ClusterNode(ready=True, local=True) if engine == "kubernetes" else SwarmNode(ready=True, unreachable=None)
-    caps = dataclasses.replace(full_caps, **{"kube" if engine == "kubernetes" else "swarm": {"n1": node}})
+    if engine == kubernetes.KIND:
+        caps = full_caps.with_engine(engine, KubeCaps({"n1": ClusterNode(ready=True, local=True)}))
+    else:
+        caps = full_caps.with_engine(engine, SwarmCaps({"n1": SwarmNode(ready=True, unreachable=None)}))
     m = expand(load.parse(yaml.safe_dump(spec)), caps)
     assert not m.cells and any("ferretdb has no authentication" in r.reason for r in m.refused), m.refused

@@ -6,6 +6,7 @@ import pytest
 
 from layerbench.errors import SpecError
 from layerbench.spec import load
+from layerbench.spec.engines import docker
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.matrix import expand, expand_stacks
 
@@ -186,17 +187,17 @@ def _refusal(entry: str, caps: HostCaps) -> str | None:
 
 def test_devicemapper_is_refused_with_what_the_kernel_dockerd_or_lvm_lack(full_caps: HostCaps) -> None:
     assert "needs device-mapper, which this kernel lacks" in (_refusal(DM_LOOP, full_caps) or "")
+    drivers = docker.of(full_caps).drivers
     ready = dataclasses.replace(
         full_caps,
         device_mapper=True,
         dm_thin=True,
-        docker_drivers=full_caps.docker_drivers | {"devicemapper"},
         binaries=full_caps.binaries | {"dmsetup", "lvcreate", "thin_check"},
-    )
+    ).with_engine(docker.KIND, docker.DockerCaps(drivers | {"devicemapper"}))
     assert _refusal(DM_LOOP, ready) is None and _refusal(DM_DIRECT, ready) is None
-    no_thin = dataclasses.replace(ready, dm_thin=False, docker_drivers=full_caps.docker_drivers)
+    no_thin = dataclasses.replace(ready, dm_thin=False).with_engine(docker.KIND, docker.DockerCaps(drivers))
     assert "thin pool (dm-thin-pool), which this kernel lacks" in (_refusal(DM_DIRECT, no_thin) or "")
-    docker25 = dataclasses.replace(ready, dockerd_major=25, docker_drivers=full_caps.docker_drivers)
+    docker25 = ready.with_engine(docker.KIND, docker.DockerCaps(drivers, dockerd_major=25))
     assert "dockerd 25.x no longer has the devicemapper" in (_refusal(DM_LOOP, docker25) or "")
     no_lvm = dataclasses.replace(ready, binaries=ready.binaries - {"lvcreate"})
     assert _refusal(DM_LOOP, no_lvm) is None  # loop-lvm needs no LVM tools: dockerd builds its pool itself

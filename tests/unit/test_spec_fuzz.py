@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from layerbench.errors import SpecError
 from layerbench.spec import load
+from layerbench.spec.engines import docker
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.matrix import expand
 
@@ -28,9 +29,13 @@ EVERYTHING = HostCaps(
     device_mapper=True,
     fuse=True,
     binaries=frozenset({"fio", "dockerd", "containerd", "runc", "fuse-overlayfs"}),
-    docker_drivers=frozenset({"overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper"}),
     servers=frozenset({"postgres", "redis"}),
     clients=frozenset({"ycsb", "pgbench"}),
+    engines={
+        docker.KIND: docker.DockerCaps(
+            drivers=frozenset({"overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper"})
+        )
+    },
 )
 
 KEYS = [

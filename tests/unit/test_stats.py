@@ -27,6 +27,7 @@ from layerbench.analysis.stats import (
     welch_logs,
     welch_logs_of,
 )
+from layerbench.records.info import TrialInfo
 from layerbench.records.sample import Sample
 from layerbench.records.trial import TrialRecord
 from layerbench.store.db import CellRow, Store
@@ -86,7 +87,9 @@ def store_frame(tmp_path: Path, trials: dict[str, list[list[Sample]]]) -> pd.Dat
     for cell, reps in trials.items():
         for rep, samples in enumerate(reps):
             now = time.time()
-            store.record_trial(run_id, TrialRecord(cell, rep, "ok", None, now, now, ["fio"], "{}", "", {}, samples))
+            store.record_trial(
+                run_id, TrialRecord(cell, rep, "ok", None, now, now, ["fio"], "{}", "", TrialInfo(), samples)
+            )
     frame = store.samples_frame(run_id)
     store.close()
     return frame

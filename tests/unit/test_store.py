@@ -10,6 +10,7 @@ import pytest
 
 from layerbench.errors import StoreError
 from layerbench.records.checks import Check
+from layerbench.records.info import TrialInfo
 from layerbench.records.sample import Sample
 from layerbench.records.trial import TrialRecord
 from layerbench.store import db
@@ -32,7 +33,7 @@ def trial(cell: str, rep: int, status: str = "ok", value: float = 1000.0) -> Tri
         argv=["fio", "--name=RR"],
         raw_output="{}",
         stderr="" if status == "ok" else "fio: io_u error: Invalid argument",
-        info={"k": 1},
+        info=TrialInfo(extra={"k": 1}),
         samples=samples,
         checks=[Check("noisy", "skip", "one trial")],
     )
@@ -79,7 +80,9 @@ def test_samples_read_back_by_cell_and_repetition_with_their_cells_columns(tmp_p
     store.record_trial(run_id, trial("a", 1, status="failed"))
     other = store.new_run("t", "{}", "digest", {})
     store.add_cells(other, [CellRow("a", "A · RR", "A", "RR", "{}", True, None)])
-    store.record_trial(other, TrialRecord("a", 0, "ok", None, 0, 1, [], "", "", {}, [Sample("bw", 5.0, "B/s", "", "")]))
+    store.record_trial(
+        other, TrialRecord("a", 0, "ok", None, 0, 1, [], "", "", TrialInfo(), [Sample("bw", 5.0, "B/s", "", "")])
+    )
     frame = store.samples_frame(run_id)
     assert frame["value"].tolist() == [1.0, 2.0, 3.0]  # cell a, then b's repetitions 0 and 1; no failed trial
     assert frame["label"].tolist() == ["A · RR", "B · RR", "B · RR"] and frame["is_baseline"].tolist() == [1, 0, 0]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 
@@ -11,7 +10,9 @@ from docker.types import Mount
 from pydantic import ValidationError
 
 from layerbench.cli.options import SWARM_ENV, use_swarm_manager
-from layerbench.spec.feasibility import HostCaps, SwarmNode
+from layerbench.spec.engines import swarm
+from layerbench.spec.engines.swarm import SwarmCaps, SwarmNode
+from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.load import validate
 from layerbench.spec.matrix import expand
 from layerbench.spec.models import EngineSpec, Limits
@@ -25,7 +26,7 @@ READY = SwarmNode(ready=True, unreachable=None)
 
 
 def with_swarm(full_caps: HostCaps, **nodes: SwarmNode) -> HostCaps:
-    return dataclasses.replace(full_caps, swarm=nodes)
+    return full_caps.with_engine(swarm.KIND, SwarmCaps(nodes))
 
 
 def refusals(caps: HostCaps, placement: str, node: str = "node2", **stack: object) -> list[str]:
@@ -73,7 +74,9 @@ def test_what_a_swarm_cannot_run_is_refused_with_the_reason(full_caps: HostCaps)
 
 
 def test_an_unreachable_swarm_refuses_its_cells_with_why(full_caps: HostCaps) -> None:
-    caps = dataclasses.replace(full_caps, swarm="no Docker daemon answers at unix:///x.sock: connection refused")
+    caps = full_caps.with_engine(
+        swarm.KIND, SwarmCaps("no Docker daemon answers at unix:///x.sock: connection refused")
+    )
     assert refusals(caps, "tmpfs") == [
         "no Docker Swarm: no Docker daemon answers at unix:///x.sock: connection refused"
     ]

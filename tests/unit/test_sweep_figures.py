@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from layerbench.records.info import TrialInfo
 from layerbench.records.trial import TrialRecord
 from layerbench.report import html, sweep_figures
 from layerbench.report.view import view
@@ -43,7 +44,7 @@ def captured_run(path: Path) -> tuple[Store, str]:
         logs = {"lat": (DATA / f"{name}.lat.log").read_text()}
         now = time.time()
         samples = fio.samples(fio.parse(text))
-        trial = TrialRecord(cell.id, 0, "ok", None, now, now, ["fio"], text, "", {"lat_log_ms": 100}, samples)
+        trial = TrialRecord(cell.id, 0, "ok", None, now, now, ["fio"], text, "", TrialInfo(lat_log_ms=100), samples)
         store.record_trial(run_id, TrialRecord(**{**trial.__dict__, "logs": logs}))
     return store, run_id
 

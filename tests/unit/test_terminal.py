@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from layerbench.records.checks import Check
+from layerbench.records.info import TrialInfo
 from layerbench.records.sample import Sample
 from layerbench.records.trial import TrialRecord
 from layerbench.report.terminal import plain, refused_table, results_table, show_json
@@ -36,7 +37,7 @@ def record(store: Store, run_id: str, c: Cell, rep: int, value: float | None) ->
     samples = [] if value is None else [Sample(metric, value, unit, direction, c.workload.name)]
     status, category = ("ok", None) if value is not None else ("failed", "tool-error")
     stderr = "" if value is not None else "fio: pid=42, err=5/file:io_u.c:1889, func=io_u error, error=I/O error"
-    trial = TrialRecord(c.id, rep, status, category, now, now + 1, ["fio"], "{}", stderr, {}, samples)
+    trial = TrialRecord(c.id, rep, status, category, now, now + 1, ["fio"], "{}", stderr, TrialInfo(), samples)
     store.record_trial(run_id, trial)
 
 

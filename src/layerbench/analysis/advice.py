@@ -23,11 +23,12 @@ from layerbench.analysis.explain import Pair
 from layerbench.analysis.findings import Finding, interval_text
 from layerbench.analysis.overhead import CellResult
 from layerbench.analysis.verdicts import DIFFERENT, EQUIVALENT, MATERIAL, UNDECIDED
-from layerbench.spec.models import FioWorkload, IozoneWorkload, StackSpec, Workload
+from layerbench.spec.models import StackSpec, Workload
 from layerbench.spec.traits import traits
+from layerbench.workloads import registry
+from layerbench.workloads.fio_kind import WRITES
 
 FDR = 0.05  # the share of named differences that may be chance, over a run's comparisons (analysis/verdicts.py)
-WRITES = ("write", "randwrite", "rw", "readwrite", "randrw", "trimwrite")
 
 
 @dataclass(frozen=True)
@@ -129,11 +130,8 @@ def _is_write(ev: Evidence, workload: str) -> bool:
     where the run did not say (a job file, a personality)."""
     name, _, operation = workload.partition(" ")
     w = ev.workloads.get(name)
-    if isinstance(w, IozoneWorkload) and operation:
-        return "write" in operation
-    if isinstance(w, FioWorkload) and not (w.job_file or w.personality):
-        return w.rw in WRITES
-    return any(part in workload.lower() for part in WRITES)
+    said = registry.of(w).writes(w, operation) if w is not None else None
+    return said if said is not None else any(part in workload.lower() for part in WRITES)
 
 
 def writable_layer(ev: Evidence) -> list[Advice]:

@@ -12,7 +12,7 @@ import pandas as pd
 
 from layerbench.store.read import StoredCell
 
-CLIENT_JOB = re.compile(r"(?:i(\d+))?c(\d+)")  # fio's "c0"; a database's "i0c1" (database_clients.py)
+CLIENT_JOB = re.compile(r"(?:i(\d+))?c(\d+)")  # fio's "c0"; a database's "i0c1" (run/kinds/database_clients.py)
 COLUMNS = [
     "cell_id", "stack", "workload", "client", "node", "trials", "iops", "bw_bytes", "ops", "start_spread_ms",
     "finish_spread_ms",

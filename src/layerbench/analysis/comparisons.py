@@ -18,18 +18,17 @@ import pandas as pd
 from layerbench.analysis import precision
 from layerbench.analysis.stats import LogRatio, paired_logs, per_trial, welch_logs
 from layerbench.analysis.verdicts import Judged, judge
+from layerbench.spec.engines.runtimes import DEFAULT_RUNTIME
 from layerbench.spec.models import (
     EngineSpec,
     FilesystemSpec,
-    FioWorkload,
-    IozoneWorkload,
     PlacementSpec,
     StackSpec,
     Workload,
 )
-from layerbench.spec.runtimes import DEFAULT_RUNTIME
 from layerbench.spec.traits import traits
 from layerbench.store.read import RunData
+from layerbench.workloads import registry
 
 Rounds = dict[tuple[str, str], dict[int, float]]  # (cell, metric) → {repetition: the trial's value}
 Key = tuple[str, str, str]  # (subject cell, reference cell, metric)
@@ -55,12 +54,8 @@ class Family:
 
 def headline_metric(workload: Workload) -> str:
     """ops/s for databases (all instances together), personalities and job files; IOPS for random I/O,
-    bandwidth for sequential I/O."""
-    if isinstance(workload, IozoneWorkload):
-        return "iozone_geomean"  # a whole surface: its geometric mean over every point and operation
-    if not isinstance(workload, FioWorkload) or workload.personality or workload.job_file:
-        return "ops"
-    return "iops" if workload.rw.startswith("rand") else "bw"
+    bandwidth for sequential I/O; IOzone's geometric mean over its surface: each workload type's own."""
+    return registry.of(workload).headline(workload)
 
 
 def of_run(data: RunData) -> Family:
@@ -103,7 +98,7 @@ def _judged(w: Workload, headline: str, name: str, rounds: Rounds, cell_id: str)
     """(metric, what a finding calls it): the headline; for IOzone also each operation, whose costs differ
     (seed 004 judged them one by one; a geometric mean over all of them hides one that differs)."""
     out = [(headline, name)]
-    if isinstance(w, IozoneWorkload):
+    if registry.of(w).surface:
         ops = sorted(m.split(":", 1)[1] for (cell, m) in rounds if cell == cell_id and m.startswith(IOZONE_OP))
         out += [(f"{IOZONE_OP}{op}", f"{name} {op}") for op in ops]
     return out
@@ -137,9 +132,9 @@ def rounds_of(data: RunData) -> Rounds:
         columns = (frame[k].tolist() for k in ("cell_id", "trial_id", "value"))
         for cell, trial, value in zip(*columns, strict=True):
             out.setdefault((cell, metric), {})[rep[trial]] = value
-    iozone = {c.cell_id for c in data.cells if isinstance(c.cell.workload, IozoneWorkload)}
-    if iozone:
-        for (cell, trial, op), value in _operation_means(data.samples, iozone).items():
+    surfaces = {c.cell_id for c in data.cells if registry.of(c.cell.workload).surface}
+    if surfaces:
+        for (cell, trial, op), value in _operation_means(data.samples, surfaces).items():
             out.setdefault((cell, f"{IOZONE_OP}{op}"), {})[rep[trial]] = value
     return out
 

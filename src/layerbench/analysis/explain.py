@@ -19,6 +19,8 @@ from layerbench.analysis.findings import Finding
 from layerbench.analysis.overhead import headline_metric
 from layerbench.analysis.stats import per_trial
 from layerbench.records.trial import ProfileRecord
+from layerbench.spec.engines import DEFAULT_RUNTIME_BINARY
+from layerbench.spec.traits import TRAITS
 from layerbench.store.read import RunData, StoredCell
 
 # Headline metrics that count operations: a rate times the profile's seconds is its work in I/Os.
@@ -204,7 +206,8 @@ WHY = 3  # what grew most, as advice quotes it (the report lists every change)
 # least this and twice what the other side waited: one profiled trial a side, so only a large difference is named.
 PREEMPTED_MIN_SHARE = 0.005
 PREEMPTED_MIN_FACTOR = 2.0
-ENGINE_PROCESSES = ("containerd-shim", "dockerd", "containerd", "conmon", "podman", "runc")
+# The container engines' own processes and their default OCI runtime's, as a CPU profile names them.
+ENGINE_PROCESSES = (*(p for t in TRAITS.values() for p in t.processes), DEFAULT_RUNTIME_BINARY)
 
 
 def preemption_line(base: CellCounters, other: CellCounters, names: tuple[str, str]) -> str | None:

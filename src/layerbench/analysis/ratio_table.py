@@ -14,8 +14,9 @@ import numpy as np
 import pandas as pd
 
 from layerbench.analysis.overhead import CellResult
-from layerbench.spec.models import IozoneWorkload, StackSpec
+from layerbench.spec.models import StackSpec
 from layerbench.store.read import StoredCell
+from layerbench.workloads import registry
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ def ratio_table(
     folded: dict[tuple[str, str], list[float]] = {}
     for r in results:
         c = by_id[r.cell_id]
-        if r.is_baseline or r.ratio.ratio != r.ratio.ratio or isinstance(c.cell.workload, IozoneWorkload):
+        if r.is_baseline or r.ratio.ratio != r.ratio.ratio or registry.of(c.cell.workload).surface:
             continue
         folded.setdefault((c.operation, column(c.stack)), []).append(r.ratio.ratio)
     for row in (points if points is not None else pd.DataFrame()).itertuples(index=False):

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from layerbench.spec.models import FioWorkload
 from layerbench.store.read import RunData, StoredCell
+from layerbench.workloads import registry
 
 KINDS = ("slat", "clat", "lat")
 
@@ -54,9 +54,7 @@ def of_run(data: RunData) -> list[AddedLatency]:
 
 def _low_load_direction(c: StoredCell) -> str | None:
     w = c.cell.workload
-    if not isinstance(w, FioWorkload) or w.job_file or w.personality or w.iodepth * w.numjobs != 1:
-        return None
-    return {"read": "read", "randread": "read", "write": "write", "randwrite": "write"}.get(w.rw)
+    return registry.of(w).qd1_direction(w)
 
 
 def _means(samples: pd.DataFrame, cell_id: str, direction: str) -> dict[str, float]:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import pandas as pd
+
+from layerbench.records.info import BudgetInfo, TrialInfo
 
 NAN = float("nan")
 
@@ -31,10 +32,10 @@ class Usage:
     bandwidth: float = NAN
 
 
-def trial_usage(points: pd.DataFrame, info: dict[str, Any]) -> Usage:
+def trial_usage(points: pd.DataFrame, info: TrialInfo) -> Usage:
     """``points``: one trial's monitor rows (series, value); ``info``: the trial's recorded conditions."""
     series = points.groupby("series")["value"].mean()
-    devices = info.get("devices") or []
+    devices = info.devices or ()
     disk = devices[-1] if devices else None
     return Usage(
         cpu_busy=float(series.get("cpu.user", NAN) + series.get("cpu.system", NAN)),
@@ -48,29 +49,31 @@ def trial_usage(points: pd.DataFrame, info: dict[str, Any]) -> Usage:
     )
 
 
-def _bandwidth_share(series: pd.Series, disk: str | None, info: dict[str, Any]) -> float:
-    budget = (info.get("server") or {}).get("budget") or {}
-    read_cap, write_cap = budget.get("read_bps"), budget.get("write_bps")
+def _bandwidth_share(series: pd.Series, disk: str | None, info: TrialInfo) -> float:
+    budget = (info.server.budget if info.server else None) or BudgetInfo()
+    read_cap, write_cap = budget.read_bps, budget.write_bps
     if not disk or not read_cap or not write_cap:
         return NAN
     read, write = series.get(f"disk.{disk}.read_bps", NAN), series.get(f"disk.{disk}.write_bps", NAN)
     return float(100 * (read / read_cap + write / write_cap))
 
 
-def _memory_share(points: pd.DataFrame, info: dict[str, Any]) -> float:
+def _memory_share(points: pd.DataFrame, info: TrialInfo) -> float:
     shares = []
-    for endpoint in info.get("endpoints", []):
-        limit = (endpoint.get("limits") or {}).get("memory")
-        rows = points[points["series"] == f"container.{endpoint.get('name')}.memory"]
+    for endpoint in info.endpoints or ():
+        limit = (endpoint.limits or {}).get("memory")
+        rows = points[points["series"] == f"container.{endpoint.name}.memory"]
         if limit and not rows.empty:
             shares.append(float(rows["value"].max()) / float(limit))
     return max(shares) if shares else NAN
 
 
-def usage_by_trial(monitor: pd.DataFrame, infos: dict[int, dict[str, Any]]) -> dict[int, Usage]:
+def usage_by_trial(monitor: pd.DataFrame, infos: dict[int, TrialInfo]) -> dict[int, Usage]:
     if monitor.empty:
         return {}
-    return {int(tid): trial_usage(rows, infos.get(int(tid), {})) for tid, rows in monitor.groupby("trial_id")}
+    return {
+        int(tid): trial_usage(rows, infos.get(int(tid)) or TrialInfo()) for tid, rows in monitor.groupby("trial_id")
+    }
 
 
 def mean_usage(usages: list[Usage]) -> Usage:

@@ -1,6 +1,6 @@
 """Scaling over the number of database instances, and the resource that ran out first (seed 000, sec. 6).
 
-Cells that differ only in ``instances`` (or, for fio, in ``clients``' count: clients_trial.py stores the
+Cells that differ only in ``instances`` (or, for fio, in ``clients``' count: run/kinds/clients.py stores the
 clients' summed ops/s as "ops" and their merged p99 as "lat_p99_us" of job "all", as database trials do)
 form a curve: aggregate throughput,
 tail latency, and what the host gave (CPU, I/O wait, the device, memory

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import pandas as pd
 
 from layerbench.records.sample import job_point
-from layerbench.spec.models import IozoneWorkload
 from layerbench.store.read import StoredCell
+from layerbench.workloads import registry
 
 COLUMNS = ["cell_id", "op", "size", "record", "ratio"]
 
@@ -25,7 +25,7 @@ def iozone_points(frame: pd.DataFrame, cells: Sequence[StoredCell]) -> pd.DataFr
     pairs = {
         c.cell_id: c.baseline_cell_id
         for c in cells
-        if isinstance(c.cell.workload, IozoneWorkload) and not c.is_baseline and c.baseline_cell_id
+        if registry.of(c.cell.workload).surface and not c.is_baseline and c.baseline_cell_id
     }
     if frame.empty or not pairs:
         return pd.DataFrame(columns=COLUMNS)

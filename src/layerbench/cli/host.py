@@ -20,6 +20,7 @@ from layerbench.cli.options import (
     use_swarm_manager,
 )
 from layerbench.report.doctor import DOCTOR_IMAGES, DoctorRow, doctor_rows
+from layerbench.spec.traits import HOST_PROBES
 
 
 def cleanup(
@@ -90,7 +91,7 @@ def doctor(
 
         use_kubeconfig(kubeconfig)
         use_swarm_manager(swarm_manager)
-        caps = host.caps(cache_dir, guests=True, profiler=True, images=DOCTOR_IMAGES)
+        caps = host.caps(cache_dir, probes=HOST_PROBES, profiler=True, images=DOCTOR_IMAGES)
         rows = doctor_rows(caps) + [DoctorRow(*row) for row in host.engine_rows(docker_host)]
         if as_json:
             typer.echo(json.dumps([r._asdict() for r in rows], indent=2))

@@ -11,7 +11,7 @@ from layerbench.cli.boundary import err_console
 from layerbench.records.trial import TrialRecord
 from layerbench.report import metrics
 
-if TYPE_CHECKING:  # the pipeline imports the stack: the CLI loads it only for a command that runs trials
+if TYPE_CHECKING:  # the run stage imports the stack: the CLI loads it only for a command that runs trials
     from layerbench.run.loop import OnTrial
     from layerbench.run.schedule import Trial
 

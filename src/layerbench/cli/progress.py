@@ -1,4 +1,4 @@
-"""A progress bar with ETA over trials, fed by the pipeline's on_trial callback."""
+"""A progress bar with ETA over trials, fed by the run loop's on_trial callback."""
 
 from __future__ import annotations
 
@@ -88,6 +88,6 @@ class TrialProgress:
 
 
 def _again(record: TrialRecord) -> str:
-    """How often the trial was measured again because the host was busy beside it (pipeline._undisturbed)."""
-    n = len(record.info.get("disturbed", ()))
+    """How often the trial was measured again because the host was busy beside it (run/loop.py's _undisturbed)."""
+    n = len(record.info.disturbed or ())
     return f"; measured again {n}×: the host was busy" if n else ""

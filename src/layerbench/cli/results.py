@@ -181,31 +181,15 @@ def export(
     by run, cell, stack, workload and repetition and stamped with the trial's end (for promtool's backfill).
     """
     with boundary(), collector_paused():  # a command that reads, writes and exits: its memory goes at exit
-        from layerbench.report import kept_export
+        from layerbench.report.exporters import EXPORTERS
 
-        if fmt not in kept_export.FORMATS:
-            raise UsageError(f"--format {fmt!r} is not one of: {', '.join(kept_export.FORMATS)}")
-        if fmt == "parquet" and output is None and sys.stdout.isatty():
-            raise UsageError("parquet is binary: name a file with -o FILE, or redirect standard output")
-        store = Store.open(db, create=False)
-        if fmt == "openmetrics":
-            from layerbench.report import metrics
-            from layerbench.store.read import load
-
-            data = load(store, run_ref)
-            where = metrics.write(data, output)
-            err_console.print(f"wrote {len(data.trials)} trials to {where}")
-            return
-        run_id = store.resolve_run(run_ref)
-        kept = kept_export.write(store, run_id, fmt, output)  # a big run's end made it: pandas is not needed
-        if kept is None:
-            from layerbench.report import prepared
-            from layerbench.report.export import write_samples
-
-            samples, config, csv, parquet = prepared.export_parts(store, run_id, fmt)
-            kept = write_samples(samples, config, fmt, output, csv, parquet), len(samples)
-        where, count = kept
-        err_console.print(f"wrote {count} samples to {where}")
+        exporter = EXPORTERS.get(fmt)
+        if exporter is None:
+            raise UsageError(f"--format {fmt!r} is not one of: {', '.join(EXPORTERS)}")
+        if exporter.binary and output is None and sys.stdout.isatty():
+            raise UsageError(f"{fmt} is binary: name a file with -o FILE, or redirect standard output")
+        where, count = exporter.export(Store.open(db, create=False), run_ref, output)
+        err_console.print(f"wrote {count} {exporter.unit} to {where}")
 
 
 def prepare_reads(store: Store, run_id: str) -> None:

@@ -31,7 +31,6 @@ from layerbench.run import nodes
 from layerbench.spec import load as spec_load
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Experiment
-from layerbench.spec.traits import traits
 from layerbench.store.db import Store
 
 if TYPE_CHECKING:  # the run stage imports the stack: the CLI loads it only for a command that runs trials
@@ -140,8 +139,7 @@ def _warn_shared(matrix: Matrix) -> None:
     """Parallel parts on one machine compete for its CPUs and memory: say so before their numbers exist."""
     from layerbench.run import host
 
-    kube = any(traits(c.stack.engine.kind).probe == "kube-nodes" for c in matrix.cells)
-    local = host.on_this_machine(kube, nodes.docker_hosts(matrix))
+    local = host.on_this_machine([e for c in matrix.cells for e in c.stack.node_engines()])
     shared = nodes.on_this_machine(matrix, local)
     if len(shared) > 1:
         err_console.print(

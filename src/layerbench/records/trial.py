@@ -4,9 +4,9 @@ points, a CPU profile. Below both the run stage and the store, so neither borrow
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from layerbench.records.checks import Check
+from layerbench.records.info import TrialInfo
 from layerbench.records.sample import Sample
 
 
@@ -29,7 +29,7 @@ class TrialRecord:
     argv: list[str]
     raw_output: str
     stderr: str
-    info: dict[str, Any]
+    info: TrialInfo
     samples: list[Sample]
     checks: list[Check] = field(default_factory=list)
     monitor: list[MonitorPoint] = field(default_factory=list)

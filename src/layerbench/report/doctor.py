@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple, get_args
 
 from layerbench.spec.databases import PgbenchWorkload, ServerKind, YcsbWorkload
+from layerbench.spec.engines import API_ENGINE, HOST_ENGINE, guest_accel
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.models import DRIVERS, DeviceKind, DeviceSpec, DmMode, FsType, StackSpec
 from layerbench.spec.rules import (
@@ -16,10 +17,14 @@ from layerbench.spec.rules import (
     host_has_server,
     needs_root,
 )
+from layerbench.spec.traits import TRAITS
 
 # Probed by `doctor`: Docker Hub, where the seeds' databases' official images are.
 DOCTOR_IMAGES = ("mongo:7",)
-TOOLS = ("fio", "dockerd", "containerd", "runc", "fuse-overlayfs", "losetup", "mount")
+# Docker's programs (its row in spec/engines/) among the tools a stack needs.
+TOOLS = ("fio", *TRAITS[API_ENGINE].tools, "fuse-overlayfs", "losetup", "mount")
+# The engine whose guest `doctor` boots: the one whose workload runs in a guest, not a container of it.
+GUEST = next(kind for kind, t in TRAITS.items() if t.guest and not t.container)
 
 
 class DoctorRow(NamedTuple):
@@ -117,19 +122,19 @@ def _remote_rows(caps: HostCaps) -> list[DoctorRow]:
 
 
 def _guest_row(caps: HostCaps) -> DoctorRow:
-    reason = host_has_engine(_stack(filesystem="xfs", engine="vm", placement="host-dir"), caps)
+    reason = host_has_engine(_stack(filesystem="xfs", engine=GUEST, placement="host-dir"), caps)
     if reason is not None:
-        return DoctorRow("engine", "vm", False, reason)
-    if caps.vm_accel == "kvm":
-        return DoctorRow("engine", "vm", True, "guests run under KVM")
-    return DoctorRow("engine", "vm", False, "emulation only (no usable KVM): VM cells need 'emulation: allow'")
+        return DoctorRow("engine", GUEST, False, reason)
+    if guest_accel(caps) == "kvm":
+        return DoctorRow("engine", GUEST, True, "guests run under KVM")
+    return DoctorRow("engine", GUEST, False, "emulation only (no usable KVM): VM cells need 'emulation: allow'")
 
 
 def _stack(**fields: object) -> StackSpec:
     data: dict[str, object] = {
         "device": DeviceSpec(),
         "filesystem": "none",
-        "engine": "native",
+        "engine": HOST_ENGINE,
         "placement": "raw",
     }
     data.update(fields)

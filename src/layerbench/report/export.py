@@ -11,8 +11,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from layerbench.report import csv_lines
-from layerbench.report.kept_export import TABLE_FORMATS, written
+from layerbench.report.exporters import EXPORTERS, TABLE_FORMATS
+from layerbench.report.kept_export import written
 from layerbench.store.read import StoredCell
 
 
@@ -92,25 +92,17 @@ def parquet_bytes(frame: pd.DataFrame, config: pd.DataFrame) -> bytes | None:
     return out.getvalue().to_pybytes()
 
 
-def write_samples(
-    frame: pd.DataFrame,
-    config: pd.DataFrame,
-    fmt: str,
-    path: Path | None,
-    csv: csv_lines.Parts | None = None,
-    parquet: bytes | None = None,
-) -> str:
-    """``with_config(frame, config)`` (``config``: the cells' ``cell_config``) written as ``write`` does; CSV
-    and Parquet without building it (report/csv_lines.py, ``parquet_table``). ``csv``, ``parquet``: what
-    ``csv_lines.parts`` and ``parquet_bytes`` gave already (kept with the run)."""
-    if fmt == "parquet" and parquet is None:
-        parquet = parquet_bytes(frame, config)
-    if fmt == "parquet" and parquet is not None:
-        return written([parquet], path)
-    if fmt == "csv" and csv is None:
-        csv = csv_lines.parts(frame, config)
-    if fmt == "csv" and csv is not None:
-        return written(csv_lines.joined(csv), path)
+def write_samples(frame: pd.DataFrame, config: pd.DataFrame, fmt: str, path: Path | None, *made: object) -> str:
+    """``with_config(frame, config)`` (``config``: the cells' ``cell_config``) written as ``write`` does; a format
+    its cache keeps (CSV, Parquet: its exporter's ``kept``) without building it (report/csv_lines.py,
+    ``parquet_table``). ``made``: what was built already (kept with the run), of any format: ``fmt`` takes its
+    own."""
+    kept = EXPORTERS[fmt].kept
+    if kept is not None:
+        part = next((p for p in made if p is not None and kept.holds(p)), None)
+        part = part if part is not None else kept.build(frame, config)
+        if part is not None:
+            return written(kept.chunks(part), path)
     return write(with_config(frame, config), fmt, path)
 
 
@@ -118,14 +110,10 @@ def write(table: pd.DataFrame, fmt: str, path: Path | None) -> str:
     """Into ``path``, or standard output without one (as other tools do: ``| duckdb``, ``> file``).
 
     Returns where it went, for the user's message."""
-    if fmt not in TABLE_FORMATS:
+    frame = EXPORTERS[fmt].frame if fmt in EXPORTERS else None
+    if frame is None:
         raise ValueError(f"unknown table format {fmt!r}; formats: {', '.join(TABLE_FORMATS)}")
-    if fmt == "parquet":
-        table.to_parquet(path or sys.stdout.buffer, index=False)
-    elif fmt == "csv":
-        table.to_csv(path or sys.stdout, index=False)
-    else:
-        table.to_json(path or sys.stdout, orient="records", indent=1)
+    frame(table, path)
     if path is None:
         sys.stdout.flush()
     return str(path) if path else "standard output"

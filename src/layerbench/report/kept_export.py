@@ -8,32 +8,35 @@ third of a cached CSV export of a million samples (0.5 s of 1.7 s).
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from layerbench.report import csv_lines
 from layerbench.store import cache
 from layerbench.store.db import Store
 
-TABLE_FORMATS = ("csv", "json", "parquet")  # one row per sample
-# and every trial's headline metrics and checks, labelled by cell (report/metrics.py)
-FORMATS = (*TABLE_FORMATS, "openmetrics")
+
+@dataclass(frozen=True)
+class Kept:
+    """A table format's file as a run's cache keeps it (store/cache.py, under the format's name): built once
+    from the samples and the cells' configuration, written again from the kept object alone."""
+
+    build: Callable[[Any, Any], Any]  # (samples frame, cell_config) → the kept object; None: not a samples frame
+    holds: Callable[[object], bool]  # whether a kept object is this format's
+    chunks: Callable[[Any], Iterable[bytes | memoryview]]  # the file's bytes from it
+    rows: Callable[[Any], int]  # the samples it holds
 
 
-def write(store: Store, run_id: str, fmt: str, path: Path | None) -> tuple[str, int] | None:
-    """The run's kept ``fmt`` (csv or parquet) written to ``path`` (None: standard output): where it went and
-    how many samples; None where the cache keeps no current one (the export builds it then)."""
-    data = cache.kept(store, run_id, fmt) if fmt in ("csv", "parquet") else None
-    if fmt == "csv" and isinstance(data, csv_lines.Parts):
-        return written(csv_lines.joined(data), path), data.rows
-    if fmt == "parquet" and isinstance(data, bytes):
-        return written([data], path), pq.ParquetFile(pa.BufferReader(data)).metadata.num_rows
-    return None
+def write(store: Store, run_id: str, fmt: str, kept: Kept, path: Path | None) -> tuple[str, int] | None:
+    """The run's kept ``fmt`` written to ``path`` (None: standard output): where it went and how many
+    samples; None where the cache keeps no current one (the export builds it then)."""
+    data = cache.kept(store, run_id, fmt)
+    if not kept.holds(data):
+        return None
+    return written(kept.chunks(data), path), kept.rows(data)
 
 
 def written(chunks: Iterable[bytes | memoryview], path: Path | None) -> str:

@@ -190,7 +190,7 @@ class LiveState:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def trial_ended(self, cell: Cell, repetition: int, record: TrialRecord) -> None:
-        """The pipeline's on_trial: a trial just saved."""
+        """The run loop's on_trial: a trial just saved."""
         labels = (self.run_id, cell.id, cell.label(), cell.stack.label(), cell.workload.name, str(repetition))
         checks = {c.name: c.status for c in record.checks}
         self.trial_done(of_record(labels, cell.workload, record.status, record.samples, checks))

@@ -16,8 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from layerbench.report import csv_lines
-from layerbench.report.export import cell_config, parquet_bytes
+from layerbench.report.export import cell_config
+from layerbench.report.exporters import EXPORTERS
 from layerbench.report.view import RunView, cached_view
 from layerbench.store import cache
 from layerbench.store.db import Store
@@ -38,19 +38,16 @@ def figures(store: Store, v: RunView, workloads: int | None) -> list[Any]:
     return cache.computed(store, v.data.run.id, part, lambda _: html_report.drawn(v, workloads), {})
 
 
-def export_parts(store: Store, run_id: str, fmt: str) -> tuple[pd.DataFrame, Any, Any, Any]:
-    """The samples, the cells' configuration as columns, and the run's CSV parts or Parquet file for ``fmt``:
-    validating and flattening 10,500 cells was a second, formatting a million rows most of an export."""
+def export_parts(store: Store, run_id: str, fmt: str) -> tuple[pd.DataFrame, Any, Any]:
+    """The samples, the cells' configuration as columns, and the file ``fmt``'s exporter keeps (the run's CSV
+    parts, its Parquet file; None for a format the cache keeps none of): validating and flattening 10,500
+    cells was a second, formatting a million rows most of an export."""
     parts = run_parts(store, run_id)
     samples = parts["samples"]()
     config = cache.computed(store, run_id, "config", lambda _: cell_config(parts["cells"]()), {})
-    csv = cache.computed(store, run_id, "csv", lambda _: csv_lines.parts(samples, config), {}) if fmt == "csv" else None
-    parquet = (
-        cache.computed(store, run_id, "parquet", lambda _: parquet_bytes(samples, config), {})
-        if fmt == "parquet"
-        else None
-    )
-    return samples, config, csv, parquet
+    kept = EXPORTERS[fmt].kept
+    made = cache.computed(store, run_id, fmt, lambda _: kept.build(samples, config), {}) if kept else None
+    return samples, config, made
 
 
 def _default_figures() -> int:
@@ -73,7 +70,7 @@ def ahead(store: Store, run_id: str, on_part: Callable[[str], None] = lambda _: 
         ("show", lambda: cached_view(store, run_id)),
         ("show --json", lambda: cached_view(store, run_id, latency=True)),
         ("report", lambda: figures(store, cached_view(store, run_id, True, True), _default_figures())),
-        ("export", lambda: (export_parts(store, run_id, "csv"), export_parts(store, run_id, "parquet"))),
+        ("export", lambda: [export_parts(store, run_id, name) for name, e in EXPORTERS.items() if e.kept]),
     ]
     took = []
     for name, build in steps:

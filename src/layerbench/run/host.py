@@ -6,13 +6,13 @@ change inside the stack (a new engine, another probe) stops at this file.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from layerbench import proc
 from layerbench.profiling import perf
 from layerbench.spec.feasibility import HostCaps
+from layerbench.spec.models import EngineSpec
 from layerbench.stack import capabilities, cleanup, device, engines, environment, runlock
 from layerbench.stack.cleanup import Action
 from layerbench.stack.ledger import Ledger
@@ -20,12 +20,15 @@ from layerbench.stack.ledger import Ledger
 DEFAULT_CACHE = capabilities.DEFAULT_CACHE
 
 
-def caps(cache_dir: Path, guests: bool = False, profiler: bool = False, images: tuple[str, ...] = ()) -> HostCaps:
-    """What this host supports (`doctor`, and every run's feasibility rules); with ``guests``, whether
-    and how a VM runs here too (a probe boot); with ``profiler``, whether perf records here; with
-    ``images``, whether the container engines can have each (pull it, or load its file)."""
+def caps(
+    cache_dir: Path, probes: frozenset[str] = frozenset(), profiler: bool = False, images: tuple[str, ...] = ()
+) -> HostCaps:
+    """What this host supports (`doctor`, and every run's feasibility rules); with ``probes``, what the engines'
+    probes learn beyond what they always do (``HOST_PROBES``: whether and how a VM runs here, a probe boot); with
+    ``profiler``, whether perf records here; with ``images``, whether the container engines can have each (pull
+    it, or load its file)."""
     found = perf.missing if profiler else None
-    return capabilities.probe(proc.run, cache_dir, guests=guests, profiler=found, images=images)
+    return capabilities.probe(proc.run, cache_dir, profiler=found, images=images, probes=probes)
 
 
 def describe(cache_dir: Path) -> dict[str, Any]:
@@ -63,42 +66,13 @@ def run_is_live(state_dir: Path, run_id: str) -> bool:
     return runlock.is_live(state_dir, run_id)
 
 
-def on_this_machine(kube: bool, docker_hosts: list[str]) -> dict[str, bool]:
-    """Which nodes are this very machine: a Kubernetes cluster's (``kube``: the run has cells there), by
-    their boot id; Docker hosts' by their URL (node name or daemon URL → local)."""
-    local: dict[str, bool] = {}
-    if kube:
-        from layerbench.stack.engines.kubernetes import kube_api  # the Kubernetes client only where a cell needs it
-
-        found = kube_api.cluster_nodes(kube_api.kubeconfig())
-        local = {name: n.local for name, n in found.items()} if isinstance(found, dict) else {}
-    if docker_hosts:
-        from layerbench.stack.engines.docker_host import host_api  # the Docker SDK only where a cell names a daemon
-
-        local |= {host_api.shown(url): host_api.on_this_machine(url) for url in docker_hosts}
-    return local
+def on_this_machine(specs: list[EngineSpec]) -> dict[str, bool]:
+    """Which nodes of the cells' engines (``specs``: each node's) are this very machine (node name or daemon
+    URL → local), as each engine tells: a Kubernetes node by its boot id, a Docker host by its daemon's name."""
+    return engines.local_nodes(specs)
 
 
 def engine_rows(docker_hosts: list[str]) -> list[tuple[str, str, bool, str]]:
     """`doctor`'s rows of the engines on other machines: (engine, what, ok, note) for the Kubernetes cluster
     of $KUBECONFIG, the swarm of --swarm-manager and each Docker host named; each asked only where named."""
-    from layerbench.stack.engines.swarm import swarm_api
-
-    rows: list[tuple[str, str, bool, str]] = []
-    config = os.environ.get("KUBECONFIG")
-    if not config:
-        rows.append(("kubernetes", "cluster", False, "not probed: pass --kubeconfig FILE (or set KUBECONFIG)"))
-    else:
-        from layerbench.stack.engines.kubernetes import kube_api  # the Kubernetes client only where a cluster is named
-
-        rows += [("kubernetes", what, ok, note) for what, ok, note in kube_api.describe(config)]
-    manager = os.environ.get(swarm_api.MANAGER_ENV)
-    if not manager:
-        rows.append(("swarm", "swarm", False, f"not probed: pass --swarm-manager URL (or set {swarm_api.MANAGER_ENV})"))
-    else:
-        rows += [("swarm", what, ok, note) for what, ok, note in swarm_api.describe(manager)]
-    if docker_hosts:
-        from layerbench.stack.engines.docker_host import host_api  # the Docker SDK only where a daemon is named
-
-        rows += [("docker-host", url, *host_api.describe(url)) for url in docker_hosts]
-    return rows
+    return engines.doctor_rows(docker_hosts)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from layerbench.errors import LayerbenchError, ToolError
 from layerbench.profiling.recorder import recording
+from layerbench.records.info import Attempt
 from layerbench.records.run import CellRow
 from layerbench.records.trial import TrialRecord
 from layerbench.run import quiet
@@ -22,14 +23,14 @@ from layerbench.run.kinds.single import Outcome as TrialOutcome
 from layerbench.run.kinds.single import record
 from layerbench.run.results import Results
 from layerbench.run.schedule import StackPlan, Trial, plan, plan_round
-from layerbench.spec.databases import YcsbWorkload
 from layerbench.spec.matrix import Matrix
-from layerbench.spec.models import Cell, Experiment, FioWorkload, IozoneWorkload, Workload
+from layerbench.spec.models import Cell, Experiment, Workload
 from layerbench.stack.build import PLACEMENT_LEVEL
 from layerbench.stack.engines import api_errors, failure_category
 from layerbench.stack.fleet import ServerError
 from layerbench.stack.pool import Held, StackPool
 from layerbench.stack.target import BuildContext
+from layerbench.workloads import registry
 
 ENGINE_ERRORS = api_errors()  # an engine's API failing under a stack: its daemon gone or broken
 SETUP_ERRORS = (LayerbenchError, *ENGINE_ERRORS, OSError)  # a ServerError (its log's tail) among them
@@ -49,7 +50,7 @@ class Tally:
     again: int = 0  # attempts measured again because the host was busy
 
     def add(self, record: TrialRecord) -> None:
-        self.again += len(record.info.get("disturbed", ()))
+        self.again += len(record.info.disturbed or ())
         if record.status == "ok":
             self.ok += 1
         else:
@@ -203,21 +204,23 @@ def _undisturbed(
     layers' cost, and a round's pair of trials is only as good as its noisier one. The disturbed attempts'
     times, the check's reason, their values and the wait stay in the record (``info.disturbed``)."""
     rec = _trial(kind, target, trial, prepared, ctx, options)
-    disturbed: list[dict] = []
+    disturbed: list[Attempt] = []
     while _contended(rec) and len(disturbed) < options.again_if_contended:
-        disturbed.append({**_attempt(rec), "waited_s": round(quiet.wait_quiet(), 2)})
+        disturbed.append(dataclasses.replace(_attempt(rec), waited_s=round(quiet.wait_quiet(), 2)))
         rec = _trial(kind, target, trial, prepared, ctx, options)
-    return dataclasses.replace(rec, info={**rec.info, "disturbed": disturbed}) if disturbed else rec
+    if not disturbed:
+        return rec
+    return dataclasses.replace(rec, info=dataclasses.replace(rec.info, disturbed=tuple(disturbed)))
 
 
 def _contended(rec: TrialRecord) -> bool:
     return rec.status == "ok" and any(c.name == "contended" and c.status == "flag" for c in rec.checks)
 
 
-def _attempt(rec: TrialRecord) -> dict:
+def _attempt(rec: TrialRecord) -> Attempt:
     contended = next(c.detail for c in rec.checks if c.name == "contended")
-    values = [[s.metric, s.direction, s.job, s.value] for s in rec.samples]
-    return {"started_at": rec.started_at, "ended_at": rec.ended_at, "contended": contended, "samples": values}
+    values = tuple((s.metric, s.direction, s.job, s.value) for s in rec.samples)
+    return Attempt(started_at=rec.started_at, ended_at=rec.ended_at, contended=contended, samples=values)
 
 
 def _trial(
@@ -229,17 +232,13 @@ def _trial(
         return kind.run(target, trial, prepared, ctx, options.latency_log)
     with recording(ctx, workload_comms(trial.cell.workload), options.hz) as rec:
         record = kind.run(target, trial, prepared, ctx, options.latency_log)
-    info = {**record.info, "profiled": rec.notes[0] if rec.notes else True}
+    info = dataclasses.replace(record.info, profiled=rec.notes[0] if rec.notes else True)
     return dataclasses.replace(record, profile=rec.profile, info=info)
 
 
 def workload_comms(w: Workload) -> tuple[str, ...]:
     """The processes a profile's preemption count follows: the file workload's tool; a database's client."""
-    if isinstance(w, IozoneWorkload):
-        return ("iozone",)
-    if isinstance(w, FioWorkload):
-        return ("fio",)
-    return ("java",) if isinstance(w, YcsbWorkload) else ("pgbench",)
+    return registry.of(w).comms
 
 
 def _setup_failure(exc: BaseException) -> str:
@@ -265,9 +264,7 @@ def _prepared(held: Held, kind: TrialKind, target: object, workloads: list[Workl
 
 def _data_bytes(sp: StackPlan) -> int:
     """Room the stack's files need (a tmpfs is sized by it); a database stack sizes its own."""
-    sizes = [t.cell.workload.size for t in sp.trials if isinstance(t.cell.workload, FioWorkload)]
-    sizes += [t.cell.workload.sizes[1] for t in sp.trials if isinstance(t.cell.workload, IozoneWorkload)]
-    return max(sizes, default=0)
+    return max((registry.of(t.cell.workload).data_bytes(t.cell.workload) for t in sp.trials), default=0)
 
 
 def _cell_row(cell: Cell, baseline_id: str | None) -> CellRow:

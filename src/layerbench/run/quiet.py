@@ -1,4 +1,4 @@
-"""Waiting for the host to be quiet before a disturbed trial is measured again (pipeline._undisturbed).
+"""Waiting for the host to be quiet before a disturbed trial is measured again (run/loop.py's _undisturbed).
 
 Between trials nothing of the cell runs, so whatever keeps the host's cores
 busy then is someone else: a neighbour whose burst disturbed the last attempt.

@@ -1,4 +1,4 @@
-"""A run's life around the pipeline: its lock, ledger, work directory and status.
+"""A run's life around the run loop: its lock, ledger, work directory and status.
 
 Shared by `run` (a new run) and `resume` (a run that died): both reclaim what
 dead runs left, hold the run's lock, and mark the run's status when it ends,
@@ -38,19 +38,13 @@ def cells_here(exp: Experiment, cache_dir: Path) -> Matrix:
     """The experiment's cells on this host: refused where the host lacks a layer or a tool, or where a
     cell's files would not fit on its device."""
     stacks = expand_stacks(exp)
-    probes = {traits(s.engine.kind).probe for s in stacks}
     images = tuple(sorted({s.server.image for s in stacks if s.server is not None and s.server.image}))
-    urls = {e.daemon for s in stacks for e in s.node_engines() if traits(e.kind).probe == "daemon-url" and e.daemon}
     caps = probe(
         proc.run,
         cache_dir,
-        guests="guest-boot" in probes,
         profiler=perf.missing if exp.profile != "none" else None,
         images=images,
-        kube="kube-nodes" in probes,
-        swarm="swarm-nodes" in probes,
-        docker_hosts=tuple(sorted(urls)),
-        runtimes=tuple(sorted({s.engine.runtime for s in stacks if s.engine.runtime})),
+        engines=tuple(e for s in stacks for e in s.node_engines()),  # each engine's probe learns what they ask
     )
     return expand(exp, caps, files=footprint.files, usable_share=footprint.USABLE_SHARE, reads=footprint.refused)
 

@@ -8,7 +8,7 @@ own file there. fio's client/server mode starts them together; a trial is one
 result (IOPS and bandwidth summed, latency from the clients' histograms merged)
 with one row per client. A list (``clients: [1, 2, 4]``) is an axis: the
 scaling curve over client count. On a stack with a server, ``clients: 4`` is four
-YCSB or pgbench clients against each instance (database_clients.py).
+YCSB or pgbench clients against each instance (run/kinds/database_clients.py).
 """
 
 from __future__ import annotations

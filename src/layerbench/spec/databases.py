@@ -9,7 +9,7 @@ are loaded with belongs to the server, because every workload on it reads it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -23,6 +23,11 @@ from pydantic import (
 )
 
 from layerbench.spec.sizes import SIZE_SCHEMA, parse_size
+from layerbench.spec.workload_spec import WorkloadSpec
+
+if TYPE_CHECKING:
+    from layerbench.spec.feasibility import HostCaps
+    from layerbench.spec.models import StackSpec
 
 ByteSize = Annotated[int, BeforeValidator(parse_size), Field(ge=0), WithJsonSchema(SIZE_SCHEMA)]
 
@@ -239,7 +244,7 @@ class Resources(_Frozen):
     write_bps: ByteSize | None = None
 
 
-class YcsbWorkload(_Frozen):
+class YcsbWorkload(_Frozen, WorkloadSpec):
     """The YCSB reference client against every instance of the stack's server, one client each (or the stack's
     ``clients`` each, every one with these threads and this target rate)."""
 
@@ -261,12 +266,46 @@ class YcsbWorkload(_Frozen):
     consistency: Consistency | None = Field(
         default=None, description="CQL servers only: the consistency level of reads and writes (default: one)"
     )
+    needs_server: ClassVar[bool] = True
 
     def label(self) -> str:
         return self.name
 
+    @property
+    def connections(self) -> int:
+        """Each client's connections to its server: its threads."""
+        return self.threads
 
-class PgbenchWorkload(_Frozen):
+    def refused_on(self, stack: StackSpec) -> str | None:
+        return (
+            speaks_refused(stack, self)
+            or self._consistency_refused(stack)
+            or connections_refused(stack, self)
+            or (self._inserts_refused(stack))
+        )
+
+    def _consistency_refused(self, stack: StackSpec) -> str | None:
+        assert stack.server is not None  # paired by spec/rules.py's pairs()
+        if self.consistency is not None and stack.server.protocol != "cql":
+            return f"consistency is a CQL client's setting: {stack.server.name} has none"
+        return None
+
+    def _inserts_refused(self, stack: StackSpec) -> str | None:
+        count = stack.clients.count if stack.clients is not None else 1
+        if count > 1 and self.mix in INSERTING_MIXES:
+            return (
+                f"clients: YCSB's mix {self.mix} inserts, and every client inserts the same new keys (from the record "
+                "count up): one client per server, or a mix without inserts (a, b, c, f, read-heavy)"
+            )
+        return None
+
+    def client_missing(self, caps: HostCaps) -> str | None:
+        if "ycsb" in caps.clients:
+            return None
+        return "the YCSB client is not set up (java, and its jars in the cache: make setup builds them)"
+
+
+class PgbenchWorkload(_Frozen, WorkloadSpec):
     """pgbench against every PostgreSQL instance of the stack, one pgbench each (or the stack's ``clients`` each,
     every one with these connections and this rate)."""
 
@@ -277,9 +316,23 @@ class PgbenchWorkload(_Frozen):
     runtime_s: float = Field(default=20.0, ge=1, le=86400)
     warmup_s: float = Field(default=5.0, ge=0, le=3600)
     rate: float | None = Field(default=None, gt=0, description="fixed rate (transactions/s) per instance (per client)")
+    needs_server: ClassVar[bool] = True
 
     def label(self) -> str:
         return self.name
+
+    @property
+    def connections(self) -> int:
+        """Each client's connections to its server: pgbench's clients."""
+        return self.clients
+
+    def refused_on(self, stack: StackSpec) -> str | None:
+        return speaks_refused(stack, self) or connections_refused(stack, self)
+
+    def client_missing(self, caps: HostCaps) -> str | None:
+        if "pgbench" in caps.clients:
+            return None
+        return "pgbench is not installed (apt-get install postgresql-client; make setup does)"
 
 
 IMAGE_FIELDS = ("image", "port", "client", "data_path", "env", "command")
@@ -292,6 +345,29 @@ CLIENTS_OF: dict[str, frozenset[str]] = {
     "ycsb": frozenset({"postgres", "redis", "cql", "mongodb"}),
     "pgbench": frozenset({"postgres"}),
 }
+
+# Servers start with room for this many client connections (PostgreSQL's max_connections is 256).
+CLIENT_LIMIT = 250
+
+
+def speaks_refused(stack: StackSpec, w: YcsbWorkload | PgbenchWorkload) -> str | None:
+    """Whether the client speaks the stack's server's protocol."""
+    assert stack.server is not None  # paired by spec/rules.py's pairs()
+    protocol = stack.server.protocol
+    if protocol in CLIENTS_OF[w.kind]:
+        return None
+    drives = f"{w.kind} drives {' and '.join(sorted(CLIENTS_OF[w.kind]))}, not {stack.server.name}"
+    return drives if stack.server.name == protocol else f"{drives} (it speaks {protocol})"
+
+
+def connections_refused(stack: StackSpec, w: YcsbWorkload | PgbenchWorkload) -> str | None:
+    """Each client's connections (YCSB's threads, pgbench's clients) times the stack's clients per server."""
+    each = w.connections
+    count = stack.clients.count if stack.clients is not None else 1
+    if each * count > CLIENT_LIMIT:
+        asked = f"{each} x {count} clients = {each * count}" if count > 1 else str(each)
+        return f"{asked} client connections per server; layerbench starts servers for at most {CLIENT_LIMIT}"
+    return None
 
 
 def is_archive(image: str) -> bool:

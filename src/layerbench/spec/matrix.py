@@ -16,9 +16,10 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from layerbench.errors import SpecError
+from layerbench.spec.engines import HOST_ENGINE
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.load import spec_error
-from layerbench.spec.models import Cell, EngineSpec, Experiment, FioWorkload, StackSpec, Workload
+from layerbench.spec.models import Cell, EngineSpec, Experiment, StackSpec, Workload
 from layerbench.spec.rules import (
     client_ready,
     emulation_refused,
@@ -104,24 +105,26 @@ def expand_workloads(exp: Experiment) -> list[Workload]:
     """Each workload, or one per combination of its ``sweep`` values (bs <= size, as IOzone)."""
     out: list[Workload] = []
     for w in exp.workloads:
-        out += swept(w, f"spec {exp.name!r}") if isinstance(w, FioWorkload) and w.sweep else [w]
+        out += swept(w, f"spec {exp.name!r}") if w.sweep_axes() else [w]
     return out
 
 
-def swept(w: FioWorkload, where: str, context: dict[str, Any] | None = None) -> list[FioWorkload]:
-    """One workload per combination of ``w.sweep``'s values, named after its point; bs > size is skipped."""
-    assert w.sweep is not None
-    keys = list(w.sweep)
+def swept(w: Workload, where: str, context: dict[str, Any] | None = None) -> list[Workload]:
+    """One workload per combination of ``w``'s sweep values, named after its point; a combination its type
+    does not keep (fio: bs > size) is skipped."""
+    axes = w.sweep_axes()
+    assert axes
+    keys = list(axes)
     out = []
-    for values in itertools.product(*(w.sweep[k] for k in keys)):
+    for values in itertools.product(*(axes[k] for k in keys)):
         fields = dict(zip(keys, values, strict=True))
         name = w.name + "".join(f"-{k}{_compact(v)}" for k, v in fields.items())
         data = {**w.model_dump(exclude={"sweep"}), **fields, "name": name[:40]}
         try:
-            point = FioWorkload.model_validate(data, context=context)
+            point = type(w).model_validate(data, context=context)
         except ValidationError as exc:
             raise spec_error(exc, where, prefix=f"workloads[{w.name}].sweep.") from None
-        if point.bs <= point.size:
+        if point.kept_in_sweep():
             out.append(point)
     return out
 
@@ -134,16 +137,17 @@ class SweepPoint:
     values: dict[str, Any]  # swept field → its value here (bytes for sizes); empty for a workload not swept
 
 
-SweepPoints = dict[str, tuple[FioWorkload, SweepPoint]]  # a swept workload's name → it and its point
+SweepPoints = dict[str, tuple[Workload, SweepPoint]]  # a swept workload's name → it and its point
 
 
 def sweep_points(spec_workloads: Sequence[Workload], context: dict[str, Any] | None = None) -> SweepPoints:
     """Every point the spec's sweeps expand into, with the workload it came from and its swept values."""
     out: SweepPoints = {}
     for s in spec_workloads:
-        if isinstance(s, FioWorkload) and s.sweep:
+        axes = s.sweep_axes()
+        if axes:
             for p in swept(s, f"workload {s.name!r}", context):
-                out[p.name] = (p, SweepPoint(s.name, {k: getattr(p, k) for k in s.sweep}))
+                out[p.name] = (p, SweepPoint(s.name, {k: getattr(p, k) for k in axes}))
     return out
 
 
@@ -164,7 +168,7 @@ def _product(entry: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _stack(exp: Experiment, combo: dict[str, Any], where: str) -> StackSpec:
-    data: dict[str, Any] = {"device": exp.device, "filesystem": "none", "engine": "native", **combo}
+    data: dict[str, Any] = {"device": exp.device, "filesystem": "none", "engine": HOST_ENGINE, **combo}
     if isinstance(data["device"], dict):
         data["device"] = {**exp.device.model_dump(), **data["device"]}
     if "placement" not in combo:

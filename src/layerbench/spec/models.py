@@ -31,17 +31,21 @@ from pydantic import (
 
 from layerbench.spec.clients import ClientsSpec
 from layerbench.spec.databases import PgbenchWorkload, Profile, Resources, ServerSpec, Tuning, YcsbWorkload
+from layerbench.spec.engines import ENGINES, HOST_ENGINE
+from layerbench.spec.engines.runtimes import RUNTIMES, RuntimeName
+from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.link import DELAY_SCHEMA, RATE_SCHEMA, delay_text, parse_delay, parse_rate, rate_text
-from layerbench.spec.runtimes import RuntimeName
 from layerbench.spec.sizes import SIZE_SCHEMA, parse_size
 from layerbench.spec.traits import TRAITS, traits
+from layerbench.spec.workload_spec import WorkloadSpec
 
 # "none": nothing is built here, the placement's storage is what the cluster gives (a claim of a StorageClass).
 DeviceKind = Literal["loop", "zram", "block", "none"]
 Transport = Literal["nbd", "nvme-tcp", "iscsi"]
 RemoteClient = Literal["kernel", "fuse", "fio"]
 FsType = Literal["none", "ext4", "xfs", "btrfs", "reiserfs"]
-EngineKind = Literal["native", "docker", "podman", "vm", "vm+docker", "kubernetes", "swarm", "docker-host"]
+# The engines' names, from their registry (spec/engines/): a Literal, so pydantic's errors and the schema list them.
+EngineKind = Literal[tuple(ENGINES)]  # type: ignore[valid-type]
 Driver = Literal["overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "aufs", "overlay"]
 # Engines that run a cell on one named node of a cluster (engine.node), and what names a node there.
 NODE_ENGINES = {kind: t.node for kind, t in TRAITS.items() if t.node}
@@ -49,7 +53,7 @@ NODE_ENGINES = {kind: t.node for kind, t in TRAITS.items() if t.node}
 CLIENT_NODE_ENGINES = tuple(k for k, t in TRAITS.items() if t.node and t.clients)
 # How a docker-host engine's URL may reach its daemon (the Docker SDK's schemes, as DOCKER_HOST's).
 DOCKER_HOST_SCHEMES = ("unix://", "tcp://", "ssh://")
-# Each container engine's storage drivers, the first its default (spec/traits.py).
+# Each container engine's storage drivers, the first its default (its row in spec/engines/).
 DRIVERS: dict[str, tuple[str, ...]] = {kind: t.drivers for kind, t in TRAITS.items() if t.drivers}
 # The devicemapper driver's two modes (Docker's names): its thin pool on sparse files that dockerd attaches
 # to loop devices itself (loop-lvm, its default), or on an LVM thin pool layerbench builds (direct-lvm).
@@ -187,7 +191,7 @@ class DockerTls(Frozen):
 
 
 class EngineSpec(Frozen):
-    kind: EngineKind = "native"
+    kind: EngineKind = HOST_ENGINE
     driver: Driver | None = None
     mode: DmMode | None = Field(
         default=None,
@@ -327,7 +331,7 @@ class PlacementSpec(Frozen):
         return f"claim({self.storage_class})" if self.kind == "claim" else self.kind
 
 
-class FioWorkload(Frozen):
+class FioWorkload(Frozen, WorkloadSpec):
     """One fio job, built from these fields, or a user's own job file."""
 
     kind: Literal["fio"] = "fio"
@@ -412,11 +416,34 @@ class FioWorkload(Frozen):
     def label(self) -> str:
         return self.name
 
+    def source_kind(self) -> str | None:
+        """What names this workload's files, where not its fields: a user's job file or a personality."""
+        return "job file" if self.job_file else "personality" if self.personality else None
+
+    def refused_on(self, stack: StackSpec) -> str | None:
+        if self.precondition == "sparse" and stack.placement.kind == "raw":
+            return "a sparse (never written) file needs a filesystem; a raw device has no holes"
+        source = self.source_kind()
+        if stack.device.remote and stack.device.remote.client == "fio" and source:
+            return f"a {source} names its own files; fio's nbd engine takes workloads built from fields"
+        runtime = RUNTIMES.get(stack.engine.runtime or "")
+        if runtime and runtime.io_uring and self.ioengine == "io_uring" and not source:
+            return f"ioengine io_uring under runtime {runtime.name}: {runtime.io_uring}"
+        if stack.clients is not None and source:
+            return f"clients: not yet for a {source}; give the workload's fields instead"
+        return None
+
+    def sweep_axes(self) -> dict[str, tuple[Any, ...]]:
+        return dict(self.sweep or {})
+
+    def kept_in_sweep(self) -> bool:
+        return self.bs <= self.size  # as IOzone skips a record larger than its file
+
 
 IozoneTest = Literal["write", "read", "random"]
 
 
-class IozoneWorkload(Frozen):
+class IozoneWorkload(Frozen, WorkloadSpec):
     """IOzone itself in automatic mode (seed 004): every file size by every record size, a surface per operation.
 
     ``sizes`` and ``records`` are the ranges IOzone doubles through (-n/-g, -y/-q); ``tests`` pick its
@@ -443,6 +470,18 @@ class IozoneWorkload(Frozen):
 
     def label(self) -> str:
         return self.name
+
+    def refused_on(self, stack: StackSpec) -> str | None:
+        if stack.clients is not None:
+            return "clients: for fio only (IOzone has no client/server mode)"
+        if stack.placement.kind == "raw":
+            return "IOzone writes and reads a file of its own: give the stack a filesystem"
+        return None
+
+    def client_missing(self, caps: HostCaps) -> str | None:
+        if "iozone" in caps.clients:
+            return None
+        return "IOzone is not in the cache (make setup fetches it from Debian's non-free or Ubuntu's multiverse)"
 
 
 def _workload_kind(value: Any) -> Any:

@@ -7,27 +7,18 @@ a user can act on, or None.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from pathlib import Path
-
 from layerbench.spec.clients import clients_refused
-from layerbench.spec.databases import CLIENTS_OF, INSERTING_MIXES, PROFILE_RESOURCES, YcsbWorkload, tuned
-from layerbench.spec.feasibility import DRIVERS_REMOVED, HostCaps
+from layerbench.spec.databases import tuned
+from layerbench.spec.engines.row import Rule
+from layerbench.spec.engines.vm import emulation_refused as guest_emulation_refused
+from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.models import (
-    DbWorkload,
-    FileWorkload,
-    FioWorkload,
-    IozoneWorkload,
     LinkSpec,
     StackSpec,
     Workload,
 )
-from layerbench.spec.runtimes import RUNTIMES
 from layerbench.spec.traits import CONTAINER_PLACEMENTS, traits
 
-# Database servers one guest hosts: qemu forwards one port from the host per server, set at boot.
-VM_MAX_SERVERS = 8
 # What each transport and client needs (keys of HostCaps.remote), beyond a storage host.
 REMOTE_NEEDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("nbd", "fuse"): ("nbd", "nbd-fuse"),
@@ -36,10 +27,7 @@ REMOTE_NEEDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("nvme-tcp", "kernel"): ("nvme-tcp",),
     ("iscsi", "kernel"): ("iscsi",),
 }
-# Servers start with room for this many client connections (PostgreSQL's max_connections is 256).
-CLIENT_LIMIT = 250
 
-Rule = Callable[[StackSpec, HostCaps], str | None]
 
 # Mount options that belong to one filesystem; mount(8) would fail on another.
 FS_ONLY_OPTIONS = {
@@ -192,8 +180,9 @@ def qdisc_of(link: LinkSpec) -> str | None:
 
 
 def host_has_engine(s: StackSpec, caps: HostCaps) -> str | None:
-    """Each engine's own needs (ENGINE_RULES; native has none), on every node its clients are dealt to."""
-    rule = ENGINE_RULES.get(s.engine.kind)
+    """Each engine's own needs (its row's rule, spec/engines/; native has none), on every node its clients are
+    dealt to."""
+    rule = traits(s.engine.kind).rule
     if rule is None:
         return None
     for engine in s.node_engines()[1:]:
@@ -203,91 +192,11 @@ def host_has_engine(s: StackSpec, caps: HostCaps) -> str | None:
     return rule(s, caps)
 
 
-def _docker_ready(s: StackSpec, caps: HostCaps) -> str | None:
-    missing = [b for b in ("dockerd", "containerd", "runc") if b not in caps.binaries]
-    if missing:
-        return f"Docker engine binaries missing: {', '.join(missing)} (apt-get install docker.io)"
-    driver = s.engine.driver or "overlay2"
-    if driver not in caps.docker_drivers:
-        return _why_no_driver(driver, caps)
-    dm = _devicemapper_ready(s, caps) if driver == "devicemapper" else None
-    return dm or runtime_ready(s, caps) or seccomp_ready(s)
-
-
-def seccomp_ready(s: StackSpec) -> str | None:
-    """The daemon's seccomp profile is a JSON file that dockerd can read (it refuses to start otherwise)."""
-    if s.engine.seccomp is None:
-        return None
-    try:
-        json.loads(Path(s.engine.seccomp).read_text())
-    except (OSError, ValueError) as exc:
-        return f"seccomp profile {s.engine.seccomp}: not a readable JSON file ({exc})"
-    return None
-
-
-def runtime_ready(s: StackSpec, caps: HostCaps) -> str | None:
-    """The cell's OCI runtime ran a probe container here (stack/runtimes.py), or why not."""
-    name = s.engine.runtime
-    if name is None:
-        return None
-    if s.server is not None and RUNTIMES[name].servers:
-        return f"runtime {name}: {RUNTIMES[name].servers}"
-    why = caps.runtimes.get(name, "not probed")
-    return f"runtime {name}: {why}" if why else None
-
-
-def _devicemapper_ready(s: StackSpec, caps: HostCaps) -> str | None:
-    """What the devicemapper driver needs beyond the kernel's device-mapper (in docker_drivers)."""
-    if "dmsetup" not in caps.binaries:
-        return "the devicemapper driver's devices are removed with dmsetup, which is missing (apt-get install dmsetup)"
-    if s.engine.mode != "direct-lvm":
-        return None
-    if not caps.loop:
-        return "direct-lvm's thin pool sits on a loop device, and this host has no loop devices"
-    missing = [b for b in ("lvcreate", "thin_check") if b not in caps.binaries]
-    if missing:
-        return (
-            f"direct-lvm builds an LVM thin pool; {', '.join(missing)} missing "
-            "(apt-get install lvm2 thin-provisioning-tools)"
-        )
-    return None
-
-
-def _podman_ready(s: StackSpec, caps: HostCaps) -> str | None:
-    missing = [b for b in ("podman", "conmon", "runc") if b not in caps.binaries]
-    if missing:
-        return f"Podman binaries missing: {', '.join(missing)} (apt-get install podman)"
-    driver = s.engine.driver or "overlay"
-    if driver not in caps.podman_drivers:
-        return _why_no_driver(driver, caps)
-    if s.server is not None:
-        # Servers are reached on a private bridge network: Podman's would need CNI bridge, IPAM and
-        # firewall state of its own, which layerbench does not build (yet).
-        return "database servers under Podman are not supported yet (no private network for them): use docker or native"
-    return runtime_ready(s, caps)
-
-
-def _vm_ready(s: StackSpec, caps: HostCaps) -> str | None:
-    if caps.vm_missing:
-        return f"no guest can boot here: {caps.vm_missing}"
-    if s.limits.model_dump(exclude_none=True):
-        return "limits on a VM cell are not supported yet (a guest's size is not a cgroup limit): drop them"
-    if s.server is not None and s.instances > VM_MAX_SERVERS:
-        return f"a VM hosts at most {VM_MAX_SERVERS} database servers (one forwarded port each)"
-    return None
-
-
 def emulation_refused(s: StackSpec, caps: HostCaps, emulation: str) -> str | None:
-    """A VM cell where only an emulated CPU can run it: refused unless the experiment allows emulation."""
-    if not traits(s.engine.kind).guest or caps.vm_accel != "tcg" or emulation == "allow":
-        return None
-    return (
-        "KVM cannot run a guest on this host, and an emulated CPU is 10-50x slower: VM cells are refused "
-        "(set 'emulation: allow' in the spec for a functional test; its cells are flagged not comparable)"
-    )
+    """A guest's cell where only an emulated CPU can run it: refused unless the experiment allows emulation."""
+    return guest_emulation_refused(s, caps, emulation) if traits(s.engine.kind).guest else None
 
 
-# Each engine's own feasibility: binaries, storage drivers, what it cannot host.
 def profile_refused(s: StackSpec, caps: HostCaps, profile: str) -> str | None:
     """A profiled cell where perf cannot see it: no perf, or a guest whose kernel the host's perf does not see."""
     if profile == "none":
@@ -296,114 +205,6 @@ def profile_refused(s: StackSpec, caps: HostCaps, profile: str) -> str | None:
     if unprofiled:
         return f"profile cpu: {unprofiled}"
     return f"profile cpu: {caps.profiler_missing}" if caps.profiler_missing else None
-
-
-def _kubernetes_ready(s: StackSpec, caps: HostCaps) -> str | None:
-    if isinstance(caps.kube, str):
-        return f"no Kubernetes cluster: {caps.kube}"
-    node = caps.kube.get(s.engine.node or "")
-    if node is None:
-        return f"node {s.engine.node!r} is not in the cluster; its nodes: {', '.join(sorted(caps.kube)) or 'none'}"
-    if not node.ready:
-        return f"node {s.engine.node!r} is not Ready"
-    if s.placement.kind == "claim" and s.placement.storage_class not in caps.kube_classes:
-        known = ", ".join(sorted(caps.kube_classes)) or "none"
-        return f"the cluster has no StorageClass {s.placement.storage_class!r}; its StorageClasses: {known}"
-    if s.placement.kind in KUBE_LOCAL_PLACEMENTS and not node.local:
-        return (
-            f"placement {s.placement.kind!r} keeps the pod's data on the filesystem layerbench builds on this host, "
-            f"and node {s.engine.node!r} is another machine (its boot id is not this host's): "
-            "use tmpfs there"
-        )
-    if s.placement.kind == "writable-layer":
-        return (
-            "a pod's writable layer is wherever the node's container runtime keeps its root, not on the "
-            "filesystem layerbench builds: use bind (a hostPath), volume (a claim on a local volume) or tmpfs"
-        )
-    if s.limits.cpuset or s.limits.read_bps or s.limits.write_bps:
-        return (
-            "a pod's limits are cpus and memory: drop cpuset (the kubelet's static CPU manager pins, not a pod) "
-            "and read_bps/write_bps (Kubernetes has no block-I/O limit)"
-        )
-    if s.clients is not None and s.server is None and not node.local:  # a database's clients run here anyway
-        return (
-            f"clients: the fio client on this host reaches each pod's fio server through the pod's root "
-            f"(/proc), and node {s.engine.node!r} is another machine"
-        )
-    if s.server is not None and not node.local:
-        return (
-            f"the database client runs on this host and reaches its server at the pod's IP: node {s.engine.node!r} "
-            "is another machine, whose pods this host may not route to"
-        )
-    return _cluster_server_options(s, "a pod")
-
-
-def _cluster_server_options(s: StackSpec, unit: str) -> str | None:
-    """Seed 000's profiles share cpus and memory, which a pod or a service has; not block I/O, nor seed
-    001's tunings (container options of Docker's that these engines do not pass)."""
-    if s.server is None:
-        return None
-    if "bandwidth" in PROFILE_RESOURCES[s.profile]:
-        return (
-            f"profile {s.profile!r} shares the device's bandwidth: {unit} has no block-I/O limit "
-            "(use CPU, MEM or CPU+MEM)"
-        )
-    if s.tuning != "default":
-        return f"tuning {s.tuning!r} is a Docker container option, not {unit}'s: drop it (or use engine docker)"
-    if s.server.kind == "ferretdb":
-        # Reachable beyond this host (a node's published port, the pod network), a server must ask for the
-        # run's password; FerretDB's embeddable SQLite backend cannot.
-        return (
-            f"ferretdb has no authentication (FerretDB 1.24 on SQLite): in {unit} anyone who reaches the node "
-            "could use it; run it with engine native, docker or podman"
-        )
-    return None
-
-
-def _swarm_ready(s: StackSpec, caps: HostCaps) -> str | None:
-    """A swarm node this host reaches through its own daemon (engines/swarm/swarm_api.py), with what a service has."""
-    if isinstance(caps.swarm, str):
-        return f"no Docker Swarm: {caps.swarm}"
-    node = caps.swarm.get(s.engine.node or "")
-    if node is None:
-        return f"node {s.engine.node!r} is not in the swarm; its nodes: {', '.join(sorted(caps.swarm)) or 'none'}"
-    if not node.ready:
-        return f"swarm node {s.engine.node!r} is not ready (or not active)"
-    if node.unreachable:
-        return (
-            f"swarm node {s.engine.node!r}: {node.unreachable}; layerbench loads its image and runs every command "
-            "through the node's own daemon, on this host (docker node update --label-add "
-            f"layerbench.socket=unix:///PATH/docker.sock {s.engine.node})"
-        )
-    if s.placement.kind == "writable-layer":
-        return (
-            "a task's writable layer is under the node daemon's data-root, not on the filesystem layerbench "
-            "builds: use bind, volume (a local volume bound to that filesystem) or tmpfs"
-        )
-    if s.limits.cpuset or s.limits.read_bps or s.limits.write_bps:
-        return (
-            "a swarm service's limits are cpus and memory: drop cpuset and read_bps/write_bps "
-            "(a service has no cpuset and no block-I/O limit)"
-        )
-    return _cluster_server_options(s, "a service")
-
-
-def _docker_host_ready(s: StackSpec, caps: HostCaps) -> str | None:
-    """A daemon that answers at its URL (docker_host/host_api.py), with what layerbench can ask of it from here."""
-    url = s.engine.node or ""
-    why = caps.docker_hosts.get(s.engine.daemon or "", "not probed")
-    if why is not None:
-        return f"no Docker daemon answers at {url}: {why}"
-    if s.limits.read_bps or s.limits.write_bps:
-        return (
-            "block-I/O limits name a device of the daemon's machine, which layerbench cannot see from here: "
-            "drop read_bps/write_bps (cpus, memory and cpuset go to the daemon as they are)"
-        )
-    if s.server is not None:
-        return (
-            "database servers on a Docker host are not supported yet: use engine docker, swarm or kubernetes for them"
-        )
-    return None
 
 
 def _daemon_clients(s: StackSpec) -> str | None:
@@ -420,37 +221,6 @@ def _daemon_clients(s: StackSpec) -> str | None:
         if s.clients.shared:
             return "clients.shared: not yet on docker-host (each client gets a volume of its own)"
     return None
-
-
-ENGINE_RULES: dict[str, Rule] = {
-    "docker": _docker_ready,
-    "podman": _podman_ready,
-    "vm": _vm_ready,
-    "vm+docker": _vm_ready,
-    "kubernetes": _kubernetes_ready,
-    "swarm": _swarm_ready,
-    "docker-host": _docker_host_ready,
-}
-# A pod's placements on the filesystem layerbench builds here: a hostPath (bind) and a local volume's claim.
-KUBE_LOCAL_PLACEMENTS = frozenset({"bind", "volume"})
-
-
-def _why_no_driver(driver: str, caps: HostCaps) -> str:
-    major = caps.dockerd_major
-    for gone, since in DRIVERS_REMOVED:
-        if driver == gone and major is not None and major >= since:
-            return f"dockerd {major}.x no longer has the {driver} storage driver (Docker {since} removed it)"
-    if driver == "devicemapper" and caps.device_mapper and not caps.dm_thin:
-        return "the devicemapper driver needs device-mapper's thin pool (dm-thin-pool), which this kernel lacks"
-    reasons = {
-        "devicemapper": "the devicemapper driver needs device-mapper, which this kernel lacks",
-        "aufs": "the aufs driver needs aufs, which this kernel lacks (it was never in mainline)",
-        "fuse-overlayfs": "fuse-overlayfs needs /dev/fuse and the fuse-overlayfs binary",
-        "overlay2": "overlay2 needs overlayfs in the kernel",
-        "overlay": "Podman's overlay driver needs overlayfs in the kernel",
-        "btrfs": "the btrfs driver needs btrfs in the kernel",
-    }
-    return reasons.get(driver, f"storage driver {driver} is not available on this host")
 
 
 def server_fits_stack(s: StackSpec, caps: HostCaps) -> str | None:
@@ -559,69 +329,17 @@ def pairs(stack: StackSpec, w: Workload) -> bool:
 
     Not a refusal: a spec with both kinds of stacks and workloads pairs each with its own.
     """
-    return (stack.server is None) == isinstance(w, FileWorkload)
+    return (stack.server is None) != w.needs_server
 
 
 def workload_fits(stack: StackSpec, w: Workload) -> str | None:
-    """Rules about a workload on a stack (the rest are the stack's alone)."""
-    if isinstance(w, FioWorkload):
-        if w.precondition == "sparse" and stack.placement.kind == "raw":
-            return "a sparse (never written) file needs a filesystem; a raw device has no holes"
-        if stack.device.remote and stack.device.remote.client == "fio" and job_source_kind(w):
-            return f"a {job_source_kind(w)} names its own files; fio's nbd engine takes workloads built from fields"
-        runtime = RUNTIMES.get(stack.engine.runtime or "")
-        if runtime and runtime.io_uring and w.ioengine == "io_uring" and not job_source_kind(w):
-            return f"ioengine io_uring under runtime {runtime.name}: {runtime.io_uring}"
-        if stack.clients is not None and job_source_kind(w):
-            return f"clients: not yet for a {job_source_kind(w)}; give the workload's fields instead"
-        return None
-    if isinstance(w, IozoneWorkload) and stack.clients is not None:
-        return "clients: for fio only (IOzone has no client/server mode)"
-    if isinstance(w, IozoneWorkload):
-        if stack.placement.kind == "raw":
-            return "IOzone writes and reads a file of its own: give the stack a filesystem"
-        return None
-    return client_fits(stack, w)
-
-
-def job_source_kind(w: FioWorkload) -> str | None:
-    return "job file" if w.job_file else "personality" if w.personality else None
-
-
-def client_fits(stack: StackSpec, w: DbWorkload, caps: HostCaps | None = None) -> str | None:
-    assert stack.server is not None  # paired by pairs()
-    protocol = stack.server.protocol
-    if protocol not in CLIENTS_OF[w.kind]:
-        drives = f"{w.kind} drives {' and '.join(sorted(CLIENTS_OF[w.kind]))}, not {stack.server.name}"
-        return drives if stack.server.name == protocol else f"{drives} (it speaks {protocol})"
-    if isinstance(w, YcsbWorkload) and w.consistency is not None and protocol != "cql":
-        return f"consistency is a CQL client's setting: {stack.server.name} has none"
-    return _connections_fit(stack, w)
-
-
-def _connections_fit(stack: StackSpec, w: DbWorkload) -> str | None:
-    """Each client's connections (YCSB's threads, pgbench's clients) times the stack's clients per server."""
-    each = w.threads if isinstance(w, YcsbWorkload) else w.clients
-    count = stack.clients.count if stack.clients is not None else 1
-    if each * count > CLIENT_LIMIT:
-        asked = f"{each} x {count} clients = {each * count}" if count > 1 else str(each)
-        return f"{asked} client connections per server; layerbench starts servers for at most {CLIENT_LIMIT}"
-    if isinstance(w, YcsbWorkload) and count > 1 and w.mix in INSERTING_MIXES:
-        return (
-            f"clients: YCSB's mix {w.mix} inserts, and every client inserts the same new keys (from the record "
-            "count up): one client per server, or a mix without inserts (a, b, c, f, read-heavy)"
-        )
-    return None
+    """Rules about a workload on a stack (the rest are the stack's alone): each workload type's own
+    (``WorkloadSpec.refused_on``, on its model)."""
+    return w.refused_on(stack)
 
 
 def client_ready(w: Workload, caps: HostCaps) -> str | None:
-    if isinstance(w, FioWorkload) or w.kind in caps.clients:
-        return None
-    if w.kind == "ycsb":
-        return "the YCSB client is not set up (java, and its jars in the cache: make setup builds them)"
-    if w.kind == "iozone":
-        return "IOzone is not in the cache (make setup fetches it from Debian's non-free or Ubuntu's multiverse)"
-    return f"{w.kind} is not installed (apt-get install postgresql-client; make setup does)"
+    return w.client_missing(caps)
 
 
 def why_not(stack: StackSpec, caps: HostCaps) -> str | None:

@@ -38,6 +38,7 @@ from typing import Any
 
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.spec.clients import ClientsSpec
+from layerbench.spec.engines import HOST_ENGINE
 from layerbench.spec.models import StackSpec
 from layerbench.stack import handle as handles
 from layerbench.stack.ledger import tracked
@@ -61,7 +62,6 @@ class ClientSet:
     spec: ClientsSpec
     targets: list[Target]
     engine: str
-    info: dict[str, Any] = field(default_factory=dict)
     # How each target's engine execs a server in it (``ExecsInTargets.start_in``); empty: natively, a process here.
     starts: list[StartIn] = field(default_factory=list)
 
@@ -78,15 +78,12 @@ def client_targets(
     spec = stack.clients
     assert spec is not None  # the builder sends only stacks with clients here
     with contextlib.ExitStack() as exits:
-        info = {"clients": spec.count, "shared": spec.shared, "placement": stack.placement.kind}
         if not isinstance(engine, ExecsInTargets):  # the rules allow native else (traits.clients)
-            yield ClientSet(spec, _native(stack, mount, spec, exits, ctx), engine.kind, info)
+            yield ClientSet(spec, _native(stack, mount, spec, exits, ctx), engine.kind)
             return
         engines = _engines(stack, engine, engine_on, exits)
         made = _containers(stack, mount, engines, spec, data_bytes, exits, ctx)
-        if spec.nodes:
-            info["nodes"] = list(spec.nodes)
-        yield ClientSet(spec, [t for t, _ in made], engine.kind, info, [e.start_in for _, e in made])
+        yield ClientSet(spec, [t for t, _ in made], engine.kind, [e.start_in for _, e in made])
 
 
 def _engines(stack: StackSpec, engine: Any, engine_on: EngineOn, exits: contextlib.ExitStack) -> list[Any]:
@@ -120,7 +117,7 @@ def _native(
         own = mount.mountpoint / f"lb-data-{fio_clients.client_name(i)}-{tag}"
         path = shared or exits.enter_context(host_dir(own, ctx))
         info = {"placement": "host-dir", "client": i, "socket": str(ctx.work_dir / _native_socket(i))}
-        targets.append(Target(run, put, str(path), False, mount.device, "native", info))
+        targets.append(Target(run, put, str(path), False, mount.device, HOST_ENGINE, info))
     return targets
 
 

@@ -35,6 +35,7 @@ from docker.errors import DockerException
 
 from layerbench.errors import PrerequisiteError, TeardownError, ToolError
 from layerbench.proc import Runner, spawn
+from layerbench.spec.engines import API_ENGINE
 from layerbench.stack import devmapper
 from layerbench.stack.cgroups import CGROUP_ROOT, remove_parent
 from layerbench.stack.ledger import tracked
@@ -78,7 +79,7 @@ class ApiDaemon:
     info: dict[str, Any] = field(default_factory=dict)
     log: Path | None = None
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False, compare=False)
-    kind: str = "docker"  # the engine behind the API: Podman's service speaks it too (stack/engines/podman.py)
+    kind: str = API_ENGINE  # the engine behind the API: Podman's service speaks it too (stack/engines/podman.py)
 
     @property
     def cgroup_parent(self) -> str:

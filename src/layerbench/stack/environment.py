@@ -12,6 +12,7 @@ from typing import Any
 from layerbench.core.version import VERSION
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Runner
+from layerbench.spec.traits import TRAITS
 from layerbench.stack import cgroups
 from layerbench.stack.engines.vm import qemu
 from layerbench.stack.target import DEFAULT_CACHE
@@ -20,8 +21,8 @@ from layerbench.workloads.servers import postgres
 
 VERSION_COMMANDS = {
     "fio": ["fio", "--version"],
-    "dockerd": ["dockerd", "--version"],
-    "podman": ["podman", "--version"],
+    # Each engine's own program (Docker's daemon, Podman), as its row in spec/engines/ names it.
+    **{t.version[0]: list(t.version) for t in TRAITS.values() if t.version},
     "mkfs.xfs": ["mkfs.xfs", "-V"],
     "mkfs.btrfs": ["mkfs.btrfs", "--version"],
     "fuse-overlayfs": ["fuse-overlayfs", "--version"],

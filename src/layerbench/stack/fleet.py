@@ -28,7 +28,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from layerbench.errors import LayerbenchError, PrerequisiteError
+from layerbench.records.facts import Facts
+from layerbench.records.info import BudgetInfo, FleetInfo
 from layerbench.spec.databases import MIN_MEMORY, ServerSpec, tuned
+from layerbench.spec.engines import HOST_ENGINE
 from layerbench.spec.models import Limits, StackSpec
 from layerbench.spec.profiles import Budget, instance_limits, needs_bandwidth
 from layerbench.spec.traits import traits
@@ -42,7 +45,7 @@ from layerbench.stack.network import Network, bridge_network
 from layerbench.stack.placement import Role, host_dir, tuning_options
 from layerbench.stack.ports import free_port
 from layerbench.stack.protocols import BoundedNode, ContainerEngine, Engine, StartsServers
-from layerbench.stack.target import BuildContext, Device, Facts, Mount, Target
+from layerbench.stack.target import BuildContext, Device, Mount, Target
 from layerbench.workloads.servers import SERVER_UID, SERVERS, ServerConfig, ServerDef
 from layerbench.workloads.servers import image as image_server
 
@@ -80,7 +83,9 @@ class Fleet:
     endpoints: list[Endpoint]
     device: Device
     engine: str  # the engine's kind: "native", "docker"
-    info: dict[str, Any] = field(default_factory=dict)
+    info: FleetInfo = field(default_factory=FleetInfo)  # the server's kind and the budget, as trials record them
+    # What each instance holds, once YCSB loaded it (run/kinds/database.py), grown by each trial's inserts.
+    records: list[int] = field(default_factory=list)
 
 
 def server_memory(spec: ServerSpec, limits: Limits) -> int:
@@ -99,7 +104,7 @@ def fleet(stack: StackSpec, mount: Mount, engine: Engine | None, ctx: BuildConte
     if needs_bandwidth(stack, budget):
         budget = budget.with_bandwidth(*device_bandwidth(mount, ctx))
     with ExitStack() as exits:
-        kind = "native" if engine is None else engine.kind
+        kind = HOST_ENGINE if engine is None else engine.kind
         start: Starter = _natively
         if isinstance(engine, StartsServers):  # an engine that starts servers its own way (a VM, a pod)
             start = engine.server_starter(definition, exits, ctx)
@@ -111,7 +116,7 @@ def fleet(stack: StackSpec, mount: Mount, engine: Engine | None, ctx: BuildConte
         for i in range(stack.instances):
             limits = instance_limits(stack, budget, i, os.cpu_count() or 1)
             endpoints.append(exits.enter_context(start(i, stack, definition, limits, mount, ctx)))
-        info = {"server": definition.kind, "budget": dataclasses.asdict(budget)}
+        info = FleetInfo(server=definition.kind, budget=BudgetInfo.from_json(dataclasses.asdict(budget)))
         yield Fleet(stack.server, definition, endpoints, mount.device, kind, info)
 
 

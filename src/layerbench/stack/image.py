@@ -26,6 +26,7 @@ from pathlib import Path
 from docker.errors import ImageNotFound
 
 from layerbench.errors import PrerequisiteError, ToolError
+from layerbench.spec.engines import API_CLI
 from layerbench.stack.dockerd import API_ERRORS, ApiDaemon
 from layerbench.stack.ldd import missing_libraries, parse_ldd
 from layerbench.stack.target import BuildContext
@@ -212,13 +213,13 @@ def _import(engine: ApiDaemon, entries: list[Entry], tag: str, changes: list[str
         write_rootfs(tar_path, entries)
         answer = engine.client.api.import_image_from_file(str(tar_path), REPOSITORY, tag, changes)
     except API_ERRORS as exc:
-        raise ToolError(["docker", "import", ref], 1, str(exc)) from exc
+        raise ToolError([API_CLI, "import", ref], 1, str(exc)) from exc
     finally:
         tar_path.unlink(missing_ok=True)
     if not _has_image(engine, ref):
         _tag_imported(engine, answer, tag)
     if not _has_image(engine, ref):
-        raise ToolError(["docker", "import", ref], 1, f"the daemon answered {answer!r} but has no {ref}")
+        raise ToolError([API_CLI, "import", ref], 1, f"the daemon answered {answer!r} but has no {ref}")
 
 
 def _tag_imported(engine: ApiDaemon, answer: str, tag: str) -> None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.spec.databases import is_archive
+from layerbench.spec.engines import API_CLI
 
 if TYPE_CHECKING:  # the host's capabilities probe images before any daemon exists: no import cycle
     from layerbench.stack.dockerd import ApiDaemon
@@ -93,11 +94,11 @@ def _load(engine: ApiDaemon, path: Path) -> str:
         with path.open("rb") as f:
             loaded = engine.client.images.load(f)
     except API_ERRORS as exc:
-        raise ToolError(["docker", "load", "-i", str(path)], 1, str(exc)) from exc
+        raise ToolError([API_CLI, "load", "-i", str(path)], 1, str(exc)) from exc
     if tags:
         return tags[0]
     if not loaded:
-        raise ToolError(["docker", "load", "-i", str(path)], 1, "the daemon loaded no image from it")
+        raise ToolError([API_CLI, "load", "-i", str(path)], 1, "the daemon loaded no image from it")
     return str(loaded[0].id)
 
 

@@ -36,6 +36,7 @@ from docker.models.containers import Container
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Completed
 from layerbench.spec.databases import tuned
+from layerbench.spec.engines import HOST_ENGINE
 from layerbench.spec.models import Limits, PlacementSpec
 from layerbench.stack.cell_cgroup import cell_cgroup
 from layerbench.stack.cgroups import majmin, process_dirs, read_limits
@@ -80,11 +81,11 @@ def native_placement(
     with contextlib.ExitStack() as stack:
         run = _native_run(limits, mount, ctx, info, stack)
         if spec.kind == "raw":
-            yield Target(run, put, mount.device.path, True, mount.device, "native", info)
+            yield Target(run, put, mount.device.path, True, mount.device, HOST_ENGINE, info)
             return
         assert mount.mountpoint is not None  # checked above
         path = stack.enter_context(host_dir(mount.mountpoint / f"lb-data-{uuid.uuid4().hex[:8]}", ctx))
-        yield Target(run, put, str(path), False, mount.device, "native", info)
+        yield Target(run, put, str(path), False, mount.device, HOST_ENGINE, info)
 
 
 def _native_run(

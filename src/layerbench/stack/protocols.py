@@ -1,17 +1,21 @@
-"""What the stack builder, the database fleet and the pipeline ask of a running engine (stack/engines/).
+"""What the stack builder, the database fleet and the run loop ask of a running engine (stack/engines/).
 
 The protocols live apart from the registry (stack/engines/__init__.py), which imports every engine: the fleet,
-which the engines' own modules use, names them without importing the engines back.
+which the engines' own modules use, names them without importing the engines back. Beside them, what an
+engine's host probe is handed (``HostProbe``), for the same reason: capabilities.py hands it through the registry.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from layerbench.spec.models import Limits, PlacementSpec, StackSpec
+from layerbench.proc import Runner
+from layerbench.spec.feasibility import HostCaps
+from layerbench.spec.models import EngineSpec, Limits, PlacementSpec, StackSpec
 from layerbench.spec.profiles import Budget
 from layerbench.stack.handle import Handle
 from layerbench.stack.target import BuildContext, Mount, Target
@@ -82,3 +86,17 @@ class SharesPlaces(Protocol):
     def shared_places(
         self, mount: Mount, stack: StackSpec, data_bytes: int, count: int, ctx: BuildContext
     ) -> AbstractContextManager[list[Target]]: ...
+
+
+@dataclass(frozen=True)
+class HostProbe:
+    """What an engine's host probe is handed (``EngineType.probe``): this host as probed so far (all but the
+    engines), the engines the experiment's cells name (on each of their nodes), and what those make the probe
+    learn (spec/engines/row.py's ``Probe``: an engine whose row names one is probed only when it is asked)."""
+
+    runner: Runner
+    cache_dir: Path
+    host: HostCaps
+    engines: tuple[EngineSpec, ...] = ()
+    probes: frozenset[str] = frozenset()
+    notes: list[str] = field(default_factory=list)  # what a probe noticed that a person should know

@@ -1,4 +1,4 @@
-"""The OCI runtimes of spec/runtimes.py on this host: can each run a container here, and what it is.
+"""The OCI runtimes of spec/engines/runtimes.py on this host: can each run a container here, and what it is.
 
 Whether a runtime runs here is asked of the runtime itself, before anything is built: it runs
 ``/bin/true`` in a throw-away bundle (a root filesystem of that binary and its libraries, its state in
@@ -18,14 +18,11 @@ from typing import Any
 
 from layerbench.errors import ToolError
 from layerbench.proc import Runner
-from layerbench.spec.runtimes import RUNTIMES
+from layerbench.spec.engines.runtimes import DEFAULT_RUNTIME, RUNTIMES
 from layerbench.stack.ldd import parse_ldd
 
 PROBE_TIMEOUT_S = 60.0  # gVisor's sandbox starts in about 0.2 s; a busy host is slower
 PROBE_BINARY = "/bin/true"
-# Where gVisor's own options are spelled in its --version/flags; recorded so a result says which
-# platform (ptrace, kvm, systrap) and which file-system mode (gofer, overlay) it measured.
-RUNSC_DEFAULTS = {"platform": "ptrace", "file-access": "exclusive", "overlay2": "none"}
 
 
 def probe(name: str, runner: Runner) -> str | None:
@@ -103,8 +100,8 @@ def last_line(text: str) -> str:
 def daemon_config(name: str) -> dict[str, Any]:
     """What dockerd's config file says to make ``name`` every container's runtime (runc is built in)."""
     rt = RUNTIMES[name]
-    if name == "runc":
-        return {"default-runtime": "runc"}
+    if name == DEFAULT_RUNTIME:
+        return {"default-runtime": name}
     path = _binary(name) or rt.binary
     entry: dict[str, Any] = {"path": path}
     if rt.args:
@@ -118,9 +115,9 @@ def facts(name: str, runner: Runner) -> dict[str, Any]:
     rt = RUNTIMES[name]
     done = runner([_binary(name) or rt.binary, "--version"], timeout=30)
     found: dict[str, Any] = {"name": name, "version": _first_line(done.stdout), "args": list(rt.args)}
-    if name == "runsc":
+    if rt.recorded:
         given = dict(arg.lstrip("-").split("=", 1) for arg in rt.args if "=" in arg)
-        found.update({key: given.get(key, default) for key, default in RUNSC_DEFAULTS.items()})
+        found.update({key: given.get(key, default) for key, default in rt.recorded.items()})
     return found
 
 

@@ -79,7 +79,7 @@ class Shared:
 
     def claim(self, key: Hashable, size: int) -> None:
         """``size`` bytes a stack placed on the filesystem at ``key`` will write there (its load, its files):
-        room for the next stack is what is free less what is claimed (pipeline.preload builds the next stack
+        room for the next stack is what is free less what is claimed (run/loop.py's preload builds the next stack
         while the last one's load is still writing)."""
         with self._lock:
             self._claims[key] = self._claims.get(key, 0) + size

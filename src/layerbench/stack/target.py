@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from layerbench.proc import Completed, Runner
+from layerbench.records.facts import Facts
 from layerbench.spec.profiles import Budget
 from layerbench.stack.ledger import Ledger
 from layerbench.stack.shared import Shared
@@ -52,40 +53,6 @@ class Mount:
     fs_type: str  # "none" when there is no filesystem (raw device)
     mountpoint: Path | None
     info: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Facts:
-    """What an engine tells the trial about the place it made, typed: read from the keys an engine fills in
-    ``Target.info`` (or a database server's ``Endpoint.info``), which a trial records as they are.
-
-    The trial's checks read these instead of branching on an engine's keys: ``accel`` (a guest's: ``tcg``
-    makes a trial not comparable), ``limits_enforced`` (read back from the cgroup) or else ``limits_set``
-    (what a daemon on another machine says it set: unverified), ``unseen`` (another machine ran it).
-    """
-
-    limits: dict[str, Any] | None = None  # the limits asked, as the spec dumps them
-    limits_enforced: dict[str, Any] | None = None  # read back from the kernel's cgroup files here
-    limits_set: dict[str, Any] | None = None  # a Docker host's: what its daemon says it set
-    accel: str | None = None  # a guest's accelerator: kvm, or tcg (an emulated CPU)
-    guest_kernel: str | None = None  # a guest's kernel release
-    unseen: str | None = None  # the machine, not this host, that ran it (its monitor sees nothing of it)
-    pid: int | None = None  # the process whose mount table the checks read (None: this one's)
-    container: str | None = None  # the container's id (short)
-    unit: str | None = None  # a guest's database server: its systemd unit
-    placement: str | None = None  # the placement's kind, where the engine records it (tmpfs: no device)
-    cgroup: dict[str, str] = field(default_factory=dict)  # controller → the cgroup directory, for the monitor
-    told: frozenset[str] = frozenset()  # the facts the engine gave (a fact it gave as None among them)
-
-    @classmethod
-    def of(cls, info: dict[str, Any]) -> Facts:
-        known = {f.name for f in fields(cls)} - {"told"}
-        given = {k: v for k, v in info.items() if k in known}
-        return cls(**given, told=frozenset(given))
-
-    def recorded(self, names: tuple[str, ...]) -> dict[str, Any]:
-        """The named facts the engine gave, to record beside a trial."""
-        return {name: getattr(self, name) for name in names if name in self.told}
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from layerbench.core import sqlitefile
 from layerbench.errors import StoreError
+from layerbench.records.checks import Check
 from layerbench.records.run import CellRow, RunRow
 from layerbench.records.trial import ProfileRecord, TrialRecord
 from layerbench.store.schema import MIGRATIONS, VERSION, statements
@@ -54,14 +55,32 @@ class RefusedRow:
 
 @dataclass(frozen=True)
 class CheckRow:
-    """A check's verdict on one trial, with the trial's cell and repetition."""
+    """A check's verdict on one trial (the one check type, records.checks.Check), with the trial's cell and
+    repetition."""
 
     trial_id: int
     cell_id: str
     repetition: int
-    name: str
-    status: str  # "pass" | "flag" | "skip"
-    detail: str
+    check: Check
+
+    @classmethod
+    def of(cls, row: tuple[Any, ...]) -> CheckRow:
+        """A row of ``Store.check_rows``: the trial's id, cell and repetition, then the check's fields."""
+        trial_id, cell_id, repetition, *check = row
+        return cls(trial_id, cell_id, repetition, Check(*check))
+
+    # The check's fields read through, for the readers that filter rows by them.
+    @property
+    def name(self) -> str:
+        return self.check.name
+
+    @property
+    def status(self) -> str:
+        return self.check.status
+
+    @property
+    def detail(self) -> str:
+        return self.check.detail
 
 
 @dataclass(frozen=True)
@@ -163,7 +182,7 @@ class Store:
                     json.dumps(t.argv),
                     t.raw_output,
                     t.stderr,
-                    json.dumps(t.info, default=str),
+                    json.dumps(t.info.to_json(), default=str),
                 ),
             )
             tid = int(cur.lastrowid or 0)
@@ -243,7 +262,7 @@ class Store:
         return {(r[0], r[1]) for r in rows.fetchall()}
 
     def checks(self, run_id: str) -> list[CheckRow]:
-        return [CheckRow(*r) for r in self.check_rows(run_id)]
+        return [CheckRow.of(r) for r in self.check_rows(run_id)]
 
     def check_rows(self, run_id: str) -> list[tuple[Any, ...]]:
         """``checks`` as plain rows (CheckRow's fields)."""

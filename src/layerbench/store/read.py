@@ -22,12 +22,13 @@ from pydantic import TypeAdapter, ValidationError
 
 from layerbench.errors import SpecError, StoreError
 from layerbench.records import hdr
+from layerbench.records.info import TrialInfo
 from layerbench.records.trial import ProfileRecord
 from layerbench.spec.matrix import SweepPoint, SweepPoints, sweep_point, sweep_points
-from layerbench.spec.models import STORED_CONTEXT, Cell, FioWorkload, StackSpec, Trials, Workload
+from layerbench.spec.models import STORED_CONTEXT, Cell, StackSpec, Trials, Workload
 from layerbench.store import cache
 from layerbench.store.db import CellRow, CheckRow, RefusedRow, RunRow, Store, TrialRow, collector_paused
-from layerbench.workloads import fio, fio_log
+from layerbench.workloads import fio, fio_log, registry
 
 WORKLOAD = TypeAdapter(Workload)
 
@@ -63,16 +64,16 @@ class StoredTrial:
     stderr: str
     # What the trial recorded of its conditions (target, devices, endpoints, limits): read it as ``info``. The
     # store's JSON is decoded when first asked for: few analyses read it, and 84,000 trials took a second.
-    recorded: dict[str, Any] | str
+    recorded: TrialInfo | str
     client_latency: dict[str, HdrHistogram]  # database clients: operation → all instances' histogram
     ended_at: float | None = None  # when it ended (epoch seconds)
     started_at: float | None = None  # when it started: a budget counts the trials' own time
 
     @property
-    def info(self) -> dict[str, Any]:
+    def info(self) -> TrialInfo:
         if isinstance(self.recorded, str):
-            object.__setattr__(self, "recorded", json.loads(self.recorded))
-        assert isinstance(self.recorded, dict)
+            object.__setattr__(self, "recorded", TrialInfo.from_json(json.loads(self.recorded)))
+        assert isinstance(self.recorded, TrialInfo)
         return self.recorded
 
 
@@ -168,7 +169,7 @@ def run_parts(store: Store, run_id: str, latency: bool = False) -> dict[str, Cal
 
     def checks() -> tuple[CheckRow, ...]:
         with collector_paused():
-            return tuple(CheckRow(*r) for r in cache.rows(store, run_id, "checks", lambda: store.check_rows(run_id)))
+            return tuple(CheckRow.of(r) for r in cache.rows(store, run_id, "checks", lambda: store.check_rows(run_id)))
 
     @functools.cache
     def cells() -> tuple[StoredCell, ...]:
@@ -287,11 +288,11 @@ def _cell(row: CellRow, points: SweepPoints, run_id: str) -> StoredCell:
 def _trial(t: TrialRow, info: str) -> StoredTrial:
     """``info``: the trial's recorded conditions as stored (JSON), decoded here only for a database client's
     histograms (a key no file workload's info has)."""
-    recorded: dict[str, Any] | str = info
+    recorded: TrialInfo | str = info
     latency: dict[str, HdrHistogram] = {}
     if t.status == "ok" and '"latency_hdr"' in info:
-        recorded = json.loads(info)
-        latency = {op: hdr.decode(text) for op, text in (recorded.get("latency_hdr") or {}).items()}
+        recorded = TrialInfo.from_json(json.loads(info))
+        latency = {op: hdr.decode(text) for op, text in (recorded.latency_hdr or {}).items()}
     fields = (t.id, t.cell_id, t.repetition, t.status, t.category, t.stderr, recorded, latency)
     return StoredTrial(*fields, t.ended_at, t.started_at)
 
@@ -304,9 +305,10 @@ def _timelines(
     out = []
     for cell_id, trial_id, text in logs:
         w, t = workload.get(cell_id), trial[trial_id]
-        if not isinstance(w, FioWorkload):
-            continue
-        every = int(t.info.get("lat_log_ms") or fio_log.interval_ms(w))
+        interval = registry.of(w).lat_log_ms(w) if w is not None else None
+        if interval is None:
+            continue  # a workload type that keeps no latency log of fio's
+        every = int(t.info.lat_log_ms or interval)
         try:
             found = fio_log.intervals(fio_log.parse(text), every)
         except fio_log.FioLogError:

@@ -128,7 +128,7 @@ def parse(text: str, connects: list[str]) -> ClientsResult:
 def samples(result: ClientsResult, times: dict[int, tuple[float, float]] | None = None) -> list[Sample]:
     """Per client (job "c0", "c1", ...): fio's samples of its job, so a trial's IOPS and bandwidth summed over
     jobs are the clients' total; for the trial (job "all"): the clients' ops/s summed and their start and finish
-    spread (clients_trial.py adds the latency of their histograms merged)."""
+    spread (run/kinds/clients.py adds the latency of their histograms merged)."""
     out: list[Sample] = [Sample("ops", sum(_ops(c.job) for c in result.clients), "ops/s", "", MERGED)]
     for c in result.clients:
         named = fio.FioJob(client_name(c.index), c.job.groupid, c.job.error, c.job.directions, c.job.runtime_ms)

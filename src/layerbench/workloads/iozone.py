@@ -50,6 +50,7 @@ from layerbench.errors import LayerbenchError, SpecError
 from layerbench.proc import Runner
 from layerbench.records.sample import Sample, point_job
 from layerbench.spec.models import IozoneWorkload
+from layerbench.workloads.kind import Place, QuietOutput, WorkloadType
 
 TESTS = {"write": 0, "read": 1, "random": 2}  # IOzone's -i numbers
 TMP_NAME = "lb-iozone.tmp"
@@ -348,3 +349,34 @@ def geomean(result: IozoneResult) -> float:
     if min(values) <= 0:
         return 0.0  # a zero in a product is a zero; log() would raise
     return math.exp(math.fsum(math.log(v) for v in values) / len(values))
+
+
+# --- the workload type ----------------------------------------------------------------------------------
+
+# Automatic mode has no runtime of its own: it ends when its last size and record are done.
+LIMIT_S = 3 * 3600.0
+
+
+def _argv(w: IozoneWorkload, place: Place, tools: Path, lat_log: str | None) -> list[str]:
+    """At the place, IOzone from the tools' cache, where set-up put it (no latency log: fio's alone)."""
+    return argv(w, place.path, str(binary(tools)))
+
+
+def _writes(w: IozoneWorkload, operation: str) -> bool | None:
+    """By the finding's operation ("randwrite"); the whole surface's headline cannot tell."""
+    return "write" in operation if operation else None
+
+
+WORKLOAD = WorkloadType(
+    kind="iozone",
+    comms=("iozone",),
+    headline=lambda w: "iozone_geomean",  # a whole surface: its geometric mean over every point and operation
+    data_bytes=lambda w: w.sizes[1],
+    parse_errors=(IozoneParseError,),
+    files=lambda w: {TMP_NAME: w.sizes[1]},  # one file at a time, the largest last
+    surface=True,
+    writes=_writes,
+    argv=_argv,  # IOzone writes its own file before reading it: no precondition
+    time_limit_s=lambda w, slack: LIMIT_S,
+    quiet=QuietOutput(output_file, quiet_argv, read_argv),
+)

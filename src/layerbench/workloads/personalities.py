@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from layerbench.spec.sizes import parse_size
+
 KiB = 1024
 
 
@@ -177,3 +179,42 @@ def markdown() -> str:
 
 if __name__ == "__main__":
     print(markdown(), end="")
+
+
+def job_file_bytes(text: str) -> dict[str, int]:
+    """A personality's files (its job file is our own plain fio), as fio lays them out: ``size`` per job
+    (else ``nrfiles`` x ``filesize``), times ``numjobs`` unless a ``filename`` names one file the clones share.
+    A user's job file is read by fio instead (``jobfile``)."""
+    out: dict[str, int] = {}
+    defaults: dict[str, str] = {}
+    for name, options in _sections(text):
+        if name == "global":
+            defaults.update(options)
+            continue
+        o = {**defaults, **options}
+        one = _job_bytes(o)
+        if "filename" in o:
+            out[f"file {o['filename']}"] = max(out.get(f"file {o['filename']}", 0), one)
+        else:
+            out[f"[{name}]"] = out.get(f"[{name}]", 0) + one * int(o.get("numjobs", "1"))
+    return out
+
+
+def _job_bytes(o: dict[str, str]) -> int:
+    if "size" in o and not o["size"].endswith("%"):
+        return parse_size(o["size"])
+    # A range "4k-64k" lays files out up to its top.
+    each = parse_size(o.get("filesize", "0").split("-")[-1].split(":")[-1])
+    return each * int(o.get("nrfiles", "1"))
+
+
+def _sections(text: str) -> list[tuple[str, dict[str, str]]]:
+    sections: list[tuple[str, dict[str, str]]] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("["):
+            sections.append((stripped[1:-1].strip(), {}))
+        elif stripped and stripped[0] not in ";#" and sections:
+            key, _, value = (part.strip() for part in stripped.partition("="))
+            sections[-1][1][key.lower()] = value
+    return sections

@@ -38,6 +38,7 @@ import numpy as np
 from layerbench.errors import LayerbenchError
 from layerbench.records.sample import Sample
 from layerbench.spec.databases import PgbenchWorkload
+from layerbench.workloads.kind import WorkloadType
 
 PERCENTILES = (50.0, 95.0, 99.0, 99.9)
 # What the latency column of a log line holds instead of a number when there is none to give.
@@ -253,3 +254,7 @@ def latency_samples(latencies: np.ndarray, job: str) -> list[Sample]:
     for p, v in zip(PERCENTILES, np.percentile(latencies, PERCENTILES), strict=True):
         values[f"lat_p{p:g}_us"] = v
     return [Sample(metric, float(v), "us", "", job) for metric, v in values.items()]
+
+
+# The workload type: a database client, whose headline is its transactions per second over all instances.
+WORKLOAD = WorkloadType(kind="pgbench", comms=("pgbench",), headline=lambda w: "ops", parse_errors=(PgbenchParseError,))

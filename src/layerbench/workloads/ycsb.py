@@ -51,6 +51,7 @@ from layerbench.errors import LayerbenchError
 from layerbench.records import hdr
 from layerbench.records.sample import Sample
 from layerbench.spec.databases import ServerSpec, YcsbWorkload
+from layerbench.workloads.kind import WorkloadType
 
 Phase = Literal["load", "run", "warmup"]
 
@@ -242,7 +243,7 @@ def _chooses_keys(props: Mapping[str, str]) -> bool:
 
 # A load prepares, it is never measured: the JIT's quick tier alone halves its client's CPU (20,000 records into
 # Redis on a 2-core host: 1.5 s of user time, 0.7 s), which the next stacks' builds beside it use
-# (pipeline.preload). Runs and warm-ups keep the JVM's defaults: their client is part of what is measured.
+# (run/loop.py's preload). Runs and warm-ups keep the JVM's defaults: their client is part of what is measured.
 LOAD_JIT = ("-XX:TieredStopAtLevel=1",)
 
 
@@ -526,3 +527,8 @@ def merged_samples(merged: Mapping[str, MergedLatency], job: str) -> list[Sample
             continue
         out += _latency_samples(name.lower(), job, m.mean_us, m.min_us, m.max_us, m.percentiles, m.count)
     return out
+
+
+# The workload type: a database client, whose headline is its operations per second over all instances; a
+# profile follows its JVM (java).
+WORKLOAD = WorkloadType(kind="ycsb", comms=("java",), headline=lambda w: "ops", parse_errors=(YcsbParseError,))

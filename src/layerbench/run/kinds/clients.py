@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from layerbench.proc import Completed
 from layerbench.records.checks import Check
+from layerbench.records.facts import Facts
+from layerbench.records.info import ClientInfo, Prepared, TrialInfo
 from layerbench.records.percentiles import merge, percentiles
 from layerbench.records.sample import Sample
 from layerbench.records.trial import MonitorPoint, TrialRecord
@@ -49,10 +51,10 @@ LOG_LOST = "failed converting IO log"
 RUNS_IF_LOG_LOST = 3
 
 
-def prepare(clients: ClientSet, workloads: list[FioWorkload]) -> dict[str, Any]:
+def prepare(clients: ClientSet, workloads: list[FioWorkload]) -> dict[str, Prepared]:
     """Each client's file for each (size, mode) the stack's workloads read, one client after another (a native
     command is recorded in the ledger, whose connection is this thread's; a fill is seconds at most)."""
-    done: dict[str, Any] = {}
+    done: dict[str, Prepared] = {}
     firsts = {(int(w.size), w.precondition): w for w in reversed(workloads) if needs_precondition(w)}
     for (size, mode), w in sorted(firsts.items()):
         t0 = time.monotonic()
@@ -60,7 +62,7 @@ def prepare(clients: ClientSet, workloads: list[FioWorkload]) -> dict[str, Any]:
         for i, t in enumerate(clients.targets):
             for argv in _steps(w, t, i, clients.spec.shared):
                 t.run(argv, timeout).check()
-        done[f"{size}:{mode}"] = {"seconds": round(time.monotonic() - t0, 3), "clients": len(clients.targets)}
+        done[f"{size}:{mode}"] = Prepared(seconds=round(time.monotonic() - t0, 3), clients=len(clients.targets))
     return done
 
 
@@ -74,17 +76,17 @@ def _steps(w: FioWorkload, target: Target, index: int, shared: bool) -> list[lis
     return steps
 
 
-def run_trial(clients: ClientSet, trial: Trial, prepared: dict[str, Any], ctx: BuildContext) -> TrialRecord:
+def run_trial(clients: ClientSet, trial: Trial, prepared: dict[str, Prepared], ctx: BuildContext) -> TrialRecord:
     started = time.time()
-    info = {"precondition": prepared, "engine": clients.engine, "clients": _describe(clients)}
+    info = TrialInfo(precondition=prepared, engine=clients.engine, clients=_describe(clients))
     out = Outcome(info=info)
     w = trial.cell.workload
-    assert isinstance(w, FioWorkload)  # spec/rules.py refuses other workloads on a stack with clients
+    assert w.kind == "fio"  # its model refuses other workloads on a stack with clients (IozoneWorkload.refused_on)
     attempt(out, lambda: _execute(clients, w, out, ctx))
     return record(trial, started, out)
 
 
-def _describe(clients: ClientSet) -> list[dict[str, Any]]:
+def _describe(clients: ClientSet) -> tuple[ClientInfo, ...]:
     keys = (
         "container",
         "pod",
@@ -98,10 +100,10 @@ def _describe(clients: ClientSet) -> list[dict[str, Any]]:
         "claim",
         "data_mount",
     )
-    return [
-        {"name": fio_clients.client_name(i), "path": t.path, **{k: t.info[k] for k in keys if k in t.info}}
+    return tuple(
+        ClientInfo(name=fio_clients.client_name(i), path=t.path, facts=Facts.of(t.facts.recorded(keys)))
         for i, t in enumerate(clients.targets)
-    ]
+    )
 
 
 def _execute(clients: ClientSet, w: FioWorkload, out: Outcome, ctx: BuildContext) -> None:
@@ -113,7 +115,7 @@ def _execute(clients: ClientSet, w: FioWorkload, out: Outcome, ctx: BuildContext
             break
         lost.append(run.done.stderr.strip()[-2000:])
     if lost:  # what each run that lost a log said; the trial's result is its last run's
-        out.info["runs_lost_a_log"] = lost
+        out.info = replace(out.info, runs_lost_a_log=tuple(lost))
     done, mon, logs = run.done, run.monitor, run.logs
     out.stdout, out.stderr = done.stdout, done.stderr
     out.monitor = [MonitorPoint(p.t, p.series, p.value, p.unit) for p in mon.points]
@@ -129,8 +131,8 @@ def _execute(clients: ClientSet, w: FioWorkload, out: Outcome, ctx: BuildContext
         return
     out.status, out.samples = "ok", [*fio_clients.samples(result, times), *merged_latency(result)]
     out.logs[fio.BINS_LOG] = fio.bins_text(fio.completion_bins(result.result()))
-    out.info["clients_spread_ms"] = fio_clients.spreads(times)
-    out.info["clients_ran_ms"] = {fio_clients.client_name(i): list(t) for i, t in times.items()}
+    ran = {fio_clients.client_name(i): t for i, t in times.items()}
+    out.info = replace(out.info, clients_spread_ms=fio_clients.spreads(times), clients_ran_ms=ran)
     lowest = devices[-1] if devices else ""
     out.checks = [
         _accounting(result.result(), mon, clients.first, devices),
@@ -162,9 +164,9 @@ def _run_clients(clients: ClientSet, w: FioWorkload, out: Outcome, devices: list
         out.argv = fio_clients.client_argv(where.names, files)
         in_dir = ["sh", "-c", 'cd "$1" && shift && exec "$@"', "sh", str(where.cwd)]  # fio writes its logs there
         cgroups = {  # every client container's cgroup: their fio is the cell's, not other processes'
-            fio_clients.client_name(i): {k: Path(v) for k, v in t.info["cgroup"].items()}
+            fio_clients.client_name(i): {k: Path(v) for k, v in t.facts.cgroup.items()}
             for i, t in enumerate(clients.targets)
-            if t.info.get("cgroup")
+            if t.facts.cgroup
         }
         with Monitor(devices, cgroups=cgroups, count_from=w.ramp_s, on_point=ctx.on_monitor) as mon:
             done = ctx.runner([*in_dir, *out.argv], timeout=w.runtime_s + w.ramp_s + TRIAL_SLACK_S)
@@ -190,7 +192,7 @@ def _named(times: dict[int, tuple[float, float]]) -> dict[str, tuple[float, floa
 
 def _limits(clients: ClientSet) -> dict[str, Any]:
     """Each client's limits as asked (a container's own: the stack's), by the name its cgroup's series has."""
-    return {fio_clients.client_name(i): t.info.get("limits") or {} for i, t in enumerate(clients.targets)}
+    return {fio_clients.client_name(i): t.facts.limits or {} for i, t in enumerate(clients.targets)}
 
 
 def _logs(cwd: Path, index: int, numjobs: int) -> list[str]:
@@ -202,7 +204,7 @@ def _logs(cwd: Path, index: int, numjobs: int) -> list[str]:
 def _machines(clients: ClientSet) -> list[Check]:
     """Clients dealt over several nodes, which are all this machine's (the rules allow no other: the fio client
     reaches each server through /proc here): their total is one machine's, not that of as many machines."""
-    nodes = clients.info.get("nodes")
+    nodes = clients.spec.nodes  # the rules deal clients over nodes only where an engine names them
     if not nodes:
         return []
     return [

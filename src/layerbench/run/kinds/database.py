@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,8 @@ from layerbench import proc
 from layerbench.errors import ToolError
 from layerbench.proc import Completed
 from layerbench.records.checks import Check
+from layerbench.records.facts import Facts
+from layerbench.records.info import EndpointInfo, Load, TrialInfo
 from layerbench.records.trial import MonitorPoint, TrialRecord
 from layerbench.run.kinds.database_clients import (
     Client,
@@ -53,7 +56,7 @@ from layerbench.spec.models import DbWorkload, StackSpec, Workload
 from layerbench.stack.cgroups import verdict
 from layerbench.stack.fleet import Endpoint, Fleet
 from layerbench.stack.target import BuildContext
-from layerbench.workloads import pgbench, ycsb
+from layerbench.workloads import pgbench, registry, ycsb
 
 CLIENT_SLACK_S = 180.0  # JVM start, connections, the report: beyond the phase's own time
 LOAD_TIMEOUT_S = 3 * 3600.0
@@ -65,21 +68,29 @@ PG_USER = "postgres"  # the server's user (workloads/servers/postgres.py), which
 
 def prepare(fleet: Fleet, workloads: list[DbWorkload], ctx: BuildContext) -> dict[str, Any]:
     """Load every instance, in parallel, with what this stack's workloads read; say what each holds, and
-    when the load ran (it may run beside another stack's build, never beside a trial: pipeline.preload)."""
+    when the load ran (it may run beside another stack's build, never beside a trial: run/loop.py's preload)."""
     started = time.monotonic()
     info: dict[str, Any] = {"started_at": time.time()}
+    kinds = {w.kind for w in workloads}
     with credentials(fleet, ctx):
-        if any(isinstance(w, YcsbWorkload) for w in workloads):
-            fleet.info["records"] = _ycsb_load(fleet, ctx)
-            info["records"] = list(fleet.info["records"])
-        if any(isinstance(w, PgbenchWorkload) for w in workloads):
-            argvs = [pgbench.init_argv(e.host, e.port, fleet.server.scale, PG_USER) for e in fleet.endpoints]
-            for done in proc.run_all(argvs, timeout=LOAD_TIMEOUT_S, env=_pg_env(fleet, ctx)):
-                done.check()
+        for kind, load in LOADS.items():  # in this order: YCSB's load, then pgbench's initialization
+            if kind in kinds:
+                load(fleet, ctx, info)
         info["pgbench_scale"] = fleet.server.scale
     info["seconds"] = round(time.monotonic() - started, 3)
     info["ended_at"] = time.time()
     return info
+
+
+def _ycsb_loaded(fleet: Fleet, ctx: BuildContext, info: dict[str, Any]) -> None:
+    fleet.records[:] = _ycsb_load(fleet, ctx)
+    info["records"] = list(fleet.records)
+
+
+def _pgbench_initialized(fleet: Fleet, ctx: BuildContext, info: dict[str, Any]) -> None:
+    argvs = [pgbench.init_argv(e.host, e.port, fleet.server.scale, PG_USER) for e in fleet.endpoints]
+    for done in proc.run_all(argvs, timeout=LOAD_TIMEOUT_S, env=_pg_env(fleet, ctx)):
+        done.check()
 
 
 def _ycsb_load(fleet: Fleet, ctx: BuildContext) -> list[int]:
@@ -97,38 +108,49 @@ def _ycsb_load(fleet: Fleet, ctx: BuildContext) -> list[int]:
     return counts
 
 
+# Each client's load of a stack's servers (its precondition), by the workload's kind, as RUNNERS are.
+LOADS: dict[str, Callable[[Fleet, BuildContext, dict[str, Any]], None]] = {
+    "ycsb": _ycsb_loaded,
+    "pgbench": _pgbench_initialized,
+}
+
+
 def run_trial(fleet: Fleet, trial: Trial, prepared: dict[str, Any], ctx: BuildContext) -> TrialRecord:
     started = time.time()
     devices = devices_beneath(fleet.device.path)
-    out = Outcome(info={"precondition": prepared, "engine": fleet.engine, "devices": devices, **_describe(fleet)})
+    load = Load.from_json(prepared)  # as the run loop keeps it per stack (merged over the stack's workloads)
+    out = Outcome(
+        info=TrialInfo(precondition=load, engine=fleet.engine, devices=tuple(devices), endpoints=_describe(fleet))
+    )
     w = trial.cell.workload
-    assert isinstance(w, YcsbWorkload | PgbenchWorkload)  # the pipeline sends only clients to a fleet
+    assert w.needs_server  # the run loop sends only clients to a fleet
     try:
         with credentials(fleet, ctx):
             RUNNERS[w.kind](fleet, w, out, ctx, devices, trial.cell.stack.clients)
     except ToolError as exc:
         out.category, out.stderr = category(exc.rc, exc.stderr), exc.stderr
         out.argv = out.argv or exc.argv
-    except (ycsb.YcsbParseError, pgbench.PgbenchParseError) as exc:
+    except registry.of(w).parse_errors as exc:
         out.category, out.stderr = "parse-error", str(exc)
     except OSError as exc:
         out.category, out.stderr = "setup-error", f"{type(exc).__name__}: {exc}"
+    # The fleet as the trial left it: each instance's records with this trial's inserts.
+    out.info = replace(out.info, server=replace(fleet.info, records=tuple(fleet.records) or None))
     return record(trial, started, out)
 
 
-def _describe(fleet: Fleet) -> dict[str, Any]:
-    endpoints = [
-        {
-            "name": f"i{e.index}",
-            "host": e.host,
-            "port": e.port,
-            "memory": e.memory,
-            "limits": e.limits.model_dump(mode="json", exclude_none=True),
-            **e.facts.recorded(ENDPOINT_FACTS),
-        }
+def _describe(fleet: Fleet) -> tuple[EndpointInfo, ...]:
+    return tuple(
+        EndpointInfo(
+            name=f"i{e.index}",
+            host=e.host,
+            port=e.port,
+            memory=e.memory,
+            limits=e.limits.model_dump(mode="json", exclude_none=True),
+            facts=Facts.of(e.facts.recorded(ENDPOINT_FACTS)),
+        )
         for e in fleet.endpoints
-    ]
-    return {"server": fleet.info, "endpoints": endpoints}
+    )
 
 
 # --- YCSB --------------------------------------------------------------------------------------------
@@ -136,7 +158,7 @@ def _describe(fleet: Fleet) -> dict[str, Any]:
 
 def _ycsb(fleet: Fleet, w: YcsbWorkload, out: Outcome, ctx: BuildContext, devices: list[str], spec: Spec) -> None:
     clients = clients_of(len(fleet.endpoints), spec)
-    records: list[int] = fleet.info["records"]
+    records = fleet.records
     expected: list[int | None] = [None] * len(clients)
     if w.warmup_s > 0:
         warm, _ = _ycsb_phase(fleet, w, "warmup", clients, [None] * len(clients), expected, ctx)
@@ -174,7 +196,7 @@ def _ycsb_phase(
     ctx: BuildContext,
 ) -> tuple[list[ycsb.YcsbResult], list[Completed]]:
     """Every client of every instance at once: their reports, parsed, and what each printed."""
-    records: list[int] = fleet.info["records"]
+    records = fleet.records
     argvs = []
     for c, log, ops in zip(clients, logs, expected, strict=True):
         e = fleet.endpoints[c.instance]
@@ -252,12 +274,17 @@ RUNNERS: dict[str, Callable[[Fleet, Any, Outcome, BuildContext, list[str], Spec]
 def _kept(out: Outcome, measured: Measured) -> None:
     out.samples = measured.samples
     if measured.latency_hdr:
-        out.info["latency_hdr"] = measured.latency_hdr
+        out.info = replace(out.info, latency_hdr=measured.latency_hdr)
 
 
 def _timed(out: Outcome, t: Timing) -> None:
     out.samples += t.samples
-    out.info.update(t.info)
+    out.info = replace(
+        out.info,
+        clients_spread_ms=t.info.clients_spread_ms,
+        clients_ran_ms=t.info.clients_ran_ms,
+        clients_timed_by=t.info.clients_timed_by,
+    )
     out.checks.append(t.check)
 
 
@@ -290,7 +317,7 @@ def credentials(fleet: Fleet, ctx: BuildContext) -> Iterator[None]:
 
 def _secret_files(ctx: BuildContext) -> tuple[Path, Path]:
     """This thread's client secret files: a --parallel-nodes child has its own, and so has each stack's load
-    while the next stack is built (pipeline.preload)."""
+    while the next stack is built (run/loop.py's preload)."""
     me = f"client-{os.getpid()}-{threading.get_native_id()}"
     return ctx.work_dir / f"{me}.properties", ctx.work_dir / f"{me}.pgpass"
 

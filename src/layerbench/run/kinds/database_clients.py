@@ -22,6 +22,7 @@ import numpy as np
 
 from layerbench.records import hdr
 from layerbench.records.checks import Check
+from layerbench.records.info import TrialInfo
 from layerbench.records.sample import Sample
 from layerbench.run.kinds.clients import in_step
 from layerbench.spec.clients import ClientsSpec
@@ -64,7 +65,7 @@ class Timing:
     """When the clients ran, as a trial stores it: spread samples, what goes in the trial's info, the check."""
 
     samples: list[Sample]
-    info: dict[str, Any]
+    info: TrialInfo  # its clients_* keys alone
     check: Check
 
 
@@ -75,11 +76,7 @@ def timing(
     Without ``clients`` (one client per instance), the instances' clients are judged at the default spread."""
     spread = fio_clients.spreads(windows)
     samples = [Sample(metric, value, "ms", "", MERGED) for metric, value in spread.items()]
-    info = {
-        "clients_spread_ms": spread,
-        "clients_ran_ms": {job: list(w) for job, w in windows.items()},
-        "clients_timed_by": source,
-    }
+    info = TrialInfo(clients_spread_ms=spread, clients_ran_ms=dict(windows), clients_timed_by=source)
     share = (spec or DEFAULT_SPEC).max_spread
     return Timing(samples, info, in_step(windows, runtime_s, share))
 

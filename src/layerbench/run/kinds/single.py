@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from layerbench.errors import ToolError
 from layerbench.records.checks import Check
+from layerbench.records.info import Prepared, TrialInfo
 from layerbench.records.sample import Sample
 from layerbench.records.trial import MonitorPoint, TrialRecord
 from layerbench.run.measure.checks import FIO_REMEDY, accounting_blind, clock_bound, device_accounting, emulated
@@ -21,11 +22,12 @@ from layerbench.run.measure.monitor import Monitor, devices_beneath
 from layerbench.run.measure.monitor_checks import bottleneck_check, contended_check
 from layerbench.run.measure.mount_check import volatile_check
 from layerbench.run.schedule import Trial
-from layerbench.spec.models import FileWorkload, FioWorkload, IozoneWorkload, StackSpec, Workload
+from layerbench.spec.models import FileWorkload, FioWorkload, StackSpec, Workload
 from layerbench.stack.cgroups import mismatches, verdict
 from layerbench.stack.engines import failure_category
 from layerbench.stack.target import DEFAULT_CACHE, BuildContext, Device, Target
-from layerbench.workloads import fio, fio_log, iozone, jobfile, personalities
+from layerbench.workloads import fio, fio_log, iozone, jobfile, registry
+from layerbench.workloads.fio_kind import job_source
 
 OnPoint = Callable[[str, float, str], None] | None  # BuildContext.on_monitor
 
@@ -45,7 +47,7 @@ class Outcome:
     samples: list[Sample] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
     monitor: list[MonitorPoint] = field(default_factory=list)
-    info: dict[str, Any] = field(default_factory=dict)
+    info: TrialInfo = field(default_factory=TrialInfo)
     logs: dict[str, str] = field(default_factory=dict)  # the tool's logs as it wrote them ("lat": fio's)
 
 
@@ -54,26 +56,16 @@ def workload_argv(
 ) -> list[str]:
     """The workload's command line at the target; ``tools`` is where set-up put IOzone (its cache);
     ``lat_log``: the prefix of fio's latency logs (``lat_log_prefix``), None for none."""
-    if isinstance(w, IozoneWorkload):
-        return iozone.argv(w, target.path, str(iozone.binary(tools)))
-    if w.job_file:
-        jf = jobfile.of_workload(w)
-        if jf.error:  # changed since the matrix was expanded
-            raise fio.FioParseError(f"job file {w.job_file}: {jf.error}")
-        text = jobfile.rewrite(jf, target.path, target.path_is_device, w.allow_outside_placement)
-        return fio.job_file_argv(target.put(f"lb-{w.name}.fio", text))
-    source = job_source(w)
-    if source is not None:
-        text = fio.rewrite_job_file(source, target.path, target.path_is_device)
-        return fio.job_file_argv(target.put(f"lb-{w.name}.fio", text))
-    return fio.argv(w, target.path, target.path_is_device, lat_log=lat_log)
+    build = registry.of(w).argv
+    assert build is not None  # a file workload's type builds its command
+    return build(w, target, tools, lat_log)
 
 
 def lat_log_prefix(w: FileWorkload, target: Target) -> str | None:
     """Where fio writes a workload's latency logs: in the placement directory, which goes with the stack (fio
     writes them as it exits, after the measured window); on a device, beside its job files (``put``'s
     directory), from where ``read_lat_log`` removes them."""
-    if not isinstance(w, FioWorkload) or not fio_log.wanted(w):
+    if not registry.of(w).lat_log(w):
         return None
     if not target.path_is_device:
         return fio_log.prefix(target.path, w.name)
@@ -86,11 +78,11 @@ def read_lat_log(target: Target, w: FioWorkload, prefix: str, out: Outcome) -> N
     in the trial's info, never a failed trial (the results are fio's JSON)."""
     files = fio_log.files(prefix, w.numjobs)
     done = target.run(["cat", *files], READ_OUTPUT_S)
-    out.info["lat_log_ms"] = fio_log.interval_ms(w)
+    out.info = replace(out.info, lat_log_ms=fio_log.interval_ms(w))
     if done.rc == 0:
         out.logs["lat"] = done.stdout
     else:
-        out.info["lat_log"] = f"unread: {done.stderr.strip()[:200]}"
+        out.info = replace(out.info, lat_log=f"unread: {done.stderr.strip()[:200]}")
     if target.path_is_device:  # beside the job files: this host's or a guest's run directory, which has rm
         marker = f"{prefix.rsplit('/', 1)[0]}/lb-{w.name}.lat"
         target.run(["rm", "-f", marker, *fio_log.written(prefix, w.numjobs)], READ_OUTPUT_S)
@@ -103,37 +95,24 @@ def watched(device: Device) -> str:
     return device.info.get("backing", device.path) if device.kind == "nbd-fio" else device.path
 
 
-def job_source(w: FioWorkload) -> str | None:
-    """The job file a workload runs (a user's own or a personality's), or None for one built from fields."""
-    if w.job_file:
-        return Path(w.job_file).read_text()
-    return personalities.job_file(w.personality, w.scale) if w.personality else None
-
-
 def needs_precondition(w: FileWorkload) -> bool:
     """Job files and personalities lay out their own files, as fio does, and IOzone writes its own before
     reading it; 'none' wants a fresh one."""
-    if isinstance(w, IozoneWorkload):
-        return False
-    return not (w.job_file or w.personality) and w.precondition != "none"
+    return registry.of(w).needs_precondition(w)
 
 
-def precondition(target: Target, workloads: list[FileWorkload]) -> dict[str, Any]:
+def precondition(target: Target, workloads: list[FileWorkload]) -> dict[str, Prepared]:
     """Prepare each test file once per stack, as its workloads ask (a job file lays out its own)."""
-    done: dict[str, Any] = {}
+    done: dict[str, Prepared] = {}
     # One preparation per file: the first workload that names a (size, mode) sets its window.
-    firsts = {
-        (int(w.size), w.precondition): w
-        for w in reversed(workloads)
-        if isinstance(w, FioWorkload) and needs_precondition(w)
-    }
+    firsts = {(int(w.size), w.precondition): w for w in reversed(workloads) if needs_precondition(w)}
     for (size, mode), w in sorted(firsts.items()):
         t0 = time.monotonic()
         timeout = size / 2**20 + 600 + TRIAL_SLACK_S
         outputs = [target.run(argv, timeout).check().stdout for argv in _precondition_steps(w, target)]
-        done[f"{size}:{mode}"] = {"seconds": round(time.monotonic() - t0, 3)}
-        if mode == "steady":  # a cap reached means the device was still settling: say so with the trial
-            done[f"{size}:{mode}"]["steady_attained"] = fio.steady_attained(outputs[-1])
+        # A cap reached means the device was still settling: a steady fill says so with the trial.
+        steady = fio.steady_attained(outputs[-1]) if mode == "steady" else None
+        done[f"{size}:{mode}"] = Prepared(seconds=round(time.monotonic() - t0, 3), steady_attained=steady)
     return done
 
 
@@ -150,17 +129,19 @@ def _precondition_steps(w: FioWorkload, target: Target) -> list[list[str]]:
 def run_trial(
     target: Target,
     trial: Trial,
-    prepared: dict[str, Any],
+    prepared: dict[str, Prepared],
     tools: Path = DEFAULT_CACHE,
     on_monitor: OnPoint = None,
     latency_log: bool = False,
 ) -> TrialRecord:
     """``latency_log``: fio writes its latency log (the spec's ``latency_log``), which costs it CPU per I/O."""
     started = time.time()
-    out = Outcome(info={"precondition": prepared, "target": target.info, "engine": target.engine})
+    out = Outcome(info=TrialInfo(precondition=prepared, engine=target.engine))
     w = trial.cell.workload
-    assert isinstance(w, FileWorkload)  # the pipeline sends database clients to a fleet
+    assert not w.needs_server  # the run loop sends database clients to a fleet
     attempt(out, lambda: _blocked_or_executed(target, w, out, tools, on_monitor, latency_log))
+    # The target's facts as the trial left them: its io_uring probe's answer among them.
+    out.info = replace(out.info, target=target.facts)
     return record(trial, started, out)
 
 
@@ -197,7 +178,7 @@ IO_URING_WHY = (
 def io_uring_blocked(target: Target, w: FileWorkload) -> str | None:
     """Where the workload asks for io_uring: why this target refuses it, or None. One 4 KiB probe per
     target, before its first such trial; the answer stays in the target's info, so each trial records it."""
-    if not isinstance(w, FioWorkload) or w.ioengine != "io_uring" or job_source(w) or w.job_file:
+    if not registry.of(w).uses_io_uring(w):
         return None
     if target.path.startswith("nbd://"):
         return None  # fio's nbd engine, not io_uring, reaches an export
@@ -205,7 +186,7 @@ def io_uring_blocked(target: Target, w: FileWorkload) -> str | None:
         done = target.run(fio.io_uring_probe_argv(target.path, target.path_is_device), IO_URING_PROBE_S)
         said = fio.io_uring_refused(done.stdout + done.stderr) if done.rc != 0 else None
         target.info["io_uring"] = "allowed" if said is None else f"refused: {said}"
-    answer = str(target.info["io_uring"])
+    answer = target.facts.io_uring or ""
     if not answer.startswith("refused"):
         return None
     return f"io_uring probe before the trial: {answer.removeprefix('refused: ')}; the usual cause is {IO_URING_WHY}"
@@ -218,14 +199,16 @@ def _execute(
     out.argv = workload_argv(w, target, tools, lat_log)
     devices = devices_beneath(watched(target.device))
     cgroup = {k: Path(v) for k, v in target.facts.cgroup.items()} or None
-    quiet = iozone.output_file(target.path) if isinstance(w, IozoneWorkload) else None
-    run_argv = iozone.quiet_argv(out.argv, quiet) if quiet else out.argv
+    kind = registry.of(w)
+    quiet = kind.quiet  # a report written to a file at the target and read once done (IOzone's table)
+    report = quiet.file(target.path) if quiet else ""
+    run_argv = quiet.argv(out.argv, report) if quiet else out.argv
     # The device's bytes from the end of fio's ramp, as fio counts its own (a job file's ramp is its own).
-    ramp = w.ramp_s if isinstance(w, FioWorkload) and job_source(w) is None else 0.0
+    ramp = kind.ramp_s(w)
     with Monitor(devices, cgroup=cgroup, count_from=ramp, on_point=on_monitor) as mon:
         done = target.run(run_argv, _time_limit(w))
     if quiet and done.rc == 0:
-        done = target.run(iozone.read_argv(quiet), READ_OUTPUT_S)
+        done = target.run(quiet.read_argv(report), READ_OUTPUT_S)
     out.stdout, out.stderr = done.stdout, done.stderr
     out.monitor = [MonitorPoint(p.t, p.series, p.value, p.unit) for p in mon.points]
     if done.rc != 0:
@@ -233,24 +216,22 @@ def _execute(
         return
     try:
         samples, tool_checks, bins = _measured(w, done.stdout, mon, target, devices)
-    except (fio.FioParseError, iozone.IozoneParseError) as exc:
+    except registry.of(w).parse_errors as exc:
         out.category, out.stderr = "parse-error", f"{exc}\n{done.stderr}"
         return
     out.status, out.samples = "ok", samples
     if bins is not None:
         out.logs[fio.BINS_LOG] = bins
     out.checks = trial_checks(tool_checks, mon, target, devices[-1] if devices else "")
-    if lat_log is not None and isinstance(w, FioWorkload):
+    if lat_log is not None:  # asked of fio alone (lat_log_prefix)
         read_lat_log(target, w, lat_log, out)
 
 
 READ_OUTPUT_S = 120.0
-# IOzone's automatic mode has no runtime of its own: it ends when its last size and record are done.
-IOZONE_LIMIT_S = 3 * 3600.0
 
 
 def _time_limit(w: FileWorkload) -> float:
-    return IOZONE_LIMIT_S if isinstance(w, IozoneWorkload) else w.runtime_s + w.ramp_s + TRIAL_SLACK_S
+    return registry.of(w).time_limit_s(w, TRIAL_SLACK_S)
 
 
 def _measured(
@@ -258,9 +239,14 @@ def _measured(
 ) -> tuple[list[Sample], list[Check], str | None]:
     """The tool's samples, what the tool's own output lets us judge (whether the device saw the bytes fio
     says it moved; whether IOzone's clock could time its tests), and fio's completion histograms as the
-    trial keeps them (``fio.bins_text``; None for IOzone)."""
-    if isinstance(w, IozoneWorkload):
-        return (*_iozone_measured(iozone.parse(stdout)), None)
+    trial keeps them (``fio.bins_text``; None for IOzone): what the run reads of each tool's output beside
+    its samples (the monitor's, the target's), by the workload's kind."""
+    return MEASURED[w.kind](w, stdout, mon, target, devices)
+
+
+def _fio_measured(
+    w: FioWorkload, stdout: str, mon: Monitor, target: Target, devices: list[str]
+) -> tuple[list[Sample], list[Check], str | None]:
     result = fio.parse(stdout)
     bins = fio.bins_text(fio.completion_bins(result))
     read = jobfile.of_workload(w) if w.job_file else None
@@ -274,11 +260,20 @@ def _measured(
     return fio.samples(result, phases), [_accounting(result, mon, target, devices)], bins
 
 
-def _iozone_measured(result: iozone.IozoneResult) -> tuple[list[Sample], list[Check]]:
+def _iozone_measured(
+    w: FileWorkload, stdout: str, mon: Monitor, target: Target, devices: list[str]
+) -> tuple[list[Sample], list[Check], str | None]:
+    result = iozone.parse(stdout)
     skip = Check("device-accounting", "skip", "IOzone reports a rate per test, not the bytes each moved")
     fast = [f"{p.size_kb}k/{p.record_kb}k {d}" for p, d in iozone.at_the_clock(result)]
     total = sum(len(p.kbps) for p in result.points)
-    return iozone.samples(result), [skip, clock_bound(fast, total, result.resolution_s)]
+    return iozone.samples(result), [skip, clock_bound(fast, total, result.resolution_s)], None
+
+
+Measured = Callable[[Any, str, Monitor, Target, list[str]], tuple[list[Sample], list[Check], str | None]]
+# The run's own reading of each file workload's output (its checks read the monitor and the target, which
+# workloads/ cannot import); by the workload's kind, as database.py's RUNNERS.
+MEASURED: dict[str, Measured] = {"fio": _fio_measured, "iozone": _iozone_measured}
 
 
 # 128 + SIGKILL: the kernel's OOM killer, or a timeout's kill, ended the tool.

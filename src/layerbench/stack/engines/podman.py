@@ -32,21 +32,23 @@ import docker
 
 from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Runner, spawn
+from layerbench.spec.engines.podman import PodmanCaps
+from layerbench.spec.engines.runtimes import RUNTIMES
 from layerbench.spec.models import EngineSpec
-from layerbench.spec.runtimes import RUNTIMES
 from layerbench.stack import dockerd, runtimes
 from layerbench.stack.dockerd import RUN_ROOT, ApiDaemon, cgroup_parent
 from layerbench.stack.engines.container import ApiEngine
 from layerbench.stack.engines.docker import EXEC_FAILED_RC
 from layerbench.stack.engines.docker import reclaim as docker_reclaim
 from layerbench.stack.ledger import Resource, tracked
+from layerbench.stack.protocols import HostProbe
 from layerbench.stack.target import BuildContext, Mount
 
 READY_TIMEOUT_S = 120.0
 # What Podman 4.3 still creates outside its roots: runc's default state dir (conmon's exit commands
 # call runc without our --runtime-flag) and the image library's blob-info cache (on every import).
 # Removed after the service when it created them; a host whose Podman uses them keeps them.
-# Each OCI runtime's default state dir is such a dir: /run/runc, /run/crun, /run/runsc (spec/runtimes.py).
+# Each OCI runtime's default state dir is such a dir: /run/runc, /run/crun, /run/runsc (spec/engines/runtimes.py).
 HOST_DIRS = (
     Path("/run/runc"),
     Path("/run/crun"),
@@ -275,3 +277,15 @@ def failure(rc: int | None, stderr: str) -> str | None:
 def _tail(log: Path) -> str:
     """Podman logs as logrus does (level=error msg="..."), so dockerd's reader fits."""
     return dockerd.tail(log)
+
+
+def probe(ask: HostProbe) -> PodmanCaps:
+    """Podman's storage drivers whose kernel needs this host meets (none without podman)."""
+    return PodmanCaps(podman_drivers(ask.host.filesystems, ask.host.binaries))
+
+
+def podman_drivers(filesystems: frozenset[str], binaries: frozenset[str]) -> frozenset[str]:
+    if "podman" not in binaries:
+        return frozenset()
+    needs = {"overlay": "overlay" in filesystems, "vfs": True, "btrfs": "btrfs" in filesystems}
+    return frozenset(driver for driver, met in needs.items() if met)

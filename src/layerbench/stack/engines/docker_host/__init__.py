@@ -122,7 +122,7 @@ def _placement(
             "entrypoint": IDLE,  # the archive's own (a command would be appended to it as arguments)
             "network_mode": "none",
             **tuning_options(stack.tuning),
-            **limit_kwargs(stack.limits, ""),  # no block-I/O limit reaches here (spec/rules.py)
+            **limit_kwargs(stack.limits, ""),  # no block-I/O limit reaches here (spec/engines/docker_host.py)
             **_data(engine, name, kind, data_bytes, ctx, exits),
         }
         made = exits.enter_context(host_api.container(engine.daemon, engine.url, name, kwargs, engine.labels, ctx))

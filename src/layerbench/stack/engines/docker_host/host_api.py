@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import platform
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -25,9 +25,13 @@ from docker.errors import NotFound
 from docker.models.containers import Container
 
 from layerbench.errors import PrerequisiteError
+from layerbench.spec.engines.docker_host import DaemonCaps
+from layerbench.spec.models import EngineSpec
+from layerbench.spec.traits import traits
 from layerbench.stack import docker_api
 from layerbench.stack.dockerd import API_ERRORS
 from layerbench.stack.ledger import Resource, tracked
+from layerbench.stack.protocols import HostProbe
 from layerbench.stack.target import BuildContext
 
 RUN_LABEL = docker_api.RUN_LABEL
@@ -203,3 +207,19 @@ def reclaim_run(res: Resource, runner: Any) -> None:
     """After a kill the whole run goes: every engine's objects, by the run's label (a row written before
     scopes names the run itself)."""
     remove_labelled(res.detail["socket"], {"label": f"{RUN_LABEL}={res.detail.get('run', res.ident)}"})
+
+
+def probe(ask: HostProbe) -> DaemonCaps:
+    """Whether a daemon answers at each URL the cells name (with its TLS files: ``EngineSpec.daemon``)."""
+    urls = sorted({e.daemon for e in ask.engines if traits(e.kind).daemon_url and e.daemon})
+    return DaemonCaps({url: answers(url) for url in urls})
+
+
+def doctor_rows(urls: Sequence[str]) -> list[tuple[str, bool, str]]:
+    """`doctor`'s row for each daemon named with --docker-host."""
+    return [(url, *describe(url)) for url in urls]
+
+
+def local_nodes(specs: Sequence[EngineSpec]) -> dict[str, bool]:
+    """Which daemons the cells name are on this very machine (daemon as shown → local)."""
+    return {shown(url): on_this_machine(url) for url in sorted({e.daemon for e in specs if e.daemon})}

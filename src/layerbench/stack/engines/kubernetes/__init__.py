@@ -12,7 +12,7 @@ every command of the trial an exec through the API, as on Docker) on ``engine.no
 - tmpfs: an emptyDir in memory (a control, as on Docker).
 
 (No writable-layer: a pod's own layer is wherever the node's runtime keeps its root, not on the
-filesystem layerbench builds, so the stack's label would lie; spec/rules.py refuses it.)
+filesystem layerbench builds, so the stack's label would lie; spec/engines/kubernetes.py refuses it.)
 
 The image is layerbench's tools image (host binaries), handed to the node's containerd as a
 docker-archive when the node lacks it (no registry needed), and removed from it after. Limits are the
@@ -40,9 +40,9 @@ from typing import Any
 from kubernetes import client
 
 from layerbench.errors import LayerbenchError, PrerequisiteError
+from layerbench.spec.engines.kubernetes import KUBE_LOCAL_PLACEMENTS
 from layerbench.spec.models import EngineSpec, Limits, PlacementSpec, StackSpec
 from layerbench.spec.profiles import Budget
-from layerbench.spec.rules import KUBE_LOCAL_PLACEMENTS
 from layerbench.stack import mountinfo
 from layerbench.stack.cgroups import majmin, process_dirs, read_limits
 from layerbench.stack.engines.container import tools
@@ -302,7 +302,7 @@ def _pod(
 
 
 def _resources(limits: Limits) -> dict[str, str]:
-    """cpus and memory; cpuset and block-I/O limits have no pod field (spec/rules.py refuses them)."""
+    """cpus and memory; cpuset and block-I/O limits have no pod field (spec/engines/kubernetes.py refuses them)."""
     found = {}
     if limits.cpus is not None:
         found["cpu"] = f"{round(limits.cpus * 1000)}m"

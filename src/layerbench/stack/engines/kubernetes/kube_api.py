@@ -36,8 +36,10 @@ from kubernetes.utils import parse_quantity
 
 from layerbench.errors import LayerbenchError, PrerequisiteError
 from layerbench.proc import Completed
-from layerbench.spec.feasibility import ClusterNode
+from layerbench.spec.engines.kubernetes import ClusterNode, KubeCaps
+from layerbench.spec.models import EngineSpec
 from layerbench.stack.ledger import Resource, tracked
+from layerbench.stack.protocols import HostProbe
 from layerbench.stack.target import BuildContext, Exec, Put
 
 # Fields of a volume's spec that are not its source (what kind of storage it is: local, csi, nfs, hostPath...).
@@ -626,3 +628,15 @@ def _parent(pid: int, proc: Path) -> int | None:
         return int((proc / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
     except (OSError, IndexError, ValueError):
         return None
+
+
+def probe(ask: HostProbe) -> KubeCaps:
+    """The cluster of the kubeconfig (``kubeconfig()``) as the rules see it: its nodes and StorageClasses."""
+    config = kubeconfig()
+    return KubeCaps(nodes=cluster_nodes(config), classes=storage_classes(config))
+
+
+def local_nodes(specs: Sequence[EngineSpec]) -> dict[str, bool]:
+    """Which of the cluster's nodes are this very machine (by boot id), for `--parallel-nodes`' warning."""
+    found = cluster_nodes(kubeconfig())
+    return {name: n.local for name, n in found.items()} if isinstance(found, dict) else {}

@@ -10,7 +10,7 @@ placement is a service (``sleep infinity``, restart policy none, constrained to
 - tmpfs: a tmpfs mount (a control, as on Docker).
 
 (No writable-layer: a task's own layer is under the node daemon's data-root, not on the filesystem
-layerbench builds, so the stack's label would lie; spec/rules.py refuses it.)
+layerbench builds, so the stack's label would lie; spec/engines/swarm.py refuses it.)
 
 The manager schedules; everything else goes through the node's own daemon (its label
 ``layerbench.socket``): the tools image is loaded there from a docker-archive, and every command of a
@@ -269,7 +269,7 @@ def _service(
 
 
 def _resources(limits: Limits) -> dict[str, int]:
-    """cpus and memory; cpuset and block-I/O limits have no service field (spec/rules.py refuses them)."""
+    """cpus and memory; cpuset and block-I/O limits have no service field (spec/engines/swarm.py refuses them)."""
     found = {}
     if limits.cpus is not None:
         found["cpu_limit"] = round(limits.cpus * 1e9)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,9 +30,10 @@ from docker.models.containers import Container
 from docker.models.services import Service
 
 from layerbench.errors import LayerbenchError, PrerequisiteError
-from layerbench.spec.feasibility import SwarmNode
+from layerbench.spec.engines.swarm import SwarmCaps, SwarmNode
 from layerbench.stack.docker_api import RUN_LABEL, SCOPE_LABEL, client, first_line, remove_volume, scope_labels
 from layerbench.stack.ledger import Resource, tracked
+from layerbench.stack.protocols import HostProbe
 from layerbench.stack.target import BuildContext
 
 SOCKET_LABEL = "layerbench.socket"  # on a node: its own daemon's socket (our local swarm sets it)
@@ -245,3 +246,16 @@ def reclaim_run(res: Resource, runner: Any) -> None:
     scopes names the run itself)."""
     run = {"label": f"{RUN_LABEL}={res.detail.get('run', res.ident)}"}
     remove_labelled(res.detail["manager"], res.detail["socket"], run)
+
+
+def probe(ask: HostProbe) -> SwarmCaps:
+    """The swarm of the manager (``manager_url()``) as the rules see it: its nodes."""
+    return SwarmCaps(swarm_nodes(manager_url()))
+
+
+def doctor_rows(urls: Sequence[str]) -> list[tuple[str, bool, str]]:
+    """`doctor`'s rows for the swarm of --swarm-manager, asked only where one is named."""
+    manager = manager_url()
+    if not manager:
+        return [("swarm", False, f"not probed: pass --swarm-manager URL (or set {MANAGER_ENV})")]
+    return describe(manager)

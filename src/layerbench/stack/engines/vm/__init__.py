@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
@@ -25,13 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.errors import PrerequisiteError
+from layerbench.spec.engines.vm import VM_MAX_SERVERS, GuestCaps
 from layerbench.spec.models import EngineSpec, StackSpec
-from layerbench.spec.rules import VM_MAX_SERVERS
 from layerbench.stack.engines.vm import guest_servers, qemu
 from layerbench.stack.engines.vm.guest import GONE, GONE_RC, GUEST_MOUNT, Guest, booted
 from layerbench.stack.fleet import Starter
 from layerbench.stack.ledger import tracked
 from layerbench.stack.ports import free_ports
+from layerbench.stack.protocols import HostProbe
 from layerbench.stack.target import BuildContext, Mount, Target
 from layerbench.workloads.servers import ServerDef
 
@@ -160,3 +162,12 @@ def _placed(engine: VmEngine, stack: StackSpec) -> Iterator[Target]:
 def _mount_table(guest: Guest) -> Callable[[], str]:
     """The guest's mounts, as the workload there sees them (for the volatile-mount check)."""
     return lambda: guest.run(["cat", "/proc/self/mountinfo"], SETUP_TIMEOUT_S).check().stdout
+
+
+def probe(ask: HostProbe) -> GuestCaps:
+    """Whether a guest can boot here (qemu, the image), and under which accelerator (a probe boot)."""
+    reason = qemu.missing(ask.cache_dir)
+    if reason is not None:
+        return GuestCaps(accel=None, missing=reason)
+    with tempfile.TemporaryDirectory(prefix="layerbench-kvm-") as tmp:
+        return GuestCaps(accel=qemu.accel_for(qemu.require(ask.cache_dir), Path(tmp)), missing=None)

@@ -1,5 +1,8 @@
 """OCI runtimes a container engine can run a cell's containers with: what each one is, as pure data.
 
+The container engines' (Docker's and Podman's) registry of runtimes, beside the engines' own: nothing
+outside it and stack/engines/ names a runtime.
+
 Docker and Podman hand a container to an OCI runtime: runc (the default), crun (the same job in C,
 meant for cgroup v2 hosts) or runsc (gVisor: a user-space kernel between the container and the host,
 whose file system goes through its own gofer). ``engine: {kind: docker, runtime: runsc}`` picks one;
@@ -8,7 +11,7 @@ stack/runtimes.py probes whether it runs here and records its version and option
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 RuntimeName = Literal["runc", "crun", "runsc"]
@@ -28,6 +31,9 @@ class Runtime:
     io_uring: str | None = None
     # Why a database server (a container on a bridge network) cannot run under it, or None.
     servers: str | None = None
+    # Its own options that a result records with their defaults unless ``args`` names them (gVisor's: which
+    # platform, ptrace, kvm or systrap, and which file-system mode, gofer or overlay, it measured).
+    recorded: dict[str, str] = field(default_factory=dict)
 
 
 RUNTIMES: dict[str, Runtime] = {
@@ -38,6 +44,7 @@ RUNTIMES: dict[str, Runtime] = {
         "runsc",
         "runsc",
         args=("--network=none",),
+        recorded={"platform": "ptrace", "file-access": "exclusive", "overlay2": "none"},
         io_uring=(
             "gVisor's io_uring is incomplete: under Debian's runsc (2022-12) fio with ioengine=io_uring reported "
             "0 IOPS and aborted with 'free(): double free detected'; use libaio or psync under runsc"

@@ -1,0 +1,40 @@
+"""What the spec layer asks of a workload type, declared on its model (``WorkloadSpec``).
+
+The spec layer cannot import ``workloads/`` (it sits below it), so the spec-level
+answers of each workload type (does it need a server, why it cannot run on a
+stack, whether its client is set up here, its sweep) are methods of its pydantic
+model; what faces the tool (its command, its parser, its summaries) is declared
+in its module under ``workloads/`` (``workloads/registry.py``). Expansion, rules
+and the space check call these methods and never test a workload's class.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from layerbench.spec.feasibility import HostCaps
+    from layerbench.spec.models import StackSpec
+
+
+class WorkloadSpec:
+    """A mixin of the workload models (no fields): the defaults a workload type overrides."""
+
+    # A database client runs against a stack's server; a file workload on a stack without one.
+    needs_server: ClassVar[bool] = False
+
+    def refused_on(self, stack: StackSpec) -> str | None:
+        """Why this workload cannot run on ``stack`` (the stack's own rules are spec/rules.py's), or None."""
+        return None
+
+    def client_missing(self, caps: HostCaps) -> str | None:
+        """Why the tool that runs this workload is not ready on this host, or None."""
+        return None
+
+    def sweep_axes(self) -> dict[str, tuple[Any, ...]]:
+        """The fields swept (each with its values): one workload per combination (spec/matrix.py)."""
+        return {}
+
+    def kept_in_sweep(self) -> bool:
+        """Whether a combination of the sweep's values makes sense as a workload (fio: bs <= size)."""
+        return True
