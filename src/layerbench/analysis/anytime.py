@@ -31,69 +31,76 @@ import numpy as np
 SCALES = (0.5, 5.0, 50.0, 500.0)
 
 
-def log_e_value(t: float, n: int, scales: tuple[float, ...] = SCALES) -> float:
-    """log E(t, n): the mixture e-value of a t statistic from ``n`` values (0 for fewer than two)."""
-    if n < 2:
-        return 0.0
-    nu = n - 1
-    logs = []
-    for g in scales:
-        c = 1 + n * g
-        logs.append(-0.5 * math.log(c) + (nu + 1) / 2 * (math.log1p(t * t / nu) - math.log1p(t * t / (nu * c))))
-    top = max(logs)
-    return top + math.log(sum(math.exp(x - top) for x in logs) / len(logs))
-
-
 @lru_cache(maxsize=4096)
 def boundary(n: int, alpha: float) -> float:
     """The |t| at which the e-value reaches 1/α after ``n`` values: the half-width of the confidence sequence in
     standard errors; infinite where no t is large enough yet (too few values for so small an α)."""
-    target = math.log(1 / alpha)
-    if n < 2 or _ceiling(n) <= target:
-        return math.inf
-    low, high = 0.0, 1.0
-    while log_e_value(high, n) < target:
-        high *= 2
-    for _ in range(100):  # bisection: E grows with |t|
+    return float(boundaries(np.array([n], dtype=float), np.array([alpha]))[0])
+
+
+def boundaries(n: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """``boundary`` of each (n, α), by bisection on all of them at once (E grows with |t|)."""
+    target = np.log(1 / alpha)
+    finite = (n >= 2) & (_ceilings(n) > target)
+    n = np.where(finite, n, 2.0)
+    low, high = np.zeros_like(target), np.ones_like(target)
+    for _ in range(64):  # doubling: the boundary is below 2^64 standard errors for any n >= 2 here
+        short = _log_e(high, n) < target
+        if not short[finite].any():
+            break
+        high = np.where(short, high * 2, high)
+    for _ in range(60):
         mid = (low + high) / 2
-        low, high = (mid, high) if log_e_value(mid, n) < target else (low, mid)
-    return high
+        below = _log_e(mid, n) < target
+        low, high = np.where(below, mid, low), np.where(below, high, mid)
+    return np.where(finite, high, np.inf)
 
 
-def _ceiling(n: int) -> float:
-    """log E as |t| grows without bound: the most evidence ``n`` values can give."""
+def _log_e(t: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """log E(t, n) of the mixture, vectorised (n >= 2)."""
     nu = n - 1
-    logs = [nu / 2 * math.log(1 + n * g) for g in SCALES]
-    top = max(logs)
-    return top + math.log(sum(math.exp(x - top) for x in logs) / len(logs))
+    logs = [
+        -0.5 * np.log1p(n * g) + (nu + 1) / 2 * (np.log1p(t * t / nu) - np.log1p(t * t / (nu * (1 + n * g))))
+        for g in SCALES
+    ]
+    return np.logaddexp.reduce(np.stack(logs), axis=0) - math.log(len(SCALES))
+
+
+def _ceilings(n: np.ndarray) -> np.ndarray:
+    """log E as |t| grows without bound: the most evidence ``n`` values can give."""
+    with np.errstate(invalid="ignore"):
+        logs = [np.maximum(n - 1, 0) / 2 * np.log1p(n * g) for g in SCALES]
+    return np.logaddexp.reduce(np.stack(logs), axis=0) - math.log(len(SCALES))
 
 
 def halfwidths(sem: np.ndarray, n: np.ndarray, alpha: float | np.ndarray) -> np.ndarray:
-    """The confidence sequence's half-width for each comparison (standard error ``sem`` from ``n`` values); NaN
-    where ``sem`` is NaN (no interval), infinite where the sequence is not yet finite. The boundary is found
-    once per distinct (n, α): a thousand simulated runs share a handful."""
+    """The confidence sequence's half-width for each comparison (standard error ``sem`` from ``n`` values, at
+    ``alpha``); NaN where ``sem`` is NaN (no interval), infinite where the sequence is not yet finite. The
+    boundary is found once per distinct (n, α): a thousand simulated runs share a few hundred."""
     sem = np.asarray(sem, dtype=float)
-    n = np.broadcast_to(np.asarray(n, dtype=float), sem.shape)
-    alphas = np.broadcast_to(np.asarray(alpha, dtype=float), sem.shape)
-    counts, levels = np.nan_to_num(n, nan=0.0).ravel(), alphas.ravel()
-    found = np.empty(counts.shape)
-    for a in np.unique(levels).tolist():
-        at = levels == a
-        distinct, index = np.unique(counts[at], return_inverse=True)
-        found[at] = np.array([boundary(int(k), a) for k in distinct.tolist()], dtype=float)[index]
-    return sem * found.reshape(sem.shape)
+    n = np.broadcast_to(np.nan_to_num(np.asarray(n, dtype=float), nan=0.0), sem.shape).ravel()
+    alphas = np.broadcast_to(np.asarray(alpha, dtype=float), sem.shape).ravel()
+    # One integer per pair: the α's differ by factors (1/K steps of 5%), so their logs to 1e-6 tell them apart.
+    keys = np.round(np.log(alphas) * 1e6).astype(np.int64) * 100_000 + np.minimum(n, 99_999).astype(np.int64)
+    distinct, first, index = np.unique(keys, return_index=True, return_inverse=True)
+    missing = [i for i, key in enumerate(distinct.tolist()) if key not in _FOUND]
+    if missing:
+        found_now = boundaries(n[first][missing], alphas[first][missing])
+        _FOUND.update(zip(distinct[missing].tolist(), found_now.tolist(), strict=True))
+    found = np.array([_FOUND[key] for key in distinct.tolist()])
+    return sem * found[index.ravel()].reshape(sem.shape)
+
+
+# Boundaries found so far, by (α, n) key: they depend on nothing else, and a run's next round asks the same.
+_FOUND: dict[int, float] = {}
 
 
 def p_values(t: np.ndarray, n: np.ndarray) -> np.ndarray:
     """The anytime-valid p-value of "the mean is zero" for each t statistic from ``n`` values: 1 over its
-    e-value, at most 1 (NaN where t is NaN). Vectorised: a thousand simulated runs at once."""
+    e-value, at most 1 (NaN where t is NaN or there are fewer than two values)."""
     t = np.asarray(t, dtype=float)
     n = np.broadcast_to(np.asarray(n, dtype=float), t.shape)
-    nu = np.where(n >= 2, n - 1, np.nan)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        logs = [
-            -0.5 * np.log1p(n * g) + n / 2 * (np.log1p(t * t / nu) - np.log1p(t * t / (nu * (1 + n * g))))
-            for g in SCALES
-        ]
-        log_e = np.logaddexp.reduce(np.stack(logs), axis=0) - math.log(len(SCALES))
-    return np.where(np.isnan(t) | np.isnan(nu), np.nan, np.minimum(1.0, np.exp(-log_e)))
+    known = ~np.isnan(t) & (n >= 2)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        log_e = _log_e(np.where(known, t, 0.0), np.where(known, n, 2.0))
+    return np.where(known, np.minimum(1.0, np.exp(-log_e)), np.nan)

@@ -63,7 +63,7 @@ def ruled_out(low: float, high: float) -> str:
         return ""
     parts = []
     if low < 1:
-        parts.append(f"{100 * (1 / low - 1):.0f}% slower")
+        parts.append(f"{100 * (1 - low):.0f}% slower")
     if high > 1:
         parts.append(f"{100 * (high - 1):.0f}% faster")
     return f"; rules out more than {' or '.join(parts)}" if parts else ""
@@ -173,7 +173,7 @@ class Status:
     per_trial: bool  # the budget is a count of trials
 
     def line(self) -> str:
-        """"decided 5 of 15, 10 open (~4 min to decide those this host can), 2.1 min of budget left"."""
+        """ "decided 5 of 15, 10 open (~4 min to decide those this host can), 2.1 min of budget left"."""
         budget = f"{self.left:.0f} trials" if self.per_trial else f"{self.left / 60:.1f} min"
         if self.decisions is None:
             return f"first rounds for every cell, {budget} of budget left"
@@ -203,12 +203,16 @@ def next_cells(cells: Sequence[Cell], data: RunData, rule: Trials) -> tuple[list
     per_trial = rule.budget_trials is not None
     chosen = _chosen(decisions.open, remaining, per_trial)
     wanted = {c for o in chosen for c in (o.subject, o.reference)}
-    return [c for c in cells if c.id in wanted], decisions
+    round_cells = [c for c in cells if c.id in wanted]
+    seconds = trial_seconds(data)
+    cost = len(round_cells) if per_trial else sum(seconds.get(c.id, 0.0) for c in round_cells)
+    return (round_cells if cost <= remaining else []), decisions  # a round is paired: whole, or not at all
 
 
 def _chosen(opened: Sequence[Open], remaining: float, per_trial: bool) -> list[Open]:
     """The open comparisons whose deciding fits in what is left, cheapest first; all of them where none fits
     (more rounds still narrow every interval, and the budget ends the run)."""
+
     def cost(o: Open) -> float | None:
         if o.more is None:
             return None

@@ -23,10 +23,11 @@ decided on.
 A run whose data decide when it stops (a budget or a precision target: ``Trials.sequential``) is judged
 another way, in which every printed interval is the one its verdict was decided on and both hold at any
 stop (``judge(..., sequential=True)``): each comparison's interval is its confidence sequence
-(analysis/anytime.py) at 5% over the run's K comparisons (Bonferroni), and the verdict follows from that
-interval and the band alone: ≈ when the whole interval lies inside ×1/1.05 to ×1.05, slower or faster when
-otherwise it lies wholly below or above ×1, undecided else. Every verdict of such a run is wrong only where
-some interval missed its true ratio, at most 5% of runs (tests/unit/test_decisions.py). A fixed count of
+(analysis/anytime.py), corrected over the run's K comparisons as ``decide_sequential`` says (e-BY: at
+5%·|S|/K for the S comparisons decided), and the verdict follows from that interval and the band alone: ≈
+when the whole interval lies inside ×1/1.05 to ×1.05, slower or faster when otherwise it lies wholly below or
+above ×1, undecided else. A verdict is wrong only where its interval missed the true ratio
+(tests/unit/test_decisions.py simulates a thousand runs stopped at random rounds and at their budget). A fixed count of
 rounds keeps the fixed-n rules above for now: over three or four rounds the sequences are several times
 wider, and fixed runs are what the seeds' presets reproduce.
 
@@ -142,20 +143,34 @@ def family_size(sem: np.ndarray) -> np.ndarray:
 
 
 def decide_sequential(mean: np.ndarray, sem: np.ndarray, df: np.ndarray, alpha: float = 0.05) -> Sequenced:
-    """The interval (a confidence sequence at ``alpha`` over the family) and the verdict read off it, of each
-    comparison (log-scale ``mean``, ``sem``, ``df``: n - 1 for n paired rounds; NaN sem: no interval), the
-    family along the last axis."""
+    """The interval and the verdict read off it, of each comparison (log-scale ``mean``, ``sem``, ``df``: n - 1
+    for n paired rounds; NaN sem: no interval), the family of K along the last axis.
+
+    Each interval is the comparison's confidence sequence at α·|S|/K, where S is the set of comparisons those
+    intervals decide (the e-BY procedure of Xu, Wang and Ramdas, 2022: for any selection, e-value intervals at
+    that level keep the false coverage rate of the selected ones at α, under any dependence). S is found from
+    one (Bonferroni's α/K) upward: a narrower interval only decides more, so the largest consistent S is
+    reached in at most K steps. Each interval is at least a 95% sequence on its own, since |S| ≤ K."""
     mean, df = np.asarray(mean, dtype=float), np.asarray(df, dtype=float)
     sem = floored(np.asarray(sem, dtype=float), df)
-    k = np.broadcast_to(family_size(sem), sem.shape)
-    half = anytime.halfwidths(sem, df + 1, alpha / k)
-    low, high = mean - half, mean + half
-    equivalent = (low >= -BAND) & (high <= BAND)
-    verdict = np.where(
-        equivalent, EQUIVALENT, np.where(high < 0, SLOWER, np.where(low > 0, FASTER, UNDECIDED))
-    ).astype(object)
+    k = family_size(sem)
+    selected = np.ones_like(k)
+    for _ in range(sem.shape[-1] + 1):
+        half = anytime.halfwidths(sem, df + 1, np.broadcast_to(alpha * selected / k, sem.shape))
+        low, high = mean - half, mean + half
+        verdict = _read_off(low, high)
+        grown = np.maximum(selected, np.maximum((verdict != UNDECIDED).sum(axis=-1, keepdims=True), 1))
+        if np.array_equal(grown, selected):
+            break
+        selected = grown
     p = anytime.p_values(mean / sem, df + 1)
-    return Sequenced(verdict, low, high, p, np.minimum(p * k, 1.0), sem)
+    return Sequenced(verdict, low, high, p, np.minimum(p * k / selected, 1.0), sem)
+
+
+def _read_off(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """The verdict an interval gives against the band: ≈ inside it, slower or faster wholly below or above ×1."""
+    equivalent = (low >= -BAND) & (high <= BAND)
+    return np.where(equivalent, EQUIVALENT, np.where(high < 0, SLOWER, np.where(low > 0, FASTER, UNDECIDED)))
 
 
 def judge_sequential(comparisons: Sequence[LogRatio], confidence: float = 0.95) -> list[Judged]:
@@ -224,6 +239,15 @@ def _trigamma_inverse(x: np.ndarray) -> np.ndarray:
 # How a verdict marks a ratio in the tables (legend: LEGEND).
 MARKS = {SLOWER: "↓", FASTER: "↑", EQUIVALENT: "≈", UNDECIDED: "?"}
 LEGEND = "↓ slower, ↑ faster (named: significant after the run's correction and ≥5%), ≈ within ±5% (shown), ? undecided"
+# A budget run's verdicts are read off their intervals alone, which hold whenever the run stopped.
+SEQUENTIAL_LEGEND = (
+    "↓ slower, ↑ faster (the whole interval below or above ×1), ≈ (the whole interval inside ±5%), ? undecided; "
+    "the intervals hold whenever the run stops"
+)
+
+
+def legend(sequential: bool) -> str:
+    return SEQUENTIAL_LEGEND if sequential else LEGEND
 
 
 def material(r: Ratio) -> bool:

@@ -58,6 +58,14 @@ def run(
         help="cpu: record the whole machine with perf during each cell's first trial, for the report's flame "
         "graphs and `advise` (the spec's `profile:` field, overridden).",
     ),
+    budget: str | None = typer.Option(
+        None,
+        "--budget",
+        metavar="TIME|TRIALS",
+        help="Decide by comparisons within this budget (6m, 1.5h: the trials' own time; 200: trials): every cell "
+        "gets its first rounds, then each round goes to the comparisons still undecided; the intervals hold "
+        "whenever the run stops, and `show` says what would decide the rest (the spec's trials.budget).",
+    ),
     kubeconfig: Path | None = KUBECONFIG_OPTION,
     swarm_manager: str | None = SWARM_OPTION,
     node: str | None = typer.Option(
@@ -99,6 +107,8 @@ def run(
         exp = spec_load.load(spec)
         if profile is not None:
             exp = Experiment.model_validate({**exp.model_dump(), "profile": profile.value})
+        if budget is not None:
+            exp = spec_load.with_budget(exp, budget)
         matrix = cells_here(exp, cache_dir)
         if node is not None:
             matrix = nodes.only(matrix, node)
@@ -107,6 +117,7 @@ def run(
             raise UsageError("--metrics-port serves one run: run each node with --node and its own port instead")
         if parallel_nodes and not dry_run:
             own = _own_argv(spec, db, work_dir, state_dir, cache_dir, seed, format_device, profile)
+            own += ["--budget", budget] if budget is not None else []
             print_plan(matrix)
             _warn_shared(matrix)
             raise typer.Exit(nodes.run_all(nodes.children(matrix, own), typer.echo))

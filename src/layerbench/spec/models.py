@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 import urllib.parse
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -615,6 +616,10 @@ class Cell(Frozen):
         return f"{self.stack.label()} · {self.workload.label()}"
 
 
+# A budget: a duration of trials (90s, 6m, 1.5h) or a count of trials (200).
+BUDGET = re.compile(r"[0-9]+(\.[0-9]+)?(s|m|h)|[1-9][0-9]*")
+
+
 class Trials(Frozen):
     """How many trials per cell: a fixed count, until a precision target is met, or until the run's
     comparisons are decided.
@@ -632,7 +637,7 @@ class Trials(Frozen):
     precision: float | None = Field(default=None, gt=0, lt=1)
     budget: str | None = Field(
         default=None,
-        pattern=r"^([0-9]+(\.[0-9]+)?(s|m|h)|[1-9][0-9]*)$",
+        json_schema_extra={"pattern": BUDGET.pattern},
         description="decide by comparisons within this budget: a duration of trials (90s, 6m, 1.5h) or a count "
         "of trials (100); rounds go where a verdict is still open",
     )
@@ -659,6 +664,14 @@ class Trials(Frozen):
         "and the last attempt stands, flagged if it was disturbed too; 0 (default): never, as it narrowed no "
         "interval under a CPU hog (docs/explanation/protocol.md)",
     )
+
+    @field_validator("budget", mode="before")
+    @classmethod
+    def _budget_text(cls, value: Any) -> Any:
+        text = str(value).strip() if value is not None else None
+        if text is not None and not BUDGET.fullmatch(text):
+            raise ValueError(f"{value!r} is neither a duration of trials (90s, 6m, 1.5h) nor a count of trials (200)")
+        return text
 
     @model_validator(mode="after")
     def _cap_above_min(self) -> Trials:
