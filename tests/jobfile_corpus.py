@@ -51,6 +51,8 @@ def reason_kind(reason: str) -> str:
     reason = re.sub(r"^\[[^\]]*\]: ", "", reason)
     if "not loadable" in reason:  # fio's words, as it parsed the file or when asked about the engine
         return "its engine does not load in this fio"
+    if "is not given: set env:" in reason:
+        return "a ${VARIABLE} it uses is not given (env:)"
     if reason.startswith("fio refuses it"):
         if "${" in reason:
             return "fio refuses it: an environment variable it expects is unset"

@@ -13,7 +13,8 @@ import os
 import pytest
 
 from layerbench.spec.models import StackSpec
-from layerbench.spec.rules import REMOTE_NEEDS, host_has_remote, qdisc_of
+from layerbench.spec.rules import host_has_remote, qdisc_of
+from layerbench.spec.transports import needs as client_needs
 from tests.unavoidable_skips import UNAVOIDABLE, cannot, caps
 
 # name in test ids -> the spec's remote block
@@ -43,7 +44,7 @@ def require(name: str, link: dict | None = None) -> dict:
             pytest.fail(f"{name} is expected here, but: {reason}")
         spec = stack.device.remote
         assert spec is not None
-        needs = [*REMOTE_NEEDS[(spec.transport, spec.client)], qdisc_of(spec.link)]
+        needs = [*client_needs(spec.transport, spec.client), qdisc_of(spec.link)]
         for part in (KERNEL_PARTS[f] for f in needs if f in KERNEL_PARTS):
             if UNAVOIDABLE[part].lacks():
                 cannot(part, reason)

@@ -22,7 +22,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from layerbench.spec.clients import ClientsSpec
-from layerbench.spec.databases import PgbenchWorkload, Resources, ServerSpec, YcsbWorkload
+from layerbench.spec.databases import PgbenchScript, PgbenchWorkload, Resources, ServerSpec, YcsbWorkload
 from layerbench.spec.link import parse_delay, parse_rate
 from layerbench.spec.models import (
     DeviceSpec,
@@ -61,6 +61,7 @@ SECTIONS: list[tuple[str, str, type[BaseModel]]] = [
     ("`workloads[]` of kind `iozone`", "workloads-iozone", IozoneWorkload),
     ("`workloads[]` of kind `ycsb`", "workloads-ycsb", YcsbWorkload),
     ("`workloads[]` of kind `pgbench`", "workloads-pgbench", PgbenchWorkload),
+    ("`workloads[].scripts[]` (pgbench)", "workloads-pgbench-scripts", PgbenchScript),
     ("`trials`", "trials", Trials),
     ("`resources`", "resources", Resources),
 ]
@@ -71,6 +72,8 @@ SHORTHANDS: dict[type[BaseModel], str] = {
     "`native` is `{kind: native}`.",
     PlacementSpec: "May also be written as its kind alone: `volume` is `{kind: volume}`.",
     ClientsSpec: "May also be written as its count alone: `4` is `{count: 4}`. docs/how-to/many-clients.md says more.",
+    PgbenchScript: "May also be written as its path alone: `a.sql` is `{path: a.sql, weight: 1}`; a workload's "
+    "`script: a.sql` is `scripts: [a.sql]`.",
     ServerSpec: "May also be written as its kind alone: `postgres` is `{kind: postgres}`; a mapping with an "
     "`image` and no `kind` is of kind `image`.",
 }

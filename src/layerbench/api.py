@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from layerbench.run import decide as run_decide
-from layerbench.run.start import Events, Places, Run, resume, start
+from layerbench.run.start import Events, Places, Run, preflight, resume, start
 from layerbench.spec import load as spec_load
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Experiment
@@ -48,8 +48,9 @@ def start_run(
     from layerbench.run.session import cells_here
 
     exp = spec if isinstance(spec, Experiment) else spec_load.load(spec)
-    store = db if isinstance(db, Store) else Store.open(Path(db))
     cells = matrix if matrix is not None else cells_here(exp, places.cache_dir)
+    preflight(exp, cells, places, format_devices)  # before the database is made: a refused run leaves none
+    store = db if isinstance(db, Store) else Store.open(Path(db))
     run = start(exp, cells, store, places, seed, node, format_devices)
     run.decide = _decider(run, store)
     return run

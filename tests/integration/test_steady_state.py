@@ -49,7 +49,7 @@ def test_steady_precondition_and_steady_state_end_the_run_early(tmp_path: Path) 
     # Both detectors settle far inside their caps on a busy host (2026-11-29, beside a CPU-bound loop): the
     # preparation (the fill, then the steady writes of at most 600 s) in 16.6-25.6 s, the reads in 10.3-16.3 s.
     # With 2 s windows the preparation took 34.7-39.7 s there, and the test 244 s once in CI.
-    assert prepared["67108864:steady"]["steady_attained"]  # the steady writes stopped once flat, not at the cap
+    assert prepared["67108864:steady"].steady_attained  # the steady writes stopped once flat, not at the cap
     job = json.loads(rec.raw_output[rec.raw_output.index("{") :])["jobs"][0]
     assert job["steadystate"]["attained"] == 1
     assert ctx.ledger.live() == []

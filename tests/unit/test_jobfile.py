@@ -151,7 +151,8 @@ def test_engines_this_host_cannot_run_are_refused_with_a_reason(tmp_path: Path) 
 def test_a_file_job_without_a_size_is_refused_on_a_filesystem(tmp_path: Path) -> None:
     jf = read(tmp_path, "[w]\nrw=write\n")
     assert jobfile.refusal(jf, raw=False) == (
-        "[w]: it gives no size; on a filesystem placement fio needs size= or filesize= in bytes"
+        "[w]: it gives no size; on a filesystem placement fio needs size= or filesize= in bytes: "
+        "set size: in the workload"
     )
     assert jobfile.refusal(jf, raw=True) is None
     share = read(tmp_path, "[a]\nfilename=f\nsize=1m\n[b]\nfilename=f\nsize=50%\n", "share.fio")

@@ -96,7 +96,7 @@ def test_fio_reaches_an_nbd_export_with_its_nbd_engine_and_no_file() -> None:
         assert args[-2:] == ["--ioengine=nbd", f"--uri={uri}"]
         assert not [a for a in args if a.startswith(("--filename=", "--unlink=")) or a == "--ioengine=io_uring"]
     local = fio.argv(w, "/dev/zram3", True)
-    assert "--filename=/dev/zram3" in local and "--ioengine=io_uring" in local and fio.over_nbd(local) == local
+    assert "--filename=/dev/zram3" in local and "--ioengine=io_uring" in local and fio.over_export(local) == local
 
 
 def test_fuse_needs_fuse_and_loop(full_caps: HostCaps) -> None:
@@ -143,3 +143,12 @@ def test_commands_are_argument_lists_with_the_storage_host_namespace() -> None:
         "/w/m/disk",
         "nbd://10.213.0.2:10809/",
     ]
+
+
+def test_the_transports_rows_say_which_device_fio_reaches_itself() -> None:
+    from layerbench.spec.transports import device_clients, fio_export_args, without_device
+
+    remote = DeviceSpec(kind="zram", remote={"transport": "nbd", "client": "fio"}).remote
+    assert remote is not None and without_device(remote.label()) and not without_device("nbd-fuse")
+    assert device_clients("nbd") == ["kernel", "fuse"] and device_clients("iscsi") == ["kernel"]
+    assert fio_export_args("/dev/zram3") is None

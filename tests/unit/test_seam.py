@@ -1,5 +1,7 @@
 """The engine seam, measured: no code outside stack/engines/ and spec/engines/ (the engines' registry) writes an
-engine's or an OCI runtime's name; what differs between engines is read from their rows (issues 30 and 52)."""
+engine's or an OCI runtime's name; what differs between engines is read from their rows (issues 30 and 52).
+The remote transports' seam likewise: no transport's name, client label or host feature outside stack/remote/'s
+transports and spec/transports/ (issue 56)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import pytest
 from layerbench.spec.engines.runtimes import RUNTIMES
 from layerbench.spec.models import EngineKind
 from layerbench.spec.traits import TRAITS
+from layerbench.spec.transports import DEFAULT_CLIENT, STORAGE_HOST, TRANSPORTS, doctor_remotes
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "layerbench"
 KINDS = frozenset(get_args(EngineKind))
@@ -33,26 +36,61 @@ def _docstrings(tree: ast.Module) -> set[int]:
     }
 
 
-def _literals(tree: ast.Module) -> list[tuple[int, str]]:
-    """(line, name) for each string literal in one module that is an engine's or a runtime's name, wherever it
-    stands: a comparison, a subscript, a dict's key, a default, data, a program's name; docstrings aside."""
+def _literals(tree: ast.Module, names: frozenset[str] = NAMES) -> list[tuple[int, str]]:
+    """(line, name) for each string literal in one module that is one of ``names`` (an engine's or a runtime's,
+    unless told), wherever it stands: a comparison, a subscript, a dict's key, a default, data, a program's
+    name; docstrings aside."""
     prose = _docstrings(tree)
     return sorted(
         (n.lineno, n.value)
         for n in ast.walk(tree)
-        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in NAMES and id(n) not in prose
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in names and id(n) not in prose
     )
+
+
+def name_literals(names: frozenset[str], allowed: tuple[str, ...], src: Path = SRC) -> list[str]:
+    """``file:line: name`` for each of ``names`` written outside the modules under ``allowed``."""
+    found: list[str] = []
+    for path in sorted(src.rglob("*.py")):
+        rel = path.relative_to(src).as_posix()
+        if rel.startswith(allowed):
+            continue
+        tree = ast.parse(path.read_text())
+        found += [f"src/layerbench/{rel}:{line}: {name!r}" for line, name in _literals(tree, names)]
+    return found
 
 
 def engine_name_literals(src: Path = SRC) -> list[str]:
     """``file:line: name`` for each engine or runtime name written outside the engines and their registry."""
-    found: list[str] = []
-    for path in sorted(src.rglob("*.py")):
-        rel = path.relative_to(src).as_posix()
-        if rel.startswith(ALLOWED):
-            continue
-        found += [f"src/layerbench/{rel}:{line}: {name!r}" for line, name in _literals(ast.parse(path.read_text()))]
-    return found
+    return name_literals(NAMES, ALLOWED, src)
+
+
+# A remote transport's names: its own, its clients' labels (a device's kind: "nbd-fio") and the host features its
+# clients need (keys of HostCaps.remote), a storage host's aside.
+TRANSPORT_NAMES = (
+    frozenset(TRANSPORTS)
+    | frozenset(label for label, _ in doctor_remotes())
+    | frozenset(f for r in TRANSPORTS.values() for c in r.clients.values() for f in c.needs)
+) - {STORAGE_HOST}
+# Where naming a transport is the point: the registry's rows, and each transport's module with the registry that
+# lists them on the stack's side.
+TRANSPORT_ALLOWED = (
+    "spec/transports/",
+    "stack/remote/__init__.py",
+    *(f"stack/remote/{t.replace('-', '_')}.py" for t in TRANSPORTS),
+)
+# The same word meaning something else: fio's own engines' names (an ioengine "nbd" is fio's, not a transport).
+HOMONYMS = {"workloads/jobfile.py": frozenset({"nbd"})}
+
+
+def transport_name_literals(src: Path = SRC) -> list[str]:
+    """``file:line: name`` for each transport name written outside the transports and their registry."""
+    found = name_literals(TRANSPORT_NAMES, TRANSPORT_ALLOWED, src)
+    return [f for f in found if f.split(": ")[1].strip("'") not in HOMONYMS.get(_rel(f), frozenset())]
+
+
+def _rel(found: str) -> str:
+    return found.removeprefix("src/layerbench/").split(":")[0]
 
 
 def test_no_engine_or_runtime_name_is_written_outside_the_engines_and_their_registry() -> None:
@@ -62,6 +100,35 @@ def test_no_engine_or_runtime_name_is_written_outside_the_engines_and_their_regi
         "engine's row, or a role of spec/engines/: HOST_ENGINE, API_ENGINE, DEFAULT_RUNTIME_BINARY):\n"
         + "\n".join(found)
     )
+
+
+def test_no_transport_name_is_written_outside_the_transports_and_their_registry() -> None:
+    found = transport_name_literals()
+    assert not found, (
+        f"{len(found)} remote transport names outside spec/transports/ and stack/remote/'s transports (read the "
+        "transport's row: spec.transports' label, needs, device_clients, without_device):\n" + "\n".join(found)
+    )
+
+
+def test_each_transport_has_its_stack_side_and_each_feature_its_probe() -> None:
+    """A transport of the spec is one the stack can attach, and every host feature a client needs is one a
+    transport's module tells the probe how to look for (and none is probed that no client needs)."""
+    from layerbench.stack.remote import TRANSPORTS as STACK_TRANSPORTS
+
+    assert list(STACK_TRANSPORTS) == list(TRANSPORTS)
+    needed = {f for r in TRANSPORTS.values() for c in r.clients.values() for f in c.needs}
+    assert needed == {f for t in STACK_TRANSPORTS.values() for f in t.needs}
+    assert all(DEFAULT_CLIENT in r.clients for r in TRANSPORTS.values())
+
+
+def test_each_local_device_kind_has_its_builder() -> None:
+    """A device kind of the spec (spec/devices/) is one the stack builds (stack/device.py's BUILDERS)."""
+    from layerbench.spec.devices import DEVICES
+    from layerbench.spec.models import DeviceKind
+    from layerbench.stack.device import BUILDERS
+
+    assert list(DEVICES) == list(get_args(DeviceKind))
+    assert set(BUILDERS) == set(DEVICES)
 
 
 def test_the_scan_sees_each_form_of_literal() -> None:
@@ -163,4 +230,5 @@ if (
 ):  # the engine names left outside the engines, for a tree: python tests/unit/test_seam.py [SRC]
     import sys
 
-    print("\n".join(engine_name_literals(Path(sys.argv[1]) if len(sys.argv) > 1 else SRC)) or "none")
+    tree = Path(sys.argv[1]) if len(sys.argv) > 1 else SRC
+    print("\n".join(engine_name_literals(tree) + transport_name_literals(tree)) or "none")

@@ -7,6 +7,7 @@ A flag never deletes a result; it tells the reader why not to trust it.
 from __future__ import annotations
 
 from layerbench.records.checks import Check
+from layerbench.spec.devices import device_traits
 from layerbench.spec.models import StackSpec
 from layerbench.spec.traits import traits
 
@@ -30,7 +31,8 @@ def layers(stack: StackSpec) -> int:
     """How many layers sit between a workload and its device: each can only cost, never add, speed."""
     count = (stack.filesystem.type != "none") + traits(stack.engine.kind).layer
     count += stack.placement.kind == "writable-layer"  # the storage driver (overlay) over the filesystem
-    count += stack.device.kind == "loop" and not stack.device.direct_io  # the host's page cache under the loop
+    # the host's page cache under a file-backed device (a loop's) without direct I/O
+    count += device_traits(stack.device.kind).file_backed and not stack.device.direct_io
     return count
 
 

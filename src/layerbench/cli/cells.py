@@ -7,6 +7,7 @@ from rich.markup import escape
 from layerbench.cli.options import console
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import StackSpec
+from layerbench.workloads import jobfile
 
 PLAN_NAMES_SHOWN = 12
 
@@ -32,6 +33,7 @@ def print_plan(matrix: Matrix, header: str | None = None) -> None:
         console.print(f"  workloads: {_names(next(iter(per_stack.values())))}")
     for stack, names in per_stack.items():
         console.print(f"  [cyan]{escape(stack.label())}[/]" + ("" if shared else f"  {_names(names)}"))
+    _print_given(matrix)
     # A stack's own reason once; a reason some of its workloads have (a job file's) with their names.
     refused: dict[tuple[str, str], list[str]] = {}
     for r in matrix.refused:
@@ -43,3 +45,16 @@ def print_plan(matrix: Matrix, header: str | None = None) -> None:
     for (label, reason), names in refused.items():
         which = f" {_names(names)}" if label in running or reasons_of[label] > 1 else ""
         console.print(f"  [red]refused[/] {escape(label)}{escape(which)}: {escape(reason)}")
+
+
+def _print_given(matrix: Matrix) -> None:
+    """Each job file's options the spec gave (size:, runtime_s: ...), and which jobs kept their own: what a
+    user reads to know what fio will run, as ``fio --size=... FILE`` would."""
+    shown: set[str] = set()
+    for c in matrix.cells:
+        w = c.workload
+        if w.name in shown:
+            continue
+        shown.add(w.name)
+        for given in jobfile.given_of(w):
+            console.print(f"  {escape(w.name)}: {escape(given.said())}")

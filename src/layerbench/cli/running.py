@@ -131,8 +131,8 @@ def run(
 
         agreed = confirm_formatting(matrix, format_device)
         places = api.Places(work_dir, state_dir, cache_dir)
+        handle = api.start_run(exp, db, places, seed, agreed, matrix, node)
         store = Store.open(db)
-        handle = api.start_run(exp, store, places, seed, agreed, matrix, node)
         print_plan(matrix, header=f"run {handle.run_id}: {exp.name}")
         if _execute(handle, store, serve):
             raise typer.Exit(EXIT_TRIALS_FAILED)

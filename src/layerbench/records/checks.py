@@ -27,5 +27,6 @@ MEANINGS = {
     "limit-applied": "the cgroup does not enforce the limit the spec set",
     "client-errors": "the database refused operations, and the client's throughput counts them",
     "clients-in-step": "the clients started or finished apart: their load overlapped for less than the runtime",
+    "workload-file": "layerbench set some of the YCSB workload file's properties otherwise (threads, time, binding)",
     "shared-machine": "the clients' nodes are one machine: their total is one machine's, not as many machines'",
 }

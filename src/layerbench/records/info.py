@@ -146,6 +146,32 @@ class ClientInfo:
 
 
 @dataclass(frozen=True)
+class GivenOption:
+    """A job file's option the workload gave as fio's command line gives one (``size: 64m`` → ``size=64m``):
+    the jobs that took it, and those whose own value in the file won (workloads/jobfile.py)."""
+
+    option: str | None = None  # fio's name of it: size, runtime, numjobs, iodepth, bs, directory, filename
+    value: str | None = None
+    applied: tuple[str, ...] = ()  # the jobs' section names
+    overridden: tuple[str, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> GivenOption:
+        known, extra = split(cls, data)
+        return cls(**decoded(known, {"applied": tuple, "overridden": tuple}), extra=extra)
+
+    def to_json(self) -> JsonObject:
+        return dumped(self)
+
+    def said(self) -> str:
+        """``size=64m: applied to [a], [b]; the file's own in [c]``."""
+        parts = [f"applied to {', '.join(f'[{j}]' for j in self.applied)}"] if self.applied else []
+        parts += [f"the file's own in {', '.join(f'[{j}]' for j in self.overridden)}"] if self.overridden else []
+        return f"{self.option}={self.value}: {'; '.join(parts) or 'no job'}"
+
+
+@dataclass(frozen=True)
 class Attempt:
     """A trial's attempt measured again because the ``contended`` check flagged it (run/loop.py): when it ran,
     the check's reason, its values (metric, direction, job, value) and how long the host took to quieten."""
@@ -173,10 +199,10 @@ class TrialInfo:
     A file trial: ``precondition`` (its files), ``target`` (its engine's facts), ``engine``, and with fio's
     latency log ``lat_log_ms`` (and ``lat_log`` where it could not be read). A database trial: its ``load``
     as ``precondition``, ``devices`` (the device and what lies beneath), ``server`` (the fleet), ``endpoints``,
-    ``latency_hdr`` (each operation's merged histogram, encoded) and, where its clients were timed,
-    ``clients_*``. A trial of fio clients: ``clients``, ``clients_spread_ms``, ``clients_ran_ms``,
-    ``runs_lost_a_log``. Any trial: ``disturbed`` (its attempts measured again), ``profiled`` (True, or what
-    the profiler said).
+    ``latency_hdr`` (each operation's merged histogram, encoded), where its clients were timed ``clients_*``,
+    and of a YCSB workload file ``overridden``. A trial of fio clients: ``clients``, ``clients_spread_ms``,
+    ``clients_ran_ms``, ``runs_lost_a_log``. A job file's trial: ``job_options``. Any trial: ``disturbed`` (its
+    attempts measured again), ``profiled`` (True, or what the profiler said).
     """
 
     precondition: Precondition | None = None
@@ -191,8 +217,12 @@ class TrialInfo:
     clients_ran_ms: dict[str, tuple[float, float]] | None = None  # each client's (start, end), ms since the epoch
     clients_timed_by: str | None = None  # what told when the database clients ran
     runs_lost_a_log: tuple[str, ...] | None = None  # what fio's client said in each run that lost a log
+    # A YCSB workload file's properties layerbench set otherwise: name → (the file's value or "", what ran).
+    overridden: dict[str, tuple[str, str]] | None = None
     lat_log_ms: int | None = None  # the interval fio averaged its latency log over
     lat_log: str | None = None  # why the latency log was not read
+    # A job file's options the workload gave (its size:, runtime_s:, ... and the placement): whom each reached.
+    job_options: tuple[GivenOption, ...] | None = None
     disturbed: tuple[Attempt, ...] | None = None
     profiled: str | bool | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
@@ -219,5 +249,7 @@ _DECODERS = {
     "clients": tuple_of(ClientInfo.from_json),
     "clients_ran_ms": lambda ran: {job: tuple(window) for job, window in ran.items()},
     "runs_lost_a_log": tuple,
+    "overridden": lambda props: {name: tuple(pair) for name, pair in props.items()},
     "disturbed": tuple_of(Attempt.from_json),
+    "job_options": tuple_of(GivenOption.from_json),
 }

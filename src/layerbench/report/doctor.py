@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import NamedTuple, get_args
 
 from layerbench.spec.databases import PgbenchWorkload, ServerKind, YcsbWorkload
+from layerbench.spec.devices import DEVICES
 from layerbench.spec.engines import API_ENGINE, HOST_ENGINE, guest_accel
 from layerbench.spec.feasibility import HostCaps
-from layerbench.spec.models import DRIVERS, DeviceKind, DeviceSpec, DmMode, FsType, StackSpec
+from layerbench.spec.models import DRIVERS, DeviceSpec, DmMode, FsType, StackSpec
 from layerbench.spec.rules import (
     client_ready,
     host_has_device,
@@ -18,6 +19,7 @@ from layerbench.spec.rules import (
     needs_root,
 )
 from layerbench.spec.traits import TRAITS
+from layerbench.spec.transports import doctor_remotes
 
 # Probed by `doctor`: Docker Hub, where the seeds' databases' official images are.
 DOCTOR_IMAGES = ("mongo:7",)
@@ -36,16 +38,9 @@ class DoctorRow(NamedTuple):
 
 def doctor_rows(caps: HostCaps) -> list[DoctorRow]:
     rows = [DoctorRow("host", "root", caps.is_root, needs_root(_stack(), caps) or f"kernel {caps.kernel}")]
-    for kind in get_args(DeviceKind):
-        if kind == "block":
-            rows.append(
-                DoctorRow(
-                    "device",
-                    kind,
-                    True,
-                    "only a device you name explicitly; never mounted or in use",
-                )
-            )
+    for kind, device in DEVICES.items():
+        if device.doctor:  # nothing to probe ahead: say what it is
+            rows.append(DoctorRow("device", kind, True, device.doctor))
             continue
         reason = host_has_device(_stack(device={"kind": kind}), caps)
         rows.append(DoctorRow("device", kind, reason is None, reason or ""))
@@ -100,19 +95,10 @@ def _profiler_row(caps: HostCaps) -> DoctorRow:
     return DoctorRow("profiler", "perf", reason is None, reason or "records the whole machine (profile: cpu)")
 
 
-# A remote device's transports and clients, as a spec names them (device.remote).
-REMOTE_CLIENTS = {
-    "nbd-fio": {"transport": "nbd", "client": "fio"},
-    "nbd-fuse": {"transport": "nbd", "client": "fuse"},
-    "nbd": {"transport": "nbd"},
-    "nvme-tcp": {"transport": "nvme-tcp"},
-    "iscsi": {"transport": "iscsi"},
-}
-
-
 def _remote_rows(caps: HostCaps) -> list[DoctorRow]:
+    """A row per client of each transport (spec/transports/), as a spec names it, then the link's qdiscs."""
     rows = []
-    for name, remote in REMOTE_CLIENTS.items():
+    for name, remote in doctor_remotes():
         reason = host_has_remote(_stack(device={"kind": "zram", "remote": remote}), caps)
         rows.append(DoctorRow("remote device", name, reason is None, reason or ""))
     for qdisc, shapes in (("netem", "a link's delay (link.delay)"), ("tbf", "a link's rate alone (link.rate)")):

@@ -18,6 +18,7 @@ from layerbench import proc
 from layerbench.errors import PrerequisiteError
 from layerbench.profiling import perf
 from layerbench.run.results import Results
+from layerbench.spec.devices import device_traits
 from layerbench.spec.matrix import Matrix, expand, expand_stacks
 from layerbench.spec.models import Experiment
 from layerbench.spec.profiles import Budget
@@ -50,8 +51,9 @@ def cells_here(exp: Experiment, cache_dir: Path) -> Matrix:
 
 
 def needed_bytes(matrix: Matrix) -> int:
-    """The largest loop file: what a run needs at least (the pool holds more only where the disk has room)."""
-    loops = [int(c.stack.device.size) for c in matrix.cells if c.stack.device.kind == "loop"]
+    """The largest loop file (a device whose size is the disk's): what a run needs at least (the pool holds more
+    only where the disk has room)."""
+    loops = [int(c.stack.device.size) for c in matrix.cells if device_traits(c.stack.device.kind).takes == "disk"]
     return max(loops, default=0) + HEADROOM
 
 

@@ -19,6 +19,7 @@ from layerbench.run.loop import OnTrial, Tally, execute, pending, register_cells
 from layerbench.run.results import Results
 from layerbench.run.session import budget_for, cells_here, check_server_access, check_space, needed_bytes, running
 from layerbench.spec import load as spec_load
+from layerbench.spec.devices import device_traits
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Experiment
 from layerbench.stack.cleanup import Action
@@ -82,7 +83,7 @@ class Run:
 
 def unagreed(matrix: Matrix, agreed: Sequence[str]) -> list[str]:
     """The block devices the cells would format that their owner has not agreed to (by any of their paths)."""
-    named = sorted({str(c.stack.device.path) for c in matrix.cells if c.stack.device.kind == "block"})
+    named = sorted({str(c.stack.device.path) for c in matrix.cells if device_traits(c.stack.device.kind).named})
     agreed_real = {os.path.realpath(a) for a in agreed}
     return [dev for dev in named if os.path.realpath(dev) not in agreed_real]
 
@@ -96,6 +97,16 @@ def refuse_unagreed(matrix: Matrix, agreed: Sequence[str]) -> None:
         )
 
 
+def preflight(exp: Experiment, matrix: Matrix, places: Places, agreed: Sequence[str] = ()) -> None:
+    """What refuses a run before anything is recorded or made: no cell left, a device not agreed to, too little
+    room in the work directory, a work directory native servers cannot pass."""
+    if not matrix.cells:
+        raise SpecError(f"every cell of {exp.name!r} was refused on this host", hint="see the reasons with --dry-run")
+    refuse_unagreed(matrix, agreed)
+    check_space(places.work_dir, needed_bytes(matrix))
+    check_server_access(places.work_dir, matrix)
+
+
 def start(
     exp: Experiment,
     matrix: Matrix,
@@ -106,11 +117,7 @@ def start(
     agreed: Sequence[str] = (),
 ) -> Run:
     """Record a new run of ``matrix`` (this host's cells of ``exp``) with this host's description."""
-    if not matrix.cells:
-        raise SpecError(f"every cell of {exp.name!r} was refused on this host", hint="see the reasons with --dry-run")
-    refuse_unagreed(matrix, agreed)
-    check_space(places.work_dir, needed_bytes(matrix))
-    check_server_access(places.work_dir, matrix)
+    preflight(exp, matrix, places, agreed)
     described = {**host.describe(places.cache_dir), "seed": seed, **({"node": node} if node else {})}
     urls = nodes.docker_hosts(matrix)
     if urls:  # the machines the cells run on, as their daemons describe them

@@ -8,6 +8,7 @@ are loaded with belongs to the server, because every workload on it reads it.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
@@ -17,13 +18,17 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    Strict,
+    ValidationInfo,
     WithJsonSchema,
+    field_validator,
     model_serializer,
     model_validator,
 )
 
+from layerbench.spec import ycsb_file
 from layerbench.spec.sizes import SIZE_SCHEMA, parse_size
-from layerbench.spec.workload_spec import WorkloadSpec
+from layerbench.spec.workload_spec import STORED, WorkloadSpec
 
 if TYPE_CHECKING:
     from layerbench.spec.feasibility import HostCaps
@@ -266,7 +271,88 @@ class YcsbWorkload(_Frozen, WorkloadSpec):
     consistency: Consistency | None = Field(
         default=None, description="CQL servers only: the consistency level of reads and writes (default: one)"
     )
+    workload_file: str | None = Field(
+        default=None,
+        description="instead of mix: a YCSB workload file (its own format, as YCSB's workloads/workloada); "
+        "layerbench sets only the binding, threads, the time, a target and the measurement over it",
+    )
+    workload_text: str | None = Field(
+        default=None,
+        description="workload_file's content, read when the spec is loaded and kept with the run's cells "
+        "(set by layerbench; given, it is run instead of the file's current content)",
+    )
     needs_server: ClassVar[bool] = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_workload_file(cls, value: Any, info: ValidationInfo) -> Any:
+        # Read once, when the spec is loaded: the cell's config keeps the text, so a stored run says what ran
+        # and an edited file makes new cells rather than changing old ones.
+        if not isinstance(value, dict) or not value.get("workload_file") or value.get("workload_text") is not None:
+            return value
+        return {**value, "workload_text": _read(value["workload_file"])}
+
+    @model_validator(mode="after")
+    def _file_or_mix(self) -> YcsbWorkload:
+        if self.workload_file is None:
+            if self.workload_text is not None:
+                raise ValueError("workload_text: layerbench reads it from workload_file; give workload_file")
+            return self
+        given = [f for f in ("mix", "distribution") if f in self.model_fields_set]
+        if given:
+            raise ValueError(f"{', '.join(given)}: a workload_file sets its own mix (requestdistribution too)")
+        assert self.workload_text is not None  # by _read_workload_file
+        ycsb_file.checked(self.file_properties, self.workload_file)
+        return self
+
+    @model_serializer(mode="wrap")
+    def _file_or_mix_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Workloads without a file dump as they did before files (their cells' ids, hashes, stay stable); a
+        # file's leave out the mix it does not run.
+        data: dict[str, Any] = handler(self)
+        unused = ("workload_file", "workload_text") if self.workload_file is None else ("mix", "distribution")
+        for name in unused:
+            data.pop(name, None)
+        return data
+
+    @property
+    def file_properties(self) -> dict[str, str]:
+        """The workload file's properties as written (empty without a file)."""
+        if self.workload_text is None:
+            return {}
+        return ycsb_file.parse(self.workload_text, self.workload_file or "workload_text")
+
+    @property
+    def inserts(self) -> bool:
+        """Whether its run phase inserts new keys (from the record count up)."""
+        if self.workload_file is not None:
+            return ycsb_file.inserts(self.file_properties)
+        return self.mix in INSERTING_MIXES
+
+    def sized(self, stack: StackSpec) -> StackSpec:
+        """A workload file's data set (recordcount, fieldcount, fieldlength) where the stack's server does not
+        set its own: the server is loaded with it, and the feasibility rules size it."""
+        props = self.file_properties
+        if stack.server is None or not props:
+            return stack
+        server = stack.server
+        mine = server.model_fields_set
+        update: dict[str, Any] = {}
+        if "recordcount" in props and not mine & {"records", "data"}:
+            update["records"] = max(1, int(props["recordcount"]))
+        update |= {f: int(props[f]) for f in ("fieldcount", "fieldlength") if f in props and f not in mine}
+        if not update:
+            return stack
+        sized = ServerSpec.model_validate(server.model_dump(exclude_unset=True) | update)
+        return stack.model_copy(update={"server": sized})
+
+    def data_on(self, stack: StackSpec) -> dict[str, int]:
+        """The records every instance of the stack's server is loaded with, before any index or log: a lower
+        bound of what its filesystem must hold (spec/space.py), shared by the stack's YCSB workloads."""
+        server = stack.server
+        assert server is not None  # paired by spec/rules.py's pairs()
+        each = server.record_count * server.record_bytes
+        return {f"{server.label()} records x{stack.instances}": stack.instances * each}
 
     def label(self) -> str:
         return self.name
@@ -281,7 +367,7 @@ class YcsbWorkload(_Frozen, WorkloadSpec):
             speaks_refused(stack, self)
             or self._consistency_refused(stack)
             or connections_refused(stack, self)
-            or (self._inserts_refused(stack))
+            or self._inserts_refused(stack)
         )
 
     def _consistency_refused(self, stack: StackSpec) -> str | None:
@@ -292,10 +378,12 @@ class YcsbWorkload(_Frozen, WorkloadSpec):
 
     def _inserts_refused(self, stack: StackSpec) -> str | None:
         count = stack.clients.count if stack.clients is not None else 1
-        if count > 1 and self.mix in INSERTING_MIXES:
+        if count > 1 and self.inserts:
+            what = f"workload file {self.workload_file}" if self.workload_file else f"mix {self.mix}"
             return (
-                f"clients: YCSB's mix {self.mix} inserts, and every client inserts the same new keys (from the record "
-                "count up): one client per server, or a mix without inserts (a, b, c, f, read-heavy)"
+                f"clients: YCSB's {what} inserts, and every client inserts the same new keys (from the record "
+                "count up): one client per server, or a mix without inserts (a, b, c, f, read-heavy; in a "
+                "file, insertproportion=0)"
             )
         return None
 
@@ -305,18 +393,140 @@ class YcsbWorkload(_Frozen, WorkloadSpec):
         return "the YCSB client is not set up (java, and its jars in the cache: make setup builds them)"
 
 
+class PgbenchScript(_Frozen):
+    """A user's own pgbench script (``pgbench --file=PATH@WEIGHT``): its file and its share of the transactions."""
+
+    path: str = Field(min_length=1, description="the script file, as pgbench reads it (relative: to where you run)")
+    weight: Annotated[int, Strict()] = Field(
+        default=1, ge=1, le=10**6, description="its share of transactions against the other scripts' (pgbench's @W)"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_path(cls, value: Any) -> Any:
+        return {"path": value} if isinstance(value, str) else value
+
+    @field_validator("path")
+    @classmethod
+    def _readable(cls, value: str, info: ValidationInfo) -> str:
+        # A stored cell's scripts were read when it ran; its results are read anywhere, without them.
+        if (info.context or {}).get(STORED):
+            return value
+        try:
+            found = Path(value).is_file()
+        except OSError as err:  # a name too long or otherwise unusable is as absent as a missing file
+            raise ValueError(f"no pgbench script at {value!r}: {err.strerror}") from err
+        if not found:
+            raise ValueError(f"no pgbench script at {value!r}")
+        return value
+
+    @property
+    def name(self) -> str:
+        """What its samples are named by (their direction): the file's name."""
+        return Path(self.path).name
+
+
+# -D NAME=VALUE: pgbench's variable names are identifiers (it also takes non-ASCII letters; layerbench does not).
+VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Variables pgbench sets itself for every script: ``scale`` is the server's (its ``scale`` field).
+SET_BY_LAYERBENCH = {"scale": "scale is the server's (server: {kind: postgres, scale: N}), set for every script"}
+
+
+def _variables(value: Any) -> Any:
+    """-D definitions as pgbench takes them (NAME=VALUE strings), from a mapping or a list; hashable, in order."""
+    if isinstance(value, dict):
+        value = [f"{k}={_variable_text(k, v)}" for k, v in sorted(value.items())]
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) and "=" in v for v in value):
+        raise ValueError("variables: a mapping of names to values, or NAME=VALUE strings")
+    for definition in value:
+        name = definition.split("=", 1)[0]
+        if not VARIABLE_NAME.fullmatch(name):
+            raise ValueError(f"variables: {name!r} is not a name pgbench takes (letters, digits, _; not first a digit)")
+        if name in SET_BY_LAYERBENCH:
+            raise ValueError(f"variables: {SET_BY_LAYERBENCH[name]}")
+    return tuple(value)
+
+
+def _variable_text(name: str, value: Any) -> str:
+    if isinstance(value, bool):  # pgbench's booleans are true/false, not Python's True
+        return "true" if value else "false"
+    if isinstance(value, str | int | float):
+        return str(value)
+    raise ValueError(f"variables.{name}: a string or a number, not {type(value).__name__}")
+
+
+VARIABLES_SCHEMA = {
+    "anyOf": [
+        {"type": "object", "additionalProperties": {"type": ["string", "number", "boolean"]}},
+        {"type": "array", "items": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*="}},
+    ]
+}
+
+
 class PgbenchWorkload(_Frozen, WorkloadSpec):
     """pgbench against every PostgreSQL instance of the stack, one pgbench each (or the stack's ``clients`` each,
-    every one with these connections and this rate)."""
+    every one with these connections and this rate): a built-in ``mode`` or the user's own ``scripts``."""
 
     kind: Literal["pgbench"] = "pgbench"
     name: str = Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_.-]+$")
-    mode: Literal["tpcb-like", "select-only"] = "tpcb-like"
+    mode: Literal["tpcb-like", "select-only"] = Field(default="tpcb-like", description="a built-in script")
+    scripts: tuple[PgbenchScript, ...] = Field(
+        default=(),
+        description="instead of mode: your own scripts (pgbench -f PATH@WEIGHT), each a path or {path, weight}; "
+        "`script: PATH` is one of weight 1",
+    )
+    variables: Annotated[tuple[str, ...], BeforeValidator(_variables), WithJsonSchema(VARIABLES_SCHEMA)] = Field(
+        default=(),
+        description="scripts: variables they read (pgbench -D NAME=VALUE): a mapping of names to values, or "
+        "NAME=VALUE strings",
+    )
     clients: int = Field(default=8, ge=1, le=1000)
     runtime_s: float = Field(default=20.0, ge=1, le=86400)
     warmup_s: float = Field(default=5.0, ge=0, le=3600)
+    transactions: int | None = Field(
+        default=None,
+        ge=1,
+        le=10**9,
+        description="instead of a run of runtime_s: this many transactions per connection (pgbench -t), "
+        "runtime_s then the longest it may take",
+    )
     rate: float | None = Field(default=None, gt=0, description="fixed rate (transactions/s) per instance (per client)")
     needs_server: ClassVar[bool] = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_script(cls, value: Any) -> Any:
+        # `script: PATH` is the one-script case of `scripts`, so the rest of the code sees one shape only.
+        if not isinstance(value, dict) or "script" not in value:
+            return value
+        if "scripts" in value:
+            raise ValueError("give script (one file) or scripts (several), not both")
+        rest = {k: v for k, v in value.items() if k != "script"}
+        return {**rest, "scripts": [value["script"]]}
+
+    @model_validator(mode="after")
+    def _scripts_or_mode(self) -> PgbenchWorkload:
+        if self.scripts and "mode" in self.model_fields_set:
+            raise ValueError("give mode (a built-in script) or scripts (your own), not both")
+        if self.variables and not self.scripts:
+            raise ValueError("variables: for your own scripts (script or scripts); the built-in modes read none")
+        names = [s.name for s in self.scripts]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"scripts: two named {twice[0]}; their results are told apart by the file's name")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _built_in_as_before(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A built-in mode dumps as it did before scripts existed (cell ids, hashes of the dump, stay stable);
+        # a scripted one without its mode, so that it reads back as it was given.
+        data: dict[str, Any] = handler(self)
+        for name in ("scripts", "variables", "transactions"):
+            if data.get(name) in ((), [], None):
+                data.pop(name, None)
+        if self.scripts:
+            data.pop("mode", None)
+        return data
 
     def label(self) -> str:
         return self.name
@@ -368,6 +578,13 @@ def connections_refused(stack: StackSpec, w: YcsbWorkload | PgbenchWorkload) -> 
         asked = f"{each} x {count} clients = {each * count}" if count > 1 else str(each)
         return f"{asked} client connections per server; layerbench starts servers for at most {CLIENT_LIMIT}"
     return None
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"workload_file: cannot read {path!r}: {getattr(err, 'strerror', None) or err}") from err
 
 
 def is_archive(image: str) -> bool:

@@ -33,7 +33,8 @@ class HostCaps:
     # perf (`profile: cpu`), probed only for experiments that profile: None where it records system-wide.
     profiler_missing: str | None = "not probed: the experiment profiles nothing"
     # Remote devices (stack/remote/needs.py): feature -> None where this host has it, else why not.
-    # Features: storage-host, nbd, nbd-fuse, nbd-kernel, nvme-tcp, iscsi, netem, tbf; an absent one was not probed.
+    # Features: storage-host, the qdiscs netem and tbf, and what each transport's clients need (their rows in
+    # spec/transports/, probed as stack/remote/<transport> says); an absent one was not probed.
     remote: dict[str, str | None] = field(default_factory=dict)
     # Images of image servers (spec/databases.py), probed only for experiments that name them:
     # reference or archive path -> None where the engine can have it, else why not.

@@ -82,6 +82,7 @@ def expand(
     asks that needs a tool: a user's job file, read by fio), the cells it refuses."""
     check_baseline(exp)
     cells, refused = [], []
+    unsized: dict[str, StackSpec] = {}  # cell id -> the spec's stack, before its workload sized its server
     workloads = expand_workloads(exp)
     for stack in expand_stacks(exp):
         stack_reason = (
@@ -92,13 +93,15 @@ def expand(
         for w in workloads:
             if not pairs(stack, w):
                 continue
-            cell = Cell(stack=stack, workload=w)
-            reason = stack_reason or workload_fits(stack, w) or client_ready(w, caps) or (reads and reads(stack, w))
+            cell = Cell(stack=w.sized(stack), workload=w)
+            unsized[cell.id] = stack
+            sized = cell.stack
+            reason = stack_reason or workload_fits(sized, w) or client_ready(w, caps) or (reads and reads(sized, w))
             (refused.append(Refusal(cell, reason)) if reason else cells.append(cell))
     full = overflowing(cells, files, usable_share) if files else {}
     refused += [Refusal(c, full[c.id]) for c in cells if c.id in full]
     cells = [c for c in cells if c.id not in full]
-    return Matrix(cells, refused, _baselines(exp, cells))
+    return Matrix(cells, refused, _baselines(exp, cells, unsized))
 
 
 def expand_workloads(exp: Experiment) -> list[Workload]:
@@ -190,19 +193,20 @@ def _default_placement(data: dict[str, Any]) -> str:
     return engine.default_placement if engine else "writable-layer"
 
 
-def _baselines(exp: Experiment, cells: list[Cell]) -> dict[str, str | None]:
+def _baselines(exp: Experiment, cells: list[Cell], unsized: dict[str, StackSpec]) -> dict[str, str | None]:
     """Each cell's baseline: the same workload on the baseline stack.
 
     ``baseline: {..., same: [filesystem]}`` makes one baseline per filesystem (the
     named fields taken from the cell itself): Docker on xfs against native xfs,
     Docker on ext4 against native ext4, as seed 004's ratio table compares.
+    Stacks are matched as the spec wrote them (``unsized``), before a workload sized their server.
     """
-    by_key = {(c.stack, c.workload.name): c.id for c in cells}
+    by_key = {(unsized[c.id], c.workload.name): c.id for c in cells}
     stacks = set(by_key_stack for by_key_stack, _ in by_key)
     base_of = {s: _baseline_stack(exp, s, stacks) for s in stacks}  # per stack, not per cell: sweeps repeat them
     out: dict[str, str | None] = {}
     for c in cells:
-        base = base_of[c.stack]
+        base = base_of[unsized[c.id]]
         out[c.id] = by_key.get((base, c.workload.name)) if base else None
     return out
 

@@ -12,7 +12,6 @@ import hashlib
 import json
 import re
 import urllib.parse
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -23,7 +22,6 @@ from pydantic import (
     Field,
     SerializerFunctionWrapHandler,
     Tag,
-    ValidationInfo,
     WithJsonSchema,
     field_validator,
     model_serializer,
@@ -32,18 +30,31 @@ from pydantic import (
 
 from layerbench.spec.clients import ClientsSpec
 from layerbench.spec.databases import PgbenchWorkload, Profile, Resources, ServerSpec, Tuning, YcsbWorkload
+from layerbench.spec.devices import DEFAULT_DEVICE, DEVICES, device_traits, named_kinds
 from layerbench.spec.engines import ENGINES, HOST_ENGINE
-from layerbench.spec.engines.runtimes import RUNTIMES, RuntimeName
-from layerbench.spec.feasibility import HostCaps
+from layerbench.spec.engines.runtimes import RuntimeName
+from layerbench.spec.file_workloads import FioWorkload, IozoneWorkload
 from layerbench.spec.link import DELAY_SCHEMA, RATE_SCHEMA, delay_text, parse_delay, parse_rate, rate_text
-from layerbench.spec.sizes import SIZE_SCHEMA, parse_size
+from layerbench.spec.sizes import ByteSize
 from layerbench.spec.traits import TRAITS, traits
-from layerbench.spec.workload_spec import WorkloadSpec
+from layerbench.spec.transports import (
+    DEFAULT_CLIENT,
+    DEFAULT_TRANSPORT,
+    FIO_CLIENT,
+    TRANSPORTS,
+    RemoteClient,
+    client_refused,
+    clients_description,
+)
+from layerbench.spec.transports import label as client_label
+from layerbench.spec.transports import row as client_row
+from layerbench.spec.workload_spec import STORED
 
-# "none": nothing is built here, the placement's storage is what the cluster gives (a claim of a StorageClass).
-DeviceKind = Literal["loop", "zram", "block", "none"]
-Transport = Literal["nbd", "nvme-tcp", "iscsi"]
-RemoteClient = Literal["kernel", "fuse", "fio"]
+# The local device kinds, from their registry (spec/devices/): one that builds nothing here leaves the
+# placement's storage to what the cluster gives (a claim of a StorageClass) or a Docker host's daemon.
+DeviceKind = Literal[tuple(DEVICES)]  # type: ignore[valid-type]
+# The remote transports' names, from their registry (spec/transports/), as EngineKind is from the engines'.
+Transport = Literal[tuple(TRANSPORTS)]  # type: ignore[valid-type]
 FsType = Literal["none", "ext4", "xfs", "btrfs", "reiserfs"]
 # The engines' names, from their registry (spec/engines/): a Literal, so pydantic's errors and the schema list them.
 EngineKind = Literal[tuple(ENGINES)]  # type: ignore[valid-type]
@@ -60,13 +71,10 @@ DRIVERS: dict[str, tuple[str, ...]] = {kind: t.drivers for kind, t in TRAITS.ite
 # to loop devices itself (loop-lvm, its default), or on an LVM thin pool layerbench builds (direct-lvm).
 DmMode = Literal["loop-lvm", "direct-lvm"]
 PlacementKind = Literal["raw", "host-dir", "writable-layer", "volume", "bind", "tmpfs", "claim"]
-FioRw = Literal["read", "write", "randread", "randwrite", "rw", "randrw"]
 
-ByteSize = Annotated[int, BeforeValidator(parse_size), Field(ge=0), WithJsonSchema(SIZE_SCHEMA)]
 
 CLAIM_SIZE = 4 * 2**30  # what a claim asks for unless placement.size says
 # Validation context of cells read back from a results database: ``Cell.model_validate(d, context=STORED_CONTEXT)``.
-STORED = "stored"
 STORED_CONTEXT = {STORED: True}
 
 
@@ -93,33 +101,35 @@ class RemoteSpec(Frozen):
     """The device reached over a network: exported by a storage host (its own network namespace) and
     attached here as a block device by a transport's client."""
 
-    transport: Transport = "nbd"
-    client: RemoteClient = Field(
-        default="kernel",
-        description="nbd only: the kernel's nbd driver, nbdfuse under a direct-I/O loop device, or fio's own nbd"
-        " engine (no block device here: raw, native fio only)",
-    )
+    transport: Transport = DEFAULT_TRANSPORT
+    client: RemoteClient = Field(default=DEFAULT_CLIENT, description=clients_description())
     link: LinkSpec = LinkSpec()
 
     @model_validator(mode="after")
-    def _fuse_is_nbd_only(self) -> RemoteSpec:
-        if self.client != "kernel" and self.transport != "nbd":
-            raise ValueError(
-                f"device.remote.client '{self.client}' is for transport 'nbd'; {self.transport} has a kernel"
-                " client only"
-            )
+    def _client_is_the_transports(self) -> RemoteSpec:
+        refused = client_refused(self.transport, self.client)
+        if refused:
+            raise ValueError(refused)
         return self
 
     def label(self) -> str:
-        name = self.transport if self.client == "kernel" else f"{self.transport}-{self.client}"
+        name = client_label(self.transport, self.client)
         link = self.link.label()
         return f"{name}({link})" if link else name
+
+    def reached_by_fio(self) -> bool:
+        """Whether the client is fio's own engine for the transport: no block device here."""
+        return self.client == FIO_CLIENT
+
+    def client_name(self) -> str:
+        """How a refusal names the client ("nbdfuse", "fio's nbd engine")."""
+        return client_row(self.transport, self.client).name
 
 
 class DeviceSpec(Frozen):
     """The block device at the bottom of the stack, here or (``remote``) on a storage host."""
 
-    kind: DeviceKind = "loop"
+    kind: DeviceKind = DEFAULT_DEVICE
     size: ByteSize = Field(default=2 * 1024**3, description="loop and zram only")
     path: str | None = Field(default=None, description="block: the device to format (required)")
     direct_io: bool = Field(default=True, description="loop: --direct-io=on (off only to demo the trap)")
@@ -129,12 +139,13 @@ class DeviceSpec(Frozen):
 
     @model_validator(mode="after")
     def _block_needs_path(self) -> DeviceSpec:
-        if self.kind == "block" and not self.path:
-            raise ValueError("device.kind 'block' needs device.path, the device to format")
-        if self.kind != "block" and self.path:
-            raise ValueError(f"device.path is only for kind 'block', not {self.kind!r}")
-        if self.kind == "none" and self.remote:
-            raise ValueError("device.kind 'none' builds nothing here, so nothing to export: drop device.remote")
+        kind = device_traits(self.kind)
+        if kind.named and not self.path:
+            raise ValueError(f"device.kind {self.kind!r} needs device.path, the device to format")
+        if not kind.named and self.path:
+            raise ValueError(f"device.path is only for kind {' or '.join(map(repr, named_kinds()))}, not {self.kind!r}")
+        if not kind.builds and self.remote:
+            raise ValueError(f"device.kind {self.kind!r} builds nothing here, so nothing to export: drop device.remote")
         return self
 
     @model_serializer(mode="wrap")
@@ -146,12 +157,13 @@ class DeviceSpec(Frozen):
         return data
 
     def label(self) -> str:
-        if self.kind == "none":
-            return "none"
-        if self.kind == "block" and self.path:
+        kind = device_traits(self.kind)
+        if not kind.builds:
+            return self.kind
+        if kind.named and self.path:
             local = self.path
         else:
-            local = self.kind if self.direct_io or self.kind != "loop" else "loop(buffered)"
+            local = self.kind if self.direct_io or not kind.file_backed else f"{self.kind}(buffered)"
         return f"{local}@{self.remote.label()}" if self.remote else local
 
 
@@ -330,159 +342,6 @@ class PlacementSpec(Frozen):
 
     def label(self) -> str:
         return f"claim({self.storage_class})" if self.kind == "claim" else self.kind
-
-
-class FioWorkload(Frozen, WorkloadSpec):
-    """One fio job, built from these fields, or a user's own job file."""
-
-    kind: Literal["fio"] = "fio"
-    name: str = Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_.-]+$")
-    rw: FioRw = "randread"
-    bs: ByteSize = 4096
-    numjobs: int = Field(default=1, ge=1, le=256)
-    iodepth: int = Field(default=1, ge=1, le=4096)
-    size: ByteSize = Field(default=256 * 1024**2, description="the test file (or region)")
-    runtime_s: float = Field(default=5.0, gt=0, le=86400)
-    ramp_s: float = Field(default=1.0, ge=0, le=3600)
-    direct: bool = True
-    ioengine: Literal["libaio", "io_uring", "psync", "sync", "posixaio", "mmap"] = "libaio"
-    rwmixread: int | None = Field(default=None, ge=0, le=100)
-    job_file: str | None = Field(default=None, description="a user's own fio job file")
-    allow_outside_placement: bool = Field(
-        default=False,
-        description="job_file: let it name files, devices and logs outside the placement (absolute paths, '..')",
-    )
-    allow_programs: bool = Field(
-        default=False,
-        description="job_file: let it run programs as root (exec_prerun, exec_postrun, ioengine=exec or external)",
-    )
-    personality: (
-        Literal["fileserver-like", "varmail-like", "videoserver-like", "webproxy-like", "webserver-like"] | None
-    ) = Field(default=None, description="a Filebench-style personality (see docs/personalities.md)")
-    scale: float = Field(default=1.0, gt=0, le=100, description="personality: multiplies its file and op counts")
-    time_based: bool = Field(default=True, description="false: one pass over the file (as IOzone), runtime is a cap")
-    precondition: Literal["fill", "steady", "sparse", "none"] = Field(
-        default="fill",
-        description=(
-            "fill: write the file once with incompressible data; steady: fill, then random writes until "
-            "fio's steady-state detector says IOPS are flat (as SSD tests do); sparse: a file never "
-            "written (only to demonstrate the trap: its reads never reach the device); none: a fresh file "
-            "each trial, created by the workload itself and removed after it (IOzone's write)"
-        ),
-    )
-    steadystate: str | None = Field(
-        default=None,
-        pattern=r"^(iops|bw|iops_slope|bw_slope):[0-9.]+%?$",
-        description="end the run once fio sees steady state, e.g. 'iops_slope:0.3%' (fio --steadystate)",
-    )
-    ss_dur_s: float = Field(default=10.0, gt=0, description="fio --ss_dur: the window steady state is judged on")
-    sweep: dict[str, tuple[Any, ...]] | None = Field(
-        default=None,
-        description="numeric fields as axes, e.g. {size: [1M, 16M], bs: [4k, 64k]}: one workload per combination "
-        "(combinations with bs > size are skipped, as IOzone does)",
-    )
-
-    @field_validator("sweep")
-    @classmethod
-    def _sweep_numeric_fields(cls, value: dict[str, tuple[Any, ...]] | None) -> dict[str, tuple[Any, ...]] | None:
-        allowed = {"bs", "size", "numjobs", "iodepth", "runtime_s", "rwmixread", "scale"}
-        for key, values in (value or {}).items():
-            if key not in allowed:
-                raise ValueError(f"sweep.{key}: not a numeric workload field; allowed: {', '.join(sorted(allowed))}")
-            if not values:
-                raise ValueError(f"sweep.{key}: give at least one value")
-        return value
-
-    @field_validator("job_file")
-    @classmethod
-    def _job_file_readable(cls, value: str | None, info: ValidationInfo) -> str | None:
-        # A stored cell's job file was read when it ran; its results are read anywhere, without it.
-        if value is None or (info.context or {}).get(STORED):
-            return value
-        try:
-            found = Path(value).is_file()
-        except OSError as err:  # a name too long or otherwise unusable is as absent as a missing file
-            raise ValueError(f"no fio job file at {value!r}: {err.strerror}") from err
-        if not found:
-            raise ValueError(f"no fio job file at {value!r}")
-        return value
-
-    @model_validator(mode="after")
-    def _opt_ins_need_a_job_file(self) -> FioWorkload:
-        for opt_in in ("allow_outside_placement", "allow_programs"):
-            if getattr(self, opt_in) and not self.job_file:
-                raise ValueError(f"{opt_in}: applies to a job_file only")
-        return self
-
-    def label(self) -> str:
-        return self.name
-
-    def source_kind(self) -> str | None:
-        """What names this workload's files, where not its fields: a user's job file or a personality."""
-        return "job file" if self.job_file else "personality" if self.personality else None
-
-    def refused_on(self, stack: StackSpec) -> str | None:
-        if self.precondition == "sparse" and stack.placement.kind == "raw":
-            return "a sparse (never written) file needs a filesystem; a raw device has no holes"
-        source = self.source_kind()
-        if stack.device.remote and stack.device.remote.client == "fio" and source:
-            return f"a {source} names its own files; fio's nbd engine takes workloads built from fields"
-        runtime = RUNTIMES.get(stack.engine.runtime or "")
-        if runtime and runtime.io_uring and self.ioengine == "io_uring" and not source:
-            return f"ioengine io_uring under runtime {runtime.name}: {runtime.io_uring}"
-        if stack.clients is not None and source:
-            return f"clients: not yet for a {source}; give the workload's fields instead"
-        return None
-
-    def sweep_axes(self) -> dict[str, tuple[Any, ...]]:
-        return dict(self.sweep or {})
-
-    def kept_in_sweep(self) -> bool:
-        return self.bs <= self.size  # as IOzone skips a record larger than its file
-
-
-IozoneTest = Literal["write", "read", "random"]
-
-
-class IozoneWorkload(Frozen, WorkloadSpec):
-    """IOzone itself in automatic mode (seed 004): every file size by every record size, a surface per operation.
-
-    ``sizes`` and ``records`` are the ranges IOzone doubles through (-n/-g, -y/-q); ``tests`` pick its
-    tests: write (write and rewrite), read (read and reread), random (random read and random write).
-    """
-
-    kind: Literal["iozone"]
-    name: str = Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_.-]+$")
-    sizes: tuple[ByteSize, ByteSize] = Field(default=(64 * 2**10, 16 * 2**20), description="smallest, largest file")
-    records: tuple[ByteSize, ByteSize] = Field(default=(4 * 2**10, 16 * 2**20), description="smallest, largest record")
-    tests: tuple[IozoneTest, ...] = Field(default=("write", "read", "random"), min_length=1)
-    direct: bool = Field(default=False, description="O_DIRECT (-I); 004 ran IOzone with its defaults, buffered")
-    fsync: bool = Field(default=True, description="include fsync in write timings (-e), so writes reach the device")
-
-    @model_validator(mode="after")
-    def _ranges(self) -> IozoneWorkload:
-        for field_name in ("sizes", "records"):
-            low, high = getattr(self, field_name)
-            if low > high or low < 4096:
-                raise ValueError(f"{field_name}: give [smallest, largest], at least 4k each, smallest first")
-        if self.records[0] > self.sizes[1]:
-            raise ValueError("records: the smallest record is larger than the largest file")
-        return self
-
-    def label(self) -> str:
-        return self.name
-
-    def refused_on(self, stack: StackSpec) -> str | None:
-        if stack.clients is not None:
-            return "clients: for fio only (IOzone has no client/server mode)"
-        if stack.placement.kind == "raw":
-            return "IOzone writes and reads a file of its own: give the stack a filesystem"
-        return None
-
-    def client_missing(self, caps: HostCaps) -> str | None:
-        if "iozone" in caps.clients:
-            return None
-        return "IOzone is not in the cache (make setup fetches it from Debian's non-free or Ubuntu's multiverse)"
 
 
 def _workload_kind(value: Any) -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from layerbench.spec.clients import clients_refused
 from layerbench.spec.databases import tuned
+from layerbench.spec.devices import device_traits
 from layerbench.spec.engines.row import Rule
 from layerbench.spec.engines.vm import emulation_refused as guest_emulation_refused
 from layerbench.spec.feasibility import HostCaps
@@ -18,16 +19,7 @@ from layerbench.spec.models import (
     Workload,
 )
 from layerbench.spec.traits import CONTAINER_PLACEMENTS, traits
-
-# What each transport and client needs (keys of HostCaps.remote), beyond a storage host.
-REMOTE_NEEDS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("nbd", "fuse"): ("nbd", "nbd-fuse"),
-    ("nbd", "fio"): ("nbd", "nbd-fio"),
-    ("nbd", "kernel"): ("nbd", "nbd-kernel"),
-    ("nvme-tcp", "kernel"): ("nvme-tcp",),
-    ("iscsi", "kernel"): ("iscsi",),
-}
-
+from layerbench.spec.transports import FUSE_CLIENT, STORAGE_HOST, device_clients, needs
 
 # Mount options that belong to one filesystem; mount(8) would fail on another.
 FS_ONLY_OPTIONS = {
@@ -47,7 +39,7 @@ APT_PACKAGE = {
 
 def placement_matches_layers(s: StackSpec, caps: HostCaps) -> str | None:
     fs, engine, pl = s.filesystem.type, traits(s.engine.kind), s.placement.kind
-    if pl == "claim" or s.device.kind == "none" or not engine.builds_storage:
+    if pl == "claim" or not device_traits(s.device.kind).builds or not engine.builds_storage:
         return _nothing_built_here(s)
     if fs == "none" and pl != "raw":
         return f"placement {pl!r} needs a filesystem; with filesystem 'none' only 'raw' applies"
@@ -77,7 +69,7 @@ def _nothing_built_here(s: StackSpec) -> str | None:
             "device 'none' builds nothing on this host: it goes with placement claim "
             "(the storage a Kubernetes StorageClass gives) or engine docker-host (a daemon's own storage)"
         )
-    if s.device.kind != "none" or s.filesystem.type != "none":
+    if device_traits(s.device.kind).builds or s.filesystem.type != "none":
         return (
             "placement claim's device and filesystem are the StorageClass's: set device: {kind: none} and "
             "filesystem: none (layerbench builds neither, and records what the pod got)"
@@ -89,7 +81,7 @@ def _nothing_built_here(s: StackSpec) -> str | None:
 
 def _docker_host_layers(s: StackSpec) -> str | None:
     """A daemon named by URL stores on its own machine: nothing is built here, and nothing here is its."""
-    if s.device.kind != "none" or s.filesystem.type != "none":
+    if device_traits(s.device.kind).builds or s.filesystem.type != "none":
         return (
             "engine docker-host stores on its daemon's own data-root, on that daemon's machine: layerbench builds "
             "no device nor filesystem for it; set device: {kind: none} and filesystem: none "
@@ -141,12 +133,9 @@ def host_has_filesystem(s: StackSpec, caps: HostCaps) -> str | None:
 
 
 def host_has_device(s: StackSpec, caps: HostCaps) -> str | None:
-    kind = s.device.kind
-    if kind == "loop" and not caps.loop:
-        return "no loop device support (/dev/loop-control is missing)"
-    if kind == "zram" and not caps.zram:
-        return "no zram support in this kernel (modprobe zram failed)"
-    return None
+    """What this host lacks for the stack's kind of device (its row in spec/devices/), or None."""
+    host = device_traits(s.device.kind).host
+    return host(caps) if host else None
 
 
 def host_has_remote(s: StackSpec, caps: HostCaps) -> str | None:
@@ -157,20 +146,20 @@ def host_has_remote(s: StackSpec, caps: HostCaps) -> str | None:
     engine = traits(s.engine.kind)
     if engine.guest:
         return "a VM's disk on a remote device is not supported yet: use engine native, docker or podman"
-    client = remote.client
-    if client == "fio" and (s.filesystem.type != "none" or engine.layer or s.placement.kind != "raw"):
-        return "fio's nbd engine is the client itself, with no block device here: filesystem none, native, raw only"
-    if client == "fio" and s.limits.model_dump(exclude_none=True):
-        return "limits act on a block device and a cgroup; fio's nbd engine reaches the export with neither"
-    needs = ["storage-host", *REMOTE_NEEDS[(remote.transport, client)]]
-    needs += [q for q in (qdisc_of(remote.link),) if q]
-    for feature in needs:
+    fio, client = remote.reached_by_fio(), remote.client_name()
+    if fio and (s.filesystem.type != "none" or engine.layer or s.placement.kind != "raw"):
+        return f"{client} is the client itself, with no block device here: filesystem none, native, raw only"
+    if fio and s.limits.model_dump(exclude_none=True):
+        return f"limits act on a block device and a cgroup; {client} reaches the export with neither"
+    wanted = [STORAGE_HOST, *needs(remote.transport, remote.client)]
+    wanted += [q for q in (qdisc_of(remote.link),) if q]
+    for feature in wanted:
         reason = caps.remote.get(feature, "not probed")
         if reason:
             return f"a remote device over {remote.label()}: {reason}"
-    if client == "fuse" and not (caps.fuse and caps.loop):
+    if remote.client == FUSE_CLIENT and not (caps.fuse and caps.loop):
         lacking = "FUSE" if not caps.fuse else "loop devices"
-        return f"a remote device over {remote.label()}: nbdfuse needs FUSE and loop devices; this host lacks {lacking}"
+        return f"a remote device over {remote.label()}: {client} needs FUSE and loop devices; this host lacks {lacking}"
     return None
 
 
@@ -303,8 +292,10 @@ def clients_fit_stack(s: StackSpec, caps: HostCaps) -> str | None:
     if s.clients is None or s.server is not None:
         return None
     has_limits = bool(s.limits.model_dump(exclude_none=True))
-    if s.device.remote is not None and s.device.remote.client == "fio":
-        return "clients: fio's nbd engine reaches one export; give the remote device a kernel or fuse client"
+    remote = s.device.remote
+    if remote is not None and remote.reached_by_fio():
+        others = " or ".join(device_clients(remote.transport))
+        return f"clients: {remote.client_name()} reaches one export; give the remote device a {others} client"
     return clients_refused(s.engine.kind, s.placement.kind, s.clients.shared, has_limits) or _daemon_clients(s)
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field, WithJsonSchema
 
 _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 # What parse_size takes, as JSON Schema says it (`layerbench schema`): its regex without the IGNORECASE flag.
@@ -26,3 +28,7 @@ def parse_size(value: Any) -> int:
     if not match:
         raise ValueError(f"{value!r} is not a size; use bytes or a number with k, M, G or T (binary, as fio)")
     return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+
+
+# A size field of a spec model: bytes, or a size as fio writes it; the schema says both.
+ByteSize = Annotated[int, BeforeValidator(parse_size), Field(ge=0), WithJsonSchema(SIZE_SCHEMA)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from layerbench.spec.devices import device_traits
 from layerbench.spec.models import Cell, StackSpec, Workload
 from layerbench.spec.traits import traits
 
@@ -22,14 +23,14 @@ def overflowing(cells: list[Cell], files: Files, usable_share: float) -> dict[st
     for cell in cells:
         stack = cell.stack
         if (
-            stack.device.kind == "block"
+            device_traits(stack.device.kind).named
             or stack.placement.kind == "tmpfs"
             or not traits(stack.engine.kind).builds_storage
         ):
             # A named device's size is the device's own; tmpfs holds its files in memory; a Docker host's
             # storage is its daemon's, of a size this host is not told.
             continue
-        own = files(cell.workload)
+        own = files(cell.workload) | cell.workload.data_on(stack)  # a database's records too
         if stack.clients is not None and stack.clients.count > 1:  # a file each (spec/clients.py)
             own = {f"{k} x{stack.clients.count} clients": v * stack.clients.count for k, v in own.items()}
         if stack.placement.kind == "raw":

@@ -2,8 +2,8 @@
 
 The spec layer cannot import ``workloads/`` (it sits below it), so the spec-level
 answers of each workload type (does it need a server, why it cannot run on a
-stack, whether its client is set up here, its sweep) are methods of its pydantic
-model; what faces the tool (its command, its parser, its summaries) is declared
+stack, the data set it gives the stack's server, whether its client is set up here,
+its sweep) are methods of its pydantic model; what faces the tool (its command, its parser, its summaries) is declared
 in its module under ``workloads/`` (``workloads/registry.py``). Expansion, rules
 and the space check call these methods and never test a workload's class.
 """
@@ -11,6 +11,10 @@ and the space check call these methods and never test a workload's class.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
+
+# Validation context of cells read back from a results database (``STORED_CONTEXT`` in models.py): a user's
+# own files (a job file, pgbench scripts) were read when the cell ran and need not be there when it is read.
+STORED = "stored"
 
 if TYPE_CHECKING:
     from layerbench.spec.feasibility import HostCaps
@@ -26,6 +30,16 @@ class WorkloadSpec:
     def refused_on(self, stack: StackSpec) -> str | None:
         """Why this workload cannot run on ``stack`` (the stack's own rules are spec/rules.py's), or None."""
         return None
+
+    def sized(self, stack: StackSpec) -> StackSpec:
+        """The stack as this workload's cells run on it: the same, unless the workload sizes its server's
+        data set (a YCSB workload file's recordcount); the matrix makes its cells on this stack."""
+        return stack
+
+    def data_on(self, stack: StackSpec) -> dict[str, int]:
+        """What it keeps on the stack's filesystem through the stack's server (a name shared by the workloads
+        sharing it → bytes); its own files are its workload type's (``WorkloadType.files``)."""
+        return {}
 
     def client_missing(self, caps: HostCaps) -> str | None:
         """Why the tool that runs this workload is not ready on this host, or None."""

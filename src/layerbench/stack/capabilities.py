@@ -22,7 +22,7 @@ from layerbench.spec.models import EngineSpec
 from layerbench.spec.traits import TRAITS, traits
 from layerbench.stack import image_source
 from layerbench.stack.engines import HostProbe, probe_engines
-from layerbench.stack.remote import needs as remote_needs
+from layerbench.stack.remote import probe as probe_remote
 from layerbench.stack.target import DEFAULT_CACHE  # beside BuildContext; read here too
 from layerbench.workloads import iozone, ycsb
 from layerbench.workloads.servers import SERVERS
@@ -103,7 +103,7 @@ def _host(
         notes=tuple(notes),
         servers=database_servers(notes, cache_dir),
         clients=clients(cache_dir, notes),
-        remote=remote_needs.probe(runner, loadable),
+        remote=probe_remote(runner, loadable),
         images={image: image_source.missing(image) for image in images},
         **({"profiler_missing": profiler(runner)} if profiler else {}),
     )

@@ -25,7 +25,8 @@ from layerbench.stack.device import read_or_empty, release_zram, why_unsafe
 from layerbench.stack.engines import removers
 from layerbench.stack.ledger import Ledger, Resource
 from layerbench.stack.remote import host as storage_host
-from layerbench.stack.remote import iscsi, link, nbd, nvme_tcp
+from layerbench.stack.remote import link
+from layerbench.stack.remote import removers as transport_removers
 from layerbench.stack.runlock import is_live
 
 Remover = Callable[[Resource, Runner], None]
@@ -112,27 +113,6 @@ def _qdisc(res: Resource, runner: Runner) -> None:
     link.remove_qdisc(res.ident, res.detail.get("netns"), runner)
 
 
-def _nvmet(res: Resource, runner: Runner) -> None:
-    nvme_tcp.remove_target(res.ident, res.detail.get("port"))
-
-
-def _nvme_connection(res: Resource, runner: Runner) -> None:
-    nvme_tcp.disconnect(res.ident, runner)
-
-
-def _nbd(res: Resource, runner: Runner) -> None:
-    if res.ident.startswith("/dev/nbd"):  # "nbd-pending": it never connected
-        nbd.disconnect(res.ident, res.detail.get("pid") or "", runner)
-
-
-def _iscsi_target(res: Resource, runner: Runner) -> None:
-    iscsi.remove_target(res.ident, res.detail.get("hba", ""), res.detail.get("netns", ""))
-
-
-def _iscsi_session(res: Resource, runner: Runner) -> None:
-    iscsi.logout(res.ident, res.detail.get("portal", ""), runner)
-
-
 def _thinpool(res: Resource, runner: Runner) -> None:
     """direct-lvm's volume group, and whatever a killed dockerd left active on its pool."""
     devmapper.remove_pool(res.ident, res.detail.get("loop", ""), res.detail.get("backing", ""), runner)
@@ -161,15 +141,12 @@ REMOVERS: dict[str, Remover] = {
     "netns": _netns,
     "veth": _veth,
     "qdisc": _qdisc,
-    "nvmet": _nvmet,
-    "nvme-connection": _nvme_connection,
-    "nbd": _nbd,
-    "iscsi-target": _iscsi_target,
-    "iscsi-session": _iscsi_session,
     "file": _file,
     "dir": _dir,
     "cgroup": _cgroup,
     # Each engine's: its daemon ("dockerd", "podman"), and what Docker's API made there (container, volume,
     # network: stack/engines/container.py), from its module in stack/engines.
     **removers(),
+    # Each remote transport's target and client ("nvmet", "iscsi-session", ...), from its module in stack/remote.
+    **transport_removers(),
 }

@@ -328,6 +328,7 @@ def no_device(spec: DeviceSpec, ctx: BuildContext) -> Iterator[Device]:
     yield Device("", "none", 0)
 
 
+# Each local device kind's builder, keyed as its row in spec/devices/ (an explicit dict, no discovery).
 BUILDERS: dict[str, Callable[[DeviceSpec, BuildContext], contextlib.AbstractContextManager[Device]]] = {
     "none": no_device,
     "loop": loop_device,

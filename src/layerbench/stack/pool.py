@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from layerbench.spec.devices import device_traits
 from layerbench.spec.models import StackSpec
 from layerbench.spec.traits import traits
 from layerbench.stack.build import StackBuilder
@@ -56,7 +57,7 @@ class Held:
 
 def not_held(stack: StackSpec) -> str | None:
     """Why this stack is built afresh for each visit (None: it is held)."""
-    if stack.device.kind == "block":
+    if device_traits(stack.device.kind).named:
         return "a device the user named holds one filesystem at a time"
     if stack.device.remote is not None:
         return "a remote device's export and its client are rebuilt each visit"
@@ -67,10 +68,10 @@ def not_held(stack: StackSpec) -> str | None:
 
 def room(stack: StackSpec, work_dir: Path) -> bool:
     """Is there room to build this stack beside the ones held now?"""
-    size = int(stack.device.size)
-    if stack.device.kind == "zram":
+    size, takes = int(stack.device.size), device_traits(stack.device.kind).takes
+    if takes == "memory":
         return _available_memory() - size >= MEMORY_FLOOR
-    if stack.device.kind == "loop":
+    if takes == "disk":
         return _free_disk(work_dir) - size >= DISK_FLOOR
     return True
 

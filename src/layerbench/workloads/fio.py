@@ -33,6 +33,7 @@ from layerbench.errors import LayerbenchError
 from layerbench.proc import Runner
 from layerbench.records.sample import Sample
 from layerbench.spec.models import FioWorkload
+from layerbench.spec.transports import fio_export_args
 from layerbench.workloads import fio_log
 
 DIRECTIONS = ("read", "write", "trim")
@@ -89,14 +90,16 @@ def data_file(path: str, size: int, mode: str = "fill") -> str:
     return f"{path.rstrip('/')}/lb-{size}{suffix}.dat"
 
 
-def over_nbd(args: list[str]) -> list[str]:
-    """Where the target is an NBD export (a remote device with fio's nbd engine as its client), fio reaches
-    it itself: the nbd engine and the export's URI instead of a file and an engine (and nothing to unlink)."""
-    where = next((a for a in args if a.startswith("--filename=nbd://")), None)
-    if where is None:
+def over_export(args: list[str]) -> list[str]:
+    """Where the target is a remote export that fio's own engine for its transport reaches (a remote device
+    with fio as its client, spec/transports/), fio reaches it itself: that engine's arguments instead of a
+    file and an engine (and nothing to unlink)."""
+    files = [a.removeprefix("--filename=") for a in args if a.startswith("--filename=")]
+    reach = next((found for f in files if (found := fio_export_args(f)) is not None), None)
+    if reach is None:
         return args
     kept = [a for a in args if not a.startswith(("--filename=", "--ioengine=", "--unlink="))]
-    return [*kept, "--ioengine=nbd", f"--uri={where.removeprefix('--filename=')}"]
+    return [*kept, *reach]
 
 
 def _target(path: str, path_is_device: bool, size: int, mode: str = "fill") -> str:
@@ -141,7 +144,7 @@ def argv(w: FioWorkload, path: str, path_is_device: bool, fio: str = "fio", lat_
         args += [f"--steadystate={w.steadystate}", f"--ss_dur={_whole_s(w.ss_dur_s)}"]
     if lat_log is not None:
         args += fio_log.argv(lat_log, fio_log.interval_ms(w))
-    return over_nbd(args)
+    return over_export(args)
 
 
 def _whole_s(seconds: float) -> str:
@@ -170,7 +173,7 @@ def precondition_argv(size: int, path: str, path_is_device: bool, fio: str = "fi
         "--end_fsync=1",
         "--output-format=json",
     ]
-    return over_nbd(args)
+    return over_export(args)
 
 
 def io_uring_probe_argv(path: str, path_is_device: bool, fio: str = "fio") -> list[str]:
@@ -231,7 +234,7 @@ def steady_argv(
         f"--ss_ramp={_ms(window_s / 3)}",
         "--output-format=json",
     ]
-    return over_nbd(args)
+    return over_export(args)
 
 
 def sparse_argv(size: int, path: str) -> list[str]:

@@ -80,6 +80,18 @@ def argv(w: FioWorkload, place: Place, tools: Path, lat_log: str | None) -> list
     return fio.argv(w, place.path, place.path_is_device, lat_log=lat_log)
 
 
+def time_limit_s(w: FioWorkload, slack: float) -> float:
+    """How long a trial may take: its runtime and ramp, or, for a job file, its jobs' own if longer (fio's
+    ``runtime=`` per job, the workload's ``runtime_s:`` among them where the file gives none)."""
+    own = jobfile.duration_s(jobfile.of_workload(w)) if w.job_file else None
+    return max(w.runtime_s, own or 0.0) + w.ramp_s + slack
+
+
+def data_bytes(w: FioWorkload) -> int:
+    """Room its files need (a tmpfs is sized by it): a job file's footprint, else its test file."""
+    return sum(files(w).values()) if w.job_file else int(w.size)
+
+
 def needs_precondition(w: FioWorkload) -> bool:
     """Job files and personalities lay out their own files, as fio does; 'none' wants a fresh one."""
     return not (w.job_file or w.personality) and w.precondition != "none"
@@ -89,7 +101,7 @@ WORKLOAD = WorkloadType(
     kind="fio",
     comms=("fio",),
     headline=headline,
-    data_bytes=lambda w: w.size,
+    data_bytes=data_bytes,
     parse_errors=(fio.FioParseError,),
     files=files,
     reads=reads,
@@ -102,5 +114,5 @@ WORKLOAD = WorkloadType(
     # A job file's I/O engine is its own: only the fields' io_uring is probed for.
     uses_io_uring=lambda w: w.ioengine == "io_uring" and w.source_kind() is None,
     ramp_s=lambda w: w.ramp_s if w.source_kind() is None else 0.0,  # a job file's ramp is its own
-    time_limit_s=lambda w, slack: w.runtime_s + w.ramp_s + slack,
+    time_limit_s=time_limit_s,
 )

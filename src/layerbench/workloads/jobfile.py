@@ -15,6 +15,10 @@ them (fio 3.33, each seen on the development host):
   allows them in the top file only ("No new sections in included files").
 - ``fio --enghelp=NAME`` says whether an engine loads on this host ("engine http not loadable").
 
+The workload's ``size:``, ``runtime_s:``, ``numjobs:``, ``iodepth:`` and ``bs:``, where the spec gives them, are
+every job's defaults as fio's command-line options are (``fio --size=64m job.fio``: a job's own value wins);
+``env:`` gives the ``${NAME}`` variables fio puts in as it reads, and ``${LAYERBENCH_TARGET}`` is the placement.
+
 ``refusal`` says why a job file cannot run on a stack; ``footprint`` what its files take;
 ``rewrite`` the file fio runs, every job's options written out, pointed at the placement.
 """
@@ -28,13 +32,14 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from layerbench import proc
 from layerbench.errors import ToolError
-from layerbench.spec.models import FioWorkload
+from layerbench.records.info import GivenOption
+from layerbench.spec.file_workloads import TARGET_VARIABLE, FioWorkload
 
 PARSE_TIMEOUT_S = 30.0
 _MESSAGE_MAX = 300
@@ -78,6 +83,9 @@ LOGS = ("write_bw_log", "write_lat_log", "write_iops_log", "write_hist_log")
 PROGRAMS = ("exec_prerun", "exec_postrun")
 OPT_IN_OUTSIDE = "set allow_outside_placement: true in the workload to let it"
 OPT_IN_PROGRAMS = "set allow_programs: true in the workload to let it"
+# What fio reads ${LAYERBENCH_TARGET} as: the placement is not known when the file is read (once per workload,
+# for every stack), so a mark stands for it, inside the placement for the checks, replaced by ``rewrite``.
+TARGET_MARK = "/@layerbench-target@"
 
 
 @dataclass(frozen=True)
@@ -104,6 +112,7 @@ class JobFile:
     path: str
     jobs: tuple[Job, ...] = ()
     error: str | None = None
+    given: tuple[GivenOption, ...] = ()  # the workload's options (``with_given``): whom each reached
 
 
 def showcmd_argv(job_path: str, fio: str = "fio") -> list[str]:
@@ -117,13 +126,54 @@ def enghelp_argv(engine: str, fio: str = "fio") -> list[str]:
 
 
 def of_workload(w: FioWorkload) -> JobFile:
-    """The workload's job file as fio reads it, with the workload's opt-ins."""
+    """The workload's job file as fio reads it, with the workload's opt-ins, variables and given options."""
     assert w.job_file is not None
-    return read(w.job_file, w.allow_outside_placement, w.allow_programs)
+    return with_given(read(w.job_file, w.allow_outside_placement, w.allow_programs, env=w.env), w.given())
 
 
-def read(path: str | Path, outside: bool = False, programs: bool = False, fio: str = "fio") -> JobFile:
-    """fio's reading of the job file at ``path`` (cached while the file is unchanged).
+def given_of(w: object) -> tuple[GivenOption, ...]:
+    """A job file's options its workload gives, and whom each reaches; none for any other workload."""
+    if not isinstance(w, FioWorkload) or not w.job_file or not w.given():
+        return ()
+    return of_workload(w).given
+
+
+def with_given(jf: JobFile, given: Mapping[str, str]) -> JobFile:
+    """The options the workload gives, as fio's command line gives them before a job file: each job's
+    defaults, which its own value (from its section, a [global] or an include) overrides."""
+    if jf.error or not given:
+        return jf
+    jobs = tuple(
+        Job(j.section, tuple((k, v) for k, v in given.items() if j.get(k) is None) + j.options) for j in jf.jobs
+    )
+    said = tuple(
+        GivenOption(
+            option=k,
+            value=v,
+            applied=tuple(j.section for j in jf.jobs if j.get(k) is None),
+            overridden=tuple(j.section for j in jf.jobs if j.get(k) is not None),
+        )
+        for k, v in given.items()
+    )
+    return replace(jf, jobs=jobs, given=said)
+
+
+def options(jf: JobFile, path: str, raw: bool) -> tuple[GivenOption, ...]:
+    """What the workload gave a trial's jobs: its options, then the placement (which every job's own
+    ``directory=`` gives way to; on a raw device its ``filename=`` too)."""
+    files = tuple(j.section for j in jf.jobs if j.engine not in NO_FILES)
+    return (*jf.given, GivenOption("filename" if raw else "directory", path, files))
+
+
+def read(
+    path: str | Path,
+    outside: bool = False,
+    programs: bool = False,
+    fio: str = "fio",
+    env: Mapping[str, str] | None = None,
+) -> JobFile:
+    """fio's reading of the job file at ``path`` (cached while the file is unchanged), ``${NAME}`` from
+    ``env`` (the workload's), else from layerbench's own environment; a name in neither is refused.
 
     Two things fio would do as it reads, as root, are refused before it reads: unless ``outside`` (the
     spec's allow_outside_placement), an include of a file outside the job file's directory (fio's "Bad
@@ -136,6 +186,9 @@ def read(path: str | Path, outside: bool = False, programs: bool = False, fio: s
     except OSError as err:
         return JobFile(str(path), error=f"cannot read the job file: {err.strerror}")
     files = _with_includes(p)
+    unread = next(((name, why) for name, where in files[1:] for why in [_unreadable(where)] if why), None)
+    if unread:  # fio says "unable to open" and reads on without it: the options in it would be lost unsaid
+        return JobFile(str(path), error=f"include {unread[0]}: cannot read it: {unread[1]}")
     if not outside:
         away = next((name for name, where in files if not where.is_relative_to(p.parent)), None)
         if away:
@@ -146,12 +199,19 @@ def read(path: str | Path, outside: bool = False, programs: bool = False, fio: s
         if loads is not None:
             why = f"ioengine={loads} loads a program (a shared object) as root; {OPT_IN_PROGRAMS}"
             return JobFile(str(path), error=why)
+    environment = {**os.environ, **(env or {}), TARGET_VARIABLE: TARGET_MARK}
     # fio puts the environment's ${VARS} in as it reads: a changed environment is another reading.
-    return _read(str(p), st.st_mtime_ns, st.st_size, fio, frozenset(os.environ.items()))
+    jf = _read(str(p), st.st_mtime_ns, st.st_size, fio, frozenset(environment.items()))
+    missing = sorted({name for _, where in files for name in _variables(where)} - set(environment))
+    if missing:  # fio reads an unset one as "" and often goes on (filename=${DIR}/f is /f): never let it
+        said = f"fio refuses it: {jf.error.removeprefix('fio refuses it: ')}" if jf.error else "fio reads it as empty"
+        why = f"${{{missing[0]}}} is not given: set env: {{{missing[0]}: ...}} in the workload ({said})"
+        return JobFile(str(path), error=why)
+    return jf
 
 
 @functools.lru_cache(maxsize=256)
-def _read(path: str, _mtime: int, _size: int, fio: str, _env: frozenset[tuple[str, str]]) -> JobFile:
+def _read(path: str, _mtime: int, _size: int, fio: str, env: frozenset[tuple[str, str]]) -> JobFile:
     try:
         text = Path(path).read_text(errors="replace")
     except OSError as err:
@@ -166,7 +226,9 @@ def _read(path: str, _mtime: int, _size: int, fio: str, _env: frozenset[tuple[st
         flat = Path(tmp, "jobs.fio")
         flat.write_text("".join(f"[{marker}{i}]\n" + "\n".join(lines) + "\n" for i, (_, lines) in enumerate(sections)))
         try:  # in the job file's directory: fio looks for a relative include there first
-            shown = proc.run(showcmd_argv(str(flat), fio), timeout=PARSE_TIMEOUT_S, cwd=str(Path(path).parent))
+            shown = proc.run(
+                showcmd_argv(str(flat), fio), timeout=PARSE_TIMEOUT_S, cwd=str(Path(path).parent), env=dict(env)
+            )
         except ToolError as err:
             return JobFile(path, error=f"fio could not read it: {one_line(err.stderr)}")
     names = {f"{marker}{i}": name for i, (name, _) in enumerate(sections)}
@@ -208,6 +270,19 @@ def _engines_named(file: Path) -> list[str]:
         if eq and key.strip().lower() == "ioengine":
             out.append(re.split(r"\s[;#]|^[;#]", value.strip())[0].strip())
     return out
+
+
+def _unreadable(file: Path) -> str | None:
+    try:
+        with file.open("rb"):
+            return None
+    except OSError as err:
+        return f"{err.strerror} ({file})"
+
+
+def _variables(file: Path) -> set[str]:
+    """The ``${NAME}`` variables a file's lines use (its comments aside)."""
+    return {name for line in _lines(file) if line[:1] not in (";", "#") for name in re.findall(r"\$\{(\w+)\}", line)}
 
 
 def _lines(file: Path) -> list[str]:
@@ -294,7 +369,7 @@ def _unsized(job: Job, jf: JobFile) -> str | None:
         return None
     given = job.get("size")
     what = f"size={given} is a share of a device or an existing file" if given else "it gives no size"
-    return f"{what}; on a filesystem placement fio needs size= or filesize= in bytes"
+    return f"{what}; on a filesystem placement fio needs size= or filesize= in bytes: set size: in the workload"
 
 
 def _sized(job: Job) -> bool:
@@ -371,7 +446,7 @@ def _outside(job: Job, raw: bool) -> str | None:
             continue
         if option in ("directory", "opendir") or (option == "filename" and raw):
             continue  # replaced by the placement's
-        for part in _paths(option, value):
+        for part in _paths(option, value.replace(TARGET_MARK, ".")):  # ${LAYERBENCH_TARGET} is inside
             if part.startswith("/") or ".." in part.split("/"):
                 return f"{option}={value} names a path outside the placement; {OPT_IN_OUTSIDE}"
     return None
@@ -404,12 +479,33 @@ def footprint(jf: JobFile) -> dict[str, int]:
         one = job_bytes(job)
         name = job.get("filename")
         if name:
-            key = f"file {name}"
+            key = f"file {name.replace(TARGET_MARK, '${' + TARGET_VARIABLE + '}')}"
             out[key] = max(out.get(key, 0), one)
         else:
             key = f"[{job.section}]#{number}"
             out[key] = one * _count(job.get("numjobs"), 1)
     return out
+
+
+def duration_s(jf: JobFile) -> float | None:
+    """At most how long its jobs run: each one's ``runtime`` and ``ramp_time`` as if all ran in turn (a bound
+    for a trial's timeout); None where a job has no runtime (it runs until its I/O is done)."""
+    total = 0.0
+    for job in jf.jobs:
+        runtime = fio_seconds(job.get("runtime") or "")
+        if runtime is None:
+            return None
+        total += runtime + (fio_seconds(job.get("ramp_time") or "0") or 0.0)
+    return total
+
+
+_TIME_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def fio_seconds(value: str) -> float | None:
+    """A time as fio reads it (seconds unless a unit says otherwise: ``90``, ``500ms``, ``2m``), or None."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(us|ms|s|m|h|d)?", value.strip().lower())
+    return float(match.group(1)) * _TIME_UNITS[match.group(2) or "s"] if match else None
 
 
 def job_bytes(job: Job) -> int:
@@ -497,6 +593,6 @@ def rewrite(jf: JobFile, path: str, raw: bool, outside: bool = False) -> str:
             moved = key in ("directory", "opendir") or (key == "filename" and raw and job.engine not in NO_FILES)
             if moved and not (outside and value and value.startswith("/")):
                 continue
-            lines.append(key if value is None else f"{key}={value}")
+            lines.append(key if value is None else f"{key}={value.replace(TARGET_MARK, path)}")
         lines.append("")
     return "\n".join(lines)

@@ -4,7 +4,9 @@ layerbench runs YCSB's reference client core 0.17.0 with bindings of its own
 (java/ycsb-bindings, built by java/build-ycsb.sh into ``CACHE/ycsb/lib``): PostgreSQL
 over JDBC, Redis over Jedis, CQL (Cassandra) over the Java driver 4.x, and MongoDB's
 protocol (FerretDB, a MongoDB image) over MongoDB's sync driver.
-``properties`` spells out every property of a phase, ``argv`` makes the
+``properties`` spells out every property of a phase (a user's workload file,
+``workload_file``, is given to the client as it is, ``-P``, and ``properties``
+are then only what layerbench must set over it: ``overridden`` names them), ``argv`` makes the
 command line, ``parse`` is a pure function over the client's text report,
 tested on output captured from real runs (tests/data/ycsb/0.17.0/), and
 ``merge_hdr_logs`` merges the latency histograms of several clients.
@@ -34,6 +36,7 @@ What YCSB 0.17.0 does that shapes this module (each seen on the development host
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import shutil
@@ -50,13 +53,15 @@ from hdrh.log import re_histogram_interval
 from layerbench.errors import LayerbenchError
 from layerbench.records import hdr
 from layerbench.records.sample import Sample
+from layerbench.spec import ycsb_file
 from layerbench.spec.databases import ServerSpec, YcsbWorkload
 from layerbench.workloads.kind import WorkloadType
 
 Phase = Literal["load", "run", "warmup"]
 
 CLIENT_CLASS = "site.ycsb.Client"
-WORKLOAD_CLASS = "site.ycsb.workloads.CoreWorkload"
+WORKLOAD_CLASS = ycsb_file.CORE_WORKLOAD
+TEXT_EXPORTER = "site.ycsb.measurements.exporter.TextMeasurementsExporter"
 # Our bindings (java/ycsb-bindings), by the protocol they speak (spec/databases.py's ServerSpec.protocol).
 BINDINGS: dict[str, str] = {
     "postgres": "dev.layerbench.ycsb.PostgresDB",
@@ -151,7 +156,8 @@ def properties(
     hdr_dir: str | None = None,
     expected_ops: int | None = None,
 ) -> dict[str, str]:
-    """Every property of one phase against one server.
+    """Every property of one phase against one server: of a workload file's run, what layerbench sets over
+    the file (its mix, key order and the rest stay the file's).
 
     ``records`` is what the server holds now (the load: what it will hold); a
     run inserts new keys from there upward. ``endpoint`` names the binding's
@@ -162,8 +168,7 @@ def properties(
     phase's operation count when no target rate does.
     """
     props = {
-        "workload": WORKLOAD_CLASS,
-        **MIXES[w.mix],
+        **_workload(w),
         "recordcount": str(records),
         "insertstart": "0",
         "fieldcount": str(server.fieldcount),
@@ -173,8 +178,6 @@ def properties(
         "hdrhistogram.percentiles": ",".join(PERCENTILES),
         **_endpoint(prefix(server.protocol), endpoint),
     }
-    if w.distribution is not None:
-        props["requestdistribution"] = w.distribution
     if w.consistency is not None:  # the spec's rules allow it only against a CQL server
         level = w.consistency.upper()
         cql = prefix(server.protocol)
@@ -183,11 +186,65 @@ def properties(
         # operationcount too: a zipfian chooser reads it at init even when loading.
         props |= {"insertcount": str(records), "operationcount": str(records)}
     else:
-        props |= _time_bounded(w, props, records, w.runtime_s if phase == "run" else w.warmup_s, expected_ops)
+        seconds = w.runtime_s if phase == "run" else w.warmup_s
+        props |= _time_bounded(w, mix_of(w) | props, records, seconds, expected_ops)
     if hdr_dir is not None:
         # YCSB names each log by appending "<OP>.hdr" to the path: the separator is ours to add.
         props |= {"hdrhistogram.fileoutput": "true", "hdrhistogram.output.path": hdr_dir.rstrip("/") + "/"}
     return props
+
+
+def _workload(w: YcsbWorkload) -> dict[str, str]:
+    """The workload's own properties on the command line: a mix's, or what a file's (-P) must not decide."""
+    if w.workload_file is None:
+        mix = MIXES[w.mix] | ({"requestdistribution": w.distribution} if w.distribution is not None else {})
+        return {"workload": WORKLOAD_CLASS, **mix}
+    file = w.file_properties
+    runs, notice = ycsb_file.workload_class(file, w.workload_file)
+    out = {"workload": runs} if notice is not None else {}
+    if "exporter" in file:  # layerbench parses the text report only
+        out["exporter"] = TEXT_EXPORTER
+    return out
+
+
+def mix_of(w: YcsbWorkload) -> dict[str, str]:
+    """What the run's mix is: its proportions and request distribution (a file's over CoreWorkload's defaults)."""
+    if w.workload_file is not None:
+        return ycsb_file.effective(w.file_properties)
+    return _workload(w)
+
+
+def overridden(w: YcsbWorkload, props: Mapping[str, str], protocol: str, phase: Phase) -> dict[str, tuple[str, str]]:
+    """Each property of a workload file that layerbench set otherwise in this phase: name → (the file's value,
+    what ran; "" where the file had none), the command line's flags (-db, -t/-load) included."""
+    if w.workload_file is None:
+        return {}
+    file = w.file_properties
+    ran = {**props, "db": BINDINGS[protocol], "dotransactions": "false" if phase == "load" else "true"}
+    out = {k: (file[k], v) for k, v in ran.items() if k in file and file[k] != v}
+    if "workload" in props and "workload" not in file:
+        out["workload"] = ("", props["workload"])
+    return out
+
+
+def put_workload_file(w: YcsbWorkload, directory: Path) -> list[str]:
+    """The workload's file as the client reads it (``-P``), written in ``directory`` from the text the spec
+    kept, so that what ran is what the cell's config says (its name says which text); none for a mix."""
+    if w.workload_text is None:
+        return []
+    digest = hashlib.sha256(w.workload_text.encode()).hexdigest()[:16]
+    path = directory / f"ycsb-workload-{digest}.properties"
+    path.write_text(w.workload_text)
+    return [str(path)]
+
+
+def loader(workloads: Sequence[object], threads: int) -> YcsbWorkload:
+    """What loads a stack for its YCSB workloads: the first workload file among them (its key order, field
+    names and lengths shape the records the runs read), or CoreWorkload's defaults."""
+    for w in workloads:
+        if isinstance(w, YcsbWorkload) and w.workload_file is not None:
+            return w.model_copy(update={"name": "load", "threads": threads})
+    return YcsbWorkload(name="load", threads=threads)
 
 
 def prefix(protocol: str) -> str:

@@ -75,32 +75,33 @@ def prepare(fleet: Fleet, workloads: list[DbWorkload], ctx: BuildContext) -> dic
     with credentials(fleet, ctx):
         for kind, load in LOADS.items():  # in this order: YCSB's load, then pgbench's initialization
             if kind in kinds:
-                load(fleet, ctx, info)
+                load(fleet, [w for w in workloads if w.kind == kind], ctx, info)
         info["pgbench_scale"] = fleet.server.scale
     info["seconds"] = round(time.monotonic() - started, 3)
     info["ended_at"] = time.time()
     return info
 
 
-def _ycsb_loaded(fleet: Fleet, ctx: BuildContext, info: dict[str, Any]) -> None:
-    fleet.records[:] = _ycsb_load(fleet, ctx)
+def _ycsb_loaded(fleet: Fleet, workloads: list[DbWorkload], ctx: BuildContext, info: dict[str, Any]) -> None:
+    fleet.records[:] = _ycsb_load(fleet, ycsb.loader(workloads, fleet.server.load_threads), ctx)
     info["records"] = list(fleet.records)
 
 
-def _pgbench_initialized(fleet: Fleet, ctx: BuildContext, info: dict[str, Any]) -> None:
+def _pgbench_initialized(fleet: Fleet, workloads: list[DbWorkload], ctx: BuildContext, info: dict[str, Any]) -> None:
     argvs = [pgbench.init_argv(e.host, e.port, fleet.server.scale, PG_USER) for e in fleet.endpoints]
     for done in proc.run_all(argvs, timeout=LOAD_TIMEOUT_S, env=_pg_env(fleet, ctx)):
         done.check()
 
 
-def _ycsb_load(fleet: Fleet, ctx: BuildContext) -> list[int]:
-    loader = YcsbWorkload(name="load", threads=fleet.server.load_threads)
+def _ycsb_load(fleet: Fleet, loader: YcsbWorkload, ctx: BuildContext) -> list[int]:
     counts = [fleet.server.record_count] * len(fleet.endpoints)
-    argvs = [
-        _ycsb_argv(fleet, e, ycsb.properties(loader, fleet.server, n, _endpoint(e), "load"), "load", ctx)
-        for e, n in zip(fleet.endpoints, counts, strict=True)
-    ]
-    for e, done in zip(fleet.endpoints, proc.run_all(argvs, timeout=LOAD_TIMEOUT_S), strict=True):
+    with _workload_file(loader, ctx) as file:
+        argvs = [
+            _ycsb_argv(fleet, ycsb.properties(loader, fleet.server, n, _endpoint(e), "load"), "load", ctx, file)
+            for e, n in zip(fleet.endpoints, counts, strict=True)
+        ]
+        finished = proc.run_all(argvs, timeout=LOAD_TIMEOUT_S)
+    for e, done in zip(fleet.endpoints, finished, strict=True):
         result = _ycsb_report(done)
         insert = result.operations.get("INSERT")
         if insert is None or insert.errors:
@@ -109,7 +110,7 @@ def _ycsb_load(fleet: Fleet, ctx: BuildContext) -> list[int]:
 
 
 # Each client's load of a stack's servers (its precondition), by the workload's kind, as RUNNERS are.
-LOADS: dict[str, Callable[[Fleet, BuildContext, dict[str, Any]], None]] = {
+LOADS: dict[str, Callable[[Fleet, list[DbWorkload], BuildContext, dict[str, Any]], None]] = {
     "ycsb": _ycsb_loaded,
     "pgbench": _pgbench_initialized,
 }
@@ -161,7 +162,7 @@ def _ycsb(fleet: Fleet, w: YcsbWorkload, out: Outcome, ctx: BuildContext, device
     records = fleet.records
     expected: list[int | None] = [None] * len(clients)
     if w.warmup_s > 0:
-        warm, _ = _ycsb_phase(fleet, w, "warmup", clients, [None] * len(clients), expected, ctx)
+        warm, _, _ = _ycsb_phase(fleet, w, "warmup", clients, [None] * len(clients), expected, ctx)
         _inserted(records, clients, warm)
         # The warm-up's pace sizes the run's operation count where it sizes a key range (ycsb.operation_count).
         expected = [max(1, int(r.throughput * w.runtime_s)) for r in warm]
@@ -170,14 +171,26 @@ def _ycsb(fleet: Fleet, w: YcsbWorkload, out: Outcome, ctx: BuildContext, device
         for d in logs:
             d.mkdir()
         with _monitor(fleet, devices, ctx) as mon:
-            results, done = _ycsb_phase(fleet, w, "run", clients, logs, expected, ctx)
+            results, done, props = _ycsb_phase(fleet, w, "run", clients, logs, expected, ctx)
         measured = ycsb_measured(clients, results, logs, spec is not None)
     out.argv, out.stdout, out.stderr = done[0].argv, _joined(clients, done, "stdout"), _joined(clients, done, "stderr")
     _inserted(records, clients, results)
     _kept(out, measured)
     _finish(out, mon, fleet, devices, {c.job: _refused(r) for c, r in zip(clients, results, strict=True)})
+    _overrode(out, w, ycsb.overridden(w, props[0], fleet.server.protocol, "run"))
     if measured.windows:
         _timed(out, timing(measured.windows, w.runtime_s, spec, "YCSB's HdrHistogram logs: start time, intervals"))
+
+
+def _overrode(out: Outcome, w: YcsbWorkload, overrides: dict[str, tuple[str, str]]) -> None:
+    """A workload file's properties layerbench set otherwise (the first client's: the others differ only in
+    their server and record count), kept with the trial and named in its checks."""
+    if w.workload_file is None:
+        return
+    out.info = replace(out.info, overridden=overrides)
+    named = ", ".join(f"{k}={v} (file: {f or 'unset'})" for k, (f, v) in sorted(overrides.items()))
+    detail = f"{w.workload_file} ran as written but for {named}" if named else f"{w.workload_file} ran as written"
+    out.checks.append(Check("workload-file", "pass", detail))
 
 
 def _inserted(records: list[int], clients: list[Client], results: list[ycsb.YcsbResult]) -> None:
@@ -194,18 +207,21 @@ def _ycsb_phase(
     logs: list[Path] | list[None],
     expected: list[int | None],
     ctx: BuildContext,
-) -> tuple[list[ycsb.YcsbResult], list[Completed]]:
-    """Every client of every instance at once: their reports, parsed, and what each printed."""
+) -> tuple[list[ycsb.YcsbResult], list[Completed], list[dict[str, str]]]:
+    """Every client of every instance at once: their reports, parsed, what each printed, and the properties
+    each was given."""
     records = fleet.records
-    argvs = []
-    for c, log, ops in zip(clients, logs, expected, strict=True):
-        e = fleet.endpoints[c.instance]
-        path = str(log) if log is not None else None
-        props = ycsb.properties(w, fleet.server, records[c.instance], _endpoint(e), phase, path, ops)  # type: ignore[arg-type]
-        argvs.append(_ycsb_argv(fleet, e, props, phase, ctx))
+    argvs, given = [], []
     seconds = w.runtime_s if phase == "run" else w.warmup_s
-    done = proc.run_all(argvs, timeout=seconds + CLIENT_SLACK_S)
-    return [_ycsb_report(d) for d in done], done
+    with _workload_file(w, ctx) as file:
+        for c, log, ops in zip(clients, logs, expected, strict=True):
+            e = fleet.endpoints[c.instance]
+            path = str(log) if log is not None else None
+            props = ycsb.properties(w, fleet.server, records[c.instance], _endpoint(e), phase, path, ops)  # type: ignore[arg-type]
+            argvs.append(_ycsb_argv(fleet, props, phase, ctx, file))
+            given.append(props)
+        done = proc.run_all(argvs, timeout=seconds + CLIENT_SLACK_S)
+    return [_ycsb_report(d) for d in done], done, given
 
 
 def _refused(result: ycsb.YcsbResult) -> int:
@@ -220,10 +236,25 @@ def _ycsb_report(done: Completed) -> ycsb.YcsbResult:
     return result
 
 
-def _ycsb_argv(fleet: Fleet, e: Endpoint, props: dict[str, str], phase: str, ctx: BuildContext) -> list[str]:
+def _ycsb_argv(fleet: Fleet, props: dict[str, str], phase: str, ctx: BuildContext, file: list[str]) -> list[str]:
     java = shutil.which("java") or "java"
     secret = [str(_secret_files(ctx)[0])] if fleet.definition.authenticates else []
-    return ycsb.argv(java, str(ctx.cache_dir), fleet.server.protocol, phase, props, secret)  # type: ignore[arg-type]
+    files = [*file, *secret]  # the workload's file first: what follows it wins
+    return ycsb.argv(java, str(ctx.cache_dir), fleet.server.protocol, phase, props, files)  # type: ignore[arg-type]
+
+
+@contextmanager
+def _workload_file(w: YcsbWorkload, ctx: BuildContext) -> Iterator[list[str]]:
+    """A workload file where this phase's clients read it (``-P``), from the text the cell keeps; this thread's
+    own copy (a load may run beside another stack's trial), removed when the phase is done. None for a mix."""
+    where = ctx.work_dir / f"ycsb-{os.getpid()}-{threading.get_native_id()}"
+    where.mkdir(exist_ok=True)
+    try:
+        yield ycsb.put_workload_file(w, where)
+    finally:
+        for path in where.iterdir():
+            path.unlink()
+        where.rmdir()
 
 
 def _endpoint(e: Endpoint) -> dict[str, str]:
@@ -239,26 +270,45 @@ def _pgbench(fleet: Fleet, w: PgbenchWorkload, out: Outcome, ctx: BuildContext, 
         if w.warmup_s > 0:
             _pgbench_phase(fleet, w, clients, Path(tmp) / "warmup", w.warmup_s, ctx)
         with _monitor(fleet, devices, ctx) as mon:
-            done, prefixes = _pgbench_phase(fleet, w, clients, Path(tmp) / "run", w.runtime_s, ctx)
+            done, prefixes = _pgbench_phase(fleet, w, clients, Path(tmp) / "run", w.runtime_s, ctx, w.transactions)
         out.argv, out.stdout = done[0].argv, _joined(clients, done, "stdout")
         out.stderr = _joined(clients, done, "stderr")
         results = [pgbench.parse(d.stdout) for d in done]
-        measured = pgbench_measured(clients, results, [pgbench.log_files(p) for p in prefixes], spec is not None)
+        logs = [pgbench.log_files(p) for p in prefixes]
+        measured = pgbench_measured(clients, results, logs, spec is not None, [s.name for s in w.scripts])
     _kept(out, measured)
     _finish(out, mon, fleet, devices, {c.job: r.failed for c, r in zip(clients, results, strict=True)})
     if measured.windows:
-        _timed(out, timing(measured.windows, w.runtime_s, spec, "pgbench's per-transaction logs: ends, latencies"))
+        ran = _pgbench_ran_s(w, measured.windows)
+        _timed(out, timing(measured.windows, ran, spec, "pgbench's per-transaction logs: ends, latencies"))
+
+
+def _pgbench_ran_s(w: PgbenchWorkload, windows: dict[str, tuple[float, float]]) -> float:
+    """The run the clients' spread is judged against: its runtime, or, for a number of transactions (whose
+    runtime_s is only the longest it may take), how long the clients ran together, first start to last end."""
+    if w.transactions is None:
+        return w.runtime_s
+    return (max(end for _, end in windows.values()) - min(start for start, _ in windows.values())) / 1000
 
 
 def _pgbench_phase(
-    fleet: Fleet, w: PgbenchWorkload, clients: list[Client], where: Path, seconds: float, ctx: BuildContext
+    fleet: Fleet,
+    w: PgbenchWorkload,
+    clients: list[Client],
+    where: Path,
+    seconds: float,
+    ctx: BuildContext,
+    transactions: int | None = None,
 ) -> tuple[list[Completed], list[str]]:
+    """Every client at once, for ``seconds`` or (a measured run of ``transactions``) at most that long; a user's
+    scripts read the server's scale as ``:scale``."""
     where.mkdir()
     prefixes = [str(where / c.job) for c in clients]
     argvs = []
     for c, p in zip(clients, prefixes, strict=True):
         e = fleet.endpoints[c.instance]
-        argvs.append(pgbench.argv(w, e.host, e.port, PG_USER, p, seconds))
+        argvs.append(pgbench.argv(w, e.host, e.port, PG_USER, p, seconds, scale=fleet.server.scale,
+                                  transactions=transactions))  # fmt: skip
     done = proc.run_all(argvs, timeout=seconds + CLIENT_SLACK_S, env=_pg_env(fleet, ctx))
     for d in done:
         d.check()

@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from layerbench.records import hdr
 from layerbench.records.checks import Check
 from layerbench.records.info import TrialInfo
@@ -126,16 +124,36 @@ def _windows(
 
 
 def pgbench_measured(
-    clients: Sequence[Client], results: Sequence[pgbench.PgbenchResult], files: Sequence[list[Path]], many: bool
+    clients: Sequence[Client],
+    results: Sequence[pgbench.PgbenchResult],
+    files: Sequence[list[Path]],
+    many: bool,
+    scripts: Sequence[str] = (),
 ) -> Measured:
-    """pgbench's summaries and each client's per-transaction logs (``files``, in the order of ``clients``)."""
-    own = [pgbench.latencies_from_logs(f) for f in files]
-    samples = [s for c, r, lat in zip(clients, results, own, strict=True) for s in pgbench.samples(r, lat, c.job)]
+    """pgbench's summaries and each client's per-transaction logs (``files``, in the order of ``clients``);
+    with a user's ``scripts`` (their names, in the workload's order) each script's numbers too, its latency
+    merged over every client as "all" and its histogram kept by its name beside every transaction's ("")."""
+    own = [pgbench.read_logs(f) for f in files]
+    samples = [s for c, r, log in zip(clients, results, own, strict=True) for s in _client(c, r, log, scripts)]
     if many:
         for instance, members in by_instance(clients).items():
-            samples += pgbench.latency_samples(np.concatenate([own[n] for n in members]), instance_job(instance))
-    pooled = np.concatenate(own) if own else np.empty(0)
-    samples += pgbench.latency_samples(pooled, MERGED)
-    kept = {"": hdr.encode(hdr.of_values(pooled))} if pooled.size else {}
+            samples += _latencies(pgbench.pooled([own[n] for n in members]), instance_job(instance), scripts)
+    pooled = pgbench.pooled(own)
+    samples += _latencies(pooled, MERGED, scripts)
+    kept = {"": pooled.latency_us, **(pgbench.by_script(pooled, scripts) if scripts else {})}
+    latency_hdr = {op: hdr.encode(hdr.of_values(values)) for op, values in kept.items() if values.size}
     windows = _windows(clients, files, pgbench.log_window, pgbench.PgbenchParseError, many)
-    return Measured(samples, kept, windows)
+    return Measured(samples, latency_hdr, windows)
+
+
+def _client(c: Client, r: pgbench.PgbenchResult, log: pgbench.Transactions, scripts: Sequence[str]) -> list[Sample]:
+    named = pgbench.by_script(log, scripts) if scripts else None
+    return pgbench.samples(r, log.latency_us, c.job, named)
+
+
+def _latencies(log: pgbench.Transactions, job: str, scripts: Sequence[str]) -> list[Sample]:
+    """Merged latency: every transaction's (direction ""), and each script's by its name."""
+    out = pgbench.latency_samples(log.latency_us, job)
+    for name, values in (pgbench.by_script(log, scripts) if scripts else {}).items():
+        out += pgbench.latency_samples(values, job, name)
+    return out

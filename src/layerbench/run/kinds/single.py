@@ -23,6 +23,7 @@ from layerbench.run.measure.monitor_checks import bottleneck_check, contended_ch
 from layerbench.run.measure.mount_check import volatile_check
 from layerbench.run.schedule import Trial
 from layerbench.spec.models import FileWorkload, FioWorkload, StackSpec, Workload
+from layerbench.spec.transports import without_device
 from layerbench.stack.cgroups import mismatches, verdict
 from layerbench.stack.engines import failure_category
 from layerbench.stack.target import DEFAULT_CACHE, BuildContext, Device, Target
@@ -92,7 +93,7 @@ def watched(device: Device) -> str:
     """The block device whose counters judge a trial: the device under test, or, where fio's nbd engine
     reaches an export with no block device here, the backing device the storage host's qemu-nbd reads
     and writes with O_DIRECT (in this same kernel)."""
-    return device.info.get("backing", device.path) if device.kind == "nbd-fio" else device.path
+    return device.info.get("backing", device.path) if without_device(device.kind) else device.path
 
 
 def needs_precondition(w: FileWorkload) -> bool:
@@ -197,6 +198,9 @@ def _execute(
 ) -> None:
     lat_log = lat_log_prefix(w, target) if latency_log else None
     out.argv = workload_argv(w, target, tools, lat_log)
+    if w.kind == "fio" and w.job_file:  # what the workload gave its jobs, and which of them kept their own
+        given = jobfile.options(jobfile.of_workload(w), target.path, target.path_is_device)
+        out.info = replace(out.info, job_options=given)
     devices = devices_beneath(watched(target.device))
     cgroup = {k: Path(v) for k, v in target.facts.cgroup.items()} or None
     kind = registry.of(w)

@@ -14,15 +14,18 @@ from pathlib import Path
 
 from layerbench.proc import Runner
 from layerbench.spec.models import RemoteSpec
-from layerbench.stack.ledger import tracked
+from layerbench.stack.ledger import Resource, tracked
 from layerbench.stack.remote import kernel
 from layerbench.stack.remote.host import StorageHost
+from layerbench.stack.remote.needs import Need
 from layerbench.stack.target import BuildContext, Device
 
 TARGET = Path("/sys/kernel/config/target")
 SYS = Path("/sys")  # the unit tests pass a tree rebuilt from a real session's (tests/data/remote/sysfs)
 PORT = 3260
 MODULES = ("target_core_mod", "target_core_iblock", "iscsi_target_mod", "iscsi_tcp")
+# What its kernel client needs of this host (a feature of HostCaps.remote, named by spec/transports/iscsi.py).
+NEEDS = {"iscsi": Need({"iscsiadm": "open-iscsi"}, MODULES, configfs=True)}
 IQN_PREFIX = "iqn.2026-11.io.layerbench:"
 REPLACEMENT_TIMEOUT_S = 5
 # The TPG's attributes for a lab target: any initiator, no CHAP, writable.
@@ -152,3 +155,15 @@ def disks(iqn: str, sys: Path = SYS) -> list[str]:
     """The SCSI disks of our sessions, from sysfs (no udev needed)."""
     sessions = [s for s in kernel.children(sys / "class/iscsi_session") if kernel.read(s / "targetname") == iqn]
     return sorted(b.name for s in sessions for b in (s / "device").glob("target*/*/block/*"))
+
+
+def _remove_target(res: Resource, runner: Runner) -> None:
+    remove_target(res.ident, res.detail.get("hba", ""), res.detail.get("netns", ""))
+
+
+def _logout(res: Resource, runner: Runner) -> None:
+    logout(res.ident, res.detail.get("portal", ""), runner)
+
+
+# What cleanup removes of a dead run's, by ledger kind.
+REMOVERS = {"iscsi-target": _remove_target, "iscsi-session": _logout}

@@ -7,22 +7,15 @@ Torn down in reverse: client, target, link shaping, storage host, backing device
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from layerbench.spec.models import DeviceSpec, RemoteSpec
+from layerbench.spec.models import DeviceSpec
 from layerbench.stack.device import device
-from layerbench.stack.remote import iscsi, nbd, nvme_tcp
-from layerbench.stack.remote.host import StorageHost, storage_host
+from layerbench.stack.remote import TRANSPORTS
+from layerbench.stack.remote.host import storage_host
 from layerbench.stack.remote.link import shaped
 from layerbench.stack.target import BuildContext, Device
-
-Attach = Callable[[Device, StorageHost, RemoteSpec, BuildContext], AbstractContextManager[Device]]
-TRANSPORTS: dict[str, Attach] = {
-    "nbd": nbd.attached,
-    "nvme-tcp": nvme_tcp.attached,
-    "iscsi": iscsi.attached,
-}
 
 
 @contextmanager
@@ -34,7 +27,7 @@ def remote_device(spec: DeviceSpec, ctx: BuildContext) -> Iterator[Device]:
         device(local, ctx) as backing,
         storage_host(ctx) as host,
         shaped(host, remote.link, ctx),
-        TRANSPORTS[remote.transport](backing, host, remote, ctx) as attached,
+        TRANSPORTS[remote.transport].attach(backing, host, remote, ctx) as attached,
     ):
         info = {
             **attached.info,

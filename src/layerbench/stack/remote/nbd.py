@@ -22,15 +22,26 @@ from layerbench.proc import Runner
 from layerbench.spec.models import RemoteSpec
 from layerbench.stack import handle
 from layerbench.stack.device import attached_loop
-from layerbench.stack.ledger import tracked
+from layerbench.stack.ledger import Resource, tracked
 from layerbench.stack.remote import kernel
 from layerbench.stack.remote.host import StorageHost
+from layerbench.stack.remote.needs import Need
 from layerbench.stack.remote.server import serving, wait_until
 from layerbench.stack.target import BuildContext, Device
 
 PORT = 10809  # NBD's registered port
 EXPORT = "lb"  # qemu-nbd's export name; a client that names none is served the deprecated oldstyle way
 MODULES = ("nbd",)
+# What each client needs of this host (features of HostCaps.remote, named by its row in spec/transports/nbd.py).
+NEEDS = {
+    "nbd": Need({"qemu-nbd": "qemu-utils", "nbdinfo": "libnbd-bin"}),
+    "nbd-fuse": Need({"nbdfuse": "libnbd-bin", "fusermount3": "fuse3"}),  # and FUSE and loop (HostCaps has them)
+    "nbd-kernel": Need({"nbd-client": "nbd-client"}, MODULES),
+    # fio built with its nbd engine (libnbd): a fio without it says so only when asked for the engine's help.
+    "nbd-fio": Need(
+        {"fio": "fio"}, tried=(("fio", "--enghelp=nbd"), "this fio has no nbd engine (it is built without libnbd)")
+    ),
+}
 
 
 def server_argv(device_path: str, address: str, port: int = PORT) -> list[str]:
@@ -162,3 +173,13 @@ def disconnect(dev_path: str, pid: str | None, runner: Runner) -> None:
     if not current or (pid is not None and current != pid):
         return
     runner(["nbd-client", "-d", dev_path], timeout=120).check()
+
+
+def reclaim(res: Resource, runner: Runner) -> None:
+    """A dead run's kernel client: disconnected if the device still has that connection."""
+    if res.ident.startswith("/dev/nbd"):  # "nbd-pending": it never connected
+        disconnect(res.ident, res.detail.get("pid") or "", runner)
+
+
+# What cleanup removes of a dead run's, by ledger kind (the server and the FUSE mount are generic kinds).
+REMOVERS = {"nbd": reclaim}

@@ -1,4 +1,5 @@
-"""What each transport, client and link shaping needs of a host, probed into reasons a user can act on.
+"""What a storage host, each transport's clients and link shaping need of a host, probed into reasons a user
+can act on (each transport declares its own, in its module: ``NEEDS``).
 
 Kernel parts count where they are loaded (/sys/module) or modprobe would load them. Qdiscs are tried,
 not inferred: a kernel may build tbf in and leave netem out (this project's CI host does), and neither
@@ -8,46 +9,59 @@ shows in /sys/module then. The try happens in a network namespace that dies with
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from layerbench.errors import ToolError
 from layerbench.proc import Runner
+from layerbench.spec.transports import STORAGE_HOST
 
 Loadable = Callable[[str], bool]
 SYS_MODULE = Path("/sys/module")
 CONFIGFS = Path("/sys/kernel/config")
 
-# feature -> (binaries and the Debian package that has them, kernel modules)
-NEEDS: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {
-    "storage-host": ({"ip": "iproute2", "tc": "iproute2", "unshare": "util-linux", "ethtool": "ethtool"}, ()),
-    "nbd": ({"qemu-nbd": "qemu-utils", "nbdinfo": "libnbd-bin"}, ()),
-    "nbd-fuse": ({"nbdfuse": "libnbd-bin", "fusermount3": "fuse3"}, ()),  # and FUSE and loop (HostCaps has them)
-    "nbd-kernel": ({"nbd-client": "nbd-client"}, ("nbd",)),
-    "nbd-fio": ({"fio": "fio"}, ()),  # and fio built with its nbd engine (libnbd): tried below
-    "nvme-tcp": ({"nvme": "nvme-cli"}, ("nvmet", "nvmet_tcp", "nvme_tcp")),
-    "iscsi": ({"iscsiadm": "open-iscsi"}, ("target_core_mod", "target_core_iblock", "iscsi_target_mod", "iscsi_tcp")),
-}
+
+@dataclass(frozen=True)
+class Need:
+    """What one feature of HostCaps.remote needs of this host, as a transport's module declares it."""
+
+    binaries: Mapping[str, str]  # each program, and the Debian package that has it
+    modules: tuple[str, ...] = ()  # kernel modules, loaded or loadable
+    configfs: bool = False  # a kernel target, configured through configfs (mounted at CONFIGFS)
+    # A command tried once the rest is there, and what its failure means (a program built without a part).
+    tried: tuple[tuple[str, ...], str] | None = None
+
+
+# What a storage host needs whatever the transport: its namespace, its veth link and tc to shape it.
+STORAGE_HOST_NEEDS = Need({"ip": "iproute2", "tc": "iproute2", "unshare": "util-linux", "ethtool": "ethtool"})
 QDISC_TRIALS = {
     "netem": ["netem", "delay", "1ms"],
     "tbf": ["tbf", "rate", "1gbit", "burst", "65536", "latency", "50ms"],
 }
 
 
-def probe(runner: Runner, loadable: Loadable) -> dict[str, str | None]:
-    """Each feature (NEEDS, and the qdiscs netem and tbf): None where this host has it, else why not."""
-    gaps: dict[str, str | None] = {name: _missing(bins, mods, loadable) for name, (bins, mods) in NEEDS.items()}
-    for name in ("nvme-tcp", "iscsi"):
-        if gaps[name] is None and not CONFIGFS.is_dir():
-            gaps[name] = f"its kernel target is configured through configfs, and {CONFIGFS} is not mounted"
-    if gaps["nbd-fio"] is None and runner(["fio", "--enghelp=nbd"], timeout=30).rc != 0:
-        gaps["nbd-fio"] = "this fio has no nbd engine (it is built without libnbd)"
+def probe(runner: Runner, loadable: Loadable, needs: Mapping[str, Need]) -> dict[str, str | None]:
+    """Each feature: a storage host's (STORAGE_HOST), those of ``needs`` (each transport's, from its module),
+    and the qdiscs netem and tbf; None where this host has it, else why not."""
+    gaps: dict[str, str | None] = {STORAGE_HOST: _lacking(STORAGE_HOST_NEEDS, runner, loadable)}
+    gaps |= {name: _lacking(need, runner, loadable) for name, need in needs.items()}
     for qdisc, args in QDISC_TRIALS.items():
-        gaps[qdisc] = gaps["storage-host"] or _qdisc_refused(qdisc, args, runner)
+        gaps[qdisc] = gaps[STORAGE_HOST] or _qdisc_refused(qdisc, args, runner)
     return gaps
 
 
-def _missing(binaries: dict[str, str], modules: tuple[str, ...], loadable: Loadable) -> str | None:
+def _lacking(need: Need, runner: Runner, loadable: Loadable) -> str | None:
+    """What this host lacks of ``need``: a kernel part or a program, then configfs, then the tried command."""
+    missing = _missing(need.binaries, need.modules, loadable)
+    if missing is None and need.configfs and not CONFIGFS.is_dir():
+        return f"its kernel target is configured through configfs, and {CONFIGFS} is not mounted"
+    if missing is None and need.tried is not None and runner(list(need.tried[0]), timeout=30).rc != 0:
+        return need.tried[1]
+    return missing
+
+
+def _missing(binaries: Mapping[str, str], modules: tuple[str, ...], loadable: Loadable) -> str | None:
     # The kernel first: installing a package cannot help a kernel that lacks the driver.
     lacking = [m for m in modules if not ((SYS_MODULE / m).exists() or loadable(m))]
     if lacking:

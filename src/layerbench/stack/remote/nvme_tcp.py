@@ -18,15 +18,19 @@ from pathlib import Path
 from layerbench.errors import PrerequisiteError
 from layerbench.proc import Runner
 from layerbench.spec.models import RemoteSpec
-from layerbench.stack.ledger import tracked
+from layerbench.stack.ledger import Resource, tracked
 from layerbench.stack.remote import kernel
 from layerbench.stack.remote.host import StorageHost
+from layerbench.stack.remote.needs import Need
 from layerbench.stack.target import BuildContext, Device
 
 NVMET = Path("/sys/kernel/config/nvmet")
 SYS = Path("/sys")  # the unit tests pass a tree rebuilt from a real connection's (tests/data/remote/sysfs)
 PORT = 4420  # NVMe/TCP's registered port
 MODULES = ("nvmet", "nvmet-tcp", "nvme-tcp")
+# What its kernel client needs of this host (a feature of HostCaps.remote, named by spec/transports/nvme_tcp.py):
+# /sys/module names a module with underscores.
+NEEDS = {"nvme-tcp": Need({"nvme": "nvme-cli"}, tuple(m.replace("-", "_") for m in MODULES), configfs=True)}
 NQN_PREFIX = "nqn.2026-11.io.layerbench:"
 # Seconds before a lost controller is given up (the kernel's default is 600) and its I/O fails.
 CTRL_LOSS_TMO, RECONNECT_DELAY, FAST_IO_FAIL_TMO = 5, 1, 2
@@ -158,3 +162,15 @@ def block_names(nqn: str, sys: Path = SYS) -> list[str]:
     subsystems = kernel.children(sys / "class/nvme-subsystem")
     parents = [s for s in subsystems if kernel.read(s / "subsysnqn") == nqn] + controllers(nqn, sys)
     return sorted({d.name for p in parents for d in kernel.children(p) if BLOCK_NAME.fullmatch(d.name)})
+
+
+def _remove_target(res: Resource, runner: Runner) -> None:
+    remove_target(res.ident, res.detail.get("port"))
+
+
+def _disconnect(res: Resource, runner: Runner) -> None:
+    disconnect(res.ident, runner)
+
+
+# What cleanup removes of a dead run's, by ledger kind.
+REMOVERS = {"nvmet": _remove_target, "nvme-connection": _disconnect}

@@ -1,0 +1,2 @@
+\set x random(1,
+SELECT 1;

@@ -1,0 +1,2 @@
+\if true
+SELECT 1;
