@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests import simulated_runs  # noqa: E402  (the simulator the unit tests use)
 
+RUN_TIMEOUT_S = 3600  # one run of a preset: quick takes about seven minutes
 QUICK_TRIAL_S = 4.5  # quick's trials, preparation included: 72 in 5 min 21 s on this machine kind
 
 
@@ -54,17 +55,15 @@ def simulate(runs: int, budgets: list[int]) -> None:
         ra = per_minute((a.verdicts != simulated_runs.UNDECIDED).sum(axis=1), a.trials)
         rf = per_minute((f.verdicts != simulated_runs.UNDECIDED).sum(axis=1), f.trials)
         wa, wf = simulated_runs.wrong(a.effects, a.verdicts).mean(), simulated_runs.wrong(f.effects, f.verdicts).mean()
-        print(
-            f"budget={budget} trials: budget run {ra[0]:.2f}/min ({ra[1]:.2f}-{ra[2]:.2f}), wrong {wa:.1%}; "
-            f"fixed ({rounds} rounds) {rf[0]:.2f}/min ({rf[1]:.2f}-{rf[2]:.2f}), wrong {wf:.1%}; ratio={ra[0] / rf[0]:.2f}"
-        )
+        budget_run = f"budget run {ra[0]:.2f}/min ({ra[1]:.2f}-{ra[2]:.2f}), wrong {wa:.1%}"
+        fixed_run = f"fixed ({rounds} rounds) {rf[0]:.2f}/min ({rf[1]:.2f}-{rf[2]:.2f}), wrong {wf:.1%}"
+        print(f"budget={budget} trials: {budget_run}; {fixed_run}; ratio={ra[0] / rf[0]:.2f}")
 
 
 def layerbench(args: list[str], db: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
     started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "layerbench.cli", *args, "--db", str(db)], capture_output=True, text=True, check=False
-    )
+    argv = [sys.executable, "-m", "layerbench.cli", *args, "--db", str(db)]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=RUN_TIMEOUT_S)
     return time.monotonic() - started, done
 
 
