@@ -71,7 +71,19 @@ def resume_run(
 
 
 def _decider(run: Run, store: Store) -> run_decide.Decide:
-    """With a precision target, each round runs only the cells whose interval is still too wide."""
+    """With a budget, each round runs the cells of the comparisons still undecided (analysis/decisions.py), and
+    the handle's ``status`` says how many are decided and what the rest would take; with a precision target,
+    only the cells whose interval is still too wide."""
+    if run.exp.trials.budget is not None:
+
+        def still_undecided(cells: list) -> list:
+            from layerbench.analysis import decisions  # pandas: only where a rule reads results back
+            from layerbench.store.read import load
+
+            chosen, run.status = decisions.status_of(cells, load(store, run.run_id), run.exp.trials)
+            return chosen
+
+        return still_undecided
     if run.exp.trials.precision is None:
         return run_decide.every_cell
 
@@ -112,7 +124,8 @@ class Results:
         from layerbench.analysis.stats import summary_frame
 
         data = self.load(run)
-        return summary_frame(data.samples, list(metrics), precision.confidence(data.trials_rule))
+        level = precision.confidence(data.trials_rule)
+        return summary_frame(data.samples, list(metrics), level, data.trials_rule.sequential)
 
     def ratios(self, run: str = "latest", metric: str = "iops", direction: str = "read") -> pd.DataFrame:
         """Per cell: mean over its baseline's mean, Fieller's 95% CI and Welch's p-value."""

@@ -55,3 +55,49 @@ def test_a_run_started_interrupted_and_resumed_without_the_cli(tmp_path: Path) -
     assert len({(t.cell_id, t.repetition) for t in trials}) == 4  # none measured twice
     assert store.run(run.run_id).status == "finished"
     assert leftovers(places.work_dir) == []
+
+
+BUDGET_SPEC = """
+name: api-budget
+device: {kind: zram, size: 512MiB}
+stacks: [{filesystem: none}, {filesystem: ext4}, {filesystem: btrfs}]
+workloads: [{name: RW, rw: randwrite, bs: 4k, iodepth: 8, size: 32MiB, runtime_s: 1, ramp_s: 0}]
+trials: {repetitions: 50, min_repetitions: 3, budget: "15"}
+"""
+
+
+def test_a_budget_run_stopped_by_ctrl_c_and_resumed_ends_with_verdicts_read_off_its_intervals(tmp_path: Path) -> None:
+    from layerbench.analysis.verdicts import EQUIVALENT, FASTER, SLOWER, UNDECIDED
+    from layerbench.report.view import view
+    from layerbench.store.read import load as load_run
+
+    places = api.Places(tmp_path / "work", tmp_path / "state", api.CACHE_DIR)
+    db = tmp_path / "r.db"
+    run = api.start_run(load.parse(BUDGET_SPEC), db, places)
+    seen: list[int] = []
+
+    def stop_at_five(trial: Trial, record: TrialRecord) -> None:
+        seen.append(trial.repetition)
+        if len(seen) == 5:
+            raise Stop
+
+    with pytest.raises(Stop):
+        run.execute(api.Events(on_trial=stop_at_five))
+    store = Store.open(db, create=False)
+    for stage in ("interrupted", "finished"):
+        v = view(load_run(store, run.run_id))
+        assert v.decided is not None and v.decided.total >= len(v.findings) > 0
+        for f in v.findings:  # each verdict follows from its interval and the band alone
+            low, high = f.ratio.ci_low, f.ratio.ci_high
+            if low != low:
+                assert f.verdict == UNDECIDED
+            elif low >= 1 / 1.05 and high <= 1.05:
+                assert f.verdict == EQUIVALENT
+            else:
+                assert f.verdict == (SLOWER if high < 1 else FASTER if low > 1 else UNDECIDED)
+        if stage == "interrupted":
+            assert store.run(run.run_id).status == "interrupted"
+            api.resume_run(run.run_id, db, places).execute()
+    assert len(store.trials(run.run_id)) <= 15  # the budget, counted over both parts
+    assert store.run(run.run_id).status == "finished"
+    assert leftovers(places.work_dir) == []

@@ -69,7 +69,8 @@ def of_run(data: RunData) -> Family:
     keys.update({(p.subject, p.reference, p.metric): None for p in layers})
     logs = [compared(rounds.get((a, m), {}), rounds.get((b, m), {})) for a, b, m in keys]
     level = precision.confidence(data.trials_rule)
-    return Family(dict(zip(keys, judge(logs, level), strict=True)), layers, level)
+    judged = judge(logs, level, data.trials_rule.sequential)
+    return Family(dict(zip(keys, judged, strict=True)), layers, level)
 
 
 def compared(cell: dict[int, float], base: dict[int, float]) -> LogRatio:

@@ -44,8 +44,8 @@ BYTE_METRICS = frozenset({"bw", "iozone_geomean"})  # stored in bytes/s, shown i
 
 
 def of_run(data: RunData, family: Family | None = None) -> list[CellResult]:
-    """Every cell's result, its intervals at the confidence its trials rule needs (``precision.confidence``:
-    wider where a precision target stopped cells); ``family``: the run's comparisons, judged once
+    """Every cell's result, its intervals at the run's confidence (each a confidence sequence where the data
+    decided when the cell stopped: ``Trials.sequential``); ``family``: the run's comparisons, judged once
     (``comparisons.of_run``), computed here unless given."""
     level = precision.confidence(data.trials_rule)
     family = family or comparisons.of_run(data)
@@ -66,9 +66,10 @@ def of_run(data: RunData, family: Family | None = None) -> list[CellResult]:
     judged = [
         family.judged.get((c.cell_id, c.baseline_cell_id or "", m)) for c, m in zip(data.cells, metrics, strict=True)
     ]
+    summed = summaries(mine, level, data.trials_rule.sequential)
     return [
         _result(c, m, summary, j, b, run)
-        for c, m, summary, j, b in zip(data.cells, metrics, summaries(mine, level), judged, base, strict=True)
+        for c, m, summary, j, b in zip(data.cells, metrics, summed, judged, base, strict=True)
     ]
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from layerbench.analysis import anytime
 from layerbench.analysis.lazy_special import special
 
 if TYPE_CHECKING:  # a run's start needs t quantiles (analysis/precision.py), not pandas: seconds under emulation
@@ -63,9 +64,10 @@ def per_trial(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     return rows.groupby(["cell_id", "trial_id"], as_index=False)["value"].sum()
 
 
-def summarize(values: np.ndarray | list[float], confidence: float = 0.95) -> Summary:
-    """``confidence`` above 0.95 for cells a precision target stopped (``precision.confidence``)."""
-    return summaries([values], confidence)[0]
+def summarize(values: np.ndarray | list[float], confidence: float = 0.95, sequential: bool = False) -> Summary:
+    """``sequential``: the data decided when the cell stopped (``Trials.sequential``), so its interval is the
+    mean's confidence sequence (analysis/anytime.py), which holds at any stop; else Student's t."""
+    return summaries([values], confidence, sequential)[0]
 
 
 def ratio(cell: np.ndarray | list[float], base: np.ndarray | list[float], confidence: float = 0.95) -> Ratio:
@@ -196,11 +198,11 @@ def log_ratios(mean: np.ndarray, sem: np.ndarray, df: np.ndarray, confidence: fl
 Values = np.ndarray | list[float]
 
 
-def summaries(groups: Sequence[Values], confidence: float = 0.95) -> list[Summary]:
+def summaries(groups: Sequence[Values], confidence: float = 0.95, sequential: bool = False) -> list[Summary]:
     """``summarize`` of each of ``groups``."""
     out: dict[int, Summary] = {}
     for index, (rows,) in _by_length([(g,) for g in groups]):
-        out.update(zip(index, _summaries(rows, confidence), strict=True))
+        out.update(zip(index, _summaries(rows, confidence, sequential), strict=True))
     return [out[i] for i in range(len(groups))]
 
 
@@ -228,7 +230,7 @@ def _by_length(groups: Sequence[tuple[Values, ...]]) -> list[tuple[list[int], tu
     ]
 
 
-def _summaries(rows: np.ndarray, confidence: float) -> list[Summary]:
+def _summaries(rows: np.ndarray, confidence: float, sequential: bool) -> list[Summary]:
     k, n = rows.shape
     if n == 0:
         return [Summary(0, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN)] * k
@@ -236,7 +238,8 @@ def _summaries(rows: np.ndarray, confidence: float) -> list[Summary]:
     std, low, high, cv = nan, nan, nan, nan
     if n > 1:
         std = rows.std(axis=1, ddof=1)
-        half = t_quantile(confidence, n - 1) * std / math.sqrt(n)
+        quantile = anytime.boundary(n, 1 - confidence) if sequential else t_quantile(confidence, n - 1)
+        half = quantile * std / math.sqrt(n)
         low, high = np.where(std > 0, mean - half, mean), np.where(std > 0, mean + half, mean)
         with np.errstate(divide="ignore", invalid="ignore"):
             cv = np.where(mean != 0, std / mean, NAN)
@@ -321,7 +324,9 @@ def per_trial_by_direction(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     return rows.groupby(["cell_id", "trial_id", "direction"], as_index=False)["value"].sum()
 
 
-def summary_frame(frame: pd.DataFrame, metrics: list[str], confidence: float = 0.95) -> pd.DataFrame:
+def summary_frame(
+    frame: pd.DataFrame, metrics: list[str], confidence: float = 0.95, sequential: bool = False
+) -> pd.DataFrame:
     """``summarize`` per (cell_id, metric, direction) of a ``Store.samples_frame``."""
     import pandas as pd
 
@@ -329,7 +334,7 @@ def summary_frame(frame: pd.DataFrame, metrics: list[str], confidence: float = 0
     for metric in metrics:
         trials = per_trial_by_direction(frame, metric)
         for (cell, direction), group in trials.groupby(["cell_id", "direction"]):
-            summary = summarize(group["value"].to_numpy(), confidence)
+            summary = summarize(group["value"].to_numpy(), confidence, sequential)
             rows.append({"cell_id": cell, "metric": metric, "direction": direction, **asdict(summary)})
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 

@@ -20,10 +20,19 @@ variances, then each variance shrunk toward it), at its own degrees of freedom. 
 intervals, never narrows them: every error rate above still holds, and the shown interval is the one
 decided on.
 
-``alpha`` is 1 - the run's confidence: 5%, or Bonferroni's over a precision run's looks
-(analysis.precision), so a verdict never contradicts the interval printed beside it. Vectorised over
-the last axis (a run's comparisons) and any leading ones (tests/unit/test_verdicts.py simulates a
-thousand runs at once).
+A run whose data decide when it stops (a budget or a precision target: ``Trials.sequential``) is judged
+another way, in which every printed interval is the one its verdict was decided on and both hold at any
+stop (``judge(..., sequential=True)``): each comparison's interval is its confidence sequence
+(analysis/anytime.py), corrected over the run's K comparisons as ``decide_sequential`` says (e-BY: at
+5%·|S|/K for the S comparisons decided), and the verdict follows from that interval and the band alone: ≈
+when the whole interval lies inside ×1/1.05 to ×1.05, slower or faster when otherwise it lies wholly below or
+above ×1, undecided else. A verdict is wrong only where its interval missed the true ratio
+(tests/unit/test_decisions.py simulates a thousand runs stopped at random rounds and at their budget). A fixed count of
+rounds keeps the fixed-n rules above for now: over three or four rounds the sequences are several times
+wider, and fixed runs are what the seeds' presets reproduce.
+
+Vectorised over the last axis (a run's comparisons) and any leading ones (tests/unit/test_verdicts.py
+simulates a thousand runs at once).
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from layerbench.analysis import anytime
 from layerbench.analysis.lazy_special import special
 from layerbench.analysis.stats import LogRatio, Ratio, log_ratios
 
@@ -101,15 +111,84 @@ def decide(mean: np.ndarray, sem: np.ndarray, df: np.ndarray, alpha: float = 0.0
     return Decided(verdict, p, q, p_eq, q_eq, sem)
 
 
-def judge(comparisons: Sequence[LogRatio], confidence: float = 0.95) -> list[Judged]:
-    """Every comparison of a run at once: one family, one correction, one interval each."""
+def judge(comparisons: Sequence[LogRatio], confidence: float = 0.95, sequential: bool = False) -> list[Judged]:
+    """Every comparison of a run at once: one family, one correction, one interval each; ``sequential``: the
+    run's data decided when it stopped, so each interval is a confidence sequence (``judge_sequential``)."""
     if not comparisons:
         return []
+    if sequential:
+        return judge_sequential(comparisons, confidence)
     columns = np.array([(c.mean, c.sem, c.df) for c in comparisons], dtype=float).T
     d = decide(columns[0], columns[1], columns[2], 1 - confidence)
     ratios = log_ratios(columns[0], d.sem, columns[2], confidence)  # each log_ratio with its floored sem
     rows = zip(comparisons, ratios, d.verdict.tolist(), d.q_value.tolist(), strict=True)
     return [Judged(r, str(v), float(q), c.note, c.paired) for c, r, v, q in rows]
+
+
+@dataclass(frozen=True)
+class Sequenced:
+    """``decide_sequential``'s arrays, one entry per comparison, on the log scale."""
+
+    verdict: np.ndarray  # of str
+    low: np.ndarray  # the interval decided on and shown: NaN where there is none, infinite where not yet bounded
+    high: np.ndarray
+    p_value: np.ndarray  # the anytime-valid p-value of "no difference" (1 / its e-value)
+    q_value: np.ndarray  # p_value times the family's size, at most 1
+    sem: np.ndarray  # the standard errors decided on and shown: each no smaller than its moderated one
+
+
+def family_size(sem: np.ndarray) -> np.ndarray:
+    """The comparisons with an interval along the last axis: the Bonferroni divisor (at least 1)."""
+    return np.maximum((~np.isnan(sem)).sum(axis=-1, keepdims=True), 1)
+
+
+def decide_sequential(mean: np.ndarray, sem: np.ndarray, df: np.ndarray, alpha: float = 0.05) -> Sequenced:
+    """The interval and the verdict read off it, of each comparison (log-scale ``mean``, ``sem``, ``df``: n - 1
+    for n paired rounds; NaN sem: no interval), the family of K along the last axis.
+
+    Each interval is the comparison's confidence sequence at α·|S|/K, where S is the set of comparisons those
+    intervals decide (the e-BY procedure of Xu, Wang and Ramdas, 2022: for any selection, e-value intervals at
+    that level keep the false coverage rate of the selected ones at α, under any dependence). S is found from
+    one (Bonferroni's α/K) upward: a narrower interval only decides more, so the largest consistent S is
+    reached in at most K steps. Each interval is at least a 95% sequence on its own, since |S| ≤ K."""
+    mean, df = np.asarray(mean, dtype=float), np.asarray(df, dtype=float)
+    sem = floored(np.asarray(sem, dtype=float), df)
+    k = family_size(sem)
+    selected = np.ones_like(k)
+    for _ in range(sem.shape[-1] + 1):
+        half = anytime.halfwidths(sem, df + 1, np.broadcast_to(alpha * selected / k, sem.shape))
+        low, high = mean - half, mean + half
+        verdict = _read_off(low, high)
+        grown = np.maximum(selected, np.maximum((verdict != UNDECIDED).sum(axis=-1, keepdims=True), 1))
+        if np.array_equal(grown, selected):
+            break
+        selected = grown
+    p = anytime.p_values(mean / sem, df + 1)
+    return Sequenced(verdict, low, high, p, np.minimum(p * k / selected, 1.0), sem)
+
+
+def _read_off(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """The verdict an interval gives against the band: ≈ inside it, slower or faster wholly below or above ×1."""
+    equivalent = (low >= -BAND) & (high <= BAND)
+    return np.where(equivalent, EQUIVALENT, np.where(high < 0, SLOWER, np.where(low > 0, FASTER, UNDECIDED)))
+
+
+def judge_sequential(comparisons: Sequence[LogRatio], confidence: float = 0.95) -> list[Judged]:
+    """``judge`` of a run whose data decided when it stopped: intervals valid at any stop, verdicts read off them."""
+    columns = np.array([(c.mean, c.sem, c.df) for c in comparisons], dtype=float).T
+    d = decide_sequential(columns[0], columns[1], columns[2], 1 - confidence)
+    out = []
+    for i, c in enumerate(comparisons):
+        m, low, high = columns[0][i], float(d.low[i]), float(d.high[i])
+        ratio = Ratio(math.exp(m), math.exp(low), math.exp(high), float(d.p_value[i])) if low == low else _bare(m)
+        out.append(Judged(ratio, str(d.verdict[i]), float(d.q_value[i]), c.note, c.paired))
+    return out
+
+
+def _bare(mean: float) -> Ratio:
+    """A comparison without an interval: its ratio where it has a mean."""
+    nan = float("nan")
+    return Ratio(math.exp(mean) if mean == mean else nan, nan, nan, nan)
 
 
 MIN_FOR_PRIOR = 3  # comparisons with a spread needed before their variances say anything about each other
@@ -160,6 +239,15 @@ def _trigamma_inverse(x: np.ndarray) -> np.ndarray:
 # How a verdict marks a ratio in the tables (legend: LEGEND).
 MARKS = {SLOWER: "↓", FASTER: "↑", EQUIVALENT: "≈", UNDECIDED: "?"}
 LEGEND = "↓ slower, ↑ faster (named: significant after the run's correction and ≥5%), ≈ within ±5% (shown), ? undecided"
+# A budget run's verdicts are read off their intervals alone, which hold whenever the run stopped.
+SEQUENTIAL_LEGEND = (
+    "↓ slower, ↑ faster (the whole interval below or above ×1), ≈ (the whole interval inside ±5%), ? undecided; "
+    "the intervals hold whenever the run stops"
+)
+
+
+def legend(sequential: bool) -> str:
+    return SEQUENTIAL_LEGEND if sequential else LEGEND
 
 
 def material(r: Ratio) -> bool:
@@ -177,6 +265,8 @@ def shown(verdict: str, r: Ratio, confidence: float = 0.95, note: str = "") -> s
     ``undecided (×1.00, 95% CI 0.46-2.15)``, ``undecided (×0.91, one round)``."""
     if r.ci_low != r.ci_low:
         return f"undecided (×{r.ratio:.2f}, {note or 'no interval'})" if r.ratio == r.ratio else "undecided"
+    if math.isinf(r.ci_high):
+        return f"undecided (×{r.ratio:.2f}, too few rounds yet to bound it)"
     interval = f"×{r.ratio:.2f}, {level_text(confidence)} {r.ci_low:.2f}-{r.ci_high:.2f}"
     if verdict in DIFFERENT:
         return f"{100 * (r.ratio - 1):+.0f}% ({interval})"

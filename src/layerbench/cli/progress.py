@@ -62,6 +62,12 @@ class TrialProgress:
     def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
         self._progress.stop()
 
+    def decisions(self, line: str, round_trials: int) -> None:
+        """A budget run's new round: its trials join the bar's total, and what was decided is said once."""
+        task = self._progress.tasks[0]
+        self._progress.update(self._task, total=max(task.total or 0, task.completed + round_trials))
+        self._console.print(f"[dim]{line}[/]")
+
     def advance(self, trial: Trial, record: TrialRecord) -> None:
         if record.status != "ok":
             self._console.print(

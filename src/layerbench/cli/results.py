@@ -69,7 +69,10 @@ def print_run(
         for line in v.finding_lines:
             console.print(f"  {line}", markup=False, highlight=False)
     print_table(
-        console, terminal.results_table(v.results, title=f"run {run.id} · {run.name} · {_status(run, state_dir)}")
+        console,
+        terminal.results_table(
+            v.results, f"run {run.id} · {run.name} · {_status(run, state_dir)}", v.decided is not None
+        ),
     )
     for table in terminal.scaling_tables(v.scalings):
         console.print(table)

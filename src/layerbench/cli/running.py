@@ -35,6 +35,9 @@ from layerbench.store.db import Store
 
 if TYPE_CHECKING:  # the run stage imports the stack: the CLI loads it only for a command that runs trials
     from layerbench.cli.live import Serve
+    from layerbench.records.trial import TrialRecord
+    from layerbench.run.loop import OnTrial
+    from layerbench.run.schedule import Trial
     from layerbench.run.start import Action, Run
 
 
@@ -54,6 +57,14 @@ def run(
         "--profile",
         help="cpu: record the whole machine with perf during each cell's first trial, for the report's flame "
         "graphs and `advise` (the spec's `profile:` field, overridden).",
+    ),
+    budget: str | None = typer.Option(
+        None,
+        "--budget",
+        metavar="TIME|TRIALS",
+        help="Decide by comparisons within this budget (6m, 1.5h: the trials' own time; 200: trials): every cell "
+        "gets its first rounds, then each round goes to the comparisons still undecided; the intervals hold "
+        "whenever the run stops, and `show` says what would decide the rest (the spec's trials.budget).",
     ),
     kubeconfig: Path | None = KUBECONFIG_OPTION,
     swarm_manager: str | None = SWARM_OPTION,
@@ -96,6 +107,8 @@ def run(
         exp = spec_load.load(spec)
         if profile is not None:
             exp = Experiment.model_validate({**exp.model_dump(), "profile": profile.value})
+        if budget is not None:
+            exp = spec_load.with_budget(exp, budget)
         matrix = cells_here(exp, cache_dir)
         if node is not None:
             matrix = nodes.only(matrix, node)
@@ -104,6 +117,7 @@ def run(
             raise UsageError("--metrics-port serves one run: run each node with --node and its own port instead")
         if parallel_nodes and not dry_run:
             own = _own_argv(spec, db, work_dir, state_dir, cache_dir, seed, format_device, profile)
+            own += ["--budget", budget] if budget is not None else []
             print_plan(matrix)
             _warn_shared(matrix)
             raise typer.Exit(nodes.run_all(nodes.children(matrix, own), typer.echo))
@@ -190,7 +204,7 @@ def _execute(handle: Run, store: Store, serve: Serve | None = None) -> int:
 
     total = handle.pending()
     with TrialProgress(console, total) as progress, live(serve, handle.run_id, total) as state:
-        on_trial = progress.advance if state is None else both(progress.advance, state)
+        on_trial = _said(handle, progress) if state is None else both(_said(handle, progress), state)
         events = Events(on_trial, state.monitor_point if state is not None else None, _reclaimed)
         outcome = handle.execute(events)
     print_run(store, handle.run_id, as_json=False)
@@ -199,6 +213,19 @@ def _execute(handle: Run, store: Store, serve: Serve | None = None) -> int:
     where = f"results in {store.path} (run {handle.run_id})"
     console.print(f"{outcome.ok} trials ok{again}, {outcome.failed} failed · {where}")
     return outcome.failed
+
+
+def _said(handle: Run, progress: TrialProgress) -> OnTrial:
+    """The bar's on_trial, and a budget run's line of what is decided each time a new round was chosen."""
+    seen: list[object] = [None]
+
+    def on_trial(trial: Trial, record: TrialRecord) -> None:
+        if handle.status is not None and handle.status is not seen[0]:
+            seen[0] = handle.status
+            progress.decisions(handle.status.line(), handle.status.round_trials)
+        progress.advance(trial, record)
+
+    return on_trial
 
 
 def _reclaimed(action: Action) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from layerbench.analysis.overhead import BYTE_METRICS, UNITS, CellResult
-from layerbench.analysis.verdicts import LEGEND, MARKS
+from layerbench.analysis.verdicts import MARKS, legend
 from layerbench.store.db import RefusedRow, RunRow
 
 
@@ -46,7 +46,7 @@ def render(run: RunRow, results: Sequence[CellResult], refused: Sequence[Refused
     lines += [
         "",
         "×: ratio to the baseline paired by round, [its CI], as the findings show it; "
-        f"{LEGEND}; ±: CI half-width of the mean; ⚑: flagged.",
+        f"{legend(bool((run.spec.get('trials') or {}).get('budget')))}; ±: CI half-width of the mean; ⚑: flagged.",
     ]
     flags = [(f"{r.stack_label} · {r.workload}", f) for r in results for f in r.flags]
     if flags:

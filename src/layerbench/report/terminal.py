@@ -17,7 +17,7 @@ from layerbench.analysis.overhead import BYTE_METRICS, UNITS, CellResult
 from layerbench.analysis.ratio_table import RatioTable
 from layerbench.analysis.remote import AddedLatency
 from layerbench.analysis.scaling import Scaling
-from layerbench.analysis.verdicts import EQUIVALENT, FASTER, LEGEND, MARKS, SLOWER, shown
+from layerbench.analysis.verdicts import EQUIVALENT, FASTER, LEGEND, MARKS, SLOWER, legend, shown
 from layerbench.records.checks import MEANINGS
 from layerbench.report.view import RunComparison, RunView
 from layerbench.store.db import RefusedRow
@@ -54,7 +54,7 @@ def fmt_value(r: CellResult, mark_single: bool = False) -> str:
 
 
 VERDICT_STYLE = {SLOWER: "bold red", FASTER: "bold green", EQUIVALENT: "bold"}  # undecided: dim
-RATIO_CAPTION = "×: ratio to the baseline, paired by round (the findings' interval and verdict); " + LEGEND
+RATIO_CAPTION = "×: ratio to the baseline, paired by round (the findings' interval and verdict); "
 
 
 def _si(v: float) -> str:
@@ -69,15 +69,17 @@ def _si(v: float) -> str:
 WIDE = 6
 
 
-def results_table(results: list[CellResult], title: str = "") -> Table:
+def results_table(results: list[CellResult], title: str = "", sequential: bool = False) -> Table:
+    """``sequential``: a budget run's, whose verdicts its legend reads off their intervals."""
+    caption = RATIO_CAPTION + legend(sequential)
     if len({r.workload for r in results}) > WIDE:
-        return _by_workload(results, title)
-    return _by_stack(results, title)
+        return _by_workload(results, title, caption)
+    return _by_stack(results, title, caption)
 
 
-def _by_workload(results: list[CellResult], title: str) -> Table:
+def _by_workload(results: list[CellResult], title: str, caption: str) -> Table:
     stacks = list(dict.fromkeys(r.stack_label for r in results))
-    table = Table(title=title or None, title_justify="left", caption=RATIO_CAPTION, caption_justify="left")
+    table = Table(title=title or None, title_justify="left", caption=caption, caption_justify="left")
     table.add_column("workload", style="cyan", no_wrap=True)
     one_device = len({s.split("/", 1)[0] for s in stacks}) == 1
     for s in stacks:
@@ -90,11 +92,11 @@ def _by_workload(results: list[CellResult], title: str) -> Table:
     return table
 
 
-def _by_stack(results: list[CellResult], title: str) -> Table:
+def _by_stack(results: list[CellResult], title: str, caption: str) -> Table:
     workloads = list(dict.fromkeys(r.workload for r in results))
     metric = {r.workload: r.metric for r in results}
     most = max((r.summary.n for r in results), default=0)
-    caption = RATIO_CAPTION + ("; ±: CI half-width of the mean" if most >= 2 else "; one trial per cell, no CI")
+    caption += "; ±: CI half-width of the mean" if most >= 2 else "; one trial per cell, no CI"
     table = Table(title=title or None, caption=caption, title_justify="left", caption_justify="left")
     table.add_column("stack: device/fs/engine/placement", style="cyan", no_wrap=True)
     for w in workloads:
@@ -268,6 +270,18 @@ def show_json(v: RunView) -> dict[str, Any]:
         "findings": [plain(f) | {"change_pct": plain(f.change_pct)} for f in v.findings],
         "advice": advice_json(v.advice),
         "cpu_per_io": [plain(k) for k in v.cpu_per_io],
+        "decisions": decisions_json(v),
+    }
+
+
+def decisions_json(v: RunView) -> dict[str, Any] | None:
+    """A budget run's decided count and, per open comparison, what would decide it (None for a fixed run)."""
+    if v.decided is None:
+        return None
+    return {
+        "decided": v.decided.decided,
+        "total": v.decided.total,
+        "open": [plain(o) | {"advice": o.advice()} for o in v.decided.open],
     }
 
 
@@ -326,7 +340,7 @@ def plain(obj: Any) -> Any:
     asked once whether it is a dataclass (is_dataclass on each of 470,000 values was 0.4 s)."""
     kind = type(obj)
     if kind is float:
-        return None if obj != obj else obj
+        return None if obj != obj or obj in (math.inf, -math.inf) else obj  # no interval yet: null, as NaN
     if kind in _AS_IS:
         return obj
     names = _field_names(kind)

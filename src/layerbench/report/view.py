@@ -13,9 +13,10 @@ from typing import Any
 
 import pandas as pd
 
-from layerbench.analysis import advice, clients, comparisons, explain, findings, overhead, remote, scaling
+from layerbench.analysis import advice, clients, comparisons, decisions, explain, findings, overhead, remote, scaling
 from layerbench.analysis.advice import Advised
 from layerbench.analysis.compare import Comparison, compare, environment_differences
+from layerbench.analysis.decisions import Decisions
 from layerbench.analysis.explain import CellCounters, CpuPerIo, Pair
 from layerbench.analysis.findings import Finding
 from layerbench.analysis.gates import Breach, breaches
@@ -50,10 +51,26 @@ class RunView:
     cpu_per_io: list[CpuPerIo]  # per cell counting I/Os: the host's CPU per I/O, from the monitor
     # analysis.clients.per_client: each fio client's IOPS and bandwidth per cell with clients, and their total
     clients: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # a budget run's comparisons: how many are decided, and what would decide each open one (analysis/decisions.py)
+    decided: Decisions | None = None
 
     @property
     def finding_lines(self) -> list[str]:
-        return findings.summary_lines(self.findings)
+        return findings.summary_lines(self.findings) + self.open_lines
+
+    @property
+    def open_lines(self) -> list[str]:
+        """Each open comparison of a budget run, with what would decide it."""
+        if self.decided is None:
+            return []
+        labels = {c.cell_id: c.stack_label for c in self.data.cells}
+        bound = {r.cell_id for r in self.results if any(f.name == findings.CPU_BOUND for f in r.flags)}
+        head = f"decided {self.decided.decided} of {self.decided.total} comparisons"
+        return [f"{head}{'; open:' if self.decided.open else ''}"] + [
+            f"  {labels.get(o.subject, o.subject)} vs {labels.get(o.reference, o.reference)} on {o.metric}: "
+            + o.advice(cpu_bound=bool({o.subject, o.reference} & bound))
+            for o in self.decided.open
+        ]
 
 
 def view(data: RunData) -> RunView:
@@ -83,6 +100,7 @@ def view(data: RunData) -> RunView:
         explain.counters(data),
         explain.cpu_per_io(data),
         clients=clients.per_client(data.cells, data.samples),
+        decided=decisions.of_run(data, family) if data.trials_rule.sequential else None,
     )
 
 

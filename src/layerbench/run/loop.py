@@ -141,9 +141,15 @@ def _keep_load(future: Future[dict], held: Held, workloads: list[Workload]) -> N
 
 
 def pending(exp: Experiment, matrix: Matrix, store: Results, run_id: str) -> int:
-    """Trials still to run at most (a precision target may stop cells sooner)."""
+    """Trials still to run at most (a precision target may stop cells sooner); with a budget, those of the
+    rounds every cell gets first (where comparisons are still open, more follow: the progress says so)."""
     done = store.done_trials(run_id)
-    return sum(len(p.trials) for p in plan(matrix.cells, exp.trials.repetitions, done))
+    rule = exp.trials
+    rounds = rule.min_repetitions if rule.budget is not None else rule.repetitions
+    todo = sum(len(p.trials) for p in plan(matrix.cells, rounds, done))
+    if rule.budget_trials is not None:
+        todo = min(todo, max(0, rule.budget_trials - len(done)))
+    return todo
 
 
 @dataclass(frozen=True)

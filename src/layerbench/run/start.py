@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from layerbench.errors import PrerequisiteError, SpecError
 from layerbench.run import host, nodes
@@ -55,6 +56,7 @@ class Run:
     seed: int = 0
     decide: Decide = every_cell  # which cells a round runs: the caller's rule (api.py: a precision target)
     agreed: tuple[str, ...] = ()  # the block devices their owner agreed to format
+    status: Any = None  # what ``decide`` last said of the run's comparisons (api.py: decided, open, what it takes)
 
     def pending(self) -> int:
         """Trials still to run at most (a precision target may stop cells sooner)."""

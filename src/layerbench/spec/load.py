@@ -65,11 +65,22 @@ def parse(text: str, source: str = "spec") -> Experiment:
     return validate(data, source)
 
 
+# The most rounds a spec may ask for (Trials.repetitions' bound): a budget run's cap.
+MAX_ROUNDS = 1000
+
+
 def validate(data: dict[str, Any], source: str = "spec") -> Experiment:
     try:
         return Experiment.model_validate(data)
     except ValidationError as exc:
         raise spec_error(exc, source) from None
+
+
+def with_budget(exp: Experiment, budget: str) -> Experiment:
+    """``run --budget``: the experiment decided by comparisons within ``budget`` (a duration of trials or a count
+    of trials), its cap on rounds raised to the most a spec allows so that the budget, not the cap, ends it."""
+    trials = {**exp.trials.model_dump(), "budget": budget, "repetitions": MAX_ROUNDS, "precision": None}
+    return validate({**exp.model_dump(), "trials": trials}, "--budget")
 
 
 def spec_error(exc: ValidationError, source: str, prefix: str = "") -> SpecError:

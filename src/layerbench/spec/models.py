@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 import urllib.parse
 from typing import Annotated, Any, Literal
 
@@ -474,17 +475,31 @@ class Cell(Frozen):
         return f"{self.stack.label()} · {self.workload.label()}"
 
 
-class Trials(Frozen):
-    """How many trials per cell: a fixed count, or until a precision target is met.
+# A budget: a duration of trials (90s, 6m, 1.5h) or a count of trials (200).
+BUDGET = re.compile(r"[0-9]+(\.[0-9]+)?(s|m|h)|[1-9][0-9]*")
 
-    With ``precision`` set (e.g. 0.03 for a 95% CI within ±3% of the mean),
-    rounds continue for the cells not yet precise enough, between
-    ``min_repetitions`` and ``repetitions`` (the cap). Without it, every cell
-    gets exactly ``repetitions`` trials (a paper's fixed protocol: 002 used 10).
+
+class Trials(Frozen):
+    """How many trials per cell: a fixed count, until a precision target is met, or until the run's
+    comparisons are decided.
+
+    With ``budget`` set (``6m``, ``1h``: the trials' own time; or a count of trials, ``100``), every cell gets
+    ``min_repetitions`` rounds, then each round goes to the cells of the comparisons still undecided that this
+    host can decide within what is left, until every comparison is decided, the budget is spent or
+    ``repetitions`` (the cap on rounds) is reached. With ``precision`` set (e.g. 0.03 for an interval within
+    ±3% of the mean), rounds continue for the cells not yet precise enough, between ``min_repetitions`` and
+    ``repetitions``. With neither, every cell gets exactly ``repetitions`` trials (a paper's fixed protocol:
+    002 used 10). Every interval is valid whenever the run stops (docs/explanation/statistics.md).
     """
 
     repetitions: int = Field(default=1, ge=1, le=1000)
     precision: float | None = Field(default=None, gt=0, lt=1)
+    budget: str | None = Field(
+        default=None,
+        json_schema_extra={"pattern": BUDGET.pattern},
+        description="decide by comparisons within this budget: a duration of trials (90s, 6m, 1.5h) or a count "
+        "of trials (100); rounds go where a verdict is still open",
+    )
     min_repetitions: int = Field(default=3, ge=2, le=1000)
     metric: Literal["headline", "iops", "bw", "ops"] = Field(
         default="headline",
@@ -509,11 +524,39 @@ class Trials(Frozen):
         "interval under a CPU hog (docs/explanation/protocol.md)",
     )
 
+    @field_validator("budget", mode="before")
+    @classmethod
+    def _budget_text(cls, value: Any) -> Any:
+        text = str(value).strip() if value is not None else None
+        if text is not None and not BUDGET.fullmatch(text):
+            raise ValueError(f"{value!r} is neither a duration of trials (90s, 6m, 1.5h) nor a count of trials (200)")
+        return text
+
     @model_validator(mode="after")
     def _cap_above_min(self) -> Trials:
-        if self.precision is not None and self.repetitions < self.min_repetitions:
+        adaptive = self.precision is not None or self.budget is not None
+        if adaptive and self.repetitions < self.min_repetitions:
             raise ValueError("trials.repetitions (the cap) must be at least trials.min_repetitions")
+        if self.precision is not None and self.budget is not None:
+            raise ValueError("trials.precision and trials.budget are two stopping rules: give one")
         return self
+
+    @property
+    def budget_seconds(self) -> float | None:
+        """The budget as the trials' own time, or None (no budget, or a count of trials)."""
+        if self.budget is None or self.budget.isdigit():
+            return None
+        return float(self.budget[:-1]) * {"s": 1, "m": 60, "h": 3600}[self.budget[-1]]
+
+    @property
+    def budget_trials(self) -> int | None:
+        return int(self.budget) if self.budget is not None and self.budget.isdigit() else None
+
+    @property
+    def sequential(self) -> bool:
+        """Whether rounds go where comparisons are undecided (a budget): the run's intervals are then confidence
+        sequences, which hold at any stop (a precision target keeps its Bonferroni over the looks)."""
+        return self.budget is not None
 
 
 class StackEntry(BaseModel):

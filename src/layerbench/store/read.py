@@ -67,6 +67,7 @@ class StoredTrial:
     recorded: TrialInfo | str
     client_latency: dict[str, HdrHistogram]  # database clients: operation → all instances' histogram
     ended_at: float | None = None  # when it ended (epoch seconds)
+    started_at: float | None = None  # when it started: a budget counts the trials' own time
 
     @property
     def info(self) -> TrialInfo:
@@ -292,7 +293,8 @@ def _trial(t: TrialRow, info: str) -> StoredTrial:
     if t.status == "ok" and '"latency_hdr"' in info:
         recorded = TrialInfo.from_json(json.loads(info))
         latency = {op: hdr.decode(text) for op, text in (recorded.latency_hdr or {}).items()}
-    return StoredTrial(t.id, t.cell_id, t.repetition, t.status, t.category, t.stderr, recorded, latency, t.ended_at)
+    fields = (t.id, t.cell_id, t.repetition, t.status, t.category, t.stderr, recorded, latency)
+    return StoredTrial(*fields, t.ended_at, t.started_at)
 
 
 def _timelines(
