@@ -28,7 +28,7 @@ from pydantic import (
 
 from layerbench.spec import ycsb_file
 from layerbench.spec.sizes import SIZE_SCHEMA, parse_size
-from layerbench.spec.workload_spec import STORED, WorkloadSpec
+from layerbench.spec.workload_spec import WorkloadSpec, existing_file
 
 if TYPE_CHECKING:
     from layerbench.spec.feasibility import HostCaps
@@ -409,16 +409,7 @@ class PgbenchScript(_Frozen):
     @field_validator("path")
     @classmethod
     def _readable(cls, value: str, info: ValidationInfo) -> str:
-        # A stored cell's scripts were read when it ran; its results are read anywhere, without them.
-        if (info.context or {}).get(STORED):
-            return value
-        try:
-            found = Path(value).is_file()
-        except OSError as err:  # a name too long or otherwise unusable is as absent as a missing file
-            raise ValueError(f"no pgbench script at {value!r}: {err.strerror}") from err
-        if not found:
-            raise ValueError(f"no pgbench script at {value!r}")
-        return value
+        return existing_file(value, "pgbench script", info.context)
 
     @property
     def name(self) -> str:

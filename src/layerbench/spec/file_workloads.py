@@ -4,7 +4,6 @@ line would run it) and an IOzone sweep; the database workloads' are spec/databas
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
@@ -21,7 +20,7 @@ from pydantic import (
 from layerbench.spec.engines.runtimes import RUNTIMES
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.sizes import ByteSize
-from layerbench.spec.workload_spec import STORED, WorkloadSpec
+from layerbench.spec.workload_spec import WorkloadSpec, existing_file
 
 if TYPE_CHECKING:
     from layerbench.spec.models import StackSpec
@@ -109,16 +108,7 @@ class FioWorkload(Frozen, WorkloadSpec):
     @field_validator("job_file")
     @classmethod
     def _job_file_readable(cls, value: str | None, info: ValidationInfo) -> str | None:
-        # A stored cell's job file was read when it ran; its results are read anywhere, without it.
-        if value is None or (info.context or {}).get(STORED):
-            return value
-        try:
-            found = Path(value).is_file()
-        except OSError as err:  # a name too long or otherwise unusable is as absent as a missing file
-            raise ValueError(f"no fio job file at {value!r}: {err.strerror}") from err
-        if not found:
-            raise ValueError(f"no fio job file at {value!r}")
-        return value
+        return value if value is None else existing_file(value, "fio job file", info.context)
 
     @field_validator("env")
     @classmethod

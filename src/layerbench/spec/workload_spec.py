@@ -10,6 +10,7 @@ and the space check call these methods and never test a workload's class.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 # Validation context of cells read back from a results database (``STORED_CONTEXT`` in models.py): a user's
@@ -52,3 +53,18 @@ class WorkloadSpec:
     def kept_in_sweep(self) -> bool:
         """Whether a combination of the sweep's values makes sense as a workload (fio: bs <= size)."""
         return True
+
+
+def existing_file(value: str, what: str, context: dict[str, Any] | None) -> str:
+    """A user's file a workload names (a job file, a script): it must be there when the spec is read, but not
+    when a stored cell is (``STORED`` in the validation context): it was read when it ran, and its results are
+    read anywhere, without it."""
+    if (context or {}).get(STORED):
+        return value
+    try:
+        found = Path(value).is_file()
+    except OSError as err:  # a name too long or otherwise unusable is as absent as a missing file
+        raise ValueError(f"no {what} at {value!r}: {err.strerror}") from err
+    if not found:
+        raise ValueError(f"no {what} at {value!r}")
+    return value
