@@ -15,8 +15,9 @@ APT_PACKAGES := fio xfsprogs btrfs-progs e2fsprogs fuse-overlayfs fuse3 util-lin
 # Databases and their clients: layerbench starts its own servers, never the packages' services.
 DB_APT_PACKAGES := postgresql postgresql-client redis-server redis-tools default-jdk-headless maven
 
-# Only the tests need a browser (the HTML report is opened in headless Chromium).
-TEST_APT_PACKAGES := chromium fonts-dejavu-core
+# Only the tests need a browser (the HTML report is opened in headless Chromium; the results service is
+# clicked through with Selenium and Debian's chromedriver, which matches its chromium).
+TEST_APT_PACKAGES := chromium chromium-driver fonts-dejavu-core
 # The local Kubernetes cluster's parts beside the Kubernetes binaries (make k8s builds those; gcc
 # compiles the pause binary). etcd-server is installed without starting its service (a policy-rc.d).
 K8S_APT_PACKAGES := etcd-server containerd containernetworking-plugins openssl gcc libc6-dev
