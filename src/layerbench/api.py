@@ -17,6 +17,7 @@ from layerbench.run.start import Events, Places, Run, preflight, resume, start
 from layerbench.spec import load as spec_load
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Experiment
+from layerbench.stack.target import DEFAULT_CACHE
 from layerbench.store.db import RunRow, Store
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ __all__ = ["Events", "Places", "Results", "Run", "open", "resume_run", "start_ru
 
 WORK_DIR = Path("/var/tmp/layerbench")
 STATE_DIR = Path("/var/lib/layerbench")
-CACHE_DIR = Path("/var/cache/layerbench")  # stack/target.py's DEFAULT_CACHE, where `make setup` builds
+CACHE_DIR = DEFAULT_CACHE  # where `make setup` builds the tools' caches
 
 
 def start_run(
