@@ -194,8 +194,8 @@ class FioWorkload(Frozen, WorkloadSpec):
         runtime = RUNTIMES.get(stack.engine.runtime or "")
         if runtime and runtime.io_uring and self.ioengine == "io_uring" and not source:
             return f"ioengine io_uring under runtime {runtime.name}: {runtime.io_uring}"
-        if stack.clients is not None and source:
-            return f"clients: not yet for a {source}; give the workload's fields instead"
+        if stack.clients is not None and self.personality:
+            return "clients: not yet for a personality; give the workload's fields or a job file instead"
         return None
 
     def sweep_axes(self) -> dict[str, tuple[Any, ...]]:

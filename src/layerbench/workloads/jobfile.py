@@ -545,6 +545,11 @@ def _evaluate(node: ast.AST) -> float | None:
     return None
 
 
+def clones(job: Job) -> int:
+    """How many jobs fio runs of it (its ``numjobs``)."""
+    return _count(job.get("numjobs"), 1)
+
+
 def _count(value: str | None, default: int) -> int:
     try:
         return max(1, int(str(value).strip(), 0)) if value is not None else default
