@@ -17,8 +17,10 @@ from layerbench.run.start import edited_files
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.load import validate
 from layerbench.spec.matrix import expand
-from layerbench.spec.models import STORED_CONTEXT, Experiment
+from layerbench.spec.models import STORED_CONTEXT, Experiment, FioWorkload
 from layerbench.store.db import Store
+from layerbench.workloads import fio_kind
+from layerbench.workloads.fio import FioParseError
 
 DATA = Path(__file__).parents[1] / "data"
 
@@ -115,3 +117,26 @@ def test_resume_of_a_run_whose_script_changed_is_refused_with_the_file_named(tmp
     include.write_text((DATA / "jobfiles" / "layerbench" / "own" / include.name).read_text())
     assert edited_files(Experiment.model_validate(exp.model_dump(), context=STORED_CONTEXT), validate(spec(f))) == []
     store.close()
+
+
+class Place:
+    """Where fio would run: a directory of the test's (workloads/kind.Place)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.path_is_device = str(path), False
+
+    def put(self, name: str, text: str) -> str:
+        (Path(self.path) / name).write_text(text)
+        return str(Path(self.path) / name)
+
+
+@pytest.mark.requires_fio  # fio reads the job file
+def test_a_job_file_edited_while_its_run_runs_stops_the_run_before_fio_runs_it(tmp_path: Path) -> None:
+    f = files(tmp_path)
+    (w,) = [w for w in validate(spec(f)).workloads if isinstance(w, FioWorkload)]
+    place = Place(tmp_path)
+    assert fio_kind.argv(w, place, tmp_path, None)[-1].endswith("lb-kbench.fio")
+    include = include_of(f["job"])
+    include.write_text(include.read_text() + "iodepth=8\n")
+    with pytest.raises(FioParseError, match="or an include\\) changed since the run started"):
+        fio_kind.argv(w, place, tmp_path, None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from layerbench.spec import own_files
 from layerbench.spec.models import FioWorkload, StackSpec
 from layerbench.workloads import fio, fio_log, jobfile, personalities
 from layerbench.workloads.kind import Place, WorkloadType
@@ -71,6 +72,12 @@ def argv(w: FioWorkload, place: Place, tools: Path, lat_log: str | None) -> list
         jf = jobfile.of_workload(w)
         if jf.error:  # changed since the matrix was expanded
             raise fio.FioParseError(f"job file {w.job_file}: {jf.error}")
+        if w.job_file_digest and own_files.job_file_digest(w.job_file) != w.job_file_digest:
+            # its cells are the content the run started with: another content's results are not pooled there
+            raise fio.FioParseError(
+                f"job file {w.job_file} (or an include) changed since the run started: put it back to go on "
+                "(layerbench resume), or start a new run of it"
+            )
         text = jobfile.rewrite(jf, place.path, place.path_is_device, w.allow_outside_placement)
         return fio.job_file_argv(place.put(f"lb-{w.name}.fio", text))
     source = job_source(w)
