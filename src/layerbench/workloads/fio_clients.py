@@ -25,7 +25,7 @@ from typing import Any
 
 from layerbench.records.sample import Sample
 from layerbench.spec.models import FioWorkload
-from layerbench.workloads import fio, jobfile
+from layerbench.workloads import fio, fio_kind, jobfile
 
 AGGREGATE = fio.CLIENTS_AGGREGATE  # fio's name for its sum of the clients
 MERGED = "all"  # the job of the samples merged over clients (as database trials name theirs)
@@ -112,7 +112,7 @@ def job_file_text(w: FioWorkload, path: str, index: int, shared: bool) -> str:
     time for every job, which says when the client ran. Clients sharing one directory get their own file names
     (fio's default, ``$jobname.$jobnum.$filenum``, after the client's name): a file a job names itself stays
     one file, which every client then shares."""
-    text = jobfile.rewrite(jobfile.of_workload(w), path, False, w.allow_outside_placement)
+    text = jobfile.rewrite(fio_kind.running(w), path, False, w.allow_outside_placement)
     head, _, rest = text.partition("\n")
     assert head == "[global]", head  # jobfile.rewrite starts with the placement's [global]
     logs = [f"write_iops_log={LOG_PREFIX}", f"log_avg_msec={log_interval_ms(w)}", "log_unix_epoch=1"]
