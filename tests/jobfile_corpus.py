@@ -24,7 +24,7 @@ PLACES = {
 
 
 def corpus() -> list[Path]:
-    """The files from public sources (layerbench/ holds the tests' own)."""
+    """The corpus (layerbench/ holds the integration tests' own files)."""
     return sorted(p for p in CORPUS.glob("*/*.fio") if p.parent.name != "layerbench")
 
 

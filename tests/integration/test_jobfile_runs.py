@@ -20,16 +20,16 @@ pytestmark = [pytest.mark.requires_root, pytest.mark.requires_fio, pytest.mark.r
 # A file engine reading backwards; fio's null engine (no files, no space); a file-operations engine
 # (fio's filestat); and the lines that crashed layerbench's reader: include, inline comments, $vars.
 REAL = {
-    "backwards": "fio-examples/backwards-read.fio",
-    "zipf-null": "fio-examples/zipf.fio",
-    "filestat": "fio-examples/filestat-ioengine.fio",
+    "backwards": "corpus/backwards-read.fio",
+    "zipf-null": "corpus/zipf-null.fio",
+    "filestat": "corpus/filestat.fio",
     "comments": "layerbench/comments-and-includes.fio",
 }
 REFUSED = {
-    "jesd219": "fio-examples/jesd219.fio",
-    "exec": "fio-examples/exec.fio",
-    "rbd": "fio-examples/rbd.fio",
-    "zfs-env": "openzfs/random_reads.fio",
+    "whole-device": "corpus/whole-device.fio",
+    "exec": "corpus/exec-program.fio",
+    "rbd": "corpus/rbd-pool.fio",
+    "suite-env": "perf-suite/random_reads.fio",
 }
 
 

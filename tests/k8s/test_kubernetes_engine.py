@@ -244,3 +244,33 @@ def test_parallel_nodes_gives_one_run_per_node(cluster: Any) -> None:
         assert all(status == "finished" and per_run[rid] == 1 for rid, _, status in runs)
         assert_nothing_left(dirs, before)
     assert cluster_leftovers(core, Path(cluster.root), images) == []
+
+
+OWN = Path(__file__).parents[1] / "data" / "jobfiles" / "layerbench" / "own"
+JOB_SIZE = 32 * 2**20
+KBENCH_JOBS = ("rand-read-iops", "seq-read-iops", "rand-write-iops")
+
+
+def test_a_kbench_shaped_job_file_runs_on_a_claim_each_job_moving_the_size_given(cluster: Any) -> None:
+    """Our job file written as Longhorn kbench writes its own (sections in turn, relative includes, no size and
+    no target) in a pod on a claim: its includes read here, the file fio runs sent to the pod, and every job
+    makes one pass over the workload's size (issue 55: job files on every engine)."""
+    core = api(cluster.kubeconfig)
+    before, images = bridges(), node_images(Path(cluster.root))
+    with server_dirs("lbk8s-jobfile-") as dirs:
+        workload = {"name": "kbench", "job_file": str(OWN / "iops-quick.fio"), "size": "32MiB"}
+        spec = {**node_spec("kubernetes", ["tmpfs"], workload=workload), "stacks": [claim_stack()]}
+        dirs["spec"].write_text(yaml.safe_dump(spec))
+        done = layerbench(["run", str(dirs["spec"])], dirs, cluster.kubeconfig)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "1 trials ok, 0 failed" in done.stdout
+        ((info, status),) = trials_by_label(dirs["db"]).values()
+        assert status == "ok" and info["target"]["claim"]["provisioner"] == "layerbench.local/local-path"
+        given = {o["option"]: o for o in info["job_options"]}
+        assert given["size"]["applied"] == list(KBENCH_JOBS) and given["size"]["overridden"] == []
+        with sqlite3.connect(dirs["db"]) as db:
+            query = "SELECT job, sum(value) FROM samples WHERE metric = 'io_bytes' GROUP BY job"
+            moved = dict(db.execute(query).fetchall())
+        assert moved == dict.fromkeys(KBENCH_JOBS, JOB_SIZE)
+        assert_nothing_left(dirs, before)
+    assert cluster_leftovers(core, Path(cluster.root), images) == []

@@ -96,3 +96,40 @@ def test_podman_clients_too(tmp_path: Path, dirs: dict[str, Path]) -> None:
         jobs = {j for (j,) in db.execute("SELECT DISTINCT job FROM samples WHERE metric = 'iops'")}
     assert jobs == {"c0", "c1"}
     assert leftovers(dirs["work"]) == []
+
+
+OWN = Path(__file__).parents[1] / "data" / "jobfiles" / "layerbench" / "own"
+JOB_SIZE = 64 * 2**20  # each job's one pass: long enough on zram for fio's 10 ms IOPS log to have a line
+JOBS = ("rand-read-iops", "seq-read-iops", "rand-write-iops")
+JOB_FILE_SPEC = f"""
+name: jobfile-clients-test
+device: {{kind: zram, size: 2GiB}}
+stacks:
+  - {{filesystem: ext4, engine: native, clients: 2}}
+  - {{filesystem: ext4, engine: "docker:overlay2", placement: volume, clients: {{count: 2, shared: true}}}}
+workloads:
+  - {{name: kbench, job_file: {OWN / "iops-quick.fio"}, size: 64MiB}}
+"""
+
+
+def test_a_job_file_runs_on_every_client_each_job_moving_the_size_given(tmp_path: Path, dirs: dict[str, Path]) -> None:
+    """Our kbench-shaped job file (three sections in turn, includes, no size, no target) on two native clients
+    and on two containers sharing one volume: every client's every job moves the workload's size, one pass."""
+    spec = tmp_path / "jobfile-clients.yaml"
+    spec.write_text(JOB_FILE_SPEC)
+    data = support.run_and_show(spec, dirs, RUN_DEADLINE_S)
+    trials = support.trials_labelled(dirs["db"])
+    assert len(trials) == 2 and all(status == "ok" for _, status, _, _ in trials), trials
+    with sqlite3.connect(dirs["db"]) as db:
+        for trial_id, _, _, label in trials:
+            query = "SELECT job, sum(value) FROM samples WHERE trial_id = ? AND metric = 'io_bytes' GROUP BY job"
+            moved = dict(db.execute(query, (trial_id,)).fetchall())
+            assert moved == {f"c{i}/{job}": JOB_SIZE for i in range(2) for job in JOBS}, label
+            (ops,) = db.execute("SELECT value FROM samples WHERE trial_id = ? AND metric = 'ops'", (trial_id,))
+            assert ops[0] > 0
+    for cell in data["job_options"]:
+        size = next(o for o in cell["options"] if o["option"] == "size")
+        assert size["value"] == str(JOB_SIZE) and size["applied"] == list(JOBS)
+    assert {r["client"] for r in data["clients"]} == {"c0", "c1", "all"}
+    assert leftovers(dirs["work"]) == []
+    assert list(dirs["work"].iterdir()) == []

@@ -387,3 +387,92 @@ def test_a_run_that_lost_a_client_s_log_runs_again_and_says_so(monkeypatch: pyte
     assert out.status == "ok" and out.info["runs_lost_a_log"] == [said.strip()]
     assert out.info["clients_spread_ms"] == {"start_spread_ms": 30.0, "finish_spread_ms": 30.0}
     assert next(runs, None) is None  # two runs: the lost one and the one that stands
+
+
+# A user's job file on every client (tools/capture-fio-clients.py ... 2 clients-groups.fio): two jobs side by side,
+# one of them cloned, then a third after a stonewall, each client's every job and clone reported apart.
+JOB_FILE_2 = "clients-jobfile-2.json"
+OWN = Path(__file__).parents[1] / "data" / "jobfiles" / "layerbench" / "own"
+SECTIONS = ("rand-read", "seq-read", "rand-write")
+
+
+def test_a_job_file_on_clients_is_each_client_s_each_job_and_the_clients_merged() -> None:
+    text = (DATA / JOB_FILE_2).read_text()
+    result = fio_clients.parse(text, [fio_clients.socket_name(i) for i in range(2)])
+    assert [[j.name for j in c.jobs] for c in result.clients] == [
+        ["rand-read", "seq-read", "seq-read", "rand-write"]
+    ] * 2
+    phases = fio.group_phases((DATA / "clients-jobfile-2.c0.fio").read_text())
+    assert phases == {0: 0, 1: 1}  # the stonewall: rand-write ran after the others
+    logs = {i: [(DATA / f"clients-jobfile-2.c{i}.iops.{k}.log").read_text() for k in range(1, 5)] for i in range(2)}
+    assert all(logs.values())
+    assert fio_clients.log_end(["", "5, 1, 0, 0, 0\n"]) == 5.0  # a job shorter than the log's interval logs nothing
+    ends = {i: fio_clients.log_end(texts) for i, texts in logs.items()}
+    times = fio_clients.client_times(result, ends, phases)
+    truth = [s for s in _truth(JOB_FILE_2)["client_stats"] if s["jobname"] != fio_clients.AGGREGATE]
+    for c in result.clients:  # each group's longest runtime, the groups in turn
+        mine = [s for s in truth if s["hostname"] == c.host]
+        first = max(s["read"]["runtime"] for s in mine if s["groupid"] == 0)
+        then = max(s["write"]["runtime"] for s in mine if s["groupid"] == 1)
+        assert times[c.index][1] - times[c.index][0] == first + then
+    samples = fio_clients.samples(result, times, phases, per_job=True)
+    moved: dict[str, float] = {}
+    for s in samples:
+        if s.metric == "io_bytes":
+            moved[s.job] = moved.get(s.job, 0) + s.value
+    # the workload's size: given to every job that gave none, clones each their own file
+    clones = {"rand-read": 1, "seq-read": 2, "rand-write": 1}
+    assert moved == {f"c{i}/{j}": clones[j] * 16 * 2**20 for i in range(2) for j in SECTIONS}
+    ios = sum(s["read"]["total_ios"] + s["write"]["total_ios"] for s in truth)
+    (ops,) = [s.value for s in samples if s.metric == "ops"]
+    walls = [(end - start) / 1000 for start, end in times.values()]
+    assert ops == pytest.approx(sum(ios / 2 / wall for wall in walls), rel=0.05)  # each client's own, summed
+    merged = {s.direction: s.value for s in merged_latency(result) if s.metric == "clat_p99"}
+    assert set(merged) == {"read", "write"} and all(v > 0 for v in merged.values())
+
+
+def test_a_job_file_runs_on_each_client_with_its_given_fields_and_its_own_file_names(tmp_path: Path) -> None:
+    w = FioWorkload(name="own", job_file=str(OWN / "clients-groups.fio"), size="16MiB")
+    text = fio_clients.job_file_text(w, "/mnt/place", 1, shared=True)
+    assert text.startswith("[global]\nwrite_iops_log=lb\nlog_avg_msec=10\nlog_unix_epoch=1\n")
+    assert "filename_format=c1.$jobname.$jobnum.$filenum\ndirectory=/mnt/place\n" in text
+    assert text.count("size=16777216") == 3 and "runtime=2" in text
+    assert "filename_format" not in fio_clients.job_file_text(w, "/mnt/c1", 1, shared=False)
+    assert fio_clients.job_count(w) == 4  # its IOPS logs: a clone logs apart
+
+
+def test_a_job_file_is_taken_on_a_stack_with_clients_and_a_personality_is_not(full_caps: HostCaps) -> None:
+    jobs = f"  - {{name: own, job_file: {OWN / 'clients-groups.fio'}, size: 16MiB}}\n"
+    spec = BASE.replace("  - {name: RR, rw: randread, bs: 4k}\n", jobs) + "  - {filesystem: ext4, clients: 2}\n"
+    m = expand(load.parse(spec), full_caps)
+    assert len(m.cells) == 1 and m.refused == []
+    personal = BASE.replace("{name: RR, rw: randread, bs: 4k}", "{name: web, personality: webserver-like}")
+    m = expand(load.parse(personal + "  - {filesystem: ext4, clients: 2}\n"), full_caps)
+    assert m.refused and m.refused[0].reason.startswith("clients: not yet for a personality")
+
+
+def test_a_stored_job_file_run_on_two_clients_has_a_row_per_client_summing_its_jobs(
+    tmp_path: Path, full_caps: HostCaps
+) -> None:
+    import time
+
+    from layerbench.records.info import TrialInfo
+    from layerbench.records.trial import TrialRecord
+    from layerbench.report.view import view
+    from layerbench.store.read import load as load_run
+
+    jobs = f"  - {{name: own, job_file: {OWN / 'clients-groups.fio'}, size: 16MiB}}\n"
+    spec = BASE.replace("  - {name: RR, rw: randread, bs: 4k}\n", jobs) + "  - {filesystem: ext4, clients: 2}\n"
+    exp = load.parse(spec)
+    matrix = expand(exp, full_caps)
+    store, run_id = _run_of(exp, matrix, tmp_path)
+    text = (DATA / JOB_FILE_2).read_text()
+    result = fio_clients.parse(text, [fio_clients.socket_name(i) for i in range(2)])
+    samples = [*fio_clients.samples(result, None, None, per_job=True), *merged_latency(result)]
+    (cell,) = matrix.cells
+    now = time.time()
+    store.record_trial(run_id, TrialRecord(cell.id, 0, "ok", None, now, now, [], text, "", TrialInfo(), samples))
+    rows = view(load_run(store, "latest")).clients
+    assert list(rows["client"]) == ["c0", "c1", "all"]
+    iops = {c.index: sum(d.iops for j in c.jobs for d in j.directions.values()) for c in result.clients}
+    assert list(rows["iops"]) == pytest.approx([iops[0], iops[1], iops[0] + iops[1]])

@@ -11,19 +11,21 @@ from tests.jobfile_corpus import CORPUS, PLACES, judge, reason_kind
 pytestmark = pytest.mark.requires_fio
 
 EXPECTED = {
-    "fio-examples/fio-rand-read.fio": None,
-    "fio-examples/null.fio": None,  # no files: no space, though it asks for size=
-    "fio-examples/netio.fio": None,
-    "fio-examples/exec.fio": "runs a program as root",
-    "fio-examples/rbd.fio": "ioengine=rbd",
-    "fio-examples/libpmem.fio": "ioengine=libpmem",
-    "fio-examples/jesd219.fio": "filename=... names a path outside the placement",
-    "fio-examples/zbd-seq-read.fio": "zonemode=zbd",
-    "fio-examples/enospc-pressure.fio": "its files do not fit on the device",
-    "fio-examples/sequence-distribution.fio": "fio refuses it: an option this fio does not know",
-    "fio-examples/http-webdav.fio": "its engine does not load in this fio",
-    "openzfs/random_reads.fio": "a ${VARIABLE} it uses is not given (env:)",
-    "spdk/app_fio_bdev_full_bench.fio": "its engine does not load in this fio",
+    "corpus/rand-read.fio": None,
+    "corpus/null-engine.fio": None,  # no files: no space, though it asks for size=
+    "corpus/net-loopback.fio": None,
+    "corpus/arithmetic.fio": None,  # fio's $mb_memory and its arithmetic
+    "corpus/exec-program.fio": "runs a program as root",
+    "corpus/rbd-pool.fio": "ioengine=rbd",
+    "corpus/pmem.fio": "ioengine=libpmem",
+    "corpus/whole-device.fio": "filename=... names a path outside the placement",
+    "corpus/zoned.fio": "zonemode=zbd",
+    "corpus/too-big.fio": "its files do not fit on the device",
+    "corpus/unknown-option.fio": "fio refuses it: an option this fio does not know",
+    "corpus/bad-value.fio": "fio refuses it: a value this fio does not take",
+    "corpus/http-webdav.fio": "its engine does not load in this fio",
+    "perf-suite/random_reads.fio": "a ${VARIABLE} it uses is not given (env:)",
+    "corpus/spdk-bdev.fio": "its engine does not load in this fio",
 }
 
 

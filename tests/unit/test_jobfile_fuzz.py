@@ -91,7 +91,7 @@ spec_value = st.one_of(
 )
 
 
-A_JOB_FILE = Path(__file__).parents[1] / "data" / "jobfiles" / "fio-examples" / "fio-rand-read.fio"
+A_JOB_FILE = Path(__file__).parents[1] / "data" / "jobfiles" / "corpus" / "rand-read.fio"
 
 
 SPECS = given(changes=st.dictionaries(st.sampled_from(SPEC_KEYS), spec_value, max_size=4), use_file=st.booleans())

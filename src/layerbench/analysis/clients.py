@@ -38,7 +38,11 @@ def per_client(cells: Sequence[StoredCell], samples: pd.DataFrame) -> pd.DataFra
 
 
 def _cell_rows(cell_rows: pd.DataFrame, base: dict[str, Any]) -> list[dict[str, Any]]:
-    per_trial = cell_rows.groupby(["trial_id", "job", "metric"], observed=True)["value"].sum().reset_index()
+    # A job file's samples are each client's each job ("c0/SECTION"): a client's row sums its jobs.
+    client = cell_rows["job"].astype(str).str.split("/", n=1).str[0]
+    per_trial = (
+        cell_rows.assign(job=client).groupby(["trial_id", "job", "metric"], observed=True)["value"].sum().reset_index()
+    )
     base = base | {"trials": per_trial["trial_id"].nunique()}
     jobs = sorted({str(j) for j in per_trial["job"] if CLIENT_JOB.fullmatch(str(j))}, key=_order)
 

@@ -91,6 +91,8 @@ def print_run(
             console.print(terminal.client_latency_table(v.client_latency, v.data.cells))
     if v.limits:
         console.print(terminal.limits_table(v.limits))
+    if v.job_options:
+        console.print(terminal.job_options_table(v.job_options))
     flags = terminal.flags_table(v.results) if checks else None
     if flags:
         console.print(flags)

@@ -195,6 +195,7 @@ def _context(v: RunView, figs: list[Figure]) -> dict[str, Any]:
         "flags": [(f"{r.stack_label} · {r.workload}", f) for r in results for f in r.flags],
         "ratios": v.ratios,
         "refused": v.data.refused,
+        "job_options": v.job_options,
         "scalings": v.scalings,
         "remote_latency": v.remote_latency,
         "findings": v.finding_lines,

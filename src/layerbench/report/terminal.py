@@ -19,7 +19,7 @@ from layerbench.analysis.remote import AddedLatency
 from layerbench.analysis.scaling import Scaling
 from layerbench.analysis.verdicts import EQUIVALENT, FASTER, LEGEND, MARKS, SLOWER, legend, shown
 from layerbench.records.checks import MEANINGS
-from layerbench.report.view import RunComparison, RunView
+from layerbench.report.view import CellOptions, RunComparison, RunView
 from layerbench.store.db import RefusedRow
 from layerbench.store.read import StoredCell
 
@@ -150,6 +150,26 @@ def limits_table(rows: list[dict[str, str]]) -> Table:
     return table
 
 
+def job_options_table(cells: Sequence[CellOptions]) -> Table:
+    """Per job file's cell, each option its workload gave fio as fio's command line gives one, the jobs that
+    took it and those whose own value in the file won."""
+    table = Table(
+        "cell", "option", "applied to", "the file's own in", title="job files: what the workload gave fio",
+        title_justify="left",
+    )  # fmt: skip
+    for c in cells:
+        for i, o in enumerate(c.options):
+            table.add_row(
+                escape(c.label) if i == 0 else "", escape(f"{o.option}={o.value}"),
+                escape(", ".join(o.applied) or "—"), escape(", ".join(o.overridden) or "—"),
+            )  # fmt: skip
+    return table
+
+
+def job_options_json(cells: Sequence[CellOptions]) -> list[dict[str, Any]]:
+    return [{"cell_id": c.cell_id, "label": c.label, "options": [o.to_json() for o in c.options]} for c in cells]
+
+
 def refused_table(refused: Sequence[RefusedRow]) -> Table:
     table = Table("refused stack", "reason", title="refused before running", title_justify="left")
     for label in dict.fromkeys((r.label.split(" · ")[0], r.reason) for r in refused):
@@ -262,6 +282,7 @@ def show_json(v: RunView) -> dict[str, Any]:
         "cells": [plain(r) for r in v.results],
         "refused": [{"label": r.label, "reason": r.reason} for r in v.data.refused],
         "limits": v.limits,
+        "job_options": job_options_json(v.job_options),
         "latency_ns": _records(v.fio_latency),
         "client_latency_us": _records(v.client_latency),
         "scaling": scaling_json(v.scalings),

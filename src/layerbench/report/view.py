@@ -28,9 +28,20 @@ from layerbench.analysis.ratio_table import RatioTable, ratio_table
 from layerbench.analysis.remote import AddedLatency
 from layerbench.analysis.scaling import Scaling
 from layerbench.analysis.surface import iozone_points
+from layerbench.records.info import GivenOption
 from layerbench.store import cache
 from layerbench.store.db import CheckRow, Store
-from layerbench.store.read import RunData, RunSamples, load, run_parts
+from layerbench.store.read import RunData, RunSamples, StoredCell, StoredTrial, load, run_parts
+
+
+@dataclass(frozen=True)
+class CellOptions:
+    """A job file's cell: the options its workload gave fio (``size:``, ``runtime_s:`` ..., and the placement)
+    and which jobs took each and which kept the file's own, as its trials recorded them (``info.job_options``)."""
+
+    cell_id: str
+    label: str
+    options: tuple[GivenOption, ...]
 
 
 @dataclass(frozen=True)
@@ -53,6 +64,8 @@ class RunView:
     clients: pd.DataFrame = field(default_factory=pd.DataFrame)
     # a budget run's comparisons: how many are decided, and what would decide each open one (analysis/decisions.py)
     decided: Decisions | None = None
+    # each job file's cell: what its workload gave fio and whom each option reached, once per cell
+    job_options: list[CellOptions] = field(default_factory=list)
 
     @property
     def finding_lines(self) -> list[str]:
@@ -101,7 +114,20 @@ def view(data: RunData) -> RunView:
         explain.cpu_per_io(data),
         clients=clients.per_client(data.cells, data.samples),
         decided=decisions.of_run(data, family) if data.trials_rule.sequential else None,
+        job_options=job_options(data.trials, data.cells),
     )
+
+
+def job_options(trials: Sequence[StoredTrial], cells: Sequence[StoredCell]) -> list[CellOptions]:
+    """Per job file's cell, the options its trials were given, once: every trial of a cell records the same
+    unless a resumed run's placement moved, and then each different one is listed."""
+    per_cell: dict[str, list[GivenOption]] = {}
+    for t in trials:
+        if isinstance(t.recorded, str) and '"job_options"' not in t.recorded:
+            continue  # decoding every trial's conditions to find none: a second per 84,000 trials
+        kept = per_cell.setdefault(t.cell_id, [])
+        kept += [o for o in t.info.job_options or () if o not in kept]
+    return [CellOptions(c.cell_id, c.label, tuple(per_cell[c.cell_id])) for c in cells if per_cell.get(c.cell_id)]
 
 
 def limits_read_back(checks: Sequence[CheckRow], labels: dict[str, str]) -> list[dict[str, str]]:

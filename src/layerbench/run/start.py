@@ -21,7 +21,7 @@ from layerbench.run.session import budget_for, cells_here, check_server_access, 
 from layerbench.spec import load as spec_load
 from layerbench.spec.devices import device_traits
 from layerbench.spec.matrix import Matrix
-from layerbench.spec.models import Experiment
+from layerbench.spec.models import STORED_CONTEXT, Experiment
 from layerbench.stack.cleanup import Action
 
 
@@ -140,6 +140,12 @@ def resume(store: Results, run_ref: str, places: Places, agreed: Sequence[str] =
             f"run {run_id} cannot be resumed here: {'; '.join(changed)}",
             hint="start a new run: layerbench run SPEC",
         )
+    edited = edited_files(Experiment.model_validate(row.spec, context=STORED_CONTEXT), exp)
+    if edited:  # its cells would be another file's: results of two files are never pooled under one cell
+        raise PrerequisiteError(
+            f"run {run_id} cannot be resumed: {'; '.join(edited)}",
+            hint="start a new run of the files as they are now: layerbench run SPEC",
+        )
     matrix = cells_here(exp, places.cache_dir)
     if "node" in row.host:  # one node's run of --parallel-nodes: that node's cells only
         matrix = nodes.only(matrix, row.host["node"])
@@ -153,3 +159,17 @@ def resume(store: Results, run_ref: str, places: Places, agreed: Sequence[str] =
             hint="see `layerbench run SPEC --dry-run` for what it refuses now",
         )
     return Run(exp, matrix, store, run_id, places, int(row.host.get("seed", 0)), agreed=tuple(agreed))
+
+
+def edited_files(stored: Experiment, now: Experiment) -> list[str]:
+    """The workloads' own files (job files and their includes, pgbench scripts) whose content is not what the
+    run ``stored`` read when it started: each as ``NAME: PATH changed since the run started``."""
+    out = []
+    for was, is_ in zip(stored.workloads, now.workloads, strict=False):
+        before, after = was.own_files(), is_.own_files()
+        for path, digest in after.items():
+            if path in before and before[path] != digest:
+                why = "changed" if before[path] else "may have changed (the layerbench that started it kept no digest)"
+                why += " since the run started"
+                out.append(f"{is_.name}: {path} {why}")
+    return out

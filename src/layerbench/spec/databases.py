@@ -27,8 +27,9 @@ from pydantic import (
 )
 
 from layerbench.spec import ycsb_file
+from layerbench.spec.own_files import file_digest
 from layerbench.spec.sizes import SIZE_SCHEMA, parse_size
-from layerbench.spec.workload_spec import WorkloadSpec, existing_file
+from layerbench.spec.workload_spec import STORED, WorkloadSpec, existing_file
 
 if TYPE_CHECKING:
     from layerbench.spec.feasibility import HostCaps
@@ -357,6 +358,9 @@ class YcsbWorkload(_Frozen, WorkloadSpec):
     def label(self) -> str:
         return self.name
 
+    def own_files(self) -> dict[str, str | None]:
+        return {s.path: s.digest for s in self.scripts}
+
     @property
     def connections(self) -> int:
         """Each client's connections to its server: its threads."""
@@ -400,11 +404,29 @@ class PgbenchScript(_Frozen):
     weight: Annotated[int, Strict()] = Field(
         default=1, ge=1, le=10**6, description="its share of transactions against the other scripts' (pgbench's @W)"
     )
+    digest: str | None = Field(
+        default=None,
+        description="a digest of the file's content, part of the cell's identity (set by layerbench when the "
+        "spec is read; a value given is replaced)",
+    )
 
     @model_validator(mode="before")
     @classmethod
-    def _from_path(cls, value: Any) -> Any:
-        return {"path": value} if isinstance(value, str) else value
+    def _from_path(cls, value: Any, info: ValidationInfo) -> Any:
+        value = {"path": value} if isinstance(value, str) else value
+        # Read whenever the spec is (a resumed run's too), so an edited script makes other cells; a stored cell
+        # keeps what it ran with (spec/own_files.py).
+        if not isinstance(value, dict) or not isinstance(value.get("path"), str) or (info.context or {}).get(STORED):
+            return value
+        return {**value, "digest": file_digest(value["path"])}
+
+    @model_serializer(mode="wrap")
+    def _digest_when_read(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A cell stored before scripts had digests dumps as it did.
+        data: dict[str, Any] = handler(self)
+        if data.get("digest") is None:
+            data.pop("digest", None)
+        return data
 
     @field_validator("path")
     @classmethod
@@ -521,6 +543,9 @@ class PgbenchWorkload(_Frozen, WorkloadSpec):
 
     def label(self) -> str:
         return self.name
+
+    def own_files(self) -> dict[str, str | None]:
+        return {s.path: s.digest for s in self.scripts}
 
     @property
     def connections(self) -> int:

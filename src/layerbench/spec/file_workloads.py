@@ -19,8 +19,9 @@ from pydantic import (
 
 from layerbench.spec.engines.runtimes import RUNTIMES
 from layerbench.spec.feasibility import HostCaps
+from layerbench.spec.own_files import job_file_digest
 from layerbench.spec.sizes import ByteSize
-from layerbench.spec.workload_spec import WorkloadSpec, existing_file
+from layerbench.spec.workload_spec import STORED, WorkloadSpec, existing_file
 
 if TYPE_CHECKING:
     from layerbench.spec.models import StackSpec
@@ -55,6 +56,11 @@ class FioWorkload(Frozen, WorkloadSpec):
     ioengine: Literal["libaio", "io_uring", "psync", "sync", "posixaio", "mmap"] = "libaio"
     rwmixread: int | None = Field(default=None, ge=0, le=100)
     job_file: str | None = Field(default=None, description="a user's own fio job file")
+    job_file_digest: str | None = Field(
+        default=None,
+        description="job_file: a digest of the file's content and its includes', part of the cell's identity "
+        "(set by layerbench when the spec is read; a value given is replaced)",
+    )
     allow_outside_placement: bool = Field(
         default=False,
         description="job_file: let it name files, devices and logs outside the placement (absolute paths, '..')",
@@ -94,6 +100,19 @@ class FioWorkload(Frozen, WorkloadSpec):
         "(combinations with bs > size are skipped, as IOzone does)",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _digest_job_file(cls, value: Any, info: ValidationInfo) -> Any:
+        # Read whenever the spec is (a resumed run's too), so an edited file or include makes other cells; a
+        # stored cell keeps what it ran with (spec/own_files.py).
+        if (
+            not isinstance(value, dict)
+            or not isinstance(value.get("job_file"), str)
+            or (info.context or {}).get(STORED)
+        ):
+            return value
+        return {**value, "job_file_digest": job_file_digest(value["job_file"])}
+
     @field_validator("sweep")
     @classmethod
     def _sweep_numeric_fields(cls, value: dict[str, tuple[Any, ...]] | None) -> dict[str, tuple[Any, ...]] | None:
@@ -122,7 +141,7 @@ class FioWorkload(Frozen, WorkloadSpec):
 
     @model_validator(mode="after")
     def _opt_ins_need_a_job_file(self) -> FioWorkload:
-        for opt_in in ("allow_outside_placement", "allow_programs", "env"):
+        for opt_in in ("allow_outside_placement", "allow_programs", "env", "job_file_digest"):
             if getattr(self, opt_in) and not self.job_file:
                 raise ValueError(f"{opt_in}: applies to a job_file only")
         return self
@@ -133,8 +152,9 @@ class FioWorkload(Frozen, WorkloadSpec):
         # so a dump read back (a sweep's point, a resumed run's spec, a stored cell) gives the same ones. Other
         # workloads dump as before ``env`` existed: their cell ids (hashes) stay stable.
         data = handler(self)
-        if data.get("env") is None:
-            data.pop("env", None)
+        for name in ("env", "job_file_digest"):
+            if data.get(name) is None:
+                data.pop(name, None)
         if self.job_file:
             for name in set(JOB_FILE_FIELDS) - self.model_fields_set:
                 data.pop(name, None)
@@ -145,6 +165,9 @@ class FioWorkload(Frozen, WorkloadSpec):
         return hash(
             tuple((k, tuple(sorted(v.items())) if isinstance(v, dict) else v) for k, v in self.__dict__.items())
         )
+
+    def own_files(self) -> dict[str, str | None]:
+        return {self.job_file: self.job_file_digest} if self.job_file else {}
 
     def given(self) -> dict[str, str]:
         """A job file's command-line options from the fields the spec gives (fio's option → its value)."""
@@ -171,8 +194,8 @@ class FioWorkload(Frozen, WorkloadSpec):
         runtime = RUNTIMES.get(stack.engine.runtime or "")
         if runtime and runtime.io_uring and self.ioengine == "io_uring" and not source:
             return f"ioengine io_uring under runtime {runtime.name}: {runtime.io_uring}"
-        if stack.clients is not None and source:
-            return f"clients: not yet for a {source}; give the workload's fields instead"
+        if stack.clients is not None and self.personality:
+            return "clients: not yet for a personality; give the workload's fields or a job file instead"
         return None
 
     def sweep_axes(self) -> dict[str, tuple[Any, ...]]:

@@ -46,6 +46,11 @@ class WorkloadSpec:
         """Why the tool that runs this workload is not ready on this host, or None."""
         return None
 
+    def own_files(self) -> dict[str, str | None]:
+        """The user's files it runs whose content is part of its cells' identity: path → digest (None where the
+        file could not be read; spec/own_files.py)."""
+        return {}
+
     def sweep_axes(self) -> dict[str, tuple[Any, ...]]:
         """The fields swept (each with its values): one workload per combination (spec/matrix.py)."""
         return {}

@@ -497,13 +497,19 @@ def total_ops(result: FioResult, phases: dict[int, int] | None = None) -> float:
     as fio runs groups made by ``stonewall``.
     """
     ios = sum(d.total_ios for j in result.jobs for d in j.directions.values())
+    wall = wall_ms(result, phases)
+    return ios / (wall / 1000) if wall else float("nan")
+
+
+def wall_ms(result: FioResult, phases: dict[int, int] | None = None) -> int:
+    """How long the jobs ran, one phase after another: each phase's longest direction's runtime, summed
+    (``total_ops`` says why)."""
     walls: dict[int, int] = {}
     for j in result.jobs:
         phase = j.groupid if phases is None else phases.get(j.groupid, j.groupid)
         for d in j.directions.values():
             walls[phase] = max(walls.get(phase, 0), d.runtime_ms)
-    wall = sum(walls.values())
-    return ios / (wall / 1000) if wall else float("nan")
+    return sum(walls.values())
 
 
 def samples(result: FioResult, phases: dict[int, int] | None = None) -> list[Sample]:

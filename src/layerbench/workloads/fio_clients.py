@@ -7,6 +7,11 @@ them together and prints one JSON document: ``client_stats``, one job object per
 client (with ``group_reporting``, each with its ``hostname``: the socket's path),
 and, with more than one client, fio's own sum of them named "All clients".
 
+A user's job file runs on every client as it runs alone (``job_file_text``: the same rewrite, pointed at the
+client's placement): fio's client then reports each job of each client (no group_reporting: the file's
+structure is the point), clones and groups apart, every one with its client's ``hostname``. Their samples are
+named ``c0/SECTION``; a workload of fields has one job per client, named ``c0``.
+
 ``parse`` is pure and tested on output captured from real runs
 (tests/data/fio/<version>/clients-*.json).
 """
@@ -20,7 +25,7 @@ from typing import Any
 
 from layerbench.records.sample import Sample
 from layerbench.spec.models import FioWorkload
-from layerbench.workloads import fio
+from layerbench.workloads import fio, fio_kind, jobfile
 
 AGGREGATE = fio.CLIENTS_AGGREGATE  # fio's name for its sum of the clients
 MERGED = "all"  # the job of the samples merged over clients (as database trials name theirs)
@@ -32,7 +37,12 @@ _LOCAL = ("--output-format=", "--name=")
 class ClientResult:
     index: int
     host: str  # fio's "hostname": the server's socket path here
-    job: fio.FioJob
+    jobs: tuple[fio.FioJob, ...]  # a workload of fields: one (group_reporting); a job file: each job and clone
+
+    @property
+    def job(self) -> fio.FioJob:
+        """A workload of fields' one job."""
+        return self.jobs[0]
 
 
 @dataclass(frozen=True)
@@ -42,8 +52,8 @@ class ClientsResult:
     aggregate: fio.FioJob | None  # fio's "All clients" (absent with one client)
 
     def result(self) -> fio.FioResult:
-        """Every client's job, as one fio result (what device accounting and histograms read)."""
-        return fio.FioResult(self.version, [c.job for c in self.clients])
+        """Every client's jobs, as one fio result (what device accounting and histograms read)."""
+        return fio.FioResult(self.version, [j for c in self.clients for j in c.jobs])
 
 
 def client_name(index: int) -> str:
@@ -96,6 +106,27 @@ def job_text(w: FioWorkload, filename: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def job_file_text(w: FioWorkload, path: str, index: int, shared: bool) -> str:
+    """The workload's job file as client ``index`` runs it at ``path``: as fio alone runs it there (includes,
+    variables and the workload's given fields resolved, the placement its directory), with an IOPS log in epoch
+    time for every job, which says when the client ran. Clients sharing one directory get their own file names
+    (fio's default, ``$jobname.$jobnum.$filenum``, after the client's name): a file a job names itself stays
+    one file, which every client then shares."""
+    text = jobfile.rewrite(fio_kind.running(w), path, False, w.allow_outside_placement)
+    head, _, rest = text.partition("\n")
+    assert head == "[global]", head  # jobfile.rewrite starts with the placement's [global]
+    logs = [f"write_iops_log={LOG_PREFIX}", f"log_avg_msec={log_interval_ms(w)}", "log_unix_epoch=1"]
+    own = [f"filename_format={client_name(index)}.$jobname.$jobnum.$filenum"] if shared else []
+    return "\n".join([head, *logs, *own, rest])
+
+
+def job_count(w: FioWorkload) -> int:
+    """How many jobs fio runs for the workload on one client (a job file's clones counted): its IOPS logs."""
+    if not w.job_file:
+        return w.numjobs
+    return sum(jobfile.clones(j) for j in jobfile.of_workload(w).jobs)
+
+
 def parse(text: str, connects: list[str]) -> ClientsResult:
     """fio's client JSON; ``connects``: the socket of each client in the order given to fio, which names
     the clients by index (fio reports them in the order they finished)."""
@@ -106,7 +137,8 @@ def parse(text: str, connects: list[str]) -> ClientsResult:
     except (KeyError, TypeError) as exc:
         raise fio.FioParseError(f"fio client JSON lacks an expected field: {exc!r}") from exc
     index_of = {c: i for i, c in enumerate(connects)}
-    clients, aggregate = [], None
+    jobs: dict[int, list[fio.FioJob]] = {}
+    aggregate = None
     for s in stats:
         try:
             job = fio.job(s)
@@ -118,32 +150,47 @@ def parse(text: str, connects: list[str]) -> ClientsResult:
             continue
         if host not in index_of:
             raise fio.FioParseError(f"fio client JSON names a client it was not given: {host!r}")
-        clients.append(ClientResult(index_of[host], host, job))
-    missing = sorted(set(range(len(connects))) - {c.index for c in clients})
+        jobs.setdefault(index_of[host], []).append(job)
+    missing = sorted(set(range(len(connects))) - set(jobs))
     if missing:
         raise fio.FioParseError(f"fio client JSON has no result for client(s) {', '.join(map(str, missing))}")
-    return ClientsResult(version, sorted(clients, key=lambda c: c.index), aggregate)
+    clients = [ClientResult(i, connects[i], tuple(jobs[i])) for i in sorted(jobs)]
+    return ClientsResult(version, clients, aggregate)
 
 
-def samples(result: ClientsResult, times: dict[int, tuple[float, float]] | None = None) -> list[Sample]:
-    """Per client (job "c0", "c1", ...): fio's samples of its job, so a trial's IOPS and bandwidth summed over
-    jobs are the clients' total; for the trial (job "all"): the clients' ops/s summed and their start and finish
-    spread (run/kinds/clients.py adds the latency of their histograms merged)."""
-    out: list[Sample] = [Sample("ops", sum(_ops(c.job) for c in result.clients), "ops/s", "", MERGED)]
+def samples(
+    result: ClientsResult,
+    times: dict[int, tuple[float, float]] | None = None,
+    phases: dict[int, int] | None = None,
+    per_job: bool = False,
+) -> list[Sample]:
+    """Per client (job "c0", "c1", ...; a job file's each job "c0/SECTION"): fio's samples of its jobs, so a
+    trial's IOPS and bandwidth summed over jobs are the clients' total; for the trial (job "all"): the clients'
+    ops/s summed (a job file's each over its groups in turn: ``phases``, fio.group_phases) and their start and
+    finish spread (run/kinds/clients.py adds the latency of their histograms merged)."""
+    ops = sum(_ops(result.version, c.jobs, phases) for c in result.clients)
+    out: list[Sample] = [Sample("ops", ops, "ops/s", "", MERGED)]
     for c in result.clients:
-        named = fio.FioJob(client_name(c.index), c.job.groupid, c.job.error, c.job.directions, c.job.runtime_ms)
-        out += [s for s in fio.samples(fio.FioResult(result.version, [named])) if s.metric != "ops"]
+        named = [
+            fio.FioJob(_named(c.index, j.name, per_job), j.groupid, j.error, j.directions, j.runtime_ms) for j in c.jobs
+        ]
+        out += [s for s in fio.samples(fio.FioResult(result.version, named)) if s.metric != "ops"]
     if times:
         out += [Sample(key, value, "ms", "", MERGED) for key, value in spreads(times).items()]
     return out
+
+
+def _named(index: int, job: str, per_job: bool) -> str:
+    return f"{client_name(index)}/{job}" if per_job else client_name(index)
 
 
 def histograms(result: ClientsResult) -> dict[str, list[dict[int, int]]]:
     """Per direction, every client's completion-latency histogram (json+ bins), to merge."""
     out: dict[str, list[dict[int, int]]] = {}
     for c in result.clients:
-        for direction, d in c.job.directions.items():
-            out.setdefault(direction, []).append(d.clat_bins)
+        for job in c.jobs:
+            for direction, d in job.directions.items():
+                out.setdefault(direction, []).append(d.clat_bins)
     return out
 
 
@@ -160,9 +207,16 @@ LOG_PREFIX = "lb"  # write_iops_log's name; fio's client writes it in its direct
 LOG_POINTS = 200  # log entries per job over the runtime: the resolution of the finish
 
 
+LOG_MIN_MS = 10
+
+
 def log_interval_ms(w: FioWorkload) -> int:
-    """log_avg_msec: 1/200 of the runtime (10 ms at least), so a log has about 200 lines at any runtime."""
-    return max(10, round(w.runtime_s * 1000 / LOG_POINTS))
+    """log_avg_msec: 1/200 of the runtime (10 ms at least), so a log has about 200 lines at any runtime. A job
+    file's jobs run as long as their I/O takes, their ``runtime=`` often only a cap, and fio logs nothing of a
+    job shorter than the interval: the shortest, so that any job a trial can time has a line."""
+    if w.job_file:
+        return LOG_MIN_MS
+    return max(LOG_MIN_MS, round(w.runtime_s * 1000 / LOG_POINTS))
 
 
 def log_files(index: int, numjobs: int) -> list[str]:
@@ -177,25 +231,28 @@ def log_end(texts: list[str]) -> float:
     lasts = []
     for text in texts:
         times = [int(line.split(",", 1)[0]) for line in text.splitlines() if line.strip()]
-        if not times:
-            raise fio.FioParseError("fio's IOPS log of a client is empty")
-        lasts.append(max(times))
-    if not lasts:
+        lasts += [max(times)] if times else []  # a job shorter than the log's interval logs nothing
+    if not texts:
         raise fio.FioParseError("no IOPS log for a client")
+    if not lasts:
+        raise fio.FioParseError(
+            f"fio's IOPS logs of a client are empty: its jobs ran less than the log's {LOG_MIN_MS} ms or more; "
+            "give them more to do (size:) or a runtime"
+        )
     return float(max(lasts))
 
 
-def client_times(result: ClientsResult, ends: dict[int, float]) -> dict[int, tuple[float, float]]:
-    """Each client's measured window, (start, end) in ms since the epoch: its log's end less the runtime fio
-    measured for it."""
-    return {c.index: (ends[c.index] - _runtime_ms(c.job), ends[c.index]) for c in result.clients}
+def client_times(
+    result: ClientsResult, ends: dict[int, float], phases: dict[int, int] | None = None
+) -> dict[int, tuple[float, float]]:
+    """Each client's measured window, (start, end) in ms since the epoch: its log's end less the time fio
+    measured for its jobs (a job file's groups in turn: ``phases``; job_runtime is summed over clones)."""
+    return {
+        c.index: (ends[c.index] - fio.wall_ms(fio.FioResult(result.version, list(c.jobs)), phases), ends[c.index])
+        for c in result.clients
+    }
 
 
-def _runtime_ms(job: fio.FioJob) -> int:
-    """A job's measured time: its longest direction's (job_runtime is summed over numjobs' clones)."""
-    return max(d.runtime_ms for d in job.directions.values())
-
-
-def _ops(job: fio.FioJob) -> float:
-    ops = fio.total_ops(fio.FioResult("", [job]))
+def _ops(version: str, jobs: tuple[fio.FioJob, ...], phases: dict[int, int] | None) -> float:
+    ops = fio.total_ops(fio.FioResult(version, list(jobs)), phases)
     return 0.0 if math.isnan(ops) else ops

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from layerbench.spec import own_files
 from layerbench.spec.models import FioWorkload, StackSpec
 from layerbench.workloads import fio, fio_log, jobfile, personalities
 from layerbench.workloads.kind import Place, WorkloadType
@@ -64,14 +65,25 @@ def job_source(w: FioWorkload) -> str | None:
     return personalities.job_file(w.personality, w.scale) if w.personality else None
 
 
+def running(w: FioWorkload) -> jobfile.JobFile:
+    """The workload's job file as a trial runs it: refused if it changed since the run started (an include
+    that became unreadable, an edit), since its cells are the content the run started with."""
+    jf = jobfile.of_workload(w)
+    if jf.error:
+        raise fio.FioParseError(f"job file {w.job_file}: {jf.error}")
+    if w.job_file and w.job_file_digest and own_files.job_file_digest(w.job_file) != w.job_file_digest:
+        raise fio.FioParseError(
+            f"job file {w.job_file} (or an include) changed since the run started: put it back to go on "
+            "(layerbench resume), or start a new run of it"
+        )
+    return jf
+
+
 def argv(w: FioWorkload, place: Place, tools: Path, lat_log: str | None) -> list[str]:
     """fio's command line at the place: a user's job file rewritten for it, a personality's, or the fields'
     (``lat_log``: the prefix of its latency logs, None for none)."""
     if w.job_file:
-        jf = jobfile.of_workload(w)
-        if jf.error:  # changed since the matrix was expanded
-            raise fio.FioParseError(f"job file {w.job_file}: {jf.error}")
-        text = jobfile.rewrite(jf, place.path, place.path_is_device, w.allow_outside_placement)
+        text = jobfile.rewrite(running(w), place.path, place.path_is_device, w.allow_outside_placement)
         return fio.job_file_argv(place.put(f"lb-{w.name}.fio", text))
     source = job_source(w)
     if source is not None:

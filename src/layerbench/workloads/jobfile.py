@@ -40,6 +40,7 @@ from layerbench import proc
 from layerbench.errors import ToolError
 from layerbench.records.info import GivenOption
 from layerbench.spec.file_workloads import TARGET_VARIABLE, FioWorkload
+from layerbench.spec.own_files import lines, with_includes
 
 PARSE_TIMEOUT_S = 30.0
 _MESSAGE_MAX = 300
@@ -185,7 +186,7 @@ def read(
         st = p.stat()
     except OSError as err:
         return JobFile(str(path), error=f"cannot read the job file: {err.strerror}")
-    files = _with_includes(p)
+    files = with_includes(p)
     unread = next(((name, why) for name, where in files[1:] for why in [_unreadable(where)] if why), None)
     if unread:  # fio says "unable to open" and reads on without it: the options in it would be lost unsaid
         return JobFile(str(path), error=f"include {unread[0]}: cannot read it: {unread[1]}")
@@ -241,31 +242,10 @@ def _read(path: str, _mtime: int, _size: int, fio: str, env: frozenset[tuple[str
     return JobFile(path, tuple(Job(name, jobs[i]) for i, (name, _) in enumerate(sections)))
 
 
-def _with_includes(top: Path, depth: int = 8) -> list[tuple[str, Path]]:
-    """The job file and every file it includes, nested ones too, found as fio finds them: (as named, path)."""
-    home = top.parent
-    found: list[tuple[str, Path]] = [(top.name, top)]
-    todo = [top]
-    while todo and depth:
-        depth -= 1
-        batch, todo = todo, []
-        for file in batch:
-            for line in _lines(file):
-                if not line.startswith("include"):
-                    continue
-                name = line[len("include") + 1 :].strip()
-                # fio: relative to its working directory (here the job file's), else to the including file's
-                where = ((home / name) if (home / name).exists() else (file.parent / name)).resolve()
-                if all(where != seen for _, seen in found):
-                    found.append((name, where))
-                    todo.append(where)
-    return found
-
-
 def _engines_named(file: Path) -> list[str]:
     """The ioengine values a file sets, as written (a comment cut off)."""
     out = []
-    for line in _lines(file):
+    for line in lines(file):
         key, eq, value = line.partition("=")
         if eq and key.strip().lower() == "ioengine":
             out.append(re.split(r"\s[;#]|^[;#]", value.strip())[0].strip())
@@ -282,14 +262,7 @@ def _unreadable(file: Path) -> str | None:
 
 def _variables(file: Path) -> set[str]:
     """The ``${NAME}`` variables a file's lines use (its comments aside)."""
-    return {name for line in _lines(file) if line[:1] not in (";", "#") for name in re.findall(r"\$\{(\w+)\}", line)}
-
-
-def _lines(file: Path) -> list[str]:
-    try:
-        return [ln.strip() for ln in file.read_text(errors="replace").splitlines()]
-    except OSError:
-        return []  # fio says what it cannot read
+    return {name for line in lines(file) if line[:1] not in (";", "#") for name in re.findall(r"\$\{(\w+)\}", line)}
 
 
 def _sections(text: str) -> tuple[str | None, list[tuple[str, list[str]]]]:
@@ -337,8 +310,8 @@ def _jobs(showcmd: str, marker: str) -> list[tuple[tuple[str, str | None], ...]]
 
 def one_line(text: str) -> str:
     """fio's message in one line: its lines joined, the end cut if long."""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    joined = " | ".join(lines) or "(no message)"
+    said = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    joined = " | ".join(said) or "(no message)"
     return joined if len(joined) <= _MESSAGE_MAX else joined[: _MESSAGE_MAX - 3] + "..."
 
 
@@ -570,6 +543,11 @@ def _evaluate(node: ast.AST) -> float | None:
         result = _OPERATORS[type(node.op)](left, right)
         return result if abs(result) < 2**64 else None
     return None
+
+
+def clones(job: Job) -> int:
+    """How many jobs fio runs of it (its ``numjobs``)."""
+    return _count(job.get("numjobs"), 1)
 
 
 def _count(value: str | None, default: int) -> int:

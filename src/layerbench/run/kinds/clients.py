@@ -7,6 +7,10 @@ servers. Its samples: each client's as job "c0", "c1", ... (so a trial's IOPS
 and bandwidth summed over jobs are the clients' total), the percentiles of
 every client's completion histogram merged (job "all"), and the spread of the
 clients' starts and finishes, which the ``clients-in-step`` check judges.
+
+A user's job file runs on every client as it would alone at the client's placement, the workload's given
+fields applied alike (workloads/fio_clients.py, ``job_file_text``): its samples are each client's each job
+("c0/SECTION"), its ops/s the clients' summed, its latency every job's histograms merged ("all").
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Any
 from layerbench.proc import Completed
 from layerbench.records.checks import Check
 from layerbench.records.facts import Facts
-from layerbench.records.info import ClientInfo, Prepared, TrialInfo
+from layerbench.records.info import ClientInfo, GivenOption, Prepared, TrialInfo
 from layerbench.records.percentiles import merge, percentiles
 from layerbench.records.sample import Sample
 from layerbench.records.trial import MonitorPoint, TrialRecord
@@ -41,7 +45,7 @@ from layerbench.run.schedule import Trial
 from layerbench.spec.models import FioWorkload, StackSpec, Workload
 from layerbench.stack.clients import ClientSet, serving
 from layerbench.stack.target import BuildContext, Target
-from layerbench.workloads import fio, fio_clients
+from layerbench.workloads import fio, fio_clients, fio_kind, jobfile
 
 PRECONDITION_SLACK_S = 600.0
 # fio's client now and then fails to unpack a server's log sent over the socket (seen once, on three swarm
@@ -78,12 +82,21 @@ def _steps(w: FioWorkload, target: Target, index: int, shared: bool) -> list[lis
 
 def run_trial(clients: ClientSet, trial: Trial, prepared: dict[str, Prepared], ctx: BuildContext) -> TrialRecord:
     started = time.time()
-    info = TrialInfo(precondition=prepared, engine=clients.engine, clients=_describe(clients))
-    out = Outcome(info=info)
     w = trial.cell.workload
     assert w.kind == "fio"  # its model refuses other workloads on a stack with clients (IozoneWorkload.refused_on)
+    info = TrialInfo(precondition=prepared, engine=clients.engine, clients=_describe(clients))
+    out = Outcome(info=replace(info, job_options=given(w, clients)))
     attempt(out, lambda: _execute(clients, w, out, ctx))
     return record(trial, started, out)
+
+
+def given(w: FioWorkload, clients: ClientSet) -> tuple[GivenOption, ...] | None:
+    """A job file's options the workload gave every client's jobs, the placement among them: one directory if
+    the clients share it, else each client's own (its path in the trial's ``clients``)."""
+    if not w.job_file:
+        return None
+    paths = sorted({t.path for t in clients.targets})
+    return jobfile.options(jobfile.of_workload(w), paths[0] if len(paths) == 1 else "each client's own", False)
 
 
 def _describe(clients: ClientSet) -> tuple[ClientInfo, ...]:
@@ -122,25 +135,45 @@ def _execute(clients: ClientSet, w: FioWorkload, out: Outcome, ctx: BuildContext
     if done.rc != 0:
         out.category = category(done.rc, done.stderr)
         return
+    phases = _phases(w, clients)
     try:
         result = fio_clients.parse(done.stdout, run.names)
         ends = {i: fio_clients.log_end(texts) for i, texts in logs.items()}
-        times = fio_clients.client_times(result, ends)
+        times = fio_clients.client_times(result, ends, phases)
     except fio.FioParseError as exc:
         out.category, out.stderr = "parse-error", f"{exc}\n{done.stderr}"
         return
-    out.status, out.samples = "ok", [*fio_clients.samples(result, times), *merged_latency(result)]
+    measured = fio_clients.samples(result, times, phases, per_job=bool(w.job_file))
+    out.status, out.samples = "ok", [*measured, *merged_latency(result)]
     out.logs[fio.BINS_LOG] = fio.bins_text(fio.completion_bins(result.result()))
     ran = {fio_clients.client_name(i): t for i, t in times.items()}
     out.info = replace(out.info, clients_spread_ms=fio_clients.spreads(times), clients_ran_ms=ran)
     lowest = devices[-1] if devices else ""
+    # A job file's jobs run as long as they take: the clients' overlap is judged against the time they ran.
+    runtime_s = max(end - start for start, end in times.values()) / 1000 if w.job_file else w.runtime_s
     out.checks = [
-        _accounting(result.result(), mon, clients.first, devices),
+        _device_accounting(w, result, mon, clients, devices),
         bottleneck_check(mon, lowest, FIO_REMEDY, _limits(clients), None),
         contended_check(mon, None),
-        in_step(_named(times), w.runtime_s, clients.spec.max_spread),
+        in_step(_named(times), runtime_s, clients.spec.max_spread),
         *_machines(clients),
     ]
+
+
+def _phases(w: FioWorkload, clients: ClientSet) -> dict[int, int] | None:
+    """A job file's groups and the phase each runs in (which ran in turn), as for one fio; None otherwise."""
+    if not w.job_file:
+        return None
+    return fio.group_phases(jobfile.rewrite(jobfile.of_workload(w), clients.first.path, False))
+
+
+def _device_accounting(
+    w: FioWorkload, result: fio_clients.ClientsResult, mon: Monitor, clients: ClientSet, devices: list[str]
+) -> Check:
+    fake = jobfile.without_device_io(jobfile.of_workload(w)) if w.job_file else []
+    if fake:
+        return Check("device-accounting", "skip", f"ioengine={', '.join(fake)} moves no data through the device")
+    return _accounting(result.result(), mon, clients.first, devices)
 
 
 @dataclass(frozen=True)
@@ -159,7 +192,7 @@ def _run_clients(clients: ClientSet, w: FioWorkload, out: Outcome, devices: list
         files = []
         for i, t in enumerate(clients.targets):
             path = where.cwd / f"lb-{w.name}-c{i}.fio"
-            path.write_text(fio_clients.job_text(w, fio_clients.data_file(t.path, w, i, clients.spec.shared)))
+            path.write_text(_job_text(w, t, i, clients.spec.shared))
             files.append(str(path))
         out.argv = fio_clients.client_argv(where.names, files)
         in_dir = ["sh", "-c", 'cd "$1" && shift && exec "$@"', "sh", str(where.cwd)]  # fio writes its logs there
@@ -168,10 +201,19 @@ def _run_clients(clients: ClientSet, w: FioWorkload, out: Outcome, devices: list
             for i, t in enumerate(clients.targets)
             if t.facts.cgroup
         }
-        with Monitor(devices, cgroups=cgroups, count_from=w.ramp_s, on_point=ctx.on_monitor) as mon:
-            done = ctx.runner([*in_dir, *out.argv], timeout=w.runtime_s + w.ramp_s + TRIAL_SLACK_S)
-        logs = {i: _logs(where.cwd, i, w.numjobs) for i in range(len(clients.targets))}
+        ramp = fio_kind.WORKLOAD.ramp_s(w)  # a job file's ramp is its own
+        with Monitor(devices, cgroups=cgroups, count_from=ramp, on_point=ctx.on_monitor) as mon:
+            done = ctx.runner([*in_dir, *out.argv], timeout=fio_kind.time_limit_s(w, TRIAL_SLACK_S))
+        jobs = fio_clients.job_count(w)
+        logs = {i: _logs(where.cwd, i, jobs) for i in range(len(clients.targets))}
     return ClientsRun(done, mon, logs, where.names)
+
+
+def _job_text(w: FioWorkload, target: Target, index: int, shared: bool) -> str:
+    """What client ``index`` runs: the user's job file at its placement, or the workload's fields as one."""
+    if w.job_file:
+        return fio_clients.job_file_text(w, target.path, index, shared)
+    return fio_clients.job_text(w, fio_clients.data_file(target.path, w, index, shared))
 
 
 def merged_latency(result: fio_clients.ClientsResult) -> list[Sample]:
