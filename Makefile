@@ -21,6 +21,9 @@ TEST_APT_PACKAGES := chromium chromium-driver fonts-dejavu-core
 # The local Kubernetes cluster's parts beside the Kubernetes binaries (make k8s builds those; gcc
 # compiles the pause binary). etcd-server is installed without starting its service (a policy-rc.d).
 K8S_APT_PACKAGES := etcd-server containerd containernetworking-plugins openssl gcc libc6-dev
+# Ceph from the distribution (Debian 12: 16.2.15), for `device.remote.transport: rbd`: layerbench builds its
+# own cluster from these daemons (stack/remote/ceph/) and starts none of the packages' services (a policy-rc.d).
+CEPH_APT_PACKAGES := ceph-mon ceph-mgr ceph-osd ceph-common rbd-fuse
 # The test VM (a modern host: systemd, cgroup v2, every kernel module), built once into the cache.
 VM_APT_PACKAGES := qemu-system-x86 qemu-utils debootstrap
 
@@ -40,7 +43,7 @@ UNIT_WORKERS ?= $(shell n=$$(nproc); echo $$((n > 8 ? 8 : n)))
 TIER := timeout --foreground --signal=TERM --kill-after=120
 PYTEST := $(PY) -m pytest -q --durations=10
 
-.PHONY: run test docs docs-serve test-long test-seeds test-vm test-k8s bytecode vm-image setup apt apt-db apt-runtimes apt-test apt-vm apt-k8s venv ycsb cassandra ferretdb k8s iozone lint clean-env
+.PHONY: run test docs docs-serve test-long test-seeds test-vm test-k8s bytecode vm-image setup apt apt-db apt-ceph apt-runtimes apt-test apt-vm apt-k8s venv ycsb cassandra ferretdb k8s iozone lint clean-env
 
 run: setup
 	$(VENV)/bin/layerbench run $(PRESET) --db $(DB)
@@ -103,7 +106,7 @@ apt-k8s:
 vm-image: apt-vm venv
 	HOST_PYTHON=$(PY) tools/vm/build-image.sh $(CACHE)
 
-setup: apt apt-db apt-runtimes venv ycsb cassandra ferretdb iozone
+setup: apt apt-db apt-ceph apt-runtimes venv ycsb cassandra ferretdb iozone
 
 # Debian's docker.io only where no dockerd is installed: a host with Docker's
 # own packages (docker-ce) keeps them.
@@ -126,6 +129,14 @@ apt-db:
 	  echo "installing:$$missing"; nocluster=/etc/postgresql-common/createcluster.d/layerbench.conf; \
 	  trap 'rm -f $$nocluster' EXIT; trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 129' HUP; \
 	  mkdir -p $$(dirname $$nocluster); echo 'create_main_cluster = false' > $$nocluster; \
+	  tools/with-policy-rc.sh sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$$@"' apt $$missing; \
+	fi
+
+# Ceph's daemons and clients, installed as the databases are: no service started (tools/with-policy-rc.sh).
+apt-ceph:
+	@missing=""; for p in $(CEPH_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
 	  tools/with-policy-rc.sh sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$$@"' apt $$missing; \
 	fi
 
