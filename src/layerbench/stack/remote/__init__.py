@@ -16,9 +16,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from layerbench.proc import Runner
-from layerbench.spec.models import RemoteSpec
+from layerbench.spec.models import DeviceSpec, RemoteSpec
 from layerbench.stack.ledger import Resource
-from layerbench.stack.remote import iscsi, nbd, needs, nvme_tcp
+from layerbench.stack.remote import ceph, iscsi, nbd, needs, nvme_tcp
 from layerbench.stack.remote.host import StorageHost
 from layerbench.stack.remote.needs import Loadable, Need
 from layerbench.stack.target import BuildContext, Device
@@ -26,13 +26,17 @@ from layerbench.stack.target import BuildContext, Device
 # The backing device, its storage host, the cell's remote block, the build's context → the device attached here.
 Attach = Callable[[Device, StorageHost, RemoteSpec, BuildContext], AbstractContextManager[Device]]
 Remover = Callable[[Resource, Runner], None]
+# A transport that owns its whole build (a cluster: many backing devices and storage hosts): the device spec,
+# the build's context → the device attached here.
+Build = Callable[[DeviceSpec, BuildContext], AbstractContextManager[Device]]
 
 
 @dataclass(frozen=True)
 class TransportType:
-    attach: Attach
+    attach: Attach | None  # None where the transport owns its whole build (``build``)
     needs: Mapping[str, Need]  # feature of HostCaps.remote → what the host probe looks for
     removers: Mapping[str, Remover]  # ledger kind → what removes a dead run's
+    build: Build | None = None  # instead of ``attach`` over one backing device and one storage host
 
 
 # An explicit dict, keyed as spec/transports/ names each transport (no discovery by import).
@@ -40,6 +44,7 @@ TRANSPORTS: dict[str, TransportType] = {
     "nbd": TransportType(nbd.attached, nbd.NEEDS, nbd.REMOVERS),
     "nvme-tcp": TransportType(nvme_tcp.attached, nvme_tcp.NEEDS, nvme_tcp.REMOVERS),
     "iscsi": TransportType(iscsi.attached, iscsi.NEEDS, iscsi.REMOVERS),
+    "rbd": TransportType(None, ceph.NEEDS, ceph.REMOVERS, ceph.built),
 }
 
 
