@@ -9,6 +9,7 @@ from contextlib import contextmanager
 
 from layerbench.proc import Runner
 from layerbench.spec.models import DeviceSpec
+from layerbench.spec.transports import FIO_CLIENT, FUSE_CLIENT
 from layerbench.stack.ledger import Resource
 from layerbench.stack.remote.ceph import clients, cluster
 from layerbench.stack.remote.needs import Need
@@ -54,11 +55,11 @@ def built(spec: DeviceSpec, ctx: BuildContext) -> Iterator[Device]:
             "image": f"{c.pool}/{c.image}",
             "ceph": cluster.settings(c.conf, ctx.runner),
         }
-        if remote.client == "fio":
+        if remote.client == FIO_CLIENT:
             dev = clients.fio_device(c)
             yield Device(dev.path, dev.kind, dev.size_bytes, {**dev.info, **info})
         else:
-            make = clients.fuse_device if remote.client == "fuse" else clients.kernel_device
+            make = clients.fuse_device if remote.client == FUSE_CLIENT else clients.kernel_device
             with make(c, ctx) as dev:
                 yield Device(dev.path, dev.kind, dev.size_bytes, {**dev.info, **info})
 

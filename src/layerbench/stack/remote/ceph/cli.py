@@ -102,6 +102,11 @@ def parse_osd_id(text: str) -> int:
     return value
 
 
+def up_osds(text: str) -> set[int]:
+    """`ceph osd dump --format json`: the ids of the OSDs that are up."""
+    return {int(o["osd"]) for o in json.loads(text).get("osds", []) if o.get("up") == 1}
+
+
 @dataclass(frozen=True)
 class Pool:
     name: str

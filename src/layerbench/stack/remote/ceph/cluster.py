@@ -170,9 +170,7 @@ def _prepared(paths: Paths, backing: Device, runner: Runner) -> int:
 
 def _up(conf: Path, osd_id: int, runner: Runner) -> bool:
     done = runner(cli.ceph_argv(conf, "osd", "dump"), timeout=cli.DEADLINE_S)
-    if done.rc != 0:
-        return False
-    return any(o.get("osd") == osd_id and o.get("up") == 1 for o in json.loads(done.stdout).get("osds", []))
+    return done.rc == 0 and osd_id in cli.up_osds(done.stdout)
 
 
 def _pool(conf: Path, cluster: ClusterSpec, runner: Runner) -> None:
