@@ -38,12 +38,13 @@ BUDGET_TEST ?= 750
 BUDGET_LONG ?= 960
 BUDGET_VM ?= 1680
 BUDGET_K8S ?= 720
+BUDGET_CEPH ?= 600
 # The unit tests' processes (pytest-xdist): one per core, at most eight (each imports the analysis's libraries).
 UNIT_WORKERS ?= $(shell n=$$(nproc); echo $$((n > 8 ? 8 : n)))
 TIER := timeout --foreground --signal=TERM --kill-after=120
 PYTEST := $(PY) -m pytest -q --durations=10
 
-.PHONY: run test docs docs-serve test-long test-seeds test-vm test-k8s bytecode vm-image setup apt apt-db apt-ceph apt-runtimes apt-test apt-vm apt-k8s venv ycsb cassandra ferretdb k8s iozone lint clean-env
+.PHONY: run test docs docs-serve test-long test-seeds test-vm test-k8s test-ceph bytecode vm-image setup apt apt-db apt-ceph apt-runtimes apt-test apt-vm apt-k8s venv ycsb cassandra ferretdb k8s iozone lint clean-env
 
 run: setup
 	$(VENV)/bin/layerbench run $(PRESET) --db $(DB)
@@ -67,7 +68,7 @@ test: setup apt-test bytecode
 	$(PY) -m ruff check src tests bench
 	$(DOCS_STRICT)
 	$(TIER) $(BUDGET_UNIT) $(PYTEST) -n $(UNIT_WORKERS) tests/unit
-	$(TIER) $(BUDGET_TEST) $(PYTEST) --ignore=tests/unit --ignore=tests/vm --ignore=tests/seeds --ignore=tests/long --ignore=tests/k8s
+	$(TIER) $(BUDGET_TEST) $(PYTEST) --ignore=tests/unit --ignore=tests/vm --ignore=tests/seeds --ignore=tests/long --ignore=tests/k8s --ignore=tests/ceph
 
 # The long tier, kept out of `make test` so that it stays near ten minutes: the seeds' databases end
 # to end (tests/seeds: Cassandra natively, in Docker, and scaled: minutes of server start-ups; tests/long:
@@ -88,6 +89,12 @@ test-vm: setup apt-test bytecode vm-image
 # tier brings up a three-node Docker Swarm (Debian's dockerd, from `make apt`) for the swarm engine.
 test-k8s: setup apt-test bytecode apt-k8s k8s
 	$(TIER) $(BUDGET_K8S) $(PYTEST) tests/k8s
+
+# The Ceph tier: tests/ceph builds Ceph clusters of three OSDs here from the distribution's daemons (each
+# OSD on a storage host of its own) and runs fio through librbd and rbd-fuse; about 4 minutes, kept out of
+# `make test` (each cluster takes both cores and about 3 GB of memory under load).
+test-ceph: setup apt-test bytecode
+	$(TIER) $(BUDGET_CEPH) $(PYTEST) tests/ceph
 
 # Kubernetes v1.32.2 from the Go module proxy (tools/build-k8s.sh): minutes of compiling the first
 # time (cached after). Go 1.23 or later, as for FerretDB.
