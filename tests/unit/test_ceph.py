@@ -1,5 +1,5 @@
 """The RBD transport without a cluster: its spec and refusals, the `ceph` adapter's parsing of outputs captured
-from a real cluster here (tests/data/ceph/: Ceph 16.2.15, three OSDs, then one killed), its argument lists and
+from a real cluster here (tests/data/ceph/16.2.15/, three OSDs, then one killed), its argument lists and
 ceph.conf."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from layerbench.stack.remote.ceph.cluster import setup_argvs
 from layerbench.stack.remote.ceph.conf import OSD_MEMORY_TARGET, Paths, conf_text
 from layerbench.workloads import fio
 
-DATA = Path(__file__).parent.parent / "data" / "ceph"
+DATA = Path(__file__).parent.parent / "data" / "ceph" / "16.2.15"
 HAS_ALL = {f: None for f in ("storage-host", "rbd", "rbd-fio", "rbd-fuse", "rbd-kernel", "tbf", "netem")}
 
 
@@ -77,6 +77,7 @@ def test_the_conf_puts_everything_under_the_runs_directory_with_small_targets() 
     assert "mgr initial modules =" in glob  # read only under [global]
     assert OSD_MEMORY_TARGET >= 896 * 2**20 and f"osd memory target = {OSD_MEMORY_TARGET}" in text
     assert "mon allow pool size one = true" in text
+    assert "rbd cache = false" in text.split("[client]")[1].split("[mon]")[0]
     paths_in = [
         line.split(" = ", 1)[1]
         for line in text.splitlines()

@@ -107,7 +107,9 @@ class RemoteSpec(Frozen):
     client: RemoteClient = Field(default=DEFAULT_CLIENT, description=clients_description())
     link: LinkSpec = LinkSpec()
     cluster: ClusterSpec | None = Field(
-        default=None, description="a transport that builds a cluster (rbd): its OSDs and its pool's replicas"
+        default=None,
+        description="a transport that builds a cluster (rbd): its OSDs and its pool's replicas "
+        "(3 OSDs, size 3 unless given)",
     )
 
     @model_validator(mode="after")

@@ -70,6 +70,11 @@ mon warn on pool no redundancy = false
 mon data avail warn = 5
 auth allow insecure global id reclaim = false
 
+[client]
+# librbd's cache turns writeback at a client's first flush (a filesystem's, over rbd-fuse): writes would then be
+# acknowledged from this host's memory. Off, every client's write reaches the OSDs, as fio's direct=1 means.
+rbd cache = false
+
 [mon]
 keyring = {r}/mon/ceph-$id/keyring
 
