@@ -8,6 +8,8 @@ precondition, measure and tear down."""
 from __future__ import annotations
 
 import json
+import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ import yaml
 
 from tests import support
 from tests.integration.leftovers import leftovers
+from tests.reliability.test_kill_cleanup import STATE_TIMEOUT_S, live_kinds
 
 pytestmark = [
     pytest.mark.requires_root,
@@ -81,3 +84,47 @@ def test_rbd_fuse_under_ext4_runs_fio_and_leaves_no_fuse_mount(tmp_path: Path) -
     assert cell["stack_label"] == "loop@rbd-fuse(3osd,size3/2)/ext4/native/host-dir"
     assert cell["summary"]["n"] == 1 and cell["summary"]["mean"] > 0
     assert "rbd-fuse" not in Path("/proc/mounts").read_text()
+
+
+def test_a_run_killed_mid_trial_leaves_nothing_after_cleanup(tmp_path: Path) -> None:
+    """SIGKILL while fio writes through rbd-fuse, ext4 and a loop device: `layerbench cleanup` ends the cluster's
+    daemons and rbd-fuse by PID and start time and removes the mounts, loop devices and storage hosts."""
+    dirs = _dirs(tmp_path)
+    spec = {
+        "name": "rbd-killed",
+        "device": {"kind": "loop", "size": "2GiB"},
+        "stacks": [{"device": _rbd("fuse", 3), "filesystem": "ext4", "placement": "host-dir"}],
+        "workloads": [{**WRITE, "size": "64MiB", "runtime_s": 120, "ramp_s": 0}],
+        "trials": {"repetitions": 1},
+    }
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    ledger = dirs["state"] / "ledger.db"
+    run = support.start(["run", str(path)], dirs)
+    deadline = time.monotonic() + STATE_TIMEOUT_S
+    while "process" not in live_kinds(ledger):  # the workload's fio runs: the whole stack is up
+        assert run.poll() is None, run.communicate()
+        assert time.monotonic() < deadline, "the run never started its workload"
+        time.sleep(0.2)
+    run.send_signal(signal.SIGKILL)  # only the process this test started
+    run.wait()
+    assert {"server", "rbd-fuse", "loop", "netns", "rbd-image"} <= live_kinds(ledger)
+    assert _ceph_processes(dirs["work"]), "no daemon of the cluster was up: the check below would see nothing"
+    cleanup = support.run(["cleanup"], dirs, timeout=300)
+    assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
+    assert live_kinds(ledger) == set()
+    assert leftovers(dirs["work"]) == []
+    assert _ceph_processes(dirs["work"]) == []
+
+
+def _ceph_processes(work: Path) -> list[str]:
+    """Ceph's daemons and rbd-fuse of this run (their configuration is below its work directory)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            line = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # gone meanwhile
+        if line.startswith(("ceph-", "rbd-fuse")) and str(work.resolve()) in line:
+            found.append(line)
+    return found

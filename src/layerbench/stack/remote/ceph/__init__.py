@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from layerbench.proc import Runner
 from layerbench.spec.models import DeviceSpec
@@ -65,9 +66,18 @@ def built(spec: DeviceSpec, ctx: BuildContext) -> Iterator[Device]:
 
 
 def _gone_with_its_cluster(res: Resource, runner: Runner) -> None:
-    """A dead run's image and mapping: its cluster's daemons, devices and namespaces are removed by their own
-    rows, and the image goes with the OSDs' devices."""
+    """A dead run's image: its cluster's daemons, devices and namespaces are removed by their own rows, and the
+    image goes with the OSDs' devices."""
 
 
-# What cleanup removes of a dead run's, by ledger kind (daemons are "server" rows, mounts "mount", the rest generic).
-REMOVERS = {"rbd-image": _gone_with_its_cluster, "rbd-map": _gone_with_its_cluster}
+def _unmapped(res: Resource, runner: Runner) -> None:
+    """A dead run's krbd mapping, removed through sysfs with ``force``: `rbd device unmap` would ask the cluster,
+    which died with the run."""
+    num = Path(res.ident).name.removeprefix("rbd")
+    if num.isdigit() and (SYS_RBD / "devices" / num).exists():
+        (SYS_RBD / "remove").write_text(f"{num} force")
+
+
+SYS_RBD = Path("/sys/bus/rbd")
+# What cleanup removes of a dead run's, by ledger kind (daemons are "server" rows).
+REMOVERS = {"rbd-image": _gone_with_its_cluster, "rbd-map": _unmapped, "rbd-fuse": clients.reclaim_fuse}

@@ -6,6 +6,7 @@ no measure of what krbd would do."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import uuid
 from collections.abc import Iterator
@@ -15,8 +16,8 @@ from pathlib import Path
 from layerbench.proc import Runner
 from layerbench.spec.transports.rbd import export_uri
 from layerbench.stack import handle
-from layerbench.stack.device import attached_loop
-from layerbench.stack.ledger import tracked
+from layerbench.stack.device import attached_loop, read_or_empty
+from layerbench.stack.ledger import Resource, tracked
 from layerbench.stack.remote import kernel
 from layerbench.stack.remote.ceph import cli
 from layerbench.stack.remote.ceph.cluster import USER, Cluster
@@ -55,7 +56,7 @@ def fuse_device(c: Cluster, ctx: BuildContext) -> Iterator[Device]:
         return proc
 
     with (
-        tracked(ctx.ledger, "mount", str(mountpoint), mount, lambda p: unmount(mountpoint, p, ctx.runner)),
+        tracked(ctx.ledger, "rbd-fuse", str(mountpoint), mount, lambda p: unmount(mountpoint, p, ctx.runner)),
         attached_loop(shown, c.image_bytes, True, ctx) as loop,
     ):
         yield Device(loop.path, "rbd-fuse", c.image_bytes, {**loop.info, "client": "rbd-fuse+loop"})
@@ -68,6 +69,17 @@ def unmount(mountpoint: Path, proc: handle.NativeHandle, runner: Runner) -> None
     if proc.wait(30.0) is None:
         handle.stop(proc, signal.SIGKILL, 0.0)
     if mountpoint.exists():
+        mountpoint.rmdir()
+
+
+def reclaim_fuse(res: Resource, runner: Runner) -> None:
+    """A dead run's rbd-fuse: its mount lazily detached, then the process ended if it is still that one (with
+    its cluster gone, rbd-fuse waits forever to close the image once unmounted)."""
+    mountpoint = Path(res.ident)
+    if f" {mountpoint} " in read_or_empty("/proc/mounts"):
+        runner(["umount", "-l", str(mountpoint)], timeout=60).check()
+    handle.kill_if_same(int(res.detail.get("pid", 0)), res.detail.get("start_time"))
+    with contextlib.suppress(FileNotFoundError):
         mountpoint.rmdir()
 
 
