@@ -139,3 +139,9 @@ def test_krbd_is_refused_where_the_kernel_has_no_rbd_module(full_caps: HostCaps)
         _stack({"transport": "rbd", "client": "fio"}),
         replace(caps, remote={**HAS_ALL, "rbd": "ceph-osd not installed"}),
     )
+
+
+def test_a_device_the_user_named_is_never_given_to_more_than_one_osd() -> None:
+    with pytest.raises(ValidationError, match=r"names one device, and device.remote.cluster.osds 3 needs one per OSD"):
+        DeviceSpec(kind="block", path="/dev/vdb", remote={"transport": "rbd"})
+    assert DeviceSpec(kind="block", path="/dev/vdb", remote={"transport": "rbd", "cluster": {"osds": 1, "size": 1}})

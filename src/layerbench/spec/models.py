@@ -168,6 +168,12 @@ class DeviceSpec(Frozen):
             raise ValueError(f"device.path is only for kind {' or '.join(map(repr, named_kinds()))}, not {self.kind!r}")
         if not kind.builds and self.remote:
             raise ValueError(f"device.kind {self.kind!r} builds nothing here, so nothing to export: drop device.remote")
+        cluster = self.remote.cluster_built() if self.remote else None
+        if kind.named and cluster is not None and cluster.osds > 1:
+            raise ValueError(
+                f"device.kind {self.kind!r} names one device, and device.remote.cluster.osds {cluster.osds} needs one "
+                "per OSD: use a kind layerbench makes (loop, zram), or cluster.osds 1"
+            )
         return self
 
     @model_serializer(mode="wrap")
