@@ -2,7 +2,7 @@
 own (a network namespace on a veth link), from the distribution's daemons; fio reaches its image through librbd,
 and through rbd-fuse under a loop device with ext4 on it. Each cluster is torn down with nothing left.
 
-About 3 minutes here (2 cores, busy): each cluster takes 40-60 s to build and reach HEALTH_OK, and as long to
+About 4 minutes here (2 cores, busy): each cluster takes 40-60 s to build and reach HEALTH_OK, and as long to
 precondition, measure and tear down."""
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ pytestmark = [
 ]
 
 # Size 3 against size 1 on the same backing devices, 4k random writes at QD16 through librbd: measured by hand
-# here 1,550 against 3,735 IOPS (a ratio of 0.41, 20 s each, quiet); by this test 918 against 3,085 (0.30, 6 s
-# each, both cores busy). A write at size 3 waits for two more OSDs across two more links; if it did not, the
+# here 1,550 against 3,735 IOPS (a ratio of 0.41, 20 s each, quiet); by this test 918 against 3,085 (0.30) and
+# 1,292 against 2,931 (0.44), 6 s each, both cores busy. A write at size 3 waits for two more OSDs across two more links; if it did not, the
 # ratio would be about 1, and one trial each on a busy two-core machine varies by 20-25%: 0.8 leaves the
 # measured ratios far below it and lies about four standard deviations below 1.
 SIZE3_AT_MOST = 0.8
