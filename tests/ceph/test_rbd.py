@@ -29,10 +29,11 @@ pytestmark = [
 
 # Size 3 against size 1 on the same backing devices, 4k random writes at QD16 through librbd: measured by hand
 # here 1,550 against 3,735 IOPS (a ratio of 0.41, 20 s each, quiet); by this test 918 against 3,085 (0.30) and
-# 1,292 against 2,931 (0.44), 6 s each, both cores busy. A write at size 3 waits for two more OSDs across two more links; if it did not, the
-# ratio would be about 1, and one trial each on a busy two-core machine varies by 20-25%: 0.8 leaves the
-# measured ratios far below it and lies about four standard deviations below 1.
-SIZE3_AT_MOST = 0.8
+# 1,292 against 2,931 (0.44), 6 s each, both cores busy. A write at size 3 waits for two more OSDs across two
+# more links. The three ratios' logs have a mean of -0.97 and a standard deviation of 0.20; taking 0.3 instead
+# (one trial each on a busy machine, 20-25% per trial), 0.9 lies 2.9 of them above the mean: a false failure in
+# about 1 run of 500, while a size 3 that cost nothing (a ratio near 1) fails it.
+SIZE3_AT_MOST = 0.9
 WRITE = {"name": "RW", "rw": "randwrite", "bs": "4k", "iodepth": 16, "size": "256MiB", "runtime_s": 6, "ramp_s": 1}
 
 
