@@ -5,7 +5,8 @@ As with the engines (spec/engines/), the generic code reads a row and never a na
 ``Transport`` from the keys below and check a client against its transport's row, the rules ask a client's
 needs, `doctor` shows a row per client, fio's workloads reach an export through its fio client's row. Nothing
 outside this package and stack/remote/ writes a transport's name (``tests/unit/test_seam.py`` fails on one).
-The stack side of each transport (attach, what its probe looks for, its removers) is stack/remote/<transport>.
+The stack side of each transport (attach, what its probe looks for, its removers) is stack/remote/<transport>
+(rbd's is the package stack/remote/ceph/).
 A new transport is one module here, one entry below, and its module there with its line in that registry.
 """
 

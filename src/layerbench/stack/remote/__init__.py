@@ -4,9 +4,10 @@
 The transports' registry, as the stack reads it: each transport's module (nbd.py, nvme_tcp.py, iscsi.py)
 attaches its export here (``attached``), declares what its clients need of this host (``NEEDS``, features
 of HostCaps.remote that its row in spec/transports/ names) and what cleanup removes of a dead run's
-(``REMOVERS``, by ledger kind). The generic code (layer.py, the host probe, cleanup) reads ``TRANSPORTS``
-and never a transport's name. A new transport is its module here and one entry below, with its module in
-spec/transports/ and its line in that registry.
+(``REMOVERS``, by ledger kind). A transport that builds a cluster (rbd: its package ceph/) owns its whole
+build instead of attaching one backing device (``build``). The generic code (layer.py, the host probe,
+cleanup) reads ``TRANSPORTS`` and never a transport's name. A new transport is its module here and one
+entry below, with its module in spec/transports/ and its line in that registry.
 """
 
 from __future__ import annotations
