@@ -21,6 +21,9 @@ TEST_APT_PACKAGES := chromium chromium-driver fonts-dejavu-core
 # The local Kubernetes cluster's parts beside the Kubernetes binaries (make k8s builds those; gcc
 # compiles the pause binary). etcd-server is installed without starting its service (a policy-rc.d).
 K8S_APT_PACKAGES := etcd-server containerd containernetworking-plugins openssl gcc libc6-dev
+# Ceph from the distribution (Debian 12: 16.2.15), for `device.remote.transport: rbd`: layerbench builds its
+# own cluster from these daemons (stack/remote/ceph/) and starts none of the packages' services (a policy-rc.d).
+CEPH_APT_PACKAGES := ceph-mon ceph-mgr ceph-osd ceph-common rbd-fuse
 # The test VM (a modern host: systemd, cgroup v2, every kernel module), built once into the cache.
 VM_APT_PACKAGES := qemu-system-x86 qemu-utils debootstrap
 
@@ -35,12 +38,13 @@ BUDGET_TEST ?= 750
 BUDGET_LONG ?= 960
 BUDGET_VM ?= 1680
 BUDGET_K8S ?= 720
+BUDGET_CEPH ?= 600
 # The unit tests' processes (pytest-xdist): one per core, at most eight (each imports the analysis's libraries).
 UNIT_WORKERS ?= $(shell n=$$(nproc); echo $$((n > 8 ? 8 : n)))
 TIER := timeout --foreground --signal=TERM --kill-after=120
 PYTEST := $(PY) -m pytest -q --durations=10
 
-.PHONY: run test docs docs-serve test-long test-seeds test-vm test-k8s bytecode vm-image setup apt apt-db apt-runtimes apt-test apt-vm apt-k8s venv ycsb cassandra ferretdb k8s iozone lint clean-env
+.PHONY: run test docs docs-serve test-long test-seeds test-vm test-k8s test-ceph bytecode vm-image setup apt apt-db apt-ceph apt-runtimes apt-test apt-vm apt-k8s venv ycsb cassandra ferretdb k8s iozone lint clean-env
 
 run: setup
 	$(VENV)/bin/layerbench run $(PRESET) --db $(DB)
@@ -64,7 +68,7 @@ test: setup apt-test bytecode
 	$(PY) -m ruff check src tests bench
 	$(DOCS_STRICT)
 	$(TIER) $(BUDGET_UNIT) $(PYTEST) -n $(UNIT_WORKERS) tests/unit
-	$(TIER) $(BUDGET_TEST) $(PYTEST) --ignore=tests/unit --ignore=tests/vm --ignore=tests/seeds --ignore=tests/long --ignore=tests/k8s
+	$(TIER) $(BUDGET_TEST) $(PYTEST) --ignore=tests/unit --ignore=tests/vm --ignore=tests/seeds --ignore=tests/long --ignore=tests/k8s --ignore=tests/ceph
 
 # The long tier, kept out of `make test` so that it stays near ten minutes: the seeds' databases end
 # to end (tests/seeds: Cassandra natively, in Docker, and scaled: minutes of server start-ups; tests/long:
@@ -86,6 +90,12 @@ test-vm: setup apt-test bytecode vm-image
 test-k8s: setup apt-test bytecode apt-k8s k8s
 	$(TIER) $(BUDGET_K8S) $(PYTEST) tests/k8s
 
+# The Ceph tier: tests/ceph builds Ceph clusters of three OSDs here from the distribution's daemons (each
+# OSD on a storage host of its own), runs fio through librbd and rbd-fuse, kills a run and cleans up; about
+# 4 minutes, kept out of `make test` (each cluster takes both cores and about 3 GB of memory under load).
+test-ceph: setup apt-test bytecode
+	$(TIER) $(BUDGET_CEPH) $(PYTEST) tests/ceph
+
 # Kubernetes v1.32.2 from the Go module proxy (tools/build-k8s.sh): minutes of compiling the first
 # time (cached after). Go 1.23 or later, as for FerretDB.
 k8s: apt-k8s
@@ -103,7 +113,7 @@ apt-k8s:
 vm-image: apt-vm venv
 	HOST_PYTHON=$(PY) tools/vm/build-image.sh $(CACHE)
 
-setup: apt apt-db apt-runtimes venv ycsb cassandra ferretdb iozone
+setup: apt apt-db apt-ceph apt-runtimes venv ycsb cassandra ferretdb iozone
 
 # Debian's docker.io only where no dockerd is installed: a host with Docker's
 # own packages (docker-ce) keeps them.
@@ -126,6 +136,14 @@ apt-db:
 	  echo "installing:$$missing"; nocluster=/etc/postgresql-common/createcluster.d/layerbench.conf; \
 	  trap 'rm -f $$nocluster' EXIT; trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 129' HUP; \
 	  mkdir -p $$(dirname $$nocluster); echo 'create_main_cluster = false' > $$nocluster; \
+	  tools/with-policy-rc.sh sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$$@"' apt $$missing; \
+	fi
+
+# Ceph's daemons and clients, installed as the databases are: no service started (tools/with-policy-rc.sh).
+apt-ceph:
+	@missing=""; for p in $(CEPH_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
 	  tools/with-policy-rc.sh sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$$@"' apt $$missing; \
 	fi
 

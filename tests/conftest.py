@@ -138,6 +138,10 @@ REQUIREMENTS: dict[str, tuple[Callable[[], str | None], str]] = {
         lambda: _binaries_missing("qemu-nbd", "nbdinfo", "nbdfuse", "tc"),
         "needs qemu-nbd, nbdinfo and nbdfuse (make setup installs qemu-utils and libnbd-bin)",
     ),
+    "requires_ceph": (
+        lambda: _binaries_missing("ceph-mon", "ceph-mgr", "ceph-osd", "ceph", "rbd", "rbd-fuse", "monmaptool"),
+        "needs Ceph's daemons, its ceph and rbd tools and rbd-fuse (make setup, or make apt-ceph, installs them)",
+    ),
     "requires_perf": (
         _perf_missing,
         "needs perf recording the whole machine (make setup installs linux-perf)",

@@ -40,6 +40,7 @@ from layerbench.spec.models import (
     Trials,
 )
 from layerbench.spec.sizes import parse_size
+from layerbench.spec.transports import ClusterSpec
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "reference" / "spec.md"
 
@@ -49,6 +50,7 @@ SECTIONS: list[tuple[str, str, type[BaseModel]]] = [
     ("`device`", "device", DeviceSpec),
     ("`device.remote`", "device-remote", RemoteSpec),
     ("`device.remote.link`", "device-remote-link", LinkSpec),
+    ("`device.remote.cluster`", "device-remote-cluster", ClusterSpec),
     ("`stacks[]`", "stacks", StackSpec),
     ("`stacks[].filesystem`", "stacks-filesystem", FilesystemSpec),
     ("`stacks[].engine`", "stacks-engine", EngineSpec),

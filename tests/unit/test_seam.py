@@ -6,6 +6,7 @@ transports and spec/transports/ (issue 56)."""
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 from typing import get_args
 
@@ -15,6 +16,8 @@ from layerbench.spec.engines.runtimes import RUNTIMES
 from layerbench.spec.models import EngineKind
 from layerbench.spec.traits import TRAITS
 from layerbench.spec.transports import DEFAULT_CLIENT, STORAGE_HOST, TRANSPORTS, doctor_remotes
+from layerbench.stack.remote import TRANSPORTS as STACK_TRANSPORTS
+from layerbench.stack.remote import TransportType
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "layerbench"
 KINDS = frozenset(get_args(EngineKind))
@@ -72,15 +75,24 @@ TRANSPORT_NAMES = (
     | frozenset(label for label, _ in doctor_remotes())
     | frozenset(f for r in TRANSPORTS.values() for c in r.clients.values() for f in c.needs)
 ) - {STORAGE_HOST}
-# Where naming a transport is the point: the registry's rows, and each transport's module with the registry that
-# lists them on the stack's side.
+
+
+def _stack_side(t: TransportType) -> str:
+    """Where a transport lives on the stack's side: its module (nbd.py), or its package (ceph/, for rbd)."""
+    module = sys.modules[(t.attach or t.build).__module__]  # type: ignore[union-attr]
+    rel = Path(module.__file__ or "").relative_to(SRC).as_posix()
+    return rel.removesuffix("__init__.py") if rel.endswith("/__init__.py") else rel
+
+
+# Where naming a transport is the point: the registry's rows, and each transport's module (or package) with the
+# registry that lists them on the stack's side.
 TRANSPORT_ALLOWED = (
     "spec/transports/",
     "stack/remote/__init__.py",
-    *(f"stack/remote/{t.replace('-', '_')}.py" for t in TRANSPORTS),
+    *(_stack_side(t) for t in STACK_TRANSPORTS.values()),
 )
 # The same word meaning something else: fio's own engines' names (an ioengine "nbd" is fio's, not a transport).
-HOMONYMS = {"workloads/jobfile.py": frozenset({"nbd"})}
+HOMONYMS = {"workloads/jobfile.py": frozenset({"nbd", "rbd"})}
 
 
 def transport_name_literals(src: Path = SRC) -> list[str]:

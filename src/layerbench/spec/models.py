@@ -42,9 +42,11 @@ from layerbench.spec.transports import (
     DEFAULT_TRANSPORT,
     FIO_CLIENT,
     TRANSPORTS,
+    ClusterSpec,
     RemoteClient,
     client_refused,
     clients_description,
+    cluster_refused,
 )
 from layerbench.spec.transports import label as client_label
 from layerbench.spec.transports import row as client_row
@@ -104,18 +106,38 @@ class RemoteSpec(Frozen):
     transport: Transport = DEFAULT_TRANSPORT
     client: RemoteClient = Field(default=DEFAULT_CLIENT, description=clients_description())
     link: LinkSpec = LinkSpec()
+    cluster: ClusterSpec | None = Field(
+        default=None,
+        description="a transport that builds a cluster (rbd): its OSDs and its pool's replicas "
+        "(3 OSDs, size 3 unless given)",
+    )
 
     @model_validator(mode="after")
     def _client_is_the_transports(self) -> RemoteSpec:
-        refused = client_refused(self.transport, self.client)
+        clustered = cluster_refused(self.transport, self.cluster is not None)
+        refused = client_refused(self.transport, self.client) or clustered
         if refused:
             raise ValueError(refused)
         return self
 
+    @model_serializer(mode="wrap")
+    def _unclustered_as_before(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A transport without a cluster dumps as it did before ``cluster`` existed: cell ids stay stable.
+        data = handler(self)
+        if data.get("cluster") is None:
+            data.pop("cluster", None)
+        return data
+
+    def cluster_built(self) -> ClusterSpec | None:
+        """The cluster a clustered transport builds (the spec's, or its transport's default); None for others."""
+        model = TRANSPORTS[self.transport].cluster
+        return self.cluster or (model() if model is not None else None)
+
     def label(self) -> str:
         name = client_label(self.transport, self.client)
-        link = self.link.label()
-        return f"{name}({link})" if link else name
+        cluster = self.cluster_built()
+        parts = [p for p in (cluster.label() if cluster else "", self.link.label()) if p]
+        return f"{name}({';'.join(parts)})" if parts else name
 
     def reached_by_fio(self) -> bool:
         """Whether the client is fio's own engine for the transport: no block device here."""
@@ -146,6 +168,12 @@ class DeviceSpec(Frozen):
             raise ValueError(f"device.path is only for kind {' or '.join(map(repr, named_kinds()))}, not {self.kind!r}")
         if not kind.builds and self.remote:
             raise ValueError(f"device.kind {self.kind!r} builds nothing here, so nothing to export: drop device.remote")
+        cluster = self.remote.cluster_built() if self.remote else None
+        if kind.named and cluster is not None and cluster.osds > 1:
+            raise ValueError(
+                f"device.kind {self.kind!r} names one device, and device.remote.cluster.osds {cluster.osds} needs one "
+                "per OSD: use a kind layerbench makes (loop, zram), or cluster.osds 1"
+            )
         return self
 
     @model_serializer(mode="wrap")

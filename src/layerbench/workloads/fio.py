@@ -33,7 +33,7 @@ from layerbench.errors import LayerbenchError
 from layerbench.proc import Runner
 from layerbench.records.sample import Sample
 from layerbench.spec.models import FioWorkload
-from layerbench.spec.transports import fio_export_args
+from layerbench.spec.transports import fio_export_args, fio_export_env
 from layerbench.workloads import fio_log
 
 DIRECTIONS = ("read", "write", "trim")
@@ -95,11 +95,12 @@ def over_export(args: list[str]) -> list[str]:
     with fio as its client, spec/transports/), fio reaches it itself: that engine's arguments instead of a
     file and an engine (and nothing to unlink)."""
     files = [a.removeprefix("--filename=") for a in args if a.startswith("--filename=")]
-    reach = next((found for f in files if (found := fio_export_args(f)) is not None), None)
+    reach = next(((f, found) for f in files if (found := fio_export_args(f)) is not None), None)
     if reach is None:
         return args
     kept = [a for a in args if not a.startswith(("--filename=", "--ioengine=", "--unlink="))]
-    return [*kept, *reach]
+    env = [f"{k}={v}" for k, v in fio_export_env(reach[0]).items()]
+    return [*(["env", *env] if env else []), *kept, *reach[1]]
 
 
 def _target(path: str, path_is_device: bool, size: int, mode: str = "fill") -> str:

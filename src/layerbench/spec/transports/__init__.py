@@ -5,7 +5,8 @@ As with the engines (spec/engines/), the generic code reads a row and never a na
 ``Transport`` from the keys below and check a client against its transport's row, the rules ask a client's
 needs, `doctor` shows a row per client, fio's workloads reach an export through its fio client's row. Nothing
 outside this package and stack/remote/ writes a transport's name (``tests/unit/test_seam.py`` fails on one).
-The stack side of each transport (attach, what its probe looks for, its removers) is stack/remote/<transport>.
+The stack side of each transport (attach, what its probe looks for, its removers) is stack/remote/<transport>
+(rbd's is the package stack/remote/ceph/).
 A new transport is one module here, one entry below, and its module there with its line in that registry.
 """
 
@@ -13,7 +14,8 @@ from __future__ import annotations
 
 from typing import get_args
 
-from layerbench.spec.transports import iscsi, nbd, nvme_tcp
+from layerbench.spec.transports import iscsi, nbd, nvme_tcp, rbd
+from layerbench.spec.transports.rbd import ClusterSpec
 from layerbench.spec.transports.row import (
     DEFAULT_CLIENT,
     FIO_CLIENT,
@@ -32,13 +34,16 @@ __all__ = [
     "STORAGE_HOST",
     "TRANSPORTS",
     "ClientRow",
+    "ClusterSpec",
     "RemoteClient",
     "TransportRow",
     "client_refused",
     "clients_description",
+    "cluster_refused",
     "device_clients",
     "doctor_remotes",
     "fio_export_args",
+    "fio_export_env",
     "label",
     "needs",
     "row",
@@ -46,7 +51,7 @@ __all__ = [
 ]
 
 # An explicit list, in the order the spec's schema and `doctor` show them (no discovery by import).
-TRANSPORTS: dict[str, TransportRow] = {m.KIND: m.TRANSPORT for m in (nbd, nvme_tcp, iscsi)}
+TRANSPORTS: dict[str, TransportRow] = {m.KIND: m.TRANSPORT for m in (nbd, nvme_tcp, iscsi, rbd)}
 # The transport a spec's remote device gets without naming one.
 DEFAULT_TRANSPORT = nbd.KIND
 
@@ -74,6 +79,14 @@ def client_refused(transport: str, client: str) -> str | None:
     others = " or ".join(f"'{t}'" for t, r in TRANSPORTS.items() if client in r.clients)
     has = f"a {next(iter(offered))} client" if len(offered) == 1 else f"the {', '.join(offered)} clients"
     return f"device.remote.client '{client}' is for transport {others}; {transport} has {has} only"
+
+
+def cluster_refused(transport: str, given: bool) -> str | None:
+    """Why ``device.remote.cluster`` is refused for ``transport`` (it builds one storage host), or None."""
+    if not given or TRANSPORTS[transport].cluster is not None:
+        return None
+    clustered = " or ".join(f"'{t}'" for t, r in TRANSPORTS.items() if r.cluster is not None)
+    return f"device.remote.cluster is for transport {clustered}; {transport} exports one device from one storage host"
 
 
 def clients_description() -> str:
@@ -119,3 +132,13 @@ def fio_export_args(path: str) -> list[str] | None:
         if fio is not None and fio.fio_args is not None and fio.scheme and path.startswith(fio.scheme):
             return fio.fio_args(path)
     return None
+
+
+def fio_export_env(path: str) -> dict[str, str]:
+    """fio's environment that reaches the export at ``path`` (its transport's, where an option cannot); empty
+    where ``path`` is no such export or its transport needs none."""
+    for r in TRANSPORTS.values():
+        fio = r.clients.get(FIO_CLIENT)
+        if fio is not None and fio.fio_env is not None and fio.scheme and path.startswith(fio.scheme):
+            return fio.fio_env(path)
+    return {}

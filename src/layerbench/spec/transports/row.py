@@ -36,6 +36,8 @@ class ClientRow:
     # arguments that reach it in place of a file and an engine.
     scheme: str = ""
     fio_args: Callable[[str], list[str]] | None = None
+    # fio's environment that reaches it, where an option cannot (librados reads CEPH_CONF), else None.
+    fio_env: Callable[[str], dict[str, str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -43,3 +45,6 @@ class TransportRow:
     # Its clients by kind, in the order `doctor` shows them; the default client is labelled by the transport's
     # name alone, another as "<transport>-<client>".
     clients: Mapping[str, ClientRow]
+    # A transport that builds a cluster of storage hosts, not one: the model of ``device.remote.cluster``
+    # (a pydantic model; its default when the spec gives none), else None and the field is refused.
+    cluster: type | None = None

@@ -4,9 +4,10 @@
 The transports' registry, as the stack reads it: each transport's module (nbd.py, nvme_tcp.py, iscsi.py)
 attaches its export here (``attached``), declares what its clients need of this host (``NEEDS``, features
 of HostCaps.remote that its row in spec/transports/ names) and what cleanup removes of a dead run's
-(``REMOVERS``, by ledger kind). The generic code (layer.py, the host probe, cleanup) reads ``TRANSPORTS``
-and never a transport's name. A new transport is its module here and one entry below, with its module in
-spec/transports/ and its line in that registry.
+(``REMOVERS``, by ledger kind). A transport that builds a cluster (rbd: its package ceph/) owns its whole
+build instead of attaching one backing device (``build``). The generic code (layer.py, the host probe,
+cleanup) reads ``TRANSPORTS`` and never a transport's name. A new transport is its module here and one
+entry below, with its module in spec/transports/ and its line in that registry.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from layerbench.proc import Runner
-from layerbench.spec.models import RemoteSpec
+from layerbench.spec.models import DeviceSpec, RemoteSpec
 from layerbench.stack.ledger import Resource
-from layerbench.stack.remote import iscsi, nbd, needs, nvme_tcp
+from layerbench.stack.remote import ceph, iscsi, nbd, needs, nvme_tcp
 from layerbench.stack.remote.host import StorageHost
 from layerbench.stack.remote.needs import Loadable, Need
 from layerbench.stack.target import BuildContext, Device
@@ -26,13 +27,17 @@ from layerbench.stack.target import BuildContext, Device
 # The backing device, its storage host, the cell's remote block, the build's context → the device attached here.
 Attach = Callable[[Device, StorageHost, RemoteSpec, BuildContext], AbstractContextManager[Device]]
 Remover = Callable[[Resource, Runner], None]
+# A transport that owns its whole build (a cluster: many backing devices and storage hosts): the device spec,
+# the build's context → the device attached here.
+Build = Callable[[DeviceSpec, BuildContext], AbstractContextManager[Device]]
 
 
 @dataclass(frozen=True)
 class TransportType:
-    attach: Attach
+    attach: Attach | None  # None where the transport owns its whole build (``build``)
     needs: Mapping[str, Need]  # feature of HostCaps.remote → what the host probe looks for
     removers: Mapping[str, Remover]  # ledger kind → what removes a dead run's
+    build: Build | None = None  # instead of ``attach`` over one backing device and one storage host
 
 
 # An explicit dict, keyed as spec/transports/ names each transport (no discovery by import).
@@ -40,6 +45,7 @@ TRANSPORTS: dict[str, TransportType] = {
     "nbd": TransportType(nbd.attached, nbd.NEEDS, nbd.REMOVERS),
     "nvme-tcp": TransportType(nvme_tcp.attached, nvme_tcp.NEEDS, nvme_tcp.REMOVERS),
     "iscsi": TransportType(iscsi.attached, iscsi.NEEDS, iscsi.REMOVERS),
+    "rbd": TransportType(None, ceph.NEEDS, ceph.REMOVERS, ceph.built),
 }
 
 

@@ -1,0 +1,83 @@
+"""RBD: a Ceph cluster layerbench builds (cluster.py: daemons.py, conf.py, the `ceph`/`rbd` adapter cli.py)
+and the image's clients here (clients.py). Unlike the other transports it owns its whole build: N backing
+devices, N storage hosts, one cluster (``built``, the registry's ``build``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from layerbench.proc import Runner
+from layerbench.spec.models import DeviceSpec
+from layerbench.spec.transports import FIO_CLIENT, FUSE_CLIENT
+from layerbench.stack.ledger import Resource
+from layerbench.stack.remote.ceph import clients, cluster
+from layerbench.stack.remote.needs import Need
+from layerbench.stack.target import BuildContext, Device
+
+# What the cluster and each client need of this host (features of HostCaps.remote, named by spec/transports/rbd.py).
+NEEDS = {
+    "rbd": Need(
+        {
+            "ceph-mon": "ceph-mon",
+            "ceph-mgr": "ceph-mgr",
+            "ceph-osd": "ceph-osd",
+            "monmaptool": "ceph-base",
+            "ceph": "ceph-common",
+            "rbd": "ceph-common",
+            "ceph-authtool": "ceph-common",
+        }
+    ),
+    "rbd-fio": Need(
+        {"fio": "fio"}, tried=(("fio", "--enghelp=rbd"), "this fio has no rbd engine (it is built without librbd)")
+    ),
+    "rbd-fuse": Need({"rbd-fuse": "rbd-fuse", "fusermount": "fuse"}),
+    "rbd-kernel": Need({"rbd": "ceph-common"}, clients.MODULES),
+}
+
+
+@contextmanager
+def built(spec: DeviceSpec, ctx: BuildContext) -> Iterator[Device]:
+    remote = spec.remote
+    assert remote is not None
+    plan = remote.cluster_built()
+    assert plan is not None
+    with cluster.built(spec, plan, remote.link, ctx) as c:
+        first, host = c.osds[0]
+        info = {
+            "transport": remote.transport,
+            # The block device whose counters judge a trial where fio reaches the image itself: the first OSD's.
+            "backing": first.path,
+            "backing_kind": first.kind,
+            "storage_host": host.netns,
+            "storage_hosts": [h.netns for _, h in c.osds],
+            "link": remote.link.label() or "unshaped",
+            "image": f"{c.pool}/{c.image}",
+            "ceph": cluster.settings(c.conf, ctx.runner),
+        }
+        if remote.client == FIO_CLIENT:
+            dev = clients.fio_device(c)
+            yield Device(dev.path, dev.kind, dev.size_bytes, {**dev.info, **info})
+        else:
+            make = clients.fuse_device if remote.client == FUSE_CLIENT else clients.kernel_device
+            with make(c, ctx) as dev:
+                yield Device(dev.path, dev.kind, dev.size_bytes, {**dev.info, **info})
+
+
+def _gone_with_its_cluster(res: Resource, runner: Runner) -> None:
+    """A dead run's image: its cluster's daemons, devices and namespaces are removed by their own rows, and the
+    image goes with the OSDs' devices."""
+
+
+def _unmapped(res: Resource, runner: Runner) -> None:
+    """A dead run's krbd mapping, removed through sysfs with ``force``: `rbd device unmap` would ask the cluster,
+    which died with the run."""
+    num = Path(res.ident).name.removeprefix("rbd")
+    if num.isdigit() and (SYS_RBD / "devices" / num).exists():
+        (SYS_RBD / "remove").write_text(f"{num} force")
+
+
+SYS_RBD = Path("/sys/bus/rbd")
+# What cleanup removes of a dead run's, by ledger kind (daemons are "server" rows).
+REMOVERS = {"rbd-image": _gone_with_its_cluster, "rbd-map": _unmapped, "rbd-fuse": clients.reclaim_fuse}

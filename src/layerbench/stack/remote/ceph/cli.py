@@ -1,0 +1,127 @@
+"""The `ceph` and `rbd` command-line tools: argument lists with the cluster's conf and a deadline (a command
+that cannot reach a monitor, or has no keyring, waits 300 s by default), JSON output parsed into typed results.
+
+Ceph's Python bindings are built for the distribution's /usr/bin/python3, not a virtual environment's
+interpreter: the command-line tools are the interface."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from layerbench.errors import ToolError
+from layerbench.proc import Runner
+
+CONNECT_TIMEOUT_S = 20  # `ceph --connect-timeout`: how long to look for a monitor
+DEADLINE_S = 60.0  # every command's own deadline, beyond which the runner kills it
+
+
+def ceph_argv(conf: Path, *words: str) -> list[str]:
+    return ["ceph", "--conf", str(conf), f"--connect-timeout={CONNECT_TIMEOUT_S}", "--format=json", *words]
+
+
+def rbd_argv(conf: Path, *words: str) -> list[str]:
+    return ["rbd", "--conf", str(conf), *words]
+
+
+def ceph(runner: Runner, conf: Path, *words: str, timeout: float = DEADLINE_S) -> str:
+    """A `ceph` command's output; a failure, or no answer by the deadline, is a ToolError with Ceph's words."""
+    return runner(ceph_argv(conf, *words), timeout=timeout).check().stdout
+
+
+def ceph_json(runner: Runner, conf: Path, *words: str) -> Any:
+    out = ceph(runner, conf, *words)
+    return json.loads(out) if out.strip() else None
+
+
+def rbd(runner: Runner, conf: Path, *words: str, timeout: float = DEADLINE_S) -> str:
+    return runner(rbd_argv(conf, *words), timeout=timeout).check().stdout
+
+
+@dataclass(frozen=True)
+class Status:
+    """What `ceph status --format json` says of a cluster's health and placement groups."""
+
+    health: str  # HEALTH_OK, HEALTH_WARN, HEALTH_ERR
+    checks: dict[str, str]  # each failing check's code → Ceph's own summary of it
+    osds: int
+    osds_up: int
+    osds_in: int
+    pgs: int
+    pg_states: dict[str, int]  # "active+clean" → count
+
+    def clean(self) -> bool:
+        """HEALTH_OK, every OSD up and in, and every placement group active+clean."""
+        return (
+            self.health == "HEALTH_OK"
+            and self.osds == self.osds_up == self.osds_in
+            and self.pgs > 0
+            and self.pg_states.get("active+clean", 0) == self.pgs
+        )
+
+    def said(self) -> str:
+        """Ceph's own words for what is not clean: health, each check, the placement groups' states."""
+        checks = "; ".join(f"{code}: {text}" for code, text in sorted(self.checks.items()))
+        states = ", ".join(f"{n} {s}" for s, n in sorted(self.pg_states.items()))
+        osds = f"{self.osds_up}/{self.osds} OSDs up, {self.osds_in} in"
+        return f"{self.health}{f' ({checks})' if checks else ''}; {osds}; {self.pgs} PGs: {states or 'none'}"
+
+
+def parse_status(text: str) -> Status:
+    doc = json.loads(text)
+    health = doc.get("health", {})
+    checks = {code: c.get("summary", {}).get("message", "") for code, c in health.get("checks", {}).items()}
+    osdmap = doc.get("osdmap", {})
+    osdmap = osdmap.get("osdmap", osdmap)  # nested in older releases
+    pgmap = doc.get("pgmap", {})
+    states = {s["state_name"]: int(s["count"]) for s in pgmap.get("pgs_by_state", [])}
+    return Status(
+        health=str(health.get("status", "unknown")),
+        checks=checks,
+        osds=int(osdmap.get("num_osds", 0)),
+        osds_up=int(osdmap.get("num_up_osds", 0)),
+        osds_in=int(osdmap.get("num_in_osds", 0)),
+        pgs=int(pgmap.get("num_pgs", 0)),
+        pg_states=states,
+    )
+
+
+def status(runner: Runner, conf: Path) -> Status:
+    return parse_status(ceph(runner, conf, "status"))
+
+
+def parse_osd_id(text: str) -> int:
+    """`ceph osd new UUID --format json` answers the new OSD's id (a bare number)."""
+    value = json.loads(text)
+    if isinstance(value, dict):
+        value = value.get("osdid", value)
+    if not isinstance(value, int):
+        raise ToolError(["ceph", "osd", "new"], 0, f"no OSD id in its answer: {text.strip()[:200]}")
+    return value
+
+
+def up_osds(text: str) -> set[int]:
+    """`ceph osd dump --format json`: the ids of the OSDs that are up."""
+    return {int(o["osd"]) for o in json.loads(text).get("osds", []) if o.get("up") == 1}
+
+
+@dataclass(frozen=True)
+class Pool:
+    name: str
+    size: int
+    min_size: int
+    pg_num: int
+
+
+def parse_pool(name: str, text: str) -> Pool:
+    """`ceph osd pool get NAME all --format json`: the settings a trial ran with, read back from the cluster."""
+    doc = json.loads(text)
+    return Pool(name, int(doc["size"]), int(doc["min_size"]), int(doc["pg_num"]))
+
+
+def parse_osd_metadata(text: str) -> dict[int, dict[str, str]]:
+    """`ceph osd metadata --format json`: each OSD's id → what it says of its device (class, rotational)."""
+    wanted = ("hostname", "osd_objectstore", "bluestore_bdev_type", "rotational", "default_device_class")
+    return {int(o["id"]): {k: str(o.get(k, "")) for k in wanted} for o in json.loads(text)}

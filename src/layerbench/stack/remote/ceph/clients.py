@@ -1,0 +1,99 @@
+"""The image's clients here: fio's own rbd engine (librbd, no block device: the device is the image's URI),
+rbd-fuse showing the image as a file under a direct-I/O loop device, and the kernel's rbd driver (krbd).
+
+rbd-fuse goes through user space twice per request: its numbers are labelled with it ("rbd-fuse") and are
+no measure of what krbd would do."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from layerbench.proc import Runner
+from layerbench.spec.transports.rbd import export_uri
+from layerbench.stack import handle
+from layerbench.stack.device import attached_loop, read_or_empty
+from layerbench.stack.ledger import Resource, tracked
+from layerbench.stack.remote import kernel
+from layerbench.stack.remote.ceph import cli
+from layerbench.stack.remote.ceph.cluster import USER, Cluster
+from layerbench.stack.remote.server import wait_until
+from layerbench.stack.target import BuildContext, Device
+
+MODULES = ("rbd",)
+
+
+def fio_device(c: Cluster) -> Device:
+    uri = export_uri(str(c.conf), c.pool, c.image, USER)
+    return Device(uri, "rbd-fio", c.image_bytes, {"client": "fio rbd engine (librbd)", "export": uri})
+
+
+def fuse_argv(conf: Path, pool: str, image: str, mountpoint: Path) -> list[str]:
+    """rbd-fuse in the foreground (a child of this process), showing ``image`` alone as mountpoint/image."""
+    return ["rbd-fuse", "-c", str(conf), "-p", pool, "-r", image, str(mountpoint), "-f"]
+
+
+@contextmanager
+def fuse_device(c: Cluster, ctx: BuildContext) -> Iterator[Device]:
+    mountpoint = ctx.work_dir / f"rbd-fuse-{uuid.uuid4().hex[:8]}"
+    shown = mountpoint / c.image
+
+    def mount(rid: int) -> handle.NativeHandle:
+        mountpoint.mkdir(mode=0o700)
+        argv = fuse_argv(c.conf, c.pool, c.image, mountpoint)
+        proc = handle.start_native(argv, mountpoint.with_suffix(".log"), user=None)
+        ctx.ledger.update(rid, pid=proc.pid, start_time=handle.start_time(proc.pid))
+        try:
+            wait_until(shown.exists, proc, argv)
+        except BaseException:
+            unmount(mountpoint, proc, ctx.runner)
+            ctx.ledger.removed(rid)
+            raise
+        return proc
+
+    with (
+        tracked(ctx.ledger, "rbd-fuse", str(mountpoint), mount, lambda p: unmount(mountpoint, p, ctx.runner)),
+        attached_loop(shown, c.image_bytes, True, ctx) as loop,
+    ):
+        yield Device(loop.path, "rbd-fuse", c.image_bytes, {**loop.info, "client": "rbd-fuse+loop"})
+
+
+def unmount(mountpoint: Path, proc: handle.NativeHandle, runner: Runner) -> None:
+    """Unmounting ends rbd-fuse; SIGKILL only if it lingers."""
+    if proc.alive() and runner(["fusermount", "-u", str(mountpoint)], timeout=60).rc != 0:
+        runner(["umount", "-l", str(mountpoint)], timeout=60)
+    if proc.wait(30.0) is None:
+        handle.stop(proc, signal.SIGKILL, 0.0)
+    if mountpoint.exists():
+        mountpoint.rmdir()
+
+
+def reclaim_fuse(res: Resource, runner: Runner) -> None:
+    """A dead run's rbd-fuse: its mount lazily detached, then the process ended if it is still that one (with
+    its cluster gone, rbd-fuse waits forever to close the image once unmounted)."""
+    mountpoint = Path(res.ident)
+    if f" {mountpoint} " in read_or_empty("/proc/mounts"):
+        runner(["umount", "-l", str(mountpoint)], timeout=60).check()
+    handle.kill_if_same(int(res.detail.get("pid", 0)), res.detail.get("start_time"))
+    with contextlib.suppress(FileNotFoundError):
+        mountpoint.rmdir()
+
+
+@contextmanager
+def kernel_device(c: Cluster, ctx: BuildContext) -> Iterator[Device]:
+    """krbd: `rbd device map` makes the image /dev/rbdN (no process stays behind); unmapped at the end."""
+    kernel.load(MODULES, ctx.runner)
+    spec = f"{c.pool}/{c.image}"
+
+    def create(rid: int) -> Device:
+        path = cli.rbd(ctx.runner, c.conf, "device", "map", spec, timeout=120).strip()
+        ctx.ledger.update(rid, ident=path)
+        return Device(path, "rbd-kernel", c.image_bytes, {"client": "krbd"})
+
+    unmap = lambda d: cli.rbd(ctx.runner, c.conf, "device", "unmap", d.path, timeout=120)  # noqa: E731
+    with tracked(ctx.ledger, "rbd-map", "rbd-pending", create, unmap) as dev:
+        yield dev

@@ -1,0 +1,218 @@
+"""A Ceph cluster layerbench builds for a cell: one monitor and one manager here, one OSD (BlueStore on a
+backing device made as any device is) on each storage host, a pool of the cell's replicas, an image of the
+run's own; refused with Ceph's own words unless it is healthy within a deadline. Torn down in reverse.
+
+The monitor and the manager run on this host, at the first link's near address: they are on no write's path,
+and every storage host reaches this host over its own link. Replication between OSDs goes from one storage
+host through this host to another (a star, as hosts on one switch), so it crosses two shaped links; this
+host forwards only what arrives on the cluster's own veths (their per-device ``forwarding``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from layerbench.errors import PrerequisiteError
+from layerbench.proc import Runner
+from layerbench.spec.models import DeviceSpec, LinkSpec
+from layerbench.spec.transports import ClusterSpec
+from layerbench.stack.device import device
+from layerbench.stack.ledger import tracked
+from layerbench.stack.remote.ceph import cli, daemons
+from layerbench.stack.remote.ceph.conf import PGS, Paths, conf_text, mon_addr
+from layerbench.stack.remote.host import StorageHost, storage_host
+from layerbench.stack.remote.link import shaped
+from layerbench.stack.target import BuildContext, Device
+
+HEALTHY_LIMIT_S = 180.0  # measured: 3 OSDs to HEALTH_OK, 33 PGs active+clean, in 23 s
+POLL_S = 1.0
+POOL = "lb"
+USER = "admin"
+
+
+@dataclass(frozen=True)
+class Cluster:
+    paths: Paths
+    pool: str
+    image: str
+    image_bytes: int
+    osds: list[tuple[Device, StorageHost]]  # each OSD's backing device and its storage host
+
+    @property
+    def conf(self) -> Path:
+        return self.paths.conf
+
+
+@contextmanager
+def built(spec: DeviceSpec, cluster: ClusterSpec, link: LinkSpec, ctx: BuildContext) -> Iterator[Cluster]:
+    local = spec.model_copy(update={"remote": None})
+    paths = Paths(ctx.work_dir / f"ceph-{uuid.uuid4().hex[:8]}")
+    with ExitStack() as stack:
+        stack.enter_context(_directory(paths.root, ctx))
+        osds = [stack.enter_context(_osd_host(local, link, ctx)) for _ in range(cluster.osds)]
+        mon_address = osds[0][1].address
+        _write_config(paths, mon_address, ctx.runner)
+        stack.enter_context(_mon(paths, ctx))
+        stack.enter_context(_mgr(paths, ctx))
+        for backing, host in osds:
+            stack.enter_context(_osd(paths, backing, host, ctx))
+        _pool(paths.conf, cluster, ctx.runner)
+        healthy(paths.conf, ctx.runner)
+        image_bytes = _image_bytes(local)
+        image = stack.enter_context(_image(paths.conf, image_bytes, ctx))
+        yield Cluster(paths, POOL, image, image_bytes, osds)
+
+
+@contextmanager
+def _directory(root: Path, ctx: BuildContext) -> Iterator[Path]:
+    def create(rid: int) -> Path:
+        for sub in ("mon", "mgr", "osd", "run", "log"):
+            (root / sub).mkdir(parents=True, mode=0o700)
+        return root
+
+    with tracked(ctx.ledger, "dir", str(root), create, lambda p: shutil.rmtree(p, ignore_errors=True)) as made:
+        yield made
+
+
+@contextmanager
+def _osd_host(local: DeviceSpec, link: LinkSpec, ctx: BuildContext) -> Iterator[tuple[Device, StorageHost]]:
+    with device(local, ctx) as backing, storage_host(ctx) as host, shaped(host, link, ctx):
+        routed(host, ctx.runner)
+        yield backing, host
+
+
+def routed(host: StorageHost, runner: Runner) -> None:
+    """The storage host reaches the monitor and the other storage hosts through this host; this host forwards
+    what arrives on this link (the setting goes with the veth)."""
+    runner(host.argv(["ip", "route", "add", "default", "via", host.address]), timeout=30).check()
+    Path(f"/proc/sys/net/ipv4/conf/{host.veth}/forwarding").write_text("1")
+
+
+def _write_config(paths: Paths, mon_address: str, runner: Runner) -> None:
+    fsid = str(uuid.uuid4())
+    paths.conf.write_text(conf_text(fsid, mon_address, paths))
+    for argv in setup_argvs(paths, fsid, mon_address):
+        runner(argv, timeout=60).check()
+
+
+def setup_argvs(paths: Paths, fsid: str, mon_address: str) -> list[list[str]]:
+    """The keys (the monitor's, the administrator's), the monitor map and the monitor's store."""
+    caps = [w for kind in ("mon", "osd", "mgr", "mds") for w in ("--cap", kind, "allow *")]
+    admin, mon = str(paths.admin_keyring), str(paths.mon_keyring)
+    return [
+        ["ceph-authtool", "--create-keyring", admin, "--gen-key", "-n", "client.admin", *caps],
+        ["ceph-authtool", "--create-keyring", mon, "--gen-key", "-n", "mon.", "--cap", "mon", "allow *"],
+        ["ceph-authtool", mon, "--import-keyring", admin],
+        ["monmaptool", "--create", "--addv", "a", mon_addr(mon_address), "--fsid", fsid, str(paths.monmap)],
+        ["ceph-mon", "--conf", str(paths.conf), "--mkfs", "--id", "a", "--monmap", str(paths.monmap), "--keyring", mon],
+    ]
+
+
+def _answers(conf: Path, runner: Runner, *words: str) -> bool:
+    done = runner(cli.ceph_argv(conf, *words), timeout=cli.DEADLINE_S)
+    return done.rc == 0
+
+
+@contextmanager
+def _mon(paths: Paths, ctx: BuildContext) -> Iterator[None]:
+    ready = lambda: _answers(paths.conf, ctx.runner, "mon", "stat")  # noqa: E731
+    with daemons.running(daemons.mon_argv(paths.conf, "a"), ready, paths.log("mon.a.stdout"), ctx):
+        yield
+
+
+@contextmanager
+def _mgr(paths: Paths, ctx: BuildContext) -> Iterator[None]:
+    data = paths.data("mgr", "x")
+    data.mkdir(mode=0o700)
+    keyring = str(data / "keyring")
+    ctx.runner(["ceph-authtool", "--create-keyring", keyring, "--gen-key", "-n", "mgr.x"], timeout=30).check()
+    caps = ["mon", "allow profile mgr", "osd", "allow *", "mds", "allow *"]
+    cli.ceph(ctx.runner, paths.conf, "auth", "add", "mgr.x", *caps, "-i", keyring)
+
+    def ready() -> bool:
+        done = ctx.runner(cli.ceph_argv(paths.conf, "mgr", "stat"), timeout=cli.DEADLINE_S)
+        return done.rc == 0 and bool(json.loads(done.stdout or "{}").get("available"))
+
+    with daemons.running(daemons.mgr_argv(paths.conf, "x"), ready, paths.log("mgr.x.stdout"), ctx):
+        yield
+
+
+@contextmanager
+def _osd(paths: Paths, backing: Device, host: StorageHost, ctx: BuildContext) -> Iterator[None]:
+    osd_id = _prepared(paths, backing, ctx.runner)
+    argv = daemons.osd_argv(paths.conf, osd_id, host.remote_address, host.netns)
+    ready = lambda: _up(paths.conf, osd_id, ctx.runner)  # noqa: E731
+    with daemons.running(argv, ready, paths.log(f"osd.{osd_id}.stdout"), ctx, host):
+        yield
+
+
+def _prepared(paths: Paths, backing: Device, runner: Runner) -> int:
+    """A new OSD's id, its BlueStore made on ``backing`` and its key registered with the monitor."""
+    osd_uuid = str(uuid.uuid4())
+    osd_id = cli.parse_osd_id(cli.ceph(runner, paths.conf, "osd", "new", osd_uuid))
+    data = paths.data("osd", str(osd_id))
+    data.mkdir(mode=0o700)
+    (data / "block").symlink_to(backing.path)
+    # --no-mon-config: a new OSD has no key the monitor knows yet, and would wait for its config.
+    mkfs = ["ceph-osd", "--conf", str(paths.conf), "--id", str(osd_id), "--mkfs", "--mkkey", "--no-mon-config"]
+    runner([*mkfs, "--osd-uuid", osd_uuid], timeout=300).check()
+    caps = ["osd", "allow *", "mon", "allow profile osd", "mgr", "allow profile osd"]
+    cli.ceph(runner, paths.conf, "auth", "add", f"osd.{osd_id}", *caps, "-i", str(data / "keyring"))
+    return osd_id
+
+
+def _up(conf: Path, osd_id: int, runner: Runner) -> bool:
+    done = runner(cli.ceph_argv(conf, "osd", "dump"), timeout=cli.DEADLINE_S)
+    return done.rc == 0 and osd_id in cli.up_osds(done.stdout)
+
+
+def _pool(conf: Path, cluster: ClusterSpec, runner: Runner) -> None:
+    cli.ceph(runner, conf, "osd", "pool", "create", POOL, str(PGS), str(PGS), "replicated")
+    sure = ["--yes-i-really-mean-it"] if cluster.size == 1 else []
+    cli.ceph(runner, conf, "osd", "pool", "set", POOL, "size", str(cluster.size), *sure)
+    cli.ceph(runner, conf, "osd", "pool", "set", POOL, "min_size", str(cluster.writes_need()))
+    cli.rbd(runner, conf, "pool", "init", POOL, timeout=120)
+
+
+def healthy(conf: Path, runner: Runner, limit_s: float = HEALTHY_LIMIT_S) -> cli.Status:
+    """The cluster's status once HEALTH_OK with every PG active+clean; refused in Ceph's words after ``limit_s``."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        now = cli.status(runner, conf)
+        if now.clean():
+            return now
+        if time.monotonic() > deadline:
+            raise PrerequisiteError(f"the Ceph cluster is not healthy after {limit_s:.0f}s: {now.said()}")
+        time.sleep(POLL_S)
+
+
+def _image_bytes(local: DeviceSpec) -> int:
+    """Half of one OSD's device: room for a whole replica beside BlueStore's own metadata."""
+    return int(local.size) // 2 // 2**20 * 2**20
+
+
+@contextmanager
+def _image(conf: Path, size: int, ctx: BuildContext) -> Iterator[str]:
+    name = f"lb-{ctx.run_id[:12]}-{uuid.uuid4().hex[:6]}"
+
+    def create(rid: int) -> str:
+        cli.rbd(ctx.runner, conf, "create", f"{POOL}/{name}", "--size", f"{size // 2**20}M")
+        return name
+
+    remove = lambda n: cli.rbd(ctx.runner, conf, "rm", "--no-progress", f"{POOL}/{name}", timeout=300)  # noqa: E731
+    with tracked(ctx.ledger, "rbd-image", name, create, remove, conf=str(conf)) as made:
+        yield made
+
+
+def settings(conf: Path, runner: Runner) -> dict[str, object]:
+    """What the cluster runs with, read back from it (not from the spec): the pool and each OSD's device."""
+    pool = cli.parse_pool(POOL, cli.ceph(runner, conf, "osd", "pool", "get", POOL, "all"))
+    osds = cli.parse_osd_metadata(cli.ceph(runner, conf, "osd", "metadata"))
+    return {"size": pool.size, "min_size": pool.min_size, "pg_num": pool.pg_num, "osds": osds}
