@@ -59,14 +59,16 @@ _PIDS_BEFORE = set(_processes())
 _HOSTS_BEFORE = _storage_hosts()
 
 
-def leftovers(work_dir: Path) -> list[str]:
+def leftovers(work_dir: Path, storage_hosts: bool = True) -> list[str]:
+    """What a run with this work dir left. ``storage_hosts=False`` for a tier that makes none on this host
+    (the VM tier), while another tier beside it may have its own up (CI runs the Ceph tier beside it)."""
     work = str(work_dir.resolve())
     mounts = (line.split()[1] for line in Path("/proc/mounts").read_text().splitlines())
     found = [f"mount {t}" for t in mounts if t.startswith(work)]
     found += [f"mount {t}" for t in sorted(_shared_mounts() - _BEFORE_TESTS)]
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True, check=False, timeout=60).stdout
     found += [f"loop {line}" for line in loops.splitlines() if work in line]
-    found += sorted(_storage_hosts() - _HOSTS_BEFORE)
+    found += sorted(_storage_hosts() - _HOSTS_BEFORE) if storage_hosts else []
     found += [f"device-mapper device {name}" for name in sorted(_dm_devices() - _DM_BEFORE)]
     found += [f"LVM record /run/lvm/{name}" for name in sorted(_lvm_online() - _LVM_BEFORE)]
     for pid, cmd in _processes().items():
