@@ -51,6 +51,12 @@ def layerbench(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
     )
 
 
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader of a PostgreSQL store keeps its cache under XDG_CACHE_HOME: this test's own, not the user's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
 @pytest.fixture
 def local(tmp_path: Path) -> Path:
     """A private copy of the real run's database (readers may write its cache beside it)."""

@@ -59,8 +59,10 @@ class Published:
 def publish(source: Store, run_ref: str, target: Store) -> Published:
     """Copy run ``run_ref`` of ``source`` into ``target`` (a PostgreSQL store) in one transaction."""
     began = time.monotonic()
+    if target.path is not None:
+        raise StoreError(f"publish copies a run into a PostgreSQL store, not into {target.location}")
     run_id = source.resolve_run(run_ref)
-    row = source.db.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()[:9]
+    row = tuple(source.db.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()[:9])
     if row[4] == "running":
         raise StoreError(
             f"run {run_id} is still running (pid {row[8]}): publish a run once it has ended",
@@ -69,21 +71,25 @@ def publish(source: Store, run_ref: str, target: Store) -> Published:
     trial_ids = [int(r[0]) for r in source.db.execute("SELECT id FROM trials WHERE run_id=? ORDER BY id", (run_id,))]
     with target.db.transaction():
         target.db.execute("SELECT pg_advisory_xact_lock(hashtext(?))", (run_id,))  # one publisher of a run at a time
-        if _already_there(target, tuple(row), len(trial_ids)):
+        if _already_there(target, row, len(trial_ids)):
             return Published(run_id, target.location, False, len(trial_ids), 0, time.monotonic() - began)
-        target.db.bulk("runs", [row])
-        cells = source.db.execute("SELECT * FROM cells WHERE run_id=? ORDER BY rowid", (run_id,))
-        target.db.bulk("cells", (tuple(c[:8]) for c in cells))
-        refused = source.db.execute("SELECT * FROM refused WHERE run_id=? ORDER BY rowid", (run_id,))
-        target.db.bulk("refused", (tuple(r[:4]) for r in refused))
-        renumber = dict(zip(trial_ids, _new_trial_ids(target, len(trial_ids)), strict=True))
-        trials = source.db.execute(f"SELECT {TRIAL_COLUMNS} FROM trials WHERE run_id=? ORDER BY id", (run_id,))
-        target.db.bulk("trials", ((renumber[int(t[0])], *t[1:]) for t in trials))
-        samples = 0
-        for table, columns in TRIAL_TABLES:
-            copied = target.db.bulk(table, _rows(source, run_id, table, columns, renumber))
-            samples += copied if table == "samples" else 0
+        samples = _copy(source, row, trial_ids, target)
     return Published(run_id, target.location, True, len(trial_ids), samples, time.monotonic() - began)
+
+
+def _copy(source: Store, row: tuple[Any, ...], trial_ids: list[int], target: Store) -> int:
+    """The run (its ``runs`` row given) written into ``target``'s open transaction; its samples counted."""
+    run_id = row[0]
+    target.db.bulk("runs", [row])
+    cells = source.db.execute("SELECT * FROM cells WHERE run_id=? ORDER BY rowid", (run_id,))
+    target.db.bulk("cells", (tuple(c[:8]) for c in cells))
+    refused = source.db.execute("SELECT * FROM refused WHERE run_id=? ORDER BY rowid", (run_id,))
+    target.db.bulk("refused", (tuple(r[:4]) for r in refused))
+    renumber = dict(zip(trial_ids, _new_trial_ids(target, len(trial_ids)), strict=True))
+    trials = source.db.execute(f"SELECT {TRIAL_COLUMNS} FROM trials WHERE run_id=? ORDER BY id", (run_id,))
+    target.db.bulk("trials", ((renumber[int(t[0])], *t[1:]) for t in trials))
+    copied = {table: target.db.bulk(table, _rows(source, run_id, table, c, renumber)) for table, c in TRIAL_TABLES}
+    return copied["samples"]
 
 
 def _already_there(target: Store, row: tuple[Any, ...], trials: int) -> bool:
