@@ -135,6 +135,9 @@ def copy_as(source: Path, target: Path, run_id: str) -> Path:
 
 
 def test_ten_publishers_at_once_lose_nothing(pg_url: str, local: Path, tmp_path: Path) -> None:
+    """Ten hosts' runs published at once into a new database: all ten also create its schema at once (one
+    migrates under the advisory lock, the others find it done: to_regclass, answering from each session's
+    catalog cache, once made one of them create the tables again)."""
     ids = [f"20261127-130059-{i:04x}" for i in range(10)]
     files = [copy_as(local, tmp_path / f"host{i}.db", run_id) for i, run_id in enumerate(ids)]
     code = (

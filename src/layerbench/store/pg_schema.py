@@ -58,7 +58,13 @@ def _statement(sql: str) -> str:
 
 def version(conn: Connection[Any], location: str) -> int:
     """The database's schema version (0: no layerbench tables yet); a newer one than this code's is refused."""
-    cur = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (VERSION_TABLE,))
+    # pg_class read as a table, not to_regclass: to_regclass answers from this session's catalog cache, which
+    # still says "no such table" after another host's migration committed while this one waited for the lock.
+    cur = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class WHERE relname = %s"
+        " AND relnamespace = (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = current_schema()))",
+        (VERSION_TABLE,),
+    )
     if not cur.fetchone()[0]:
         return 0
     found = int(conn.execute(f"SELECT version FROM {VERSION_TABLE}").fetchone()[0])
