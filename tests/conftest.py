@@ -15,6 +15,7 @@ from collections.abc import Callable
 import pytest
 from hypothesis import settings
 
+from tests.pg_service import pg_service, pg_url  # noqa: F401 (fixtures: pytest finds them by name here)
 from tests.skip_policy import (  # noqa: F401 (hooks: pytest finds them by name in this module)
     on_ci,
     pytest_configure,
@@ -82,6 +83,12 @@ def _databases_missing() -> str | None:
     return None
 
 
+def _postgres_missing() -> str | None:
+    from tests.pg_service import available
+
+    return available()
+
+
 def _cassandra_missing() -> str | None:
     from layerbench.stack.capabilities import DEFAULT_CACHE, clients, database_servers
 
@@ -121,6 +128,10 @@ REQUIREMENTS: dict[str, tuple[Callable[[], str | None], str]] = {
     "requires_iozone": (
         _iozone_missing,
         "needs IOzone in the cache (make setup fetches it from Debian's non-free or Ubuntu's multiverse)",
+    ),
+    "requires_postgres": (
+        _postgres_missing,
+        "needs PostgreSQL's server (apt-get install postgresql; make setup does) and root (it runs as nobody)",
     ),
     "requires_db": (
         _databases_missing,

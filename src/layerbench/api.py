@@ -19,6 +19,7 @@ from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Experiment
 from layerbench.stack.target import DEFAULT_CACHE
 from layerbench.store.db import RunRow, Store
+from layerbench.store.open import open_store
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,7 +52,7 @@ def start_run(
     exp = spec if isinstance(spec, Experiment) else spec_load.load(spec)
     cells = matrix if matrix is not None else cells_here(exp, places.cache_dir)
     preflight(exp, cells, places, format_devices)  # before the database is made: a refused run leaves none
-    store = db if isinstance(db, Store) else Store.open(Path(db))
+    store = db if isinstance(db, Store) else open_store(db)
     run = start(exp, cells, store, places, seed, node, format_devices)
     run.decide = _decider(run, store)
     return run
@@ -65,7 +66,7 @@ def resume_run(
 ) -> Run:
     """The run ``run`` (an id, a unique prefix, or 'latest') to continue where it stopped: its finished trials
     are kept and not repeated. Refused where this host changed since or builds other cells now."""
-    store = db if isinstance(db, Store) else Store.open(Path(db), create=False, writes=True)
+    store = db if isinstance(db, Store) else open_store(db, create=False, writes=True)
     handle = resume(store, run, places, format_devices)
     handle.decide = _decider(handle, store)
     return handle
@@ -153,4 +154,4 @@ class Results:
 
 
 def open(db: str | Path = "layerbench.db") -> Results:
-    return Results(Store.open(Path(db), create=False))
+    return Results(open_store(db, create=False))

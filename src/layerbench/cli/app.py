@@ -1,7 +1,7 @@
 """layerbench's commands: the Typer app and the list of its commands, each in the module of what it does
 (running.py: run, resume; results.py: show, advise, report, export; host.py: cleanup, doctor; specs.py:
-presets, schema; plan.py: plan, plan-check; gates.py: compare, check, baseline). Registered here, not by
-importing a module for its side effects: the list of commands stays in this file."""
+presets, schema; plan.py: plan, plan-check; gates.py: compare, check, baseline; publish.py: publish).
+Registered here, not by importing a module for its side effects: the list of commands stays in this file."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import typer
 from layerbench.cli import gates as gates_cli
 from layerbench.cli import host, results, running, specs
 from layerbench.cli import plan as plan_cli
+from layerbench.cli import publish as publish_cli
 
 app = typer.Typer(
     help=(
@@ -30,6 +31,7 @@ app.command()(results.show)
 app.command()(results.advise)
 app.command()(results.report)
 app.command()(results.export)
+app.command()(publish_cli.publish)
 app.command()(specs.presets)
 app.command()(specs.schema)
 app.command()(host.doctor)

@@ -16,8 +16,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from layerbench.cli.boundary import EXIT_REGRESSION, UsageError, boundary, err_console
+from layerbench.cli.options import DB_OPTION
 from layerbench.store import baseline
-from layerbench.store.db import Store, collector_paused
+from layerbench.store.db import collector_paused
+from layerbench.store.open import open_store
 
 if TYPE_CHECKING:
     from layerbench.report.view import Gate, RunComparison
@@ -27,7 +29,6 @@ if TYPE_CHECKING:
 
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 
-DB_OPTION = typer.Option(Path("layerbench.db"), "--db", envvar="LAYERBENCH_DB", help="Results database (SQLite).")
 JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables.")
 SLOWER_OPTION = typer.Option(
     None,
@@ -83,8 +84,10 @@ def amount(text: str | None, flag: str) -> float | None:
 def compare_command(
     run_a: str = typer.Argument(..., metavar="RUN_A", help="The reference run."),
     run_b: str = typer.Argument(..., metavar="RUN_B", help="The run compared with it (B / A)."),
-    db: Path = DB_OPTION,
-    db_b: Path = typer.Option(None, "--db-b", help="RUN_B's database, when it is another file (another host)."),
+    db: str = DB_OPTION,
+    db_b: str | None = typer.Option(
+        None, "--db-b", help="RUN_B's database, when it is another file or URL (another host)."
+    ),
     as_json: bool = JSON_OPTION,
     fail_if_slower: str = SLOWER_OPTION,
     fail_if_faster: str = FASTER_OPTION,
@@ -103,8 +106,8 @@ def compare_command(
         from layerbench.store.read import load_samples
 
         gate = Gate(amount(fail_if_slower, "--fail-if-slower"), amount(fail_if_faster, "--fail-if-faster"))
-        store_a = Store.open(db, create=False)
-        store_b = Store.open(db_b, create=False) if db_b else store_a
+        store_a = open_store(db, create=False)
+        store_b = open_store(db_b, create=False) if db_b else store_a
         c = comparison(load_samples(store_a, run_a), load_samples(store_b, run_b), metric)  # their samples alone
         _finish(c, gate, as_json, junit_file, f"layerbench compare {c.a} {c.b}")
 
@@ -114,7 +117,7 @@ def check_command(
     against: str = typer.Option(
         ..., "--against", metavar="NAME|FILE", help="A baseline saved with `baseline save`, or its file."
     ),
-    db: Path = DB_OPTION,
+    db: str = DB_OPTION,
     baselines: Path = BASELINES_OPTION,
     as_json: bool = JSON_OPTION,
     fail_if_slower: str = SLOWER_OPTION,
@@ -133,7 +136,7 @@ def check_command(
             err_console.print("[yellow]warning:[/] no gate: pass --fail-if-slower PCT (or --fail-if-faster PCT)")
         path = baseline.path_of(against, baselines or baseline.default_dir())
         with baseline.opened(path) as base:
-            c = comparison(load_samples(base, "latest"), load_samples(Store.open(db, create=False), run_ref), metric)
+            c = comparison(load_samples(base, "latest"), load_samples(open_store(db, create=False), run_ref), metric)
         _finish(c, gate, as_json, junit_file, f"layerbench check {c.b} --against {against}")
 
 
@@ -179,14 +182,14 @@ baseline_app = typer.Typer(
 def save_command(
     name: str = typer.Argument(..., metavar="NAME", help="The baseline's name (letters, digits, '.', '_', '-')."),
     run_ref: str = typer.Argument("latest", metavar="RUN", help="A run id, a unique prefix of one, or 'latest'."),
-    db: Path = DB_OPTION,
+    db: str = DB_OPTION,
     baselines: Path = BASELINES_OPTION,
     force: bool = typer.Option(False, "--force", help="Replace a baseline of that name."),
 ) -> None:
     """Keep RUN as baseline NAME: one SQLite file, DIR/NAME.lbbaseline, to commit or carry to CI."""
     with boundary(), collector_paused():
         path, run_id = baseline.save(
-            Store.open(db, create=False), run_ref, name, baselines or baseline.default_dir(), force
+            open_store(db, create=False), run_ref, name, baselines or baseline.default_dir(), force
         )
         err_console.print(f"saved run {run_id} as baseline {name!r}: {path}")
         typer.echo(str(path))

@@ -21,7 +21,12 @@ class ProfileKind(StrEnum):
 # Piped output is read by people too: give tables room rather than Rich's 80 columns.
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 
-DB_OPTION = typer.Option(Path("layerbench.db"), "--db", envvar="LAYERBENCH_DB", help="Results database (SQLite).")
+DB_OPTION = typer.Option(
+    "layerbench.db",
+    "--db",
+    envvar="LAYERBENCH_DB",
+    help="Results database: an SQLite file, or a postgresql:// URL (a shared store, docs/how-to/team-results.md).",
+)
 WORK_OPTION = typer.Option(
     Path("/var/tmp/layerbench"),
     "--work-dir",

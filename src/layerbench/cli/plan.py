@@ -14,8 +14,10 @@ from rich.console import Console
 
 from layerbench.analysis.strategies import STRATEGIES
 from layerbench.cli.boundary import UsageError, boundary, err_console
+from layerbench.cli.options import DB_OPTION
 from layerbench.spec import load as spec_load
-from layerbench.store.db import Store, collector_paused
+from layerbench.store.db import collector_paused
+from layerbench.store.open import open_store
 
 if TYPE_CHECKING:
     from layerbench.report import plan as planner
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
 # registers these commands, and every other command's start would pay for them.
 
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-DEFAULT_DB = Path("layerbench.db")
+DEFAULT_DB = "layerbench.db"
 
 
 def plan_command(
@@ -33,7 +35,7 @@ def plan_command(
         metavar="[RUN]...",
         help="Runs to plan from (ids, unique prefixes or 'latest'); default: the latest run of each --db.",
     ),
-    db: list[Path] = typer.Option(
+    db: list[str] = typer.Option(
         [], "--db", help="Results database; repeat for runs of other hosts (one RUN each, in order)."
     ),
     alias: list[str] = typer.Option(
@@ -90,7 +92,7 @@ def _curves(runs: list[str], dbs: list[Path], aliases: list[str], only: str | No
         raise UsageError(f"{len(aliases)} --host-name for {len(sources)} runs: give one per run, in order")
     curves: list[planner.Curve] = []
     for i, (db, ref) in enumerate(sources):
-        data = load(Store.open(db, create=False), ref)
+        data = load(open_store(db, create=False), ref)
         found = planner.curves(data, aliases[i] if aliases else None)
         if not found:
             raise UsageError(
@@ -145,7 +147,7 @@ def _emit(result: planner.Plan, path: Path, strategy: str | None) -> None:
 def check_command(
     proposal: Path = typer.Option(..., "--proposal", help="The FILE.proposal.json that plan --emit-spec wrote."),
     run_ref: str = typer.Argument("latest", metavar="RUN", help="The run of the emitted spec: an id, or 'latest'."),
-    db: Path = typer.Option(DEFAULT_DB, "--db", envvar="LAYERBENCH_DB", help="Results database (SQLite)."),
+    db: str = DB_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables."),
 ) -> None:
     """A plan's prediction against its measurement: per host and in aggregate, throughput and p99, error in %.
@@ -167,7 +169,7 @@ def check_command(
             data = json.loads(proposal.read_text())
         except (OSError, json.JSONDecodeError) as exc:
             raise UsageError(f"cannot read {proposal}: {exc}") from exc
-        run = load(Store.open(db, create=False), run_ref)
+        run = load(open_store(db, create=False), run_ref)
         result = planner.measured_against(data, str(proposal), run)
         if as_json:
             typer.echo(json.dumps(check_json(result), indent=2))

@@ -15,11 +15,12 @@ from layerbench.cli.options import DB_OPTION, JSON_OPTION, STATE_DEFAULT, STATE_
 from layerbench.report import json_text
 from layerbench.report.bigtable import print_table
 from layerbench.store.db import RunRow, Store, collector_paused
+from layerbench.store.open import open_store
 
 
 def show(
     run_ref: str = typer.Argument("latest", metavar="RUN", help="A run id, a unique prefix of one, or 'latest'."),
-    db: Path = DB_OPTION,
+    db: str = DB_OPTION,
     as_json: bool = JSON_OPTION,
     latency: bool = typer.Option(False, "--latency", help="Also print latency percentiles per cell."),
     checks: bool = typer.Option(
@@ -34,12 +35,13 @@ def show(
     never averaged percentiles.
     """
     with boundary(), collector_paused():  # a command that reads, writes and exits: its memory goes at exit
-        print_run(Store.open(db, create=False), run_ref, as_json, latency, state_dir, checks)
+        print_run(open_store(db, create=False), run_ref, as_json, latency, state_dir, checks)
 
 
-def _status(run: RunRow, state_dir: Path) -> str:
-    """A run recorded as running whose lock is free died without saying so."""
-    if run.status != "running":
+def _status(run: RunRow, state_dir: Path, local: bool = True) -> str:
+    """A run recorded as running whose lock is free died without saying so. A shared store's (``local``
+    False) may be running on another host, whose locks this one cannot see."""
+    if run.status != "running" or not local:
         return run.status
     from layerbench.run import host  # here: the stack's modules are half a second of every other `show`
 
@@ -71,7 +73,9 @@ def print_run(
     print_table(
         console,
         terminal.results_table(
-            v.results, f"run {run.id} · {run.name} · {_status(run, state_dir)}", v.decided is not None
+            v.results,
+            f"run {run.id} · {run.name} · {_status(run, state_dir, store.path is not None)}",
+            v.decided is not None,
         ),
     )
     for table in terminal.scaling_tables(v.scalings):
@@ -104,7 +108,7 @@ def print_run(
 
 def advise(
     run_ref: str = typer.Argument("latest", metavar="RUN", help="A run id, a unique prefix of one, or 'latest'."),
-    db: Path = DB_OPTION,
+    db: str = DB_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """What to do about a run's findings: recommendations, each with the cells and numbers behind it.
@@ -119,7 +123,7 @@ def advise(
         from layerbench.report.terminal import advice_json, advice_lines
         from layerbench.report.view import cached_view
 
-        v = cached_view(Store.open(db, create=False), run_ref, profiles=True)
+        v = cached_view(open_store(db, create=False), run_ref, profiles=True)
         if as_json:
             typer.echo(json_text.dumps(advice_json(v.advice)))
             return
@@ -130,7 +134,7 @@ def advise(
 
 def report(
     run_ref: str = typer.Argument("latest", metavar="RUN", help="A run id, a unique prefix of one, or 'latest'."),
-    db: Path = DB_OPTION,
+    db: str = DB_OPTION,
     html: Path = typer.Option(
         None, "--html", metavar="DIR", help="Write DIR/report.html (self-contained) and DIR/figures/*.png|svg."
     ),
@@ -151,7 +155,7 @@ def report(
         from layerbench.report.view import cached_view
 
         shown = figure_workloads(figures)
-        store = Store.open(db, create=False)
+        store = open_store(db, create=False)
         v = cached_view(store, run_ref, latency=html is not None, profiles=html is not None)
         if markdown:
             typer.echo(markdown_report.render(v.data.run, v.results, v.data.refused))
@@ -174,7 +178,7 @@ def figure_workloads(text: str) -> int | None:
 
 def export(
     run_ref: str = typer.Argument("latest", metavar="RUN", help="A run id, a unique prefix of one, or 'latest'."),
-    db: Path = DB_OPTION,
+    db: str = DB_OPTION,
     fmt: str = typer.Option(
         "csv", "--format", help="csv, json or parquet; openmetrics: every trial's headline metrics and checks."
     ),
@@ -193,7 +197,7 @@ def export(
             raise UsageError(f"--format {fmt!r} is not one of: {', '.join(EXPORTERS)}")
         if exporter.binary and output is None and sys.stdout.isatty():
             raise UsageError(f"{fmt} is binary: name a file with -o FILE, or redirect standard output")
-        where, count = exporter.export(Store.open(db, create=False), run_ref, output)
+        where, count = exporter.export(open_store(db, create=False), run_ref, output)
         err_console.print(f"wrote {count} {exporter.unit} to {where}")
 
 

@@ -32,6 +32,7 @@ from layerbench.spec import load as spec_load
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Experiment
 from layerbench.store.db import Store
+from layerbench.store.open import open_store
 
 if TYPE_CHECKING:  # the run stage imports the stack: the CLI loads it only for a command that runs trials
     from layerbench.cli.live import Serve
@@ -43,7 +44,7 @@ if TYPE_CHECKING:  # the run stage imports the stack: the CLI loads it only for 
 
 def run(
     spec: str = typer.Argument(..., help="A preset name (see `layerbench presets`) or a path to a YAML spec."),
-    db: Path = DB_OPTION,
+    db: str = DB_OPTION,
     work_dir: Path = WORK_OPTION,
     state_dir: Path = STATE_OPTION,
     dry_run: bool = typer.Option(
@@ -132,7 +133,7 @@ def run(
         agreed = confirm_formatting(matrix, format_device)
         places = api.Places(work_dir, state_dir, cache_dir)
         handle = api.start_run(exp, db, places, seed, agreed, matrix, node)
-        store = Store.open(db)
+        store = open_store(db)
         print_plan(matrix, header=f"run {handle.run_id}: {exp.name}")
         if _execute(handle, store, serve):
             raise typer.Exit(EXIT_TRIALS_FAILED)
@@ -161,7 +162,7 @@ def _warn_shared(matrix: Matrix) -> None:
 
 def _own_argv(
     spec: str,
-    db: Path,
+    db: str,
     work_dir: Path,
     state_dir: Path,
     cache_dir: Path,
@@ -210,7 +211,7 @@ def _execute(handle: Run, store: Store, serve: Serve | None = None) -> int:
     print_run(store, handle.run_id, as_json=False)
     prepare_reads(store, handle.run_id)
     again = f" ({outcome.again} measured again: the host was busy)" if outcome.again else ""
-    where = f"results in {store.path} (run {handle.run_id})"
+    where = f"results in {store.location} (run {handle.run_id})"
     console.print(f"{outcome.ok} trials ok{again}, {outcome.failed} failed · {where}")
     return outcome.failed
 
@@ -234,7 +235,7 @@ def _reclaimed(action: Action) -> None:
 
 def resume(
     run_ref: str = typer.Argument(..., metavar="RUN", help="The run to continue: an id, a unique prefix, or 'latest'."),
-    db: Path = DB_OPTION,
+    db: str = DB_OPTION,
     work_dir: Path = WORK_OPTION,
     state_dir: Path = STATE_OPTION,
     cache_dir: Path = CACHE_OPTION,
@@ -254,7 +255,7 @@ def resume(
 
         use_kubeconfig(kubeconfig)
         use_swarm_manager(swarm_manager)
-        store = Store.open(db, create=False, writes=True)
+        store = open_store(db, create=False, writes=True)
         places = api.Places(work_dir, state_dir, cache_dir)
         handle = api.resume_run(run_ref, store, places, format_device)
         handle.agreed = tuple(confirm_formatting(handle.matrix, format_device))

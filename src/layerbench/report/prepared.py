@@ -57,10 +57,7 @@ def _default_figures() -> int:
 
 
 def worth_preparing(store: Store, run_id: str) -> bool:
-    count = store.conn.execute(
-        "SELECT count(*) FROM samples s JOIN trials t ON s.trial_id = t.id WHERE t.run_id=?", (run_id,)
-    ).fetchone()[0]
-    return int(count) >= AHEAD_FROM_SAMPLES
+    return store.sample_count(run_id) >= AHEAD_FROM_SAMPLES
 
 
 def ahead(store: Store, run_id: str, on_part: Callable[[str], None] = lambda _: None) -> list[tuple[str, float]]:

@@ -65,6 +65,11 @@ def save(store: Store, run_ref: str, name: str, directory: Path, force: bool = F
     """Write run ``run_ref`` of ``store`` as baseline ``name``; its file and the run's id."""
     if not NAME.match(name):
         raise StoreError(f"baseline name {name!r}: use letters, digits, '.', '_' and '-' (at most 100)")
+    if store.path is None:  # the copy below attaches the SQLite file
+        raise StoreError(
+            f"a baseline is saved from a run in a local SQLite file, not from {store.location}",
+            hint="save it on the host that ran it (--db FILE), before or after publishing it",
+        )
     run_id = store.resolve_run(run_ref)
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / f"{name}{SUFFIX}"

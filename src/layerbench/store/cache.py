@@ -62,17 +62,18 @@ def _code_digest() -> str:
 
 
 def directory(store: Store) -> Path:
-    return store.path.with_name(store.path.name + "-cache")
+    if store.cache_dir is None:
+        raise ValueError(f"{store.location} keeps no cache")  # every Store has one: SQLite's beside it, else the user's
+    return store.cache_dir
 
 
 def fingerprint(store: Store, run_id: str) -> str | None:
     """The run's state as a file-name part; None for a run still running (not cached)."""
-    status = store.conn.execute("SELECT status, started_at FROM runs WHERE id=?", (run_id,)).fetchone()
-    if status is None or status[0] == "running":
+    state = store.run_state(run_id)
+    if state is None or state[0] == "running":
         return None
-    cells = store.conn.execute("SELECT count(*) FROM cells WHERE run_id=?", (run_id,)).fetchone()[0]
-    trials, last = store.conn.execute("SELECT count(*), max(id) FROM trials WHERE run_id=?", (run_id,)).fetchone()
-    return f"f{FORMAT}-v{VERSION}-{_code_digest()}-{status[1]!r}-c{cells}-t{trials}-{last or 0}"
+    _, started_at, cells, trials, last = state
+    return f"f{FORMAT}-v{VERSION}-{_code_digest()}-{started_at!r}-c{cells}-t{trials}-{last}"
 
 
 def frame(store: Store, run_id: str, part: str, build: Callable[[], pd.DataFrame]) -> pd.DataFrame:
