@@ -1,0 +1,147 @@
+"""The pages and their JSON: each a GET whose HTML and JSON come from the same read.
+
+``/`` and ``/api/runs``: the runs; ``/runs/<id>`` and ``/api/runs/<id>``: one run, as `report --html` and
+`show --json` give it; ``/compare`` and ``/api/compare``: two runs, as `compare` and `compare --json`;
+``/history`` and ``/api/history``: one comparison across runs (serve/history.py).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+
+from layerbench.report import html, json_text
+from layerbench.report.terminal import comparison_json, plain, show_json
+from layerbench.report.view import Gate, RunComparison, RunView, comparison, gated
+from layerbench.serve import history as hist
+from layerbench.serve.query import RUNS_PARAMS, BadRequest, page, params, run_filter
+from layerbench.serve.runs import Listing, listing, listing_json, matching
+from layerbench.serve.site import Site, known_run
+from layerbench.serve.trend import trend
+from layerbench.store.read import RunSamples
+
+COMPARE_PARAMS = ("a", "b", "metric")
+METRIC = re.compile(r"^[A-Za-z0-9_.:%-]{1,64}$")
+COMPARE_CHOICES = 200  # the run page's "compare with" list: the newest runs, this run's experiment first
+HISTORY_LINKS = 200  # the run page's links to its comparisons' histories
+HISTORY_RUNS = 100  # a history reads at most the newest this many runs that have its pair
+
+
+def json_response(value: Any) -> Response:
+    """As the CLI prints it (json_text), NaN as null so strict parsers read it."""
+    return Response(json_text.dumps(plain(value)), media_type="application/json")
+
+
+class Pages:
+    def __init__(self, site: Site) -> None:
+        self.site = site
+
+    # -- the runs -------------------------------------------------------------
+
+    def _listing(self, request: Request) -> tuple[Listing, Any]:
+        given = params(request.query_params.multi_items(), RUNS_PARAMS)
+        f, pg = run_filter(given), page(given)
+        with self.site.store() as store:
+            return listing(store, f, pg), f
+
+    def runs(self, request: Request) -> Response:
+        found, f = self._listing(request)
+        return HTMLResponse(self.site.render("runs.html.j2", listing=found, filters=f.as_json()))
+
+    def runs_api(self, request: Request) -> Response:
+        found, f = self._listing(request)
+        return json_response(listing_json(found, f))
+
+    # -- one run --------------------------------------------------------------
+
+    def run(self, request: Request) -> Response:
+        params(request.query_params.multi_items(), ())
+        with self.site.store() as store:
+            run = known_run(store, request.path_params["run_id"])
+            v = self.site.view(store, run.id)
+            made = self.site.figures(store, v)
+            runs = store.runs()
+        others = [r for r in runs if r.id != run.id and r.name == run.name]
+        others += [r for r in runs if r.id != run.id and r.name != run.name]
+        extra = {"others": others[:COMPARE_CHOICES], "histories": _history_links(v)[:HISTORY_LINKS]}
+        template = self.site.env.get_template("run.html.j2")
+        return HTMLResponse(html.page(v, made, html.FIGURE_WORKLOADS, template, extra))
+
+    def run_api(self, request: Request) -> Response:
+        params(request.query_params.multi_items(), ())
+        with self.site.store() as store:
+            run = known_run(store, request.path_params["run_id"])
+            return json_response(show_json(self.site.view(store, run.id)))
+
+    # -- two runs -------------------------------------------------------------
+
+    def _compared(self, request: Request) -> tuple[RunComparison, RunSamples, RunSamples]:
+        given = params(request.query_params.multi_items(), COMPARE_PARAMS)
+        missing = [n for n in ("a", "b") if n not in given]
+        if missing:
+            raise BadRequest(f"missing {' and '.join(missing)}: compare takes two run ids, a (the reference) and b")
+        metric = given.get("metric")
+        if metric is not None and not METRIC.match(metric):
+            raise BadRequest(f"metric {metric!r} is not a metric's name (e.g. iops, bw, clat_p99, lat_mean)")
+        with self.site.store() as store:
+            a, b = known_run(store, given["a"], "a"), known_run(store, given["b"], "b")
+            sa, sb = self.site.samples(store, a.id), self.site.samples(store, b.id)
+            with self.site.held():
+                return comparison(sa, sb, metric), sa, sb
+
+    def compare(self, request: Request) -> Response:
+        c, sa, sb = self._compared(request)
+        cells = {x.cell_id: x for x in sa.cells}
+        labels = {x.cell_id: x.stack_label for x in sa.cells}
+        links = {
+            r.cell_id: hist.Pair(cells[r.cell_id].stack_label, labels[base], cells[r.cell_id].workload)
+            for r in c.cells
+            if (base := cells[r.cell_id].baseline_cell_id) and base in labels and base != r.cell_id
+        }
+        return HTMLResponse(self.site.render("compare.html.j2", c=c, a=sa.run, b=sb.run, links=links))
+
+    def compare_api(self, request: Request) -> Response:
+        c, _, _ = self._compared(request)
+        out = comparison_json(c)
+        out["regressions"] = [{"cell_id": x.comparison.cell_id, "why": x.why} for x in gated(c, Gate(None, None))]
+        return json_response(out)
+
+    # -- one comparison across runs -------------------------------------------
+
+    def _history(self, request: Request) -> tuple[hist.Pair, Any, list[hist.Point], int]:
+        given = params(request.query_params.multi_items(), hist.HISTORY_PARAMS)
+        pair, f = hist.pair_and_filter(given)
+        with self.site.store() as store:
+            runs = hist.runs_with(store, pair, matching(store, f))
+            kept = runs[-HISTORY_RUNS:]
+            points = hist.history(pair, kept, lambda run: self.site.view(store, run))
+        return pair, f, points, len(runs) - len(kept)
+
+    def history(self, request: Request) -> Response:
+        pair, f, points, left = self._history(request)
+        return HTMLResponse(
+            self.site.render(
+                "history.html.j2", pair=pair, filters=f.as_json(), points=points, trend=trend(points),
+                left_out=left, sources=hist.SOURCES,
+            )
+        )  # fmt: skip
+
+    def history_api(self, request: Request) -> Response:
+        pair, f, points, _ = self._history(request)
+        return json_response(hist.history_json(pair, f, points))
+
+
+def _history_links(v: RunView) -> list[hist.Pair]:
+    """The run's comparisons, each a history: its findings, then each cell against the run's baseline."""
+    labels = {c.cell_id: c.stack_label for c in v.data.cells}
+    baseline = {c.cell_id: c.baseline_cell_id for c in v.data.cells}
+    pairs = [hist.Pair(f.subject, f.reference, f.workload) for f in v.findings]
+    pairs += [
+        hist.Pair(r.stack_label, labels[b], r.workload)
+        for r in v.results
+        if not r.is_baseline and (b := baseline.get(r.cell_id)) and b in labels
+    ]
+    return list(dict.fromkeys(pairs))

@@ -1,0 +1,83 @@
+"""What every page shares: the store's source, the templates, and the one lock under which a run is read.
+
+A run's view, figures and samples are built one at a time: matplotlib's pyplot and the read cache's files
+(store/cache.py: one temporary name per process) are not for two threads at once, and a second reader of
+the same run then finds the first one's cache. The runs list reads no run and takes no lock.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlencode
+
+import jinja2
+
+from layerbench.analysis.verdicts import MARKS
+from layerbench.errors import StoreError
+from layerbench.records.run import RunRow
+from layerbench.report import html, prepared
+from layerbench.report.view import RunView, cached_view
+from layerbench.serve.query import NotFound, run_id
+from layerbench.serve.source import Source
+from layerbench.store.db import Store
+from layerbench.store.read import RunSamples, load_samples
+
+
+class Site:
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.env = jinja2.Environment(
+            loader=jinja2.ChoiceLoader([jinja2.PackageLoader("layerbench.serve", "templates"), html.TEMPLATES]),
+            autoescape=jinja2.select_autoescape(["html", "j2", "svg"]),
+        )
+        self.env.globals.update(url=url, marks=MARKS)
+        self.env.filters["utc"] = utc
+        self.reading = threading.Lock()
+
+    @contextmanager
+    def store(self) -> Iterator[Store]:
+        with self.source.opened() as store:
+            yield store
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        with self.reading:
+            yield
+
+    def view(self, store: Store, run: str) -> RunView:
+        """The run as its report shows it: with latency and profiles, the parts a finished run's end prepares."""
+        with self.held():
+            return cached_view(store, run, latency=True, profiles=True)
+
+    def figures(self, store: Store, v: RunView) -> list[html.Drawn]:
+        with self.held():
+            return prepared.figures(store, v, html.FIGURE_WORKLOADS)
+
+    def samples(self, store: Store, run: str) -> RunSamples:
+        with self.held():
+            return load_samples(store, run)
+
+    def render(self, name: str, **context: Any) -> str:
+        return self.env.get_template(name).render(**context)
+
+
+def known_run(store: Store, text: str, name: str = "run id") -> RunRow:
+    """The run of that id (exactly: a page's link stays the same run), or NotFound."""
+    try:
+        return store.run(run_id(text, name))
+    except StoreError:
+        raise NotFound(f"no run {text!r} in this store: the runs page lists them") from None
+
+
+def url(path: str, given: Mapping[str, object] | None = None, **more: object) -> str:
+    """``path`` with the parameters ``given`` and ``more`` (those set) as its query string."""
+    query = urlencode({k: v for k, v in {**(given or {}), **more}.items() if v is not None and v != ""})
+    return f"{path}?{query}" if query else path
+
+
+def utc(epoch: float) -> str:
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%d %H:%M")
