@@ -76,14 +76,13 @@ def runs_with(store: Store, pair: Pair, runs: list[RunRow]) -> list[RunRow]:
 
 
 def history(pair: Pair, runs: list[RunRow], view_of: Callable[[str], RunView]) -> list[Point]:
-    """One point per run (``runs`` in order), each marked where its verdict differs from the one before."""
-    out: list[Point] = []
-    for run in runs:
-        p = point(view_of(run.id), pair)
-        if p is None:
-            continue
-        out.append(replace(p, changed=bool(out) and out[-1].verdict != p.verdict))
-    return out
+    """One point per run (``runs`` in order) that has the pair, each marked where its verdict changed."""
+    return marked([p for run in runs if (p := point(view_of(run.id), pair)) is not None])
+
+
+def marked(points: list[Point]) -> list[Point]:
+    """``points`` with ``changed`` set where a point's verdict differs from the one before it."""
+    return [replace(p, changed=i > 0 and points[i - 1].verdict != p.verdict) for i, p in enumerate(points)]
 
 
 def point(v: RunView, pair: Pair) -> Point | None:
