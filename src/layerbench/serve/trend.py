@@ -18,7 +18,7 @@ from layerbench.serve.history import Point
 WIDTH, HEIGHT = 760, 300
 LEFT, RIGHT, TOP, BOTTOM = 60, 20, 20, 60  # margins: the y axis' labels, the x axis' run labels
 TICKS = (0.1, 0.2, 0.25, 0.5, 0.67, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 10.0)
-MAX_TICKS = 7
+TICK_GAP = 16  # pixels between two ticks' labels
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Mark:
     high: float | None
     verdict: str
     changed: bool
-    label: str  # under the axis: the run's day
+    label: str  # under the axis: the run's start (month, day, time)
     title: str  # on hover: the run, its ratio and interval, its verdict
 
 
@@ -64,8 +64,10 @@ def trend(points: list[Point]) -> Trend | None:
 
     step = plot_w / len(drawn)
     marks = [_mark(p, round(LEFT + (i + 0.5) * step, 1), y) for i, p in enumerate(drawn)]
-    inside = [t for t in TICKS if low <= math.log(t) <= high]
-    ticks = [(y(t), f"×{t:g}") for t in inside[:: max(1, math.ceil(len(inside) / MAX_TICKS))]]
+    ticks: list[tuple[float, str]] = []
+    for t in sorted((t for t in TICKS if low <= math.log(t) <= high), key=lambda t: abs(math.log(t))):
+        if all(abs(y(t) - at) >= TICK_GAP for at, _ in ticks):  # from 1 outwards, none on top of another
+            ticks.append((y(t), f"×{t:g}"))
     return Trend(WIDTH, HEIGHT, LEFT, WIDTH - RIGHT, TOP, HEIGHT - BOTTOM, marks, ticks, y(1.0),
                  (y(1 + MATERIAL), y(1 / (1 + MATERIAL))))  # fmt: skip
 
@@ -77,7 +79,7 @@ def _mark(p: Point, x: float, y: Callable[[float], float]) -> Mark:
     day = dt.datetime.fromtimestamp(p.run.started_at, dt.UTC).strftime("%Y-%m-%d %H:%M")
     title = f"run {p.run.id} ({p.run.name}, {day} UTC): ×{r.ratio:.2f}{ci}, {p.verdict}"
     return Mark(x, y(r.ratio), y(r.ci_low) if has_ci else None, y(r.ci_high) if has_ci else None,
-                p.verdict, p.changed, day[:10], title)  # fmt: skip
+                p.verdict, p.changed, day[5:], title)  # fmt: skip
 
 
 def _finite(v: float) -> bool:
