@@ -25,6 +25,7 @@ with warnings.catch_warnings():  # Starlette 1.10 asks for httpx2 beside httpx, 
     from starlette.testclient import TestClient
 
 from layerbench.analysis.stats import Ratio
+from layerbench.cli import serve as serve_cli
 from layerbench.records.run import RunRow
 from layerbench.report import html, prepared
 from layerbench.report.view import cached_view
@@ -278,3 +279,12 @@ def test_a_verdict_that_changes_is_marked_and_drawn() -> None:
         drawn.top <= min(m.high or m.y for m in drawn.marks) and max(m.low or m.y for m in drawn.marks) <= drawn.bottom
     )
     assert trend(points[3:]) is None
+
+
+@pytest.mark.parametrize(
+    ("host", "local"),
+    [("127.0.0.1", True), ("127.0.0.2", True), ("::1", True), ("localhost", True), ("0.0.0.0", False),
+     ("192.168.1.5", False), ("::", False), ("lab-b", False)],
+)  # fmt: skip
+def test_only_loopback_is_local(host: str, local: bool) -> None:
+    assert serve_cli._local(host) is local

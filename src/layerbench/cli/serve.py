@@ -9,6 +9,7 @@ from __future__ import annotations
 import ipaddress
 
 import typer
+from rich.markup import escape
 
 from layerbench.cli.boundary import UsageError, boundary, err_console
 
@@ -37,11 +38,13 @@ def serve_command(
         source = Source(db)
         source.check()
         if not _local(host):
-            err_console.print(f"[yellow]warning:[/] listening on {host}: other machines can read every run")
+            err_console.print(f"[yellow]warning:[/] listening on {escape(host)}: other machines can read every run")
         where = f"[{host}]" if ":" in host else host
         err_console.print(
             f"serving {db} read-only at http://{where}:{port}/ "
-            f"({'localhost only' if _local(host) else 'reachable from other machines'}); Ctrl-C stops"
+            f"({'localhost only' if _local(host) else 'reachable from other machines'}); Ctrl-C stops",
+            soft_wrap=True,  # one line, however long the path: a script waits for the URL in it
+            markup=False,
         )
         try:
             uvicorn.run(create_app(source), host=host, port=port, log_level="warning", server_header=False)
