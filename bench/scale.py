@@ -40,6 +40,7 @@ from pathlib import Path
 import yaml
 
 from layerbench.records.checks import Check
+from layerbench.records.info import TrialInfo
 from layerbench.records.sample import Sample
 from layerbench.records.trial import MonitorPoint, TrialRecord
 from layerbench.run.loop import register_cells
@@ -145,7 +146,10 @@ def trial_record(
     }  # fmt: skip
     checks = [Check(*c) for c in CHECKS]
     argv = ["fio", "--output-format=json+", "--name=RR", "--rw=randread", "--bs=4k", f"--iodepth={rep + 1}"]
-    return TrialRecord(cell_id, rep, "ok", None, 0.0, 2.0, argv, raw, "", info, samples, checks, monitor, None, logs)
+    conditions = TrialInfo.from_json(info)  # the store writes a trial's conditions typed, as the run stage makes them
+    return TrialRecord(
+        cell_id, rep, "ok", None, 0.0, 2.0, argv, raw, "", conditions, samples, checks, monitor, None, logs
+    )
 
 
 def fill_store(path: Path, text: str, matrix: Matrix, seed: int) -> tuple[str, int]:
