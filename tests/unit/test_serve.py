@@ -288,3 +288,16 @@ def test_a_verdict_that_changes_is_marked_and_drawn() -> None:
 )  # fmt: skip
 def test_only_loopback_is_local(host: str, local: bool) -> None:
     assert serve_cli._local(host) is local
+
+
+def test_a_run_read_again_from_its_cache(client: TestClient) -> None:
+    """The second read of a run comes from its cache, whose cells and trials are read from the store when
+    first used: the page is rendered while the request's store is open."""
+    for path in (
+        f"/runs/{C}",
+        f"/api/runs/{C}",
+        f"/compare?a={C}&b={A}",
+        f"/history?subject={VOLUME}&reference={NATIVE}&workload=RR",
+    ):
+        first, again = client.get(path), client.get(path)
+        assert first.status_code == again.status_code == 200 and first.text == again.text

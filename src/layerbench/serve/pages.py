@@ -21,7 +21,8 @@ from layerbench.serve.query import RUNS_PARAMS, BadRequest, page, params, run_fi
 from layerbench.serve.runs import Listing, listing, listing_json, matching
 from layerbench.serve.site import Site, known_run
 from layerbench.serve.trend import trend
-from layerbench.store.read import RunSamples
+from layerbench.store.db import Store
+from layerbench.store.read import RunSamples, load_samples
 
 COMPARE_PARAMS = ("a", "b", "metric")
 METRIC = re.compile(r"^[A-Za-z0-9_.:%-]{1,64}$")
@@ -59,26 +60,26 @@ class Pages:
 
     def run(self, request: Request) -> Response:
         params(request.query_params.multi_items(), ())
-        with self.site.store() as store:
+        with self.site.run_store() as store:
             run = known_run(store, request.path_params["run_id"])
             v = self.site.view(store, run.id)
             made = self.site.figures(store, v)
             runs = store.runs()
-        others = [r for r in runs if r.id != run.id and r.name == run.name]
-        others += [r for r in runs if r.id != run.id and r.name != run.name]
-        extra = {"others": others[:COMPARE_CHOICES], "histories": _history_links(v)[:HISTORY_LINKS]}
-        template = self.site.env.get_template("run.html.j2")
-        return HTMLResponse(html.page(v, made, html.FIGURE_WORKLOADS, template, extra))
+            others = [r for r in runs if r.id != run.id and r.name == run.name]
+            others += [r for r in runs if r.id != run.id and r.name != run.name]
+            extra = {"others": others[:COMPARE_CHOICES], "histories": _history_links(v)[:HISTORY_LINKS]}
+            template = self.site.env.get_template("run.html.j2")
+            return HTMLResponse(html.page(v, made, html.FIGURE_WORKLOADS, template, extra))
 
     def run_api(self, request: Request) -> Response:
         params(request.query_params.multi_items(), ())
-        with self.site.store() as store:
+        with self.site.run_store() as store:
             run = known_run(store, request.path_params["run_id"])
             return json_response(show_json(self.site.view(store, run.id)))
 
     # -- two runs -------------------------------------------------------------
 
-    def _compared(self, request: Request) -> tuple[RunComparison, RunSamples, RunSamples]:
+    def _compared(self, request: Request, store: Store) -> tuple[RunComparison, RunSamples, RunSamples]:
         given = params(request.query_params.multi_items(), COMPARE_PARAMS)
         missing = [n for n in ("a", "b") if n not in given]
         if missing:
@@ -86,26 +87,25 @@ class Pages:
         metric = given.get("metric")
         if metric is not None and not METRIC.match(metric):
             raise BadRequest(f"metric {metric!r} is not a metric's name (e.g. iops, bw, clat_p99, lat_mean)")
-        with self.site.store() as store:
-            a, b = known_run(store, given["a"], "a"), known_run(store, given["b"], "b")
-            sa, sb = self.site.samples(store, a.id), self.site.samples(store, b.id)
-            with self.site.held():
-                return comparison(sa, sb, metric), sa, sb
+        a, b = known_run(store, given["a"], "a"), known_run(store, given["b"], "b")
+        sa, sb = load_samples(store, a.id), load_samples(store, b.id)
+        return comparison(sa, sb, metric), sa, sb
 
     def compare(self, request: Request) -> Response:
-        c, sa, sb = self._compared(request)
-        cells = {x.cell_id: x for x in sa.cells}
-        labels = {x.cell_id: x.stack_label for x in sa.cells}
-        links = {
-            r.cell_id: hist.Pair(cells[r.cell_id].stack_label, labels[base], cells[r.cell_id].workload)
-            for r in c.cells
-            if (base := cells[r.cell_id].baseline_cell_id) and base in labels and base != r.cell_id
-        }
-        return HTMLResponse(self.site.render("compare.html.j2", c=c, a=sa.run, b=sb.run, links=links))
+        with self.site.run_store() as store:
+            c, sa, sb = self._compared(request, store)
+            cells = {x.cell_id: x for x in sa.cells}
+            links = {
+                r.cell_id: hist.Pair(cells[r.cell_id].stack_label, cells[base].stack_label, cells[r.cell_id].workload)
+                for r in c.cells
+                if (base := cells[r.cell_id].baseline_cell_id) and base in cells and base != r.cell_id
+            }
+            return HTMLResponse(self.site.render("compare.html.j2", c=c, a=sa.run, b=sb.run, links=links))
 
     def compare_api(self, request: Request) -> Response:
-        c, _, _ = self._compared(request)
-        out = comparison_json(c)
+        with self.site.run_store() as store:
+            c, _, _ = self._compared(request, store)
+            out = comparison_json(c)
         out["regressions"] = [{"cell_id": x.comparison.cell_id, "why": x.why} for x in gated(c, Gate(None, None))]
         return json_response(out)
 
@@ -114,10 +114,10 @@ class Pages:
     def _history(self, request: Request) -> tuple[hist.Pair, Any, list[hist.Point], int]:
         given = params(request.query_params.multi_items(), hist.HISTORY_PARAMS)
         pair, f = hist.pair_and_filter(given)
-        with self.site.store() as store:
+        with self.site.run_store() as store:
             runs = hist.runs_with(store, pair, matching(store, f))
             kept = runs[-HISTORY_RUNS:]
-            points = hist.history(pair, kept, lambda run: self.site.view(store, run))
+            points = hist.history(pair, kept, lambda run: self.site.view(store, run))  # plain values: no store after
         return pair, f, points, len(runs) - len(kept)
 
     def history(self, request: Request) -> Response:

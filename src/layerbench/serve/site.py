@@ -1,8 +1,10 @@
 """What every page shares: the store's source, the templates, and the one lock under which a run is read.
 
-A run's view, figures and samples are built one at a time: matplotlib's pyplot and the read cache's files
-(store/cache.py: one temporary name per process) are not for two threads at once, and a second reader of
-the same run then finds the first one's cache. The runs list reads no run and takes no lock.
+A page that reads a run is built whole while its store is open and under ``reading``, one at a time: a view
+read back from the run's cache reads its cells and trials from the store when first used (store/cache.py's
+``Deferred``), matplotlib's pyplot and the cache's files (one temporary name per process) are not for two
+threads at once, and a second reader of the same run then finds the first one's cache. The runs list reads
+no run and takes no lock.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from layerbench.report.view import RunView, cached_view
 from layerbench.serve.query import NotFound, run_id
 from layerbench.serve.source import Source
 from layerbench.store.db import Store
-from layerbench.store.read import RunSamples, load_samples
 
 
 class Site:
@@ -36,11 +37,17 @@ class Site:
         )
         self.env.globals.update(url=url, marks=MARKS)
         self.env.filters["utc"] = utc
-        self.reading = threading.Lock()
+        self.reading = threading.RLock()  # re-entered: a page holds it while view() and figures() take it
 
     @contextmanager
     def store(self) -> Iterator[Store]:
         with self.source.opened() as store:
+            yield store
+
+    @contextmanager
+    def run_store(self) -> Iterator[Store]:
+        """The store, for a page that reads runs: everything it renders is rendered inside, under the lock."""
+        with self.held(), self.source.opened() as store:
             yield store
 
     @contextmanager
@@ -56,10 +63,6 @@ class Site:
     def figures(self, store: Store, v: RunView) -> list[html.Drawn]:
         with self.held():
             return prepared.figures(store, v, html.FIGURE_WORKLOADS)
-
-    def samples(self, store: Store, run: str) -> RunSamples:
-        with self.held():
-            return load_samples(store, run)
 
     def render(self, name: str, **context: Any) -> str:
         return self.env.get_template(name).render(**context)
