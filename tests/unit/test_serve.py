@@ -6,6 +6,7 @@ request a clear 4xx with no traceback."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import json
 import shutil
@@ -28,9 +29,10 @@ from layerbench.analysis.stats import Ratio
 from layerbench.cli import serve as serve_cli
 from layerbench.records.run import RunRow
 from layerbench.report import html, prepared
-from layerbench.report.view import cached_view
+from layerbench.report.view import RunView, cached_view
 from layerbench.serve.app import CSP, create_app
 from layerbench.serve.history import Point, marked
+from layerbench.serve.kept import Views
 from layerbench.serve.source import Source
 from layerbench.serve.trend import trend
 from layerbench.store.db import Store
@@ -290,14 +292,45 @@ def test_only_loopback_is_local(host: str, local: bool) -> None:
     assert serve_cli._local(host) is local
 
 
-def test_a_run_read_again_from_its_cache(client: TestClient) -> None:
-    """The second read of a run comes from its cache, whose cells and trials are read from the store when
-    first used: the page is rendered while the request's store is open."""
-    for path in (
+def test_a_run_read_again_from_its_cache(db: Path) -> None:
+    """A second server reads the run back from its cache, whose cells and trials are read from the store when
+    first used: read while the request's store is open, and then kept in memory for the next request."""
+    paths = (
         f"/runs/{C}",
         f"/api/runs/{C}",
         f"/compare?a={C}&b={A}",
         f"/history?subject={VOLUME}&reference={NATIVE}&workload=RR",
-    ):
-        first, again = client.get(path), client.get(path)
-        assert first.status_code == again.status_code == 200 and first.text == again.text
+    )
+    with TestClient(create_app(Source(str(db))), raise_server_exceptions=False) as first:
+        said = [first.get(path).text for path in paths]
+    with TestClient(create_app(Source(str(db))), raise_server_exceptions=False) as again:
+        for path, text in zip(paths, said, strict=True):
+            for _ in range(2):
+                r = again.get(path)
+                assert r.status_code == 200 and r.text == text
+
+
+def test_kept_views_follow_the_run(db: Path) -> None:
+    """A finished run's view is built once and kept; a run resumed since (another end) is built again; a run
+    still running is never kept; the oldest goes first."""
+    built: list[str] = []
+    views = Views(size=2)
+    with contextlib.closing(Store.open(db, create=False)) as store:
+        cached_view(store, A, latency=True, profiles=True)  # written to the run's cache: read back from it below
+    with contextlib.closing(Store.open(db, create=False)) as store:
+        run = store.run(A)
+
+        def build() -> RunView:
+            built.append(run.id)
+            return cached_view(store, run.id, latency=True, profiles=True)
+
+        first = views.view(run, build)
+        assert views.view(run, build) is first and built == [A]
+        assert views.figures(run, lambda: []) == [] and views.figures(run, lambda: [None]) == []  # kept too
+        views.view(dataclasses.replace(run, finished_at=(run.finished_at or 0) + 1), build)
+        views.view(dataclasses.replace(run, status="running"), build)
+        views.view(dataclasses.replace(run, status="running"), build)
+        assert len(built) == 4 and len(views.kept) == 2
+        views.view(dataclasses.replace(run, finished_at=(run.finished_at or 0) + 2), build)
+        assert views.view(run, build) is not first and len(built) == 6  # evicted by the two since
+    assert [len(part) for part in (first.data.cells, first.data.trials)] == [6, 12]  # read before the store closed

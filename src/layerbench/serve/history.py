@@ -75,9 +75,9 @@ def runs_with(store: Store, pair: Pair, runs: list[RunRow]) -> list[RunRow]:
     return sorted(found, key=lambda r: (r.started_at, r.id))
 
 
-def history(pair: Pair, runs: list[RunRow], view_of: Callable[[str], RunView]) -> list[Point]:
+def history(pair: Pair, runs: list[RunRow], view_of: Callable[[RunRow], RunView]) -> list[Point]:
     """One point per run (``runs`` in order) that has the pair, each marked where its verdict changed."""
-    return marked([p for run in runs if (p := point(view_of(run.id), pair)) is not None])
+    return marked([p for run in runs if (p := point(view_of(run), pair)) is not None])
 
 
 def marked(points: list[Point]) -> list[Point]:

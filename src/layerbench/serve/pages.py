@@ -62,8 +62,8 @@ class Pages:
         params(request.query_params.multi_items(), ())
         with self.site.run_store() as store:
             run = known_run(store, request.path_params["run_id"])
-            v = self.site.view(store, run.id)
-            made = self.site.figures(store, v)
+            v = self.site.view(store, run)
+            made = self.site.figures(store, run, v)
             runs = store.runs()
             others = [r for r in runs if r.id != run.id and r.name == run.name]
             others += [r for r in runs if r.id != run.id and r.name != run.name]
@@ -75,7 +75,7 @@ class Pages:
         params(request.query_params.multi_items(), ())
         with self.site.run_store() as store:
             run = known_run(store, request.path_params["run_id"])
-            return json_response(show_json(self.site.view(store, run.id)))
+            return json_response(show_json(self.site.view(store, run)))
 
     # -- two runs -------------------------------------------------------------
 
