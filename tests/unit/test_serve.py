@@ -29,10 +29,10 @@ from layerbench.analysis.stats import Ratio
 from layerbench.cli import serve as serve_cli
 from layerbench.records.run import RunRow
 from layerbench.report import html, prepared
-from layerbench.report.view import RunView, cached_view
+from layerbench.report.view import cached_view
 from layerbench.serve.app import CSP, create_app
 from layerbench.serve.history import Point, marked
-from layerbench.serve.kept import Views
+from layerbench.serve.kept import Texts
 from layerbench.serve.source import Source
 from layerbench.serve.trend import trend
 from layerbench.store.db import Store
@@ -310,27 +310,22 @@ def test_a_run_read_again_from_its_cache(db: Path) -> None:
                 assert r.status_code == 200 and r.text == text
 
 
-def test_kept_views_follow_the_run(db: Path) -> None:
-    """A finished run's view is built once and kept; a run resumed since (another end) is built again; a run
-    still running is never kept; the oldest goes first."""
+def test_kept_texts_follow_the_run(db: Path) -> None:
+    """A finished run's text is built once and kept; a run resumed since (another end) is built again; a run
+    still running is never kept; another list of runs to compare with is another text; the oldest goes first."""
     built: list[str] = []
-    views = Views(size=2)
-    with contextlib.closing(Store.open(db, create=False)) as store:
-        cached_view(store, A, latency=True, profiles=True)  # written to the run's cache: read back from it below
+    texts = Texts(size=2)
     with contextlib.closing(Store.open(db, create=False)) as store:
         run = store.run(A)
 
-        def build() -> RunView:
-            built.append(run.id)
-            return cached_view(store, run.id, latency=True, profiles=True)
+    def build() -> str:
+        built.append(run.id)
+        return f"page {len(built)}"
 
-        first = views.view(run, build)
-        assert views.view(run, build) is first and built == [A]
-        assert views.figures(run, lambda: []) == [] and views.figures(run, lambda: [None]) == []  # kept too
-        views.view(dataclasses.replace(run, finished_at=(run.finished_at or 0) + 1), build)
-        views.view(dataclasses.replace(run, status="running"), build)
-        views.view(dataclasses.replace(run, status="running"), build)
-        assert len(built) == 4 and len(views.kept) == 2
-        views.view(dataclasses.replace(run, finished_at=(run.finished_at or 0) + 2), build)
-        assert views.view(run, build) is not first and len(built) == 6  # evicted by the two since
-    assert [len(part) for part in (first.data.cells, first.data.trials)] == [6, 12]  # read before the store closed
+    first = texts.text(run, "page", build)
+    assert texts.text(run, "page", build) == first == "page 1"
+    assert texts.text(run, "other runs", build) == "page 2"
+    assert texts.text(dataclasses.replace(run, finished_at=(run.finished_at or 0) + 1), "page", build) == "page 3"
+    running = dataclasses.replace(run, status="running")
+    assert [texts.text(running, "page", build) for _ in range(2)] == ["page 4", "page 5"]
+    assert len(texts.kept) == 2 and texts.text(run, "page", build) == "page 6"  # evicted by the two since

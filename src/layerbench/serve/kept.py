@@ -1,72 +1,40 @@
-"""The last few finished runs' views and figures, kept in memory between requests.
+"""The last few finished runs' pages and JSON, kept in memory between requests.
 
-Reading a big run's view back from its cache is most of its page's time (0.75 s of 1.4 s for a run of a
-million samples): a server asked for the same runs again and again keeps the last KEPT of them. A finished
-run never changes unless it is resumed, which changes its status and its end: both are in the key. A run still
-running is never kept. A kept view holds no open store: its parts read from the store when first used
-(store/cache.py's ``Deferred``) are read while the store is open, before it is kept.
+Reading a big run's view back from its cache and rendering it is all of its page's time (1.4 s for a run of a
+million samples: 0.75 s reading, 0.45 s rendering 5 MB of HTML): a server asked for the same runs again and
+again keeps the last KEPT texts it sent. A finished run never changes unless it is resumed, which changes its
+status and its end: both are in the key. A run still running is never kept. What else a text shows (the run
+page's list of runs to compare with) is in its key too.
+
+The texts are kept, not the views: a view read back from the cache reads its trials, checks and latency logs
+from the store when first used, and reading them all to keep it (fio's logs of 84,000 trials) took 27 s.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable
 
 from layerbench.records.run import RunRow
-from layerbench.report.html import Drawn
-from layerbench.report.view import RunView
 
-KEPT = 4  # runs: a million-sample run's view holds a few hundred MB (its samples and monitor frames)
-Key = tuple[str, str, float | None]
+KEPT = 8  # texts: a million-sample run's page is 5 MB, its JSON 20 MB
+Key = tuple[str, str, float | None, Hashable]
 
 
-@dataclass
-class Kept:
-    view: RunView
-    figures: list[Drawn] | None = None
-
-
-class Views:
+class Texts:
     def __init__(self, size: int = KEPT) -> None:
         self.size = size
-        self.kept: OrderedDict[Key, Kept] = OrderedDict()
+        self.kept: OrderedDict[Key, str] = OrderedDict()
 
-    def view(self, run: RunRow, build: Callable[[], RunView]) -> RunView:
-        found = self._found(run)
-        if found is not None:
-            return found.view
-        v = build()
-        key = key_of(run)
-        if key is not None:
-            whole(v)
-            self.kept[key] = Kept(v)
-            while len(self.kept) > self.size:
-                self.kept.popitem(last=False)
-        return v
-
-    def figures(self, run: RunRow, build: Callable[[], list[Drawn]]) -> list[Drawn]:
-        found = self._found(run)
-        if found is not None and found.figures is not None:
-            return found.figures
-        made = build()
-        if found is not None:
-            found.figures = made
+    def text(self, run: RunRow, what: Hashable, build: Callable[[], str]) -> str:
+        """``build()``'s text of ``run`` (``what``: which of its texts, and what else it shows), kept."""
+        if run.status == "running":
+            return build()
+        key = (run.id, run.status, run.finished_at, what)
+        if key in self.kept:
+            self.kept.move_to_end(key)
+            return self.kept[key]
+        made = self.kept[key] = build()
+        while len(self.kept) > self.size:
+            self.kept.popitem(last=False)
         return made
-
-    def _found(self, run: RunRow) -> Kept | None:
-        key = key_of(run)
-        if key is None or key not in self.kept:
-            return None
-        self.kept.move_to_end(key)
-        return self.kept[key]
-
-
-def key_of(run: RunRow) -> Key | None:
-    return None if run.status == "running" else (run.id, run.status, run.finished_at)
-
-
-def whole(v: RunView) -> None:
-    """Every part of the view that would be read from the store when first used, read now."""
-    for part in (v.data.cells, v.data.trials, v.data.checks, v.data.timelines):
-        len(part)

@@ -17,7 +17,7 @@ from layerbench.report import html, json_text
 from layerbench.report.terminal import comparison_json, plain, show_json
 from layerbench.report.view import Gate, RunComparison, RunView, comparison, gated
 from layerbench.serve import history as hist
-from layerbench.serve.query import RUNS_PARAMS, BadRequest, page, params, run_filter
+from layerbench.serve.query import RUNS_PARAMS, BadRequest, host_of, page, params, run_filter
 from layerbench.serve.runs import Listing, listing, listing_json, matching
 from layerbench.serve.site import Site, known_run
 from layerbench.serve.trend import trend
@@ -31,9 +31,13 @@ HISTORY_LINKS = 200  # the run page's links to its comparisons' histories
 HISTORY_RUNS = 100  # a history reads at most the newest this many runs that have its pair
 
 
-def json_response(value: Any) -> Response:
+def json_body(value: Any) -> str:
     """As the CLI prints it (json_text), NaN as null so strict parsers read it."""
-    return Response(json_text.dumps(plain(value)), media_type="application/json")
+    return json_text.dumps(plain(value))
+
+
+def json_response(value: Any) -> Response:
+    return Response(json_body(value), media_type="application/json")
 
 
 class Pages:
@@ -62,20 +66,25 @@ class Pages:
         params(request.query_params.multi_items(), ())
         with self.site.run_store() as store:
             run = known_run(store, request.path_params["run_id"])
-            v = self.site.view(store, run)
-            made = self.site.figures(store, run, v)
             runs = store.runs()
             others = [r for r in runs if r.id != run.id and r.name == run.name]
-            others += [r for r in runs if r.id != run.id and r.name != run.name]
-            extra = {"others": others[:COMPARE_CHOICES], "histories": _history_links(v)[:HISTORY_LINKS]}
-            template = self.site.env.get_template("run.html.j2")
-            return HTMLResponse(html.page(v, made, html.FIGURE_WORKLOADS, template, extra))
+            others = (others + [r for r in runs if r.id != run.id and r.name != run.name])[:COMPARE_CHOICES]
+
+            def page() -> str:
+                v = self.site.view(store, run)
+                extra = {"others": others, "histories": _history_links(v)[:HISTORY_LINKS]}
+                template = self.site.env.get_template("run.html.j2")
+                return html.page(v, self.site.figures(store, v), html.FIGURE_WORKLOADS, template, extra)
+
+            shown = ("page", tuple((r.id, r.name, host_of(r)) for r in others))
+            return HTMLResponse(self.site.texts.text(run, shown, page))
 
     def run_api(self, request: Request) -> Response:
         params(request.query_params.multi_items(), ())
         with self.site.run_store() as store:
             run = known_run(store, request.path_params["run_id"])
-            return json_response(show_json(self.site.view(store, run)))
+            text = self.site.texts.text(run, "json", lambda: json_body(show_json(self.site.view(store, run))))
+            return Response(text, media_type="application/json")
 
     # -- two runs -------------------------------------------------------------
 

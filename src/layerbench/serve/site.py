@@ -23,7 +23,7 @@ from layerbench.errors import StoreError
 from layerbench.records.run import RunRow
 from layerbench.report import html, prepared
 from layerbench.report.view import RunView, cached_view
-from layerbench.serve.kept import Views
+from layerbench.serve.kept import Texts
 from layerbench.serve.query import NotFound, run_id
 from layerbench.serve.source import Source
 from layerbench.store.db import Store
@@ -39,7 +39,7 @@ class Site:
         self.env.globals.update(url=url, marks=MARKS)
         self.env.filters["utc"] = utc
         self.reading = threading.RLock()  # re-entered: a page holds it while view() and figures() take it
-        self.views = Views()
+        self.texts = Texts()
 
     @contextmanager
     def store(self) -> Iterator[Store]:
@@ -60,11 +60,11 @@ class Site:
     def view(self, store: Store, run: RunRow) -> RunView:
         """The run as its report shows it: with latency and profiles, the parts a finished run's end prepares."""
         with self.held():
-            return self.views.view(run, lambda: cached_view(store, run.id, latency=True, profiles=True))
+            return cached_view(store, run.id, latency=True, profiles=True)
 
-    def figures(self, store: Store, run: RunRow, v: RunView) -> list[html.Drawn]:
+    def figures(self, store: Store, v: RunView) -> list[html.Drawn]:
         with self.held():
-            return self.views.figures(run, lambda: prepared.figures(store, v, html.FIGURE_WORKLOADS))
+            return prepared.figures(store, v, html.FIGURE_WORKLOADS)
 
     def render(self, name: str, **context: Any) -> str:
         return self.env.get_template(name).render(**context)
