@@ -74,7 +74,7 @@ class Pages:
                 v = self.site.view(store, run)
                 extra = {"others": others, "histories": _history_links(v)[:HISTORY_LINKS]}
                 template = self.site.env.get_template("run.html.j2")
-                return html.page(v, self.site.figures(store, v), html.FIGURE_WORKLOADS, template, extra)
+                return html.page(v, self.site.figures(store, run), html.FIGURE_WORKLOADS, template, extra)
 
             shown = ("page", tuple((r.id, r.name, host_of(r)) for r in others))
             return HTMLResponse(self.site.texts.text(run, shown, page))
@@ -83,7 +83,9 @@ class Pages:
         params(request.query_params.multi_items(), ())
         with self.site.run_store() as store:
             run = known_run(store, request.path_params["run_id"])
-            text = self.site.texts.text(run, "json", lambda: json_body(show_json(self.site.view(store, run))))
+            text = self.site.texts.text(
+                run, "json", lambda: json_body(show_json(self.site.view(store, run, latency=True)))
+            )
             return Response(text, media_type="application/json")
 
     # -- two runs -------------------------------------------------------------

@@ -57,14 +57,22 @@ class Site:
         with self.reading:
             yield
 
-    def view(self, store: Store, run: RunRow) -> RunView:
-        """The run as its report shows it: with latency and profiles, the parts a finished run's end prepares."""
+    def view(self, store: Store, run: RunRow, latency: bool = False) -> RunView:
+        """The run as its page shows it: a profiled run's with its profiles (and latency, as `report` reads it);
+        another's without fio's latency histograms and logs, which only its figures draw (read from the cache)
+        and `show --json` prints (``latency``). Each is a part a finished run's end prepares."""
+        profiled = run.spec.get("profile") == "cpu"
         with self.held():
-            return cached_view(store, run.id, latency=True, profiles=True)
+            return cached_view(store, run.id, latency=latency or profiled, profiles=profiled)
 
-    def figures(self, store: Store, v: RunView) -> list[html.Drawn]:
+    def figures(self, store: Store, run: RunRow) -> list[html.Drawn]:
+        """The report's figures, from the run's cache; drawn (and kept there) from the whole view where missing."""
         with self.held():
-            return prepared.figures(store, v, html.FIGURE_WORKLOADS)
+            kept = prepared.kept_figures(store, run.id, html.FIGURE_WORKLOADS)
+            if kept is not None:
+                return kept
+            whole = cached_view(store, run.id, latency=True, profiles=True)
+            return prepared.figures(store, whole, html.FIGURE_WORKLOADS)
 
     def render(self, name: str, **context: Any) -> str:
         return self.env.get_template(name).render(**context)
