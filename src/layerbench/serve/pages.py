@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -72,7 +73,7 @@ class Pages:
 
             def page() -> str:
                 v = self.site.view(store, run)
-                extra = {"others": others, "histories": _history_links(v)[:HISTORY_LINKS]}
+                extra = {"others": others, "histories": _history_links(v, HISTORY_LINKS)}
                 template = self.site.env.get_template("run.html.j2")
                 return html.page(v, self.site.figures(store, run), html.FIGURE_WORKLOADS, template, extra)
 
@@ -145,14 +146,15 @@ class Pages:
         return json_response(hist.history_json(pair, f, points))
 
 
-def _history_links(v: RunView) -> list[hist.Pair]:
-    """The run's comparisons, each a history: its findings, then each cell against the run's baseline."""
-    labels = {c.cell_id: c.stack_label for c in v.data.cells}
-    baseline = {c.cell_id: c.baseline_cell_id for c in v.data.cells}
-    pairs = [hist.Pair(f.subject, f.reference, f.workload) for f in v.findings]
-    pairs += [
-        hist.Pair(r.stack_label, labels[b], r.workload)
-        for r in v.results
-        if not r.is_baseline and (b := baseline.get(r.cell_id)) and b in labels
-    ]
-    return list(dict.fromkeys(pairs))
+def _history_links(v: RunView, most: int) -> list[hist.Pair]:
+    """The run's first ``most`` comparisons, each a history: its findings, then each cell against the run's
+    baseline (a big run has thousands: the rest are never built)."""
+    pairs = dict.fromkeys(itertools.islice((hist.Pair(f.subject, f.reference, f.workload) for f in v.findings), most))
+    if len(pairs) < most:
+        labels = {c.cell_id: c.stack_label for c in v.data.cells}
+        baseline = {c.cell_id: c.baseline_cell_id for c in v.data.cells}
+        for r in v.results:
+            b = baseline.get(r.cell_id)
+            if not r.is_baseline and b in labels and len(pairs) < most:
+                pairs[hist.Pair(r.stack_label, labels[b], r.workload)] = None
+    return list(pairs)
