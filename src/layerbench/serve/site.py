@@ -28,7 +28,9 @@ from layerbench.serve.query import NotFound, run_id
 from layerbench.serve.source import Source
 from layerbench.store.db import Store
 
-TEMPLATES = ("runs.html.j2", "run.html.j2", "compare.html.j2", "history.html.j2", "error.html.j2")
+# Every template a page renders, those it extends and includes too (compiled when first rendered, else).
+TEMPLATES = ("runs.html.j2", "run.html.j2", "compare.html.j2", "history.html.j2", "error.html.j2", "base.html.j2",
+             "report.html.j2", "nav.html.j2", "nav.css.j2", "trend.svg.j2")  # fmt: skip
 
 
 class Site:
