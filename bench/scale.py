@@ -146,9 +146,9 @@ def trial_record(
     }  # fmt: skip
     checks = [Check(*c) for c in CHECKS]
     argv = ["fio", "--output-format=json+", "--name=RR", "--rw=randread", "--bs=4k", f"--iodepth={rep + 1}"]
-    recorded = TrialInfo.from_json(info)
+    conditions = TrialInfo.from_json(info)  # the store writes a trial's conditions typed, as the run stage makes them
     return TrialRecord(
-        cell_id, rep, "ok", None, 0.0, 2.0, argv, raw, "", recorded, samples, checks, monitor, None, logs
+        cell_id, rep, "ok", None, 0.0, 2.0, argv, raw, "", conditions, samples, checks, monitor, None, logs
     )
 
 

@@ -2,7 +2,7 @@
 back at load time (issue 52). The order, bottom first, is DESIGN.md's data flow:
 
     core (errors, proc, records/, core/) < spec/ < workloads/, stack/, profiling/ < run/ < store/ < analysis/
-    < report/ < api < cli/
+    < report/ < serve/ < api < cli/
 
 Every import counts for the order, a function's own and a type checker's too: a lazy import still makes the
 lower layer depend on the higher. For cycles only what runs when a module loads counts (its top level, not
@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("store", ("store",)),
     ("analysis", ("analysis",)),
     ("report", ("report",)),
+    ("serve", ("serve",)),
     ("api", ("api", "__init__")),
     ("cli", ("cli",)),
 )

@@ -1,14 +1,14 @@
 """layerbench's commands: the Typer app and the list of its commands, each in the module of what it does
 (running.py: run, resume; results.py: show, advise, report, export; host.py: cleanup, doctor; specs.py:
-presets, schema; plan.py: plan, plan-check; gates.py: compare, check, baseline; publish.py: publish).
-Registered here, not by importing a module for its side effects: the list of commands stays in this file."""
+presets, schema; plan.py: plan, plan-check; gates.py: compare, check, baseline; publish.py: publish; serve.py:
+serve). Registered here, not by importing a module for its side effects: the list of commands stays in this file."""
 
 from __future__ import annotations
 
 import typer
 
 from layerbench.cli import gates as gates_cli
-from layerbench.cli import host, results, running, specs
+from layerbench.cli import host, results, running, serve, specs
 from layerbench.cli import plan as plan_cli
 from layerbench.cli import publish as publish_cli
 
@@ -40,6 +40,7 @@ app.command("plan-check")(plan_cli.check_command)
 app.command("compare")(gates_cli.compare_command)
 app.command("check")(gates_cli.check_command)
 app.add_typer(gates_cli.baseline_app, name="baseline")
+app.command("serve")(serve.serve_command)
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,18 +111,31 @@ def render(
     ``workloads``: how many of the run's workloads (the first, in its order) the figures draw; None for all.
     ``draw``: how the figures are had (the CLI's reads them from the run's cache); ``drawn`` without."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    every = list(dict.fromkeys(r.workload for r in v.results))
-    shown = set(every[:workloads] if workloads is not None else every)
-    figs = []
-    for d in (draw or drawn)(v, workloads):
+    made = (draw or drawn)(v, workloads)
+    for d in made:
         (out_dir / "figures").mkdir(parents=True, exist_ok=True)
         (out_dir / "figures" / f"{d.name}.png").write_bytes(d.png)
         (out_dir / "figures" / f"{d.name}.svg").write_text(d.svg, encoding="utf-8")
-        figs.append(Figure(d.name, d.caption, _strip_xml_header(d.svg)))
-    html = _template().render(**_context(v, figs), figures_left_out=left_out(len(every), len(shown)))
     path = out_dir / "report.html"
-    path.write_text(html)
+    path.write_text(page(v, made, workloads))
     return path
+
+
+def page(
+    v: RunView,
+    made: list[Drawn],
+    workloads: int | None = FIGURE_WORKLOADS,
+    template: jinja2.Template | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> str:
+    """The report's page of ``v`` with the figures ``made`` inlined: what `report --html` writes, and what
+    `layerbench serve` sends for the run (``template``: its page, which extends this one's; ``extra``: what
+    that page adds to the report's context)."""
+    every = list(dict.fromkeys(r.workload for r in v.results))
+    shown = len(every[:workloads] if workloads is not None else every)
+    figs = [Figure(d.name, d.caption, _strip_xml_header(d.svg)) for d in made]
+    context = _context(v, figs) | {"figures_left_out": left_out(len(every), shown)} | dict(extra or {})
+    return (template or _template()).render(**context)
 
 
 def drawn(v: RunView, workloads: int | None = FIGURE_WORKLOADS) -> list[Drawn]:
@@ -274,9 +287,9 @@ def _strip_xml_header(svg: str) -> str:
     return svg[svg.index("<svg") :]
 
 
+TEMPLATES = jinja2.PackageLoader("layerbench.report", "templates")  # serve's pages extend report.html.j2
+
+
 def _template() -> jinja2.Template:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("layerbench.report", "templates"),
-        autoescape=jinja2.select_autoescape(["html", "j2"]),
-    )
+    env = jinja2.Environment(loader=TEMPLATES, autoescape=jinja2.select_autoescape(["html", "j2"]))
     return env.get_template("report.html.j2")

@@ -34,8 +34,18 @@ def figures(store: Store, v: RunView, workloads: int | None) -> list[Any]:
     count: matplotlib's 6 s for a big run's three figures."""
     from layerbench.report import html as html_report  # matplotlib only where something is drawn
 
-    part = f"figures{workloads or 'all'}"
+    part = _figures_part(workloads)
     return cache.computed(store, v.data.run.id, part, lambda _: html_report.drawn(v, workloads), {})
+
+
+def kept_figures(store: Store, run_id: str, workloads: int | None) -> list[Any] | None:
+    """The figures ``figures`` keeps of the run, read without a view of it; None where none are current."""
+    found = cache.kept(store, run_id, _figures_part(workloads))
+    return None if found is None else list(found)
+
+
+def _figures_part(workloads: int | None) -> str:
+    return f"figures{workloads or 'all'}"
 
 
 def export_parts(store: Store, run_id: str, fmt: str) -> tuple[pd.DataFrame, Any, Any]:

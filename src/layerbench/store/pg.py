@@ -19,6 +19,7 @@ from typing import Any
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import ConnectionPool
 
 from layerbench.errors import StoreError
 from layerbench.store import pg_schema
@@ -93,7 +94,28 @@ def open_store(url: str, create: bool = True) -> Store:
     except BaseException:
         conn.close()
         raise
+    return store_on(conn, url)
+
+
+def store_on(conn: psycopg.Connection[Any], url: str) -> Store:
+    """The store over a connection already open on ``url`` (a pool's: serve/source.py), its schema checked."""
+    where = location(url)
     return Store(conn, None, PgBackend(conn, where), where, cache_dir(where))
+
+
+def pool(url: str, size: int = 4) -> ConnectionPool:
+    """Connections kept open for a server's requests: a connection is 5-20 ms of a page otherwise (TLS and
+    authentication included). Opened here, so that a wrong URL fails at start, with its reason."""
+    made = ConnectionPool(
+        url,
+        min_size=1,
+        max_size=size,
+        kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S, "application_name": "layerbench serve"},
+        open=False,
+    )
+    with translated_errors(location(url)):
+        made.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+    return made
 
 
 def _fast_compression(conn: psycopg.Connection[Any]) -> None:
