@@ -28,8 +28,6 @@ from layerbench.spec.traits import traits
 from layerbench.workloads import registry
 from layerbench.workloads.fio_kind import WRITES
 
-FDR = 0.05  # the share of named differences that may be chance, over a run's comparisons (analysis/verdicts.py)
-
 
 @dataclass(frozen=True)
 class Advice:
@@ -74,8 +72,8 @@ def advise(evidence: Evidence) -> Advised:
 
 
 def discoveries(findings: Sequence[Finding]) -> tuple[list[Finding], list[Finding]]:
-    """The findings as the run judged them, and the material ones significant on their own but not after
-    Benjamini-Hochberg over all of the run's comparisons: a run that compares 160 pairs names about eight by
+    """The findings as the run judged them, and the material ones significant on their own but whose interval,
+    corrected over all of the run's comparisons, holds ×1: a run that compares 160 pairs names about eight by
     chance alone, so those are not acted on. Nothing is judged again here."""
     chance = [
         f for f in findings if f.verdict not in DIFFERENT and f.ratio.p_value < 1 - f.confidence and _material_size(f)
