@@ -73,7 +73,7 @@ from layerbench.analysis import anytime
 from layerbench.analysis.lazy_special import special
 from layerbench.analysis.stats import LogRatio, Ratio
 
-MATERIAL = 0.05  # smaller differences do not survive a rerun here (issue 17): neither named nor acted on
+MATERIAL = 0.05  # smaller differences do not survive a rerun here (issue 17): named when shown, never acted on
 BAND = math.log1p(MATERIAL)  # the material band on the log scale: |log ratio| below this is no difference
 SLOWER, FASTER, EQUIVALENT, UNDECIDED = "slower", "faster", "equivalent", "undecided"
 DIFFERENT = (SLOWER, FASTER)
