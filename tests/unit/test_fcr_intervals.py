@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,8 +30,11 @@ from layerbench.analysis.verdicts import (
     judge,
     shown,
 )
-from layerbench.report.terminal import plain
+from layerbench.report.terminal import plain, show_json
+from layerbench.report.view import view
+from layerbench.spec.feasibility import HostCaps
 from tests import simulated_runs
+from tests.unit import test_findings
 
 ALPHA = 0.05
 RUNS = 1000
@@ -169,3 +173,28 @@ def test_what_the_fix_costs_in_decisions_of_quick_like_runs(rounds: int) -> None
     before = (benjamini_hochberg_verdicts(mean, sem, df) != UNDECIDED).sum(axis=-1).mean()
     after = (decide(mean, sem, df).verdict != UNDECIDED).sum(axis=-1).mean()
     assert (before, after) == pytest.approx(DECIDED[rounds], abs=0.01)
+
+
+PART = re.compile(r"(\S+) on \S+ \(×[\d.]+, [\d.]+% CI ([\d.]+)-([\d.]+)\)")
+# What each layer costs in a stored run, chosen so that intervals fall on every side of ×1 and of the band.
+COSTS = [
+    {"raw": 1.0, "host-dir": 0.8, "volume": 0.8 * 0.99, "writable-layer": 0.8 * 0.5},
+    {"raw": 1.0, "host-dir": 0.998, "volume": 0.998 * 1.002, "writable-layer": 0.998 * 0.955},
+    {"raw": 1.0, "host-dir": 1.05, "volume": 1.05 * 0.952, "writable-layer": 1.05 * 1.04},
+]
+
+
+@pytest.mark.parametrize("cost", COSTS)
+def test_show_json_and_the_findings_text_give_verdicts_their_intervals_derive(
+    tmp_path: Path, full_caps: HostCaps, cost: dict[str, float]
+) -> None:
+    v = view(test_findings.stored_run(tmp_path, full_caps, rounds=4, cost=lambda s: cost[s.placement.kind]))
+    listed = show_json(v)["findings"]
+    assert listed
+    for f in listed:
+        assert f["verdict"] == rule(f["ratio"]["ci_low"], f["ratio"]["ci_high"]), f
+    parts = [m for line in v.finding_lines for m in PART.findall(line)]
+    assert len(parts) == len(listed)
+    for word, low, high in parts:
+        verdict = {"≈": EQUIVALENT, "undecided": UNDECIDED}.get(word, SLOWER if word[0] == "-" else FASTER)
+        assert verdict == rule(float(low), float(high)), (word, low, high)
