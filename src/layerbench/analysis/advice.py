@@ -28,8 +28,6 @@ from layerbench.spec.traits import traits
 from layerbench.workloads import registry
 from layerbench.workloads.fio_kind import WRITES
 
-FDR = 0.05  # the share of named differences that may be chance, over a run's comparisons (analysis/verdicts.py)
-
 
 @dataclass(frozen=True)
 class Advice:
@@ -74,8 +72,8 @@ def advise(evidence: Evidence) -> Advised:
 
 
 def discoveries(findings: Sequence[Finding]) -> tuple[list[Finding], list[Finding]]:
-    """The findings as the run judged them, and the material ones significant on their own but not after
-    Benjamini-Hochberg over all of the run's comparisons: a run that compares 160 pairs names about eight by
+    """The findings as the run judged them, and the material ones significant on their own but whose interval,
+    corrected over all of the run's comparisons, holds ×1: a run that compares 160 pairs names about eight by
     chance alone, so those are not acted on. Nothing is judged again here."""
     chance = [
         f for f in findings if f.verdict not in DIFFERENT and f.ratio.p_value < 1 - f.confidence and _material_size(f)
@@ -122,7 +120,9 @@ def _within_band(f: Finding) -> bool:
 
 
 def material(f: Finding) -> bool:
-    return f.verdict in DIFFERENT
+    """Named, and at least MATERIAL: a smaller difference may be named where its interval excludes ×1, but it
+    does not survive a rerun here (issue 17), so no advice acts on it."""
+    return f.verdict in DIFFERENT and _material_size(f)
 
 
 def _is_write(ev: Evidence, workload: str) -> bool:
@@ -371,13 +371,8 @@ def undecided(findings: Sequence[Finding]) -> list[str]:
 
 
 def _why_undecided(f: Finding) -> str:
-    r, low, high = f.ratio, 1 / (1 + MATERIAL), 1 + MATERIAL
-    if r.ci_low != r.ci_low:
+    """An undecided interval holds ×1 and reaches out of the band (analysis/verdicts.py reads the verdict off
+    it: inside the band would be ≈, wholly off ×1 a difference), so only whether it has one is left to say."""
+    if f.ratio.ci_low != f.ratio.ci_low:
         return "no interval, so nothing decided (more repetitions)"
-    if low <= r.ci_low and r.ci_high <= high:
-        return "inside the ±5% band, but not after the correction over the run's comparisons (more repetitions)"
-    if r.ci_low <= 1 <= r.ci_high:
-        return "holds both no difference and a material one (more repetitions)"
-    if _material_size(f):
-        return "material, but not significant after the correction over the run's comparisons (more repetitions)"
-    return "a small difference, neither material nor shown inside the ±5% band (more repetitions)"
+    return "holds both no difference and a material one (more repetitions)"

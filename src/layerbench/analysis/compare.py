@@ -40,6 +40,7 @@ class Comparison:
     ratio: Ratio  # B / A
     verdict: str = ""  # slower | faster | equivalent | undecided, corrected over the cells compared
     note: str = ""  # why there is no interval
+    q_value: float = NAN  # p times K/|S| (analysis/verdicts.py): below 5% exactly where the interval excludes ×1
 
 
 def compare(a: RunData | RunSamples, b: RunData | RunSamples, metric: str | None = None) -> list[Comparison]:
@@ -67,7 +68,7 @@ def compare(a: RunData | RunSamples, b: RunData | RunSamples, metric: str | None
     ]
     judged = judge(compared)
     return [
-        Comparison(c.cell_id, c.label, name, len(mine), len(theirs), j.ratio, j.verdict, j.note)
+        Comparison(c.cell_id, c.label, name, len(mine), len(theirs), j.ratio, j.verdict, j.note, j.q_value)
         for (c, name, mine, theirs), j in zip(rows, judged, strict=True)
     ]
 

@@ -3,8 +3,9 @@
 A run prints two kinds of comparison: each cell against the run's baseline (the results table) and each
 layer against the one beneath it (the findings). Where the two are the same pair of cells on the same
 metric they are one comparison with one ratio, one interval and one verdict; all of them together are
-the family whose false discovery rate analysis/verdicts.py controls. Each is paired by round where at
-least two rounds ran both cells, unpaired (Welch on the logs) otherwise, and says which.
+the family over which analysis/verdicts.py corrects the intervals (their false coverage rate). Each is
+paired by round where at least two rounds ran both cells, unpaired (Welch on the logs) otherwise, and says
+which.
 """
 
 from __future__ import annotations

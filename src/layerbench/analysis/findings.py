@@ -4,11 +4,10 @@ The results table gives every cell against the run's baseline. A reader wants
 what each layer costs: a container placement against native on the same
 filesystem and device, a filesystem against the raw device under it. Each such
 pair is one of the run's comparisons (analysis/comparisons.py: paired by round,
-judged with all the others at once), and gets one of three verdicts
-(analysis/verdicts.py): a difference when it survives the run's correction and
-is at least MATERIAL (a 2% effect that flips sign between two runs of the same
-spec is no finding to act on), ≈ when its whole interval lies inside the
-material band, undecided otherwise, always with its interval.
+judged with all the others at once), and gets one of three verdicts, read off
+its interval corrected over the run's comparisons (analysis/verdicts.py): ≈ when
+the whole interval lies inside the material band, a difference when otherwise it
+lies wholly below or above ×1, undecided else, always with that interval.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from layerbench.analysis import comparisons
 from layerbench.analysis.comparisons import IOZONE_OP, Family, reference
 from layerbench.analysis.overhead import CellResult
 from layerbench.analysis.stats import Ratio
-from layerbench.analysis.verdicts import DIFFERENT, EQUIVALENT, MATERIAL, UNDECIDED, level_text, shown
+from layerbench.analysis.verdicts import DIFFERENT, EQUIVALENT, MATERIAL, UNDECIDED, bounds_text, level_text, shown
 from layerbench.store.read import RunData
 
 __all__ = ["DOUBTS", "IOZONE_OP", "MATERIAL", "Finding", "of_run", "reference", "summary_lines"]
@@ -44,7 +43,7 @@ class Finding:
     note: str = ""  # why it has no interval (one round, a value not above zero, no spread), or that it is unpaired
     cpu_bound: tuple[str, ...] = ()  # the subject's or reference's stack, where `bottleneck` flagged it
     confidence: float = 0.95  # of its interval: the run's (a precision run's is wider)
-    q_value: float = float("nan")  # Benjamini-Hochberg's over the run's comparisons
+    q_value: float = float("nan")  # p times K/|S| over the run's comparisons: below α where the interval excludes ×1
 
     @property
     def change_pct(self) -> float:
@@ -105,4 +104,4 @@ def _part(f: Finding) -> str:
 def interval_text(f: Finding) -> str:
     """The finding's interval as evidence shows it: ``95% CI 0.78-0.99``, or why there is none."""
     r = f.ratio
-    return f"{level_text(f.confidence)} {r.ci_low:.2f}-{r.ci_high:.2f}" if r.ci_low == r.ci_low else f.note
+    return f"{level_text(f.confidence)} {bounds_text(r.ci_low, r.ci_high)}" if r.ci_low == r.ci_low else f.note

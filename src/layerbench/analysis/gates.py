@@ -1,11 +1,11 @@
 """Regression gates: which comparisons of two runs are worse than a pipeline allows.
 
 A gate adds no statistics: it reads the verdicts analysis/verdicts.py gave every comparison at once
-(Benjamini-Hochberg over the family, at least ``MATERIAL`` in size) and keeps those that moved the wrong
-way by at least the allowed amount. Amounts are on the same log scale as the verdicts' material band,
+(read off each one's interval, corrected over the family) and keeps those that moved the wrong way by at
+least the allowed amount. Amounts are on the same log scale as the verdicts' material band,
 so they are symmetric: "20% slower" is a throughput ratio B/A at or below 1/1.20 (each operation takes
-at least 20% longer), "20% higher" a ratio at or above 1.20. A gate below ``MATERIAL`` would name
-differences that do not survive a rerun, so none is accepted (``check_amount``).
+at least 20% longer), "20% higher" a ratio at or above 1.20. A gate below ``MATERIAL`` would fail builds on
+differences that do not survive a rerun here, so none is accepted (``check_amount``).
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ def check_amount(amount: float) -> str | None:
         return "must be a positive percentage"
     if amount < MATERIAL - 1e-12:
         return (
-            f"is below {MATERIAL:.0%}, the smallest difference layerbench names (smaller ones do not "
-            "survive a rerun); use 5% or more"
+            f"is below {MATERIAL:.0%}, the material band (smaller differences do not survive a rerun on a "
+            "real host); use 5% or more"
         )
     return None
 

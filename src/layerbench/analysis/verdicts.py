@@ -1,15 +1,49 @@
 """Three verdicts, each shown: different, equivalent (≈) or undecided, over all of a run's comparisons at once.
 
-A comparison is decided on the log scale (analysis.stats.LogRatio: mean log ratio, its standard error and
-degrees of freedom), so its ratio, interval and p-values come from one t statistic and cannot disagree.
+One rule for every run: each comparison's interval first, corrected over the run's comparisons, then the
+verdict read off that interval and the material band ×1/1.05 to ×1.05 alone (``_read_off``):
 
-- **different** (``slower`` or ``faster``): significant after Benjamini-Hochberg's correction over every
-  comparison the run prints (q < alpha), and at least ``MATERIAL`` in size;
-- **equivalent** (``≈``): two one-sided tests (TOST) show the ratio inside the band ×1/1.05 to ×1.05,
-  under the same correction at alpha/2 a side, which is exactly the shown interval lying inside the band
-  (a run's many equivalences are corrected as its differences are);
+- **equivalent** (``≈``): the whole interval inside the band;
+- **different** (``slower`` or ``faster``): otherwise, the whole interval below or above ×1;
 - **undecided**: anything else, shown with its interval (or why it has none): "not significant" is
   never "the same".
+
+So the interval printed beside a verdict is the one it was decided on, and a reader holding the two can
+derive the verdict. A difference is named by its interval, whatever its size: a -4% whose interval
+excludes ×1 is "slower" (the band says what is "≈", not what may be named; the old rule "significant and
+at least 5%" printed "undecided" beside intervals that excluded ×1, issue 53).
+
+The correction is the false coverage rate's (FCR) of Benjamini and Yekutieli ("False discovery
+rate-adjusted multiple confidence intervals for selected parameters", JASA 100:71-81, 2005): over the
+run's K comparisons with an interval, each interval is taken at level 1 - α·|S|/K, where S is the set of
+comparisons those intervals decide. S is the largest set consistent with its own intervals, found from
+|S| = K downward (``_corrected``: a wider interval only decides fewer, so at most K steps); where no ≈ is
+decided it is exactly Benjamini-Hochberg's discoveries at α, the selection Benjamini and Yekutieli pair their
+intervals with (tests/unit/test_verdicts.py holds it to scipy's). Each interval is at least a 1 - α one on
+its own, since |S| ≤ K. Only the kind of interval differs between the protocols:
+
+- a fixed count of rounds (the presets') or a precision target: the Student-t interval of the mean log
+  ratio (``decide``);
+- a run whose data decide when it stops (a budget: ``Trials.sequential``): the confidence sequence of
+  analysis/anytime.py, valid at every round at once (``decide_sequential``; the e-BY procedure of Xu, Wang
+  and Ramdas, 2022).
+
+What is guaranteed, and what is not. The FCR is the expected share, among the decided comparisons, of those
+whose interval misses the true ratio; a wrong verdict (a difference named where there is none, the wrong
+direction, ≈ for a ratio outside the band) needs a missed interval, so wrong verdicts are at most that share
+too. It is not the chance that a run has no wrong verdict at all: where many ≈ are decided, |S| is large and
+the intervals near 95% each, so a run of twenty comparisons at twenty rounds names a false difference in
+about 9% of runs where Benjamini-Hochberg's rule did in 3% (docs/explanation/statistics.md). For confidence
+sequences e-BY bounds the FCR by α for any selection under any dependence between comparisons. For
+t-intervals Benjamini and Yekutieli prove the bound when the comparisons' estimates are independent and the
+selection is "simple" (while a comparison stays selected, changing its own data does not change |S|). The
+largest consistent S is: with f(r) the count decided at α·r/K, |S| is the largest r with f(r) ≥ r, and
+changing one comparison's data changes only its own term of f, which, while it stays decided at |S|, is 1
+at every r ≥ |S|. Under arbitrary dependence they prove only α·(1 + 1/2 + ... + 1/K). A run's comparisons
+are not independent: those against one reference cell share its noise, and the variance floor below is
+fitted to all of them. No proof we know covers that, so tests/unit/test_fcr_intervals.py simulates it
+(independent comparisons, and ten sharing each reference; mixed effects and all null): the share of
+decided intervals that miss, and of wrong verdicts, stays within α (at most 4.2% over 3 to 20 rounds).
 
 A comparison's spread over three or four rounds can come out far too small by luck (below a tenth of the
 true spread once in a hundred comparisons at three rounds), and a tiny spread makes any mean look decided:
@@ -17,19 +51,11 @@ a true 10% cost then shows as ≈ about once in 20,000 comparisons. The run's ot
 spread rounds have on this host, so each comparison's variance is taken as no smaller than its empirical
 Bayes estimate (Smyth's moderated variance, limma's ``squeezeVar``: a prior fitted to all the run's
 variances, then each variance shrunk toward it), at its own degrees of freedom. This only widens
-intervals, never narrows them: every error rate above still holds, and the shown interval is the one
-decided on.
+intervals, never narrows them, and the shown interval is the one decided on.
 
-A run whose data decide when it stops (a budget or a precision target: ``Trials.sequential``) is judged
-another way, in which every printed interval is the one its verdict was decided on and both hold at any
-stop (``judge(..., sequential=True)``): each comparison's interval is its confidence sequence
-(analysis/anytime.py), corrected over the run's K comparisons as ``decide_sequential`` says (e-BY: at
-5%·|S|/K for the S comparisons decided), and the verdict follows from that interval and the band alone: ≈
-when the whole interval lies inside ×1/1.05 to ×1.05, slower or faster when otherwise it lies wholly below or
-above ×1, undecided else. A verdict is wrong only where its interval missed the true ratio
-(tests/unit/test_decisions.py simulates a thousand runs stopped at random rounds and at their budget). A fixed count of
-rounds keeps the fixed-n rules above for now: over three or four rounds the sequences are several times
-wider, and fixed runs are what the seeds' presets reproduce.
+Each comparison's p-value is its own (uncorrected: the t-test's, or 1 over its e-value); its q-value is
+that p times K/|S|, at most 1, below α exactly when its interval excludes ×1 (``advise`` prints both for
+the material differences significant alone but not after the correction).
 
 Vectorised over the last axis (a run's comparisons) and any leading ones (tests/unit/test_verdicts.py
 simulates a thousand runs at once).
@@ -38,16 +64,16 @@ simulates a thousand runs at once).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from layerbench.analysis import anytime
 from layerbench.analysis.lazy_special import special
-from layerbench.analysis.stats import LogRatio, Ratio, log_ratios
+from layerbench.analysis.stats import LogRatio, Ratio
 
-MATERIAL = 0.05  # smaller differences do not survive a rerun here (issue 17): neither named nor acted on
+MATERIAL = 0.05  # smaller differences do not survive a rerun here (issue 17): named when shown, never acted on
 BAND = math.log1p(MATERIAL)  # the material band on the log scale: |log ratio| below this is no difference
 SLOWER, FASTER, EQUIVALENT, UNDECIDED = "slower", "faster", "equivalent", "undecided"
 DIFFERENT = (SLOWER, FASTER)
@@ -59,82 +85,24 @@ CATEGORY = {SLOWER: "different", FASTER: "different", EQUIVALENT: "equivalent", 
 class Judged:
     """One comparison as every report shows it: its ratio and interval, its verdict, and why."""
 
-    ratio: Ratio
+    ratio: Ratio  # the interval decided on; its p_value is the comparison's own, uncorrected
     verdict: str
-    q_value: float  # Benjamini-Hochberg's adjusted p-value of the difference over the run; NaN: untested
+    q_value: float  # p_value times K/|S|, at most 1: below α exactly when the interval excludes ×1; NaN: untested
     note: str = ""  # why there is no interval (one round, a value not above zero, no spread)
     paired: bool = True  # paired by round; False: unpaired (Welch on the logs), the rounds did not pair
 
 
-def bh(p: np.ndarray) -> np.ndarray:
-    """Benjamini-Hochberg adjusted p-values along the last axis; NaN (no test) stays NaN and is not counted."""
-    p = np.asarray(p, dtype=float)
-    tested = ~np.isnan(p)
-    m = tested.sum(axis=-1, keepdims=True)
-    order = np.argsort(np.where(tested, p, np.inf), axis=-1)
-    ranked = np.take_along_axis(p, order, axis=-1)
-    rank = np.arange(1, p.shape[-1] + 1)
-    scaled = np.where(rank <= m, ranked * m / rank, np.inf)
-    # The smallest scaled value from each rank on: the step-up part of BH.
-    stepped = np.minimum.accumulate(scaled[..., ::-1], axis=-1)[..., ::-1]
-    q = np.empty_like(p)
-    np.put_along_axis(q, order, np.minimum(stepped, 1.0), axis=-1)
-    return np.where(tested, q, np.nan)
-
-
 @dataclass(frozen=True)
 class Decided:
-    """``decide``'s arrays, one entry per comparison."""
+    """``decide``'s and ``decide_sequential``'s arrays, one entry per comparison, on the log scale."""
 
-    verdict: np.ndarray  # of str
-    p_value: np.ndarray  # two-sided, of the difference
-    q_value: np.ndarray  # BH over the comparisons
-    p_equivalent: np.ndarray  # TOST's, against the material band
-    q_equivalent: np.ndarray
-    sem: np.ndarray  # the standard errors decided on and shown: each no smaller than its moderated one
-
-
-def decide(mean: np.ndarray, sem: np.ndarray, df: np.ndarray, alpha: float = 0.05) -> Decided:
-    """The verdict of each comparison (log-scale ``mean``, ``sem``, ``df``; NaN sem: no interval), with
-    each standard error no smaller than its moderated one (``floored``), as ``Decided.sem`` gives it."""
-    mean, df = np.asarray(mean, dtype=float), np.asarray(df, dtype=float)
-    sem = floored(np.asarray(sem, dtype=float), df)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = 2 * special.stdtr(df, -np.abs(mean / sem))
-        p_low = special.stdtr(df, -(mean + BAND) / sem)  # H0: the ratio is at or below ×1/1.05
-        p_high = special.stdtr(df, (mean - BAND) / sem)  # H0: the ratio is at or above ×1.05
-    p_eq = np.maximum(p_low, p_high)
-    q, q_eq = bh(p), bh(p_eq)
-    different = (q < alpha) & (np.abs(mean) >= BAND)
-    equivalent = (q_eq < alpha / 2) & ~different
-    verdict = np.where(different, np.where(mean < 0, SLOWER, FASTER), np.where(equivalent, EQUIVALENT, UNDECIDED))
-    return Decided(verdict, p, q, p_eq, q_eq, sem)
-
-
-def judge(comparisons: Sequence[LogRatio], confidence: float = 0.95, sequential: bool = False) -> list[Judged]:
-    """Every comparison of a run at once: one family, one correction, one interval each; ``sequential``: the
-    run's data decided when it stopped, so each interval is a confidence sequence (``judge_sequential``)."""
-    if not comparisons:
-        return []
-    if sequential:
-        return judge_sequential(comparisons, confidence)
-    columns = np.array([(c.mean, c.sem, c.df) for c in comparisons], dtype=float).T
-    d = decide(columns[0], columns[1], columns[2], 1 - confidence)
-    ratios = log_ratios(columns[0], d.sem, columns[2], confidence)  # each log_ratio with its floored sem
-    rows = zip(comparisons, ratios, d.verdict.tolist(), d.q_value.tolist(), strict=True)
-    return [Judged(r, str(v), float(q), c.note, c.paired) for c, r, v, q in rows]
-
-
-@dataclass(frozen=True)
-class Sequenced:
-    """``decide_sequential``'s arrays, one entry per comparison, on the log scale."""
-
-    verdict: np.ndarray  # of str
+    verdict: np.ndarray  # of str, read off the interval
     low: np.ndarray  # the interval decided on and shown: NaN where there is none, infinite where not yet bounded
     high: np.ndarray
-    p_value: np.ndarray  # the anytime-valid p-value of "no difference" (1 / its e-value)
-    q_value: np.ndarray  # p_value times the family's size, at most 1
+    p_value: np.ndarray  # of "no difference", the comparison's own: the t-test's, or 1 over its e-value
+    q_value: np.ndarray  # p_value times K/|S|, at most 1
     sem: np.ndarray  # the standard errors decided on and shown: each no smaller than its moderated one
+    selected: np.ndarray  # |S| along the last axis (kept as an axis of one; at least 1): the intervals' α·|S|/K
 
 
 def family_size(sem: np.ndarray) -> np.ndarray:
@@ -142,46 +110,74 @@ def family_size(sem: np.ndarray) -> np.ndarray:
     return np.maximum((~np.isnan(sem)).sum(axis=-1, keepdims=True), 1)
 
 
-def decide_sequential(mean: np.ndarray, sem: np.ndarray, df: np.ndarray, alpha: float = 0.05) -> Sequenced:
-    """The interval and the verdict read off it, of each comparison (log-scale ``mean``, ``sem``, ``df``: n - 1
-    for n paired rounds; NaN sem: no interval), the family of K along the last axis.
-
-    Each interval is the comparison's confidence sequence at α·|S|/K, where S is the set of comparisons those
-    intervals decide (the e-BY procedure of Xu, Wang and Ramdas, 2022: for any selection, e-value intervals at
-    that level keep the false coverage rate of the selected ones at α, under any dependence). S is found from
-    one (Bonferroni's α/K) upward: a narrower interval only decides more, so the largest consistent S is
-    reached in at most K steps. Each interval is at least a 95% sequence on its own, since |S| ≤ K."""
+def decide(mean: np.ndarray, sem: np.ndarray, df: np.ndarray, alpha: float = 0.05) -> Decided:
+    """A fixed run's interval and the verdict read off it, of each comparison (log-scale ``mean``, ``sem``,
+    ``df``; NaN sem: no interval): Student-t intervals at α·|S|/K (FCR-adjusted, ``_corrected``), each
+    standard error no smaller than its moderated one (``floored``)."""
     mean, df = np.asarray(mean, dtype=float), np.asarray(df, dtype=float)
     sem = floored(np.asarray(sem, dtype=float), df)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = 2 * special.stdtr(df, -np.abs(mean / sem))
+
+    def halfwidths(a: np.ndarray) -> np.ndarray:
+        return special.stdtrit(df, 1 - a / 2) * sem
+
+    return _corrected(mean, sem, p, alpha, halfwidths)
+
+
+def decide_sequential(mean: np.ndarray, sem: np.ndarray, df: np.ndarray, alpha: float = 0.05) -> Decided:
+    """A budget run's interval and the verdict read off it (``df``: n - 1 for n paired rounds): each interval
+    the comparison's confidence sequence at α·|S|/K (e-BY, Xu, Wang and Ramdas 2022: for any selection,
+    the largest consistent S included, e-value intervals at that level keep the false coverage rate of the
+    selected ones at α, under any dependence)."""
+    mean, df = np.asarray(mean, dtype=float), np.asarray(df, dtype=float)
+    sem = floored(np.asarray(sem, dtype=float), df)
+    p = anytime.p_values(mean / sem, df + 1)
+    return _corrected(mean, sem, p, alpha, lambda a: anytime.halfwidths(sem, df + 1, a))
+
+
+def _corrected(
+    mean: np.ndarray, sem: np.ndarray, p: np.ndarray, alpha: float, halfwidths: Callable[[np.ndarray], np.ndarray]
+) -> Decided:
+    """Each interval at α·|S|/K (``halfwidths`` of each comparison's α), S the comparisons they decide: from
+    |S| = K downward, since a wider interval only decides fewer, to the largest S its intervals agree with."""
     k = family_size(sem)
-    selected = np.ones_like(k)
+    selected = k
     for _ in range(sem.shape[-1] + 1):
-        half = anytime.halfwidths(sem, df + 1, np.broadcast_to(alpha * selected / k, sem.shape))
+        with np.errstate(invalid="ignore"):
+            half = halfwidths(np.broadcast_to(alpha * selected / k, sem.shape))
         low, high = mean - half, mean + half
         verdict = _read_off(low, high)
-        grown = np.maximum(selected, np.maximum((verdict != UNDECIDED).sum(axis=-1, keepdims=True), 1))
-        if np.array_equal(grown, selected):
+        shrunk = np.minimum(selected, np.maximum((verdict != UNDECIDED).sum(axis=-1, keepdims=True), 1))
+        if np.array_equal(shrunk, selected):
             break
-        selected = grown
-    p = anytime.p_values(mean / sem, df + 1)
-    return Sequenced(verdict, low, high, p, np.minimum(p * k / selected, 1.0), sem)
+        selected = shrunk
+    return Decided(verdict, low, high, p, np.minimum(p * k / selected, 1.0), sem, selected)
 
 
 def _read_off(low: np.ndarray, high: np.ndarray) -> np.ndarray:
     """The verdict an interval gives against the band: ≈ inside it, slower or faster wholly below or above ×1."""
-    equivalent = (low >= -BAND) & (high <= BAND)
-    return np.where(equivalent, EQUIVALENT, np.where(high < 0, SLOWER, np.where(low > 0, FASTER, UNDECIDED)))
+    with np.errstate(invalid="ignore"):
+        equivalent = (low >= -BAND) & (high <= BAND)
+        return np.where(equivalent, EQUIVALENT, np.where(high < 0, SLOWER, np.where(low > 0, FASTER, UNDECIDED)))
 
 
-def judge_sequential(comparisons: Sequence[LogRatio], confidence: float = 0.95) -> list[Judged]:
-    """``judge`` of a run whose data decided when it stopped: intervals valid at any stop, verdicts read off them."""
+def judge(comparisons: Sequence[LogRatio], confidence: float = 0.95, sequential: bool = False) -> list[Judged]:
+    """Every comparison of a run at once: one family, one correction, one interval each, the verdict read off
+    it; ``sequential``: the run's data decided when it stopped, so each interval is a confidence sequence."""
+    if not comparisons:
+        return []
     columns = np.array([(c.mean, c.sem, c.df) for c in comparisons], dtype=float).T
-    d = decide_sequential(columns[0], columns[1], columns[2], 1 - confidence)
+    d = (decide_sequential if sequential else decide)(columns[0], columns[1], columns[2], 1 - confidence)
+    rows = zip(
+        comparisons, columns[0].tolist(), d.low.tolist(), d.high.tolist(), d.p_value.tolist(),
+        d.verdict.tolist(), d.q_value.tolist(), strict=True,
+    )  # fmt: skip
     out = []
-    for i, c in enumerate(comparisons):
-        m, low, high = columns[0][i], float(d.low[i]), float(d.high[i])
-        ratio = Ratio(math.exp(m), math.exp(low), math.exp(high), float(d.p_value[i])) if low == low else _bare(m)
-        out.append(Judged(ratio, str(d.verdict[i]), float(d.q_value[i]), c.note, c.paired))
+    for c, m, low, high, p, verdict, q in rows:
+        # math.exp rather than numpy's, which may round the last digit otherwise (analysis/stats.py).
+        ratio = Ratio(math.exp(m), math.exp(low), math.exp(high), p) if low == low else _bare(m)
+        out.append(Judged(ratio, str(verdict), q, c.note, c.paired))
     return out
 
 
@@ -238,12 +234,13 @@ def _trigamma_inverse(x: np.ndarray) -> np.ndarray:
 
 # How a verdict marks a ratio in the tables (legend: LEGEND).
 MARKS = {SLOWER: "↓", FASTER: "↑", EQUIVALENT: "≈", UNDECIDED: "?"}
-LEGEND = "↓ slower, ↑ faster (named: significant after the run's correction and ≥5%), ≈ within ±5% (shown), ? undecided"
-# A budget run's verdicts are read off their intervals alone, which hold whenever the run stopped.
-SEQUENTIAL_LEGEND = (
+# Every verdict is read off its interval alone, corrected over the run's comparisons (the module's docstring).
+LEGEND = (
     "↓ slower, ↑ faster (the whole interval below or above ×1), ≈ (the whole interval inside ±5%), ? undecided; "
-    "the intervals hold whenever the run stops"
+    "intervals corrected over the run's comparisons"
 )
+# A budget run's intervals also hold whenever the run stopped.
+SEQUENTIAL_LEGEND = LEGEND + ", valid whenever the run stops"
 
 
 def legend(sequential: bool) -> str:
@@ -253,6 +250,26 @@ def legend(sequential: bool) -> str:
 def material(r: Ratio) -> bool:
     """At least MATERIAL away from ×1 (the point estimate)."""
     return r.ratio == r.ratio and r.ratio > 0 and abs(math.log(r.ratio)) >= BAND
+
+
+# The ratios a verdict is read against: the band's edges and ×1.
+THRESHOLDS = (1 / (1 + MATERIAL), 1.0, 1 + MATERIAL)
+
+
+def bound_text(x: float, least: int = 2) -> str:
+    """An interval's bound with ``least`` decimals, or more where fewer would put it on the other side of, or
+    onto, a threshold (×0.998 is not "1.00"): so the verdict follows from the printed interval too."""
+    for places in range(least, 7):
+        text = f"{x:.{places}f}"
+        printed = float(text)
+        if all((printed < t) == (x < t) and (printed > t) == (x > t) for t in THRESHOLDS):
+            return text
+    return text
+
+
+def bounds_text(low: float, high: float, least: int = 2, sep: str = "-") -> str:
+    """``0.78-0.99``, ``0.66-0.998``: an interval as the verdict was read off it (``bound_text``)."""
+    return f"{bound_text(low, least)}{sep}{bound_text(high, least)}"
 
 
 def level_text(confidence: float) -> str:
@@ -267,7 +284,7 @@ def shown(verdict: str, r: Ratio, confidence: float = 0.95, note: str = "") -> s
         return f"undecided (×{r.ratio:.2f}, {note or 'no interval'})" if r.ratio == r.ratio else "undecided"
     if math.isinf(r.ci_high):
         return f"undecided (×{r.ratio:.2f}, too few rounds yet to bound it)"
-    interval = f"×{r.ratio:.2f}, {level_text(confidence)} {r.ci_low:.2f}-{r.ci_high:.2f}"
+    interval = f"×{r.ratio:.2f}, {level_text(confidence)} {bounds_text(r.ci_low, r.ci_high)}"
     if verdict in DIFFERENT:
         return f"{100 * (r.ratio - 1):+.0f}% ({interval})"
     return f"{'≈' if verdict == EQUIVALENT else 'undecided'} ({interval})"

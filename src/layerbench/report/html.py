@@ -16,7 +16,7 @@ from markupsafe import Markup, escape
 
 from layerbench.analysis import explain, flame
 from layerbench.analysis.overhead import BYTE_METRICS, UNITS, CellResult
-from layerbench.analysis.verdicts import FASTER, MARKS, SLOWER
+from layerbench.analysis.verdicts import FASTER, MARKS, SLOWER, bounds_text
 from layerbench.core.version import VERSION
 from layerbench.report import flamegraph
 from layerbench.report.view import RunView
@@ -267,7 +267,7 @@ def cell_html(r: CellResult) -> Markup:
         parts.append('<span class="base">baseline</span>')
     elif q.ratio == q.ratio:
         cls = {SLOWER: "bad", FASTER: "good"}.get(r.verdict, "")
-        ci = f' <span class="ci">[{q.ci_low:.2f}–{q.ci_high:.2f}]</span>' if q.ci_low == q.ci_low else ""
+        ci = f' <span class="ci">[{bounds_text(q.ci_low, q.ci_high, sep="–")}]</span>' if q.ci_low == q.ci_low else ""
         parts.append(f'<span class="{cls}" title="{r.verdict}">×{q.ratio:.2f}{MARKS.get(r.verdict, "")}</span>{ci}')
     if r.flags:
         names = ", ".join(str(escape(f.name)) for f in r.flags)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from layerbench.analysis.overhead import BYTE_METRICS, UNITS, CellResult
-from layerbench.analysis.verdicts import MARKS, legend
+from layerbench.analysis.verdicts import MARKS, bounds_text, legend
 from layerbench.store.db import RefusedRow, RunRow
 
 
@@ -21,7 +21,7 @@ def cell_md(r: CellResult) -> str:
     elif q.ratio == q.ratio:
         text += f" **×{q.ratio:.2f}**{MARKS.get(r.verdict, '')}"
         if q.ci_low == q.ci_low:
-            text += f" [{q.ci_low:.2f}–{q.ci_high:.2f}]"
+            text += f" [{bounds_text(q.ci_low, q.ci_high, sep='–')}]"
     if r.flags:
         text += " ⚑"
     return text

@@ -17,7 +17,7 @@ from layerbench.analysis.overhead import BYTE_METRICS, UNITS, CellResult
 from layerbench.analysis.ratio_table import RatioTable
 from layerbench.analysis.remote import AddedLatency
 from layerbench.analysis.scaling import Scaling
-from layerbench.analysis.verdicts import EQUIVALENT, FASTER, LEGEND, MARKS, SLOWER, legend, shown
+from layerbench.analysis.verdicts import EQUIVALENT, FASTER, LEGEND, MARKS, SLOWER, bounds_text, legend, shown
 from layerbench.records.checks import MEANINGS
 from layerbench.report.view import CellOptions, RunComparison, RunView
 from layerbench.store.db import RefusedRow
@@ -336,7 +336,7 @@ def advice_lines(a: Advised) -> list[str]:
     if a.chance:
         out.append(
             f"Not acted on: {len(a.chance)} material difference(s) no more than this run's many comparisons give by"
-            " chance (Benjamini-Hochberg, 5%); rerun those cells to tell:"
+            " chance (p below 5% alone, q not once corrected over them); rerun those cells to tell:"
         )
         out += [f"     - {c}" for c in a.chance]
     return out
@@ -389,15 +389,15 @@ def comparison_table(rows: Sequence[Comparison], run_a: str, run_b: str) -> Tabl
     """Per common cell: B/A with its interval and verdict (corrected over the cells compared); red where B is
     named slower, green where faster."""
     table = Table(
-        "cell", "n (A, B)", f"{run_b} / {run_a}", "95% CI", "p", "verdict",
+        "cell", "n (A, B)", f"{run_b} / {run_a}", "95% CI", "q", "verdict",
         title="comparison", title_justify="left", caption=LEGEND, caption_justify="left",
     )  # fmt: skip
     for r in rows:
         q = r.ratio
         style = VERDICT_STYLE.get(r.verdict, "")
         ratio_text = f"[{style}]×{q.ratio:.3f}[/]" if style else f"×{q.ratio:.3f}"
-        ci = f"{q.ci_low:.3f}–{q.ci_high:.3f}" if q.ci_low == q.ci_low else (r.note or "n<2")
-        p = f"{q.p_value:.3g}" if q.p_value == q.p_value else "—"
+        ci = bounds_text(q.ci_low, q.ci_high, 3, "–") if q.ci_low == q.ci_low else (r.note or "n<2")
+        p = f"{r.q_value:.3g}" if r.q_value == r.q_value else "—"
         said = shown(r.verdict, q, note=r.note).split(" (")[0] if q.ratio == q.ratio else "—"
         table.add_row(r.label, f"{r.n_a}, {r.n_b}", ratio_text, ci, p, said)
     return table

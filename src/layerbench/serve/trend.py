@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from layerbench.analysis.verdicts import MATERIAL
+from layerbench.analysis.verdicts import MATERIAL, bounds_text
 from layerbench.serve.history import Point
 
 WIDTH, HEIGHT = 760, 300
@@ -75,7 +75,7 @@ def trend(points: list[Point]) -> Trend | None:
 def _mark(p: Point, x: float, y: Callable[[float], float]) -> Mark:
     r = p.ratio
     has_ci = _finite(r.ci_low) and _finite(r.ci_high)
-    ci = f" [{r.ci_low:.2f}–{r.ci_high:.2f}]" if has_ci else ""
+    ci = f" [{bounds_text(r.ci_low, r.ci_high, sep='–')}]" if has_ci else ""
     day = dt.datetime.fromtimestamp(p.run.started_at, dt.UTC).strftime("%Y-%m-%d %H:%M")
     title = f"run {p.run.id} ({p.run.name}, {day} UTC): ×{r.ratio:.2f}{ci}, {p.verdict}"
     return Mark(x, y(r.ratio), y(r.ci_low) if has_ci else None, y(r.ci_high) if has_ci else None,
