@@ -23,7 +23,7 @@ from layerbench.spec.models import Cell, DeviceSpec, FioWorkload, StackSpec
 from layerbench.spec.rules import why_not
 from layerbench.spec.transports.rbd import ClusterSpec
 from layerbench.stack.remote.ceph import cli
-from layerbench.stack.remote.ceph.state import hdd_check, state_check
+from layerbench.stack.remote.ceph.state import degraded, hdd_check, state_check
 from layerbench.stack.target import Device, Target
 from layerbench.workloads import fio
 
@@ -99,15 +99,18 @@ def test_the_state_check_flags_a_trial_whose_cluster_was_not_in_its_state() -> N
 
 
 def test_the_settings_in_force_are_read_back_from_each_osd() -> None:
-    """Ceph's defaults on a device it takes for a hard disk, then what `cluster.recovery` set on every name."""
-    config = cli.parse_config_show((CEPH / "tell-osd.0-config-show.json").read_text())
+    """Ceph's defaults on a device it takes for a hard disk; and 2 s after a change, the manager's report of
+    them unchanged yet: why cluster.py waits until each OSD reports the spec's settings."""
+    config = cli.parse_config_show((CEPH / "config-show-with-defaults-osd.0.json").read_text())
     assert set(config) == set(cli.SETTINGS)
     assert float(config["osd_recovery_sleep_hdd"]) == pytest.approx(0.1) and float(config["osd_recovery_sleep"]) == 0
     assert (config["osd_max_backfills"], config["osd_recovery_max_active_hdd"]) == ("1", "3")
     assert int(config["osd_memory_target"]) == 896 * 2**20
-    given = cli.parse_config_show((CEPH / "tell-osd.0-config-show-recovery-set.json").read_text())
-    assert float(given["osd_recovery_sleep_hdd"]) == 0 and float(given["osd_recovery_sleep_ssd"]) == 0
-    assert (given["osd_max_backfills"], given["osd_recovery_max_active_hdd"]) == ("2", "8")
+    late = (CEPH / "config-show-with-defaults-osd.0-2s-after-set.json").read_text()
+    assert cli.parse_config_show(late, ["osd_max_backfills", "osd_recovery_sleep_hybrid"]) == {
+        "osd_max_backfills": "1",
+        "osd_recovery_sleep_hybrid": "0.025000",
+    }
     assert cli.parse_device_classes((CEPH / "osd-tree.json").read_text()) == {0: "hdd", 1: "hdd", 2: "hdd"}
 
 
@@ -203,3 +206,10 @@ def test_a_state_on_a_stack_with_servers_is_refused_not_run_healthy(full_caps: H
     said = why_not(StackSpec.model_validate({**fuse, "device": degraded, "server": "postgres"}), caps)
     assert said is not None and "cluster.state degraded" in said and "servers" in said
     assert why_not(StackSpec.model_validate({**fuse, "device": degraded}), caps) is None
+
+
+def test_a_degraded_state_is_reached_only_once_settled() -> None:
+    """Captured 3 s after an OSD was killed: PGs still stale in the manager's map (status-osd-down.json)."""
+    assert degraded(cli.parse_status((CEPH / "status-degraded.json").read_text()))
+    assert not degraded(cli.parse_status((CEPH / "status-osd-down.json").read_text()))
+    assert not degraded(cli.parse_status((CEPH / "status-healthy.json").read_text()))

@@ -7,6 +7,7 @@ interpreter: the command-line tools are the interface."""
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -162,8 +163,9 @@ def parse_osd_metadata(text: str) -> dict[int, dict[str, str]]:
     return {int(o["id"]): {k: str(o.get(k, "")) for k in wanted} for o in json.loads(text)}
 
 
-# The settings a result about recovery depends on, read back from each OSD itself (`ceph tell osd.N config
-# show`: `ceph config show` answers from the manager's copy, seconds old, and without defaults): the
+# The settings a result about recovery depends on, as each OSD reports them (`ceph config show-with-defaults
+# osd.N`, from the manager: `ceph tell osd.N config show` needs the OSD's admin socket, whose path a deep
+# work directory makes too long for a UNIX socket; the report lags a change by seconds: cluster.py waits): the
 # plain name wins where it is not 0, else the one of the device class the OSD took (hdd, ssd, hybrid).
 SETTINGS = (
     "osd_recovery_sleep",
@@ -178,12 +180,10 @@ SETTINGS = (
 )
 
 
-def parse_config_show(text: str) -> dict[str, str]:
-    """`ceph tell osd.N config show --format json` (name → value), or `ceph config show-with-defaults osd.N`
-    (a list of name, value, source): the settings in force in that daemon (SETTINGS)."""
-    doc = json.loads(text)
-    pairs = doc.items() if isinstance(doc, dict) else ((o.get("name"), o.get("value")) for o in doc)
-    return {str(name): str(value) for name, value in pairs if name in SETTINGS}
+def parse_config_show(text: str, names: Collection[str] = SETTINGS) -> dict[str, str]:
+    """`ceph config show-with-defaults osd.N --format json` (each setting's name, value and source): the
+    named settings in force in that daemon."""
+    return {str(o["name"]): str(o["value"]) for o in json.loads(text) if o.get("name") in names}
 
 
 def parse_device_classes(text: str) -> dict[int, str]:

@@ -35,6 +35,7 @@ from layerbench.stack.target import BuildContext, Device
 HEALTHY_LIMIT_S = 180.0  # measured: 3 OSDs to HEALTH_OK, 33 PGs active+clean, in 23 s
 POLL_S = 1.0
 POOL = "lb"
+APPLIED_LIMIT_S = 60.0  # an OSD reports its settings to the manager every few seconds
 FILL_BYTES = 256 * 2**20  # written while an OSD is down (cluster.state recovering): 64 objects of 4 MiB
 USER = "admin"
 
@@ -67,7 +68,7 @@ def built(spec: DeviceSpec, cluster: ClusterSpec, link: LinkSpec, ctx: BuildCont
         stack.enter_context(_mgr(paths, ctx))
         osd_daemons = [stack.enter_context(_osd(paths, backing, host, ctx)) for backing, host in osds]
         _pool(paths.conf, cluster, ctx.runner)
-        recovery_set(paths.conf, cluster.recovery, ctx.runner)
+        recovery_set(paths.conf, cluster.recovery, [i for i, _ in osd_daemons], ctx.runner)
         healthy(paths.conf, ctx.runner)
         image_bytes = _image_bytes(local)
         image = stack.enter_context(_image(paths.conf, image_bytes, ctx))
@@ -197,11 +198,25 @@ RECOVERY_NAMES = {
 }  # fmt: skip
 
 
-def recovery_set(conf: Path, recovery: RecoverySpec | None, runner: Runner) -> None:
-    """The spec's recovery settings on every OSD, for every device class (``ceph config set osd``)."""
+def recovery_set(conf: Path, recovery: RecoverySpec | None, osd_ids: list[int], runner: Runner) -> None:
+    """The spec's recovery settings on every OSD, for every device class (``ceph config set osd``), once each
+    OSD reports them in force (what a trial records is that report: it lags a change by seconds)."""
+    wanted = {}
     for key, value in (recovery.given() if recovery else {}).items():
         for name in RECOVERY_NAMES[key]:
             cli.ceph(runner, conf, "config", "set", "osd", name, f"{value:g}")
+            wanted[name] = float(value)
+    deadline = time.monotonic() + APPLIED_LIMIT_S
+    for osd_id in osd_ids if wanted else []:
+        while not _in_force(conf, osd_id, wanted, runner):
+            if time.monotonic() > deadline:
+                raise PrerequisiteError(f"osd.{osd_id} does not report {wanted} in force after {APPLIED_LIMIT_S:.0f}s")
+            time.sleep(POLL_S)
+
+
+def _in_force(conf: Path, osd_id: int, wanted: dict[str, float], runner: Runner) -> bool:
+    found = cli.parse_config_show(cli.ceph(runner, conf, "config", "show-with-defaults", f"osd.{osd_id}"), wanted)
+    return all(name in found and float(found[name]) == value for name, value in wanted.items())
 
 
 def healthy(conf: Path, runner: Runner, limit_s: float = HEALTHY_LIMIT_S) -> cli.Status:

@@ -20,7 +20,7 @@ from layerbench.records.checks import Check
 from layerbench.records.info import ClusterInfo
 from layerbench.spec.transports import ClusterSpec
 from layerbench.stack.remote.ceph import cli
-from layerbench.stack.remote.ceph.cluster import POLL_S, POOL, Cluster, healthy, osd_up, settings
+from layerbench.stack.remote.ceph.cluster import FILL_BYTES, POLL_S, POOL, Cluster, healthy, osd_up, settings
 
 STATE_LIMIT_S = 180.0  # measured here: an OSD stopped is down with its PGs degraded within 10 s; back in 17 s
 RESTORE_LIMIT_S = 600.0  # recovery of a fill at hard-disk settings (0.1 s per operation) and the trial's writes
@@ -43,10 +43,14 @@ class States:
         conf = self.cluster.conf
         healthy(conf, self.runner)  # every trial starts from a healthy cluster, whatever the last one left
         self._settings = settings_in_force(conf, self.runner)  # read while every OSD answers
-        if self.spec.state != "healthy":
-            self._degrade()
-        if self.spec.state == "recovering":
-            self._recover()
+        try:
+            if self.spec.state != "healthy":
+                self._degrade()
+            if self.spec.state == "recovering":
+                self._recover()
+        except Exception:  # an interrupt is not waited on: the teardown stops the whole cluster
+            self._restore()  # the next trial starts from a healthy cluster, not from this one's half-state
+            raise
         self._start = cli.status(self.runner, conf)
 
     def _degrade(self) -> None:
@@ -54,15 +58,13 @@ class States:
         daemon.stop()
         # Ceph waits for peers to report a silent OSD; a stopped one is marked down now (rc: it may be already).
         self.runner(cli.ceph_argv(self.cluster.conf, "osd", "down", f"osd.{osd_id}"), timeout=cli.DEADLINE_S)
-        # Settled: no PG left stale (the manager's map of PGs lags the monitor's of OSDs by seconds).
-        wanted = lambda s: s.osds_up < s.osds and s.count("degraded") > 0 and s.active() and not s.count("stale")  # noqa: E731
-        reached(self._status, wanted, "degraded")
+        reached(self._status, degraded, "degraded")
 
     def _recover(self) -> None:
         """Data written while the OSD is down (the fill image, not the trial's), then the OSD back: recovery."""
         fill = f"{POOL}/{self.cluster.fill}"
         bench = ["bench", "--io-type", "write", "--io-size", "4M", "--io-threads", "4", "--io-pattern", "seq"]
-        cli.rbd(self.runner, self.cluster.conf, *bench, "--io-total", "256M", fill, timeout=300)
+        cli.rbd(self.runner, self.cluster.conf, *bench, "--io-total", f"{FILL_BYTES // 2**20}M", fill, timeout=300)
         osd_id, daemon = self.cluster.daemons[-1]
         daemon.start(lambda: osd_up(self.cluster.conf, osd_id, self.runner))
         now = reached(self._status, lambda s: s.osds_up == s.osds, "recovering")
@@ -73,21 +75,32 @@ class States:
 
     def leave(self) -> tuple[ClusterInfo, list[Check]]:
         end = cli.status(self.runner, self.cluster.conf)
-        osd_id, daemon = self.cluster.daemons[-1]
-        if not daemon.up():
-            daemon.start(lambda: osd_up(self.cluster.conf, osd_id, self.runner))
-        healthy(self.cluster.conf, self.runner, RESTORE_LIMIT_S)
+        osd_id = self._restore()
         start = self._start
         assert start is not None  # enter() ran
         stopped = f"osd.{osd_id}" if self.spec.state != "healthy" else None
         info = ClusterInfo(self.spec.state, stopped, start.to_json(), end.to_json(), self._settings)
         return info, [state_check(self.spec.state, start, end), hdd_check(self._settings, self._kinds(), self.spec)]
 
+    def _restore(self) -> int:
+        """The stopped OSD started again and the cluster healthy (recovery done); the OSD's id."""
+        osd_id, daemon = self.cluster.daemons[-1]
+        if not daemon.up():
+            daemon.start(lambda: osd_up(self.cluster.conf, osd_id, self.runner))
+        healthy(self.cluster.conf, self.runner, RESTORE_LIMIT_S)
+        return osd_id
+
     def _status(self) -> cli.Status:
         return cli.status(self.runner, self.cluster.conf)
 
     def _kinds(self) -> set[str]:
         return {backing.kind for backing, _ in self.cluster.osds}
+
+
+def degraded(s: cli.Status) -> bool:
+    """An OSD down, PGs degraded, every PG active (the pool takes writes) and none stale: settled (the manager's
+    map of PGs lags the monitor's of OSDs by seconds)."""
+    return s.osds_up < s.osds and s.count("degraded") > 0 and s.active() and not s.count("stale")
 
 
 def reached(status: Callable[[], cli.Status], wanted: Callable[[cli.Status], bool], name: str) -> cli.Status:
@@ -110,7 +123,7 @@ def settings_in_force(conf: Path, runner: Runner) -> dict[str, object]:
     assert isinstance(meta, dict)
     osds = {}
     for osd_id, said in sorted(meta.items()):
-        config = cli.parse_config_show(cli.ceph(runner, conf, "tell", f"osd.{osd_id}", "config", "show"))
+        config = cli.parse_config_show(cli.ceph(runner, conf, "config", "show-with-defaults", f"osd.{osd_id}"))
         osds[f"osd.{osd_id}"] = {**said, "device_class": classes.get(osd_id, ""), **config}
     return {**found, "osds": osds}
 
