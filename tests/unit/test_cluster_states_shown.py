@@ -26,7 +26,7 @@ from layerbench.store.db import Store
 from layerbench.store.read import load
 
 CEPH = Path(__file__).parent.parent / "data" / "ceph" / "16.2.15"
-READ_BACK = "67108864 bytes read back and verified (crc32c)"
+READ_BACK = "67108864 bytes read back and verified"
 
 
 def _device(state: str) -> dict[str, object]:

@@ -13,9 +13,8 @@ from layerbench.errors import LayerbenchError
 from layerbench.records.trial import TrialRecord
 from layerbench.run.kinds.single import Outcome, record
 from layerbench.run.schedule import Trial
-from layerbench.spec.models import FioWorkload
 from layerbench.stack.target import Target, TrialStates
-from layerbench.workloads import fio
+from layerbench.workloads import fio, registry
 
 STATE_ERRORS = (LayerbenchError, OSError)
 VERIFY_LIMIT_S = 1800.0  # reading back the whole region after recovery
@@ -48,17 +47,17 @@ def in_state(target: object, trial: Trial, run: Callable[[], TrialRecord]) -> Tr
 def read_back(target: Target, trial: Trial, rec: TrialRecord) -> TrialRecord:
     """A verify workload's blocks read back now the cluster has recovered (fio's ``--verify_only`` replays the
     writes' offsets and checks each block; without ``--do_verify=1`` it reads nothing and says nothing)."""
-    w = trial.cell.workload
-    if not isinstance(w, FioWorkload) or w.verify is None:
+    argv = registry.of(trial.cell.workload).read_back_argv(trial.cell.workload, rec.argv)
+    if argv is None:
         return rec
-    done = target.run(fio.verify_only_argv(rec.argv), VERIFY_LIMIT_S)
+    done = target.run(argv, VERIFY_LIMIT_S)
     if done.rc != 0:
         said = fio.verify_error(done.stdout + done.stderr) or done.stderr.strip()[-2000:]
         return _failed(rec, "verify-failed", f"reading back the trial's blocks after it: {said}")
     read = fio.verified_bytes(done.stdout)
     if read == 0:  # fio's read-back can succeed having read nothing (without --do_verify=1): never a pass
         return _failed(rec, "verify-failed", "reading back the trial's blocks after it: fio read nothing")
-    said = f"{read} bytes read back and verified ({w.verify})"
+    said = f"{read} bytes read back and verified"
     if rec.info.cluster is None:
         return replace(rec, info=replace(rec.info, verified=said))
     return replace(rec, info=replace(rec.info, cluster=replace(rec.info.cluster, verified_after=said)))
