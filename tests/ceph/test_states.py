@@ -62,6 +62,9 @@ def test_degraded_and_recovering_trials_run_in_their_state_record_it_and_lose_no
         settings = cluster["settings"]["osds"]
         assert set(settings) == {"osd.0", "osd.1", "osd.2"}
         assert all(float(o["osd_recovery_sleep_hdd"]) == 0 for o in settings.values()), settings
+        # Sampled while it ran, beside the host's series: at least once, as it started.
+        up = [value for series, value in trial["monitor"] if series == "ceph.osds_up"]
+        assert up and all(v == (2 if state == "degraded" else 3) for v in up), trial["monitor"]
         if state == "degraded":
             assert (start["osds_up"], end["osds_up"]) == (2, 2)
             assert _pgs(start, "degraded") > 0 and start["degraded_objects"] >= 0
@@ -85,10 +88,12 @@ def _trials(db_path: Path) -> dict[str, dict]:
     with sqlite3.connect(db_path) as db:
         rows = db.execute(sql).fetchall()
         checks = db.execute("SELECT trial_id, name, status, detail FROM checks").fetchall()
+        points = db.execute("SELECT trial_id, series, value FROM monitor WHERE series LIKE 'ceph.%'").fetchall()
     return {
         label: {
             "status": status, "category": category, "stderr": stderr, "info": json.loads(info),
             "checks": [{"name": n, "status": s, "detail": d} for tid, n, s, d in checks if tid == trial_id],
+            "monitor": [(series, value) for tid, series, value in points if tid == trial_id],
         }
         for label, trial_id, status, category, stderr, info in rows
     }  # fmt: skip

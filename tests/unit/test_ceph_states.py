@@ -23,7 +23,7 @@ from layerbench.spec.models import Cell, DeviceSpec, FioWorkload, StackSpec
 from layerbench.spec.rules import why_not
 from layerbench.spec.transports.rbd import ClusterSpec
 from layerbench.stack.remote.ceph import cli
-from layerbench.stack.remote.ceph.state import degraded, hdd_check, state_check
+from layerbench.stack.remote.ceph.state import degraded, hdd_check, series, state_check
 from layerbench.stack.target import Device, Target
 from layerbench.workloads import fio
 
@@ -213,3 +213,15 @@ def test_a_degraded_state_is_reached_only_once_settled() -> None:
     assert degraded(cli.parse_status((CEPH / "status-degraded.json").read_text()))
     assert not degraded(cli.parse_status((CEPH / "status-osd-down.json").read_text()))
     assert not degraded(cli.parse_status((CEPH / "status-healthy.json").read_text()))
+
+
+def test_a_status_sampled_during_a_trial_is_the_monitors_points() -> None:
+    status = cli.parse_status((CEPH / "status-recovering-later.json").read_text())
+    later = {name: value for name, value, _ in series(status)}
+    assert later == {
+        "ceph.osds_up": 3.0,
+        "ceph.pgs_active_clean": 11.0,
+        "ceph.pgs_degraded": 17.0,
+        "ceph.degraded_objects": 44.0,
+        "ceph.recovering_bps": 14673147.0,
+    }

@@ -1,7 +1,8 @@
 """A trial on a device whose cell names a state (a Ceph cluster degraded or recovering, stack/target.TrialStates):
-the state entered before the trial, read and left after it, recorded with the trial (``info.cluster``) with its
-checks; and a workload that verifies what it wrote (fio's ``verify``) reads every block back once the cluster is
-healthy again, so a block lost across the fault fails the trial with fio's own words (the offset)."""
+the state entered before the trial, sampled during it (run/measure/state_sampler.py: monitor points), read and
+left after it, recorded with the trial (``info.cluster``) with its checks; and a workload that verifies what it
+wrote (fio's ``verify``) reads every block back once the cluster is healthy again, so a block lost across the
+fault fails the trial with fio's own words (the offset)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dataclasses import replace
 from layerbench.errors import LayerbenchError
 from layerbench.records.trial import TrialRecord
 from layerbench.run.kinds.single import Outcome, record
+from layerbench.run.measure.state_sampler import StateSampler
 from layerbench.run.schedule import Trial
 from layerbench.stack.target import Target, TrialStates
 from layerbench.workloads import fio, registry
@@ -35,7 +37,9 @@ def in_state(target: object, trial: Trial, run: Callable[[], TrialRecord]) -> Tr
         states.enter()
     except STATE_ERRORS as exc:
         return record(trial, started, Outcome(category="state-error", stderr=f"entering the cell's state: {exc}"))
-    rec = run()
+    with StateSampler(states) as sampler:
+        rec = run()
+    rec = replace(rec, monitor=[*rec.monitor, *sampler.points])
     try:
         cluster, checks = states.leave()
     except STATE_ERRORS as exc:

@@ -43,10 +43,13 @@ class BuildContext:
 
 class TrialStates(Protocol):
     """A device whose cell names a state for each trial (a Ceph cluster with an OSD down: stack/remote/ceph/
-    state.py): ``enter`` puts it there before the trial's run, ``leave`` reads what the trial left and brings it
-    back to normal, answering what to record and the checks on it. Either raises where it cannot."""
+    state.py): ``enter`` puts it there before the trial's run, ``sample`` reads it during the run, ``leave`` reads
+    what the trial left and brings it back to normal, answering what to record and the checks on it. Each
+    raises where it cannot."""
 
     def enter(self) -> None: ...
+
+    def sample(self) -> list[tuple[str, float, str]]: ...  # while the trial runs: (series, value, unit)
 
     def leave(self) -> tuple[ClusterInfo, list[Check]]: ...
 

@@ -124,8 +124,8 @@ def parse_status(text: str) -> Status:
     )
 
 
-def status(runner: Runner, conf: Path) -> Status:
-    return parse_status(ceph(runner, conf, "status"))
+def status(runner: Runner, conf: Path, timeout: float = DEADLINE_S) -> Status:
+    return parse_status(ceph(runner, conf, "status", timeout=timeout))
 
 
 def parse_osd_id(text: str) -> int:

@@ -23,6 +23,7 @@ from layerbench.stack.remote.ceph import cli
 from layerbench.stack.remote.ceph.cluster import FILL_BYTES, POLL_S, POOL, Cluster, healthy, osd_up, settings
 
 STATE_LIMIT_S = 180.0  # measured here: an OSD stopped is down with its PGs degraded within 10 s; back in 17 s
+SAMPLE_DEADLINE_S = 10.0  # a sample during a trial: a late one is a gap, not a wait
 RESTORE_LIMIT_S = 600.0  # recovery of a fill at hard-disk settings (0.1 s per operation) and the trial's writes
 # Device kinds layerbench makes that are no hard disk, whatever the kernel says of the disk beneath a loop file.
 NOT_HARD_DISKS = {"loop": "loop devices (files)", "zram": "zram (memory)", "ram": "ram disks", "null": "null_blk"}
@@ -73,6 +74,10 @@ class States:
                 f"cluster.state recovering: recovery had ended before the trial could start ({now.said()})"
             )
 
+    def sample(self) -> list[tuple[str, float, str]]:
+        """The cluster's state as a monitor's points, while the trial runs."""
+        return series(cli.status(self.runner, self.cluster.conf, SAMPLE_DEADLINE_S))
+
     def leave(self) -> tuple[ClusterInfo, list[Check]]:
         end = cli.status(self.runner, self.cluster.conf)
         osd_id = self._restore()
@@ -95,6 +100,17 @@ class States:
 
     def _kinds(self) -> set[str]:
         return {backing.kind for backing, _ in self.cluster.osds}
+
+
+def series(s: cli.Status) -> list[tuple[str, float, str]]:
+    """A status as the monitor's points: what recovery's progress is read from beside the trial's throughput."""
+    return [
+        ("ceph.osds_up", float(s.osds_up), "OSDs"),
+        ("ceph.pgs_active_clean", float(s.pg_states.get("active+clean", 0)), "PGs"),
+        ("ceph.pgs_degraded", float(s.count("degraded")), "PGs"),
+        ("ceph.degraded_objects", float(s.degraded_objects), "objects"),
+        ("ceph.recovering_bps", float(s.recovering_bytes_per_sec), "B/s"),
+    ]
 
 
 def degraded(s: cli.Status) -> bool:
