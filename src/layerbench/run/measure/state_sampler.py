@@ -14,6 +14,7 @@ from layerbench.records.trial import MonitorPoint
 from layerbench.stack.target import TrialStates
 
 SAMPLE_S = 5.0
+JOIN_S = 30.0  # a sample under way when the trial ends: its `ceph status` has a deadline of 10 s
 
 
 class StateSampler:
@@ -34,7 +35,7 @@ class StateSampler:
 
     def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
         self._stop.set()
-        self._thread.join()
+        self._thread.join(JOIN_S)
 
     def _loop(self) -> None:
         """One sample as the trial starts (a short trial has one), then one every interval until it ends."""
