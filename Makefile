@@ -91,8 +91,9 @@ test-k8s: setup apt-test bytecode apt-k8s k8s
 	$(TIER) $(BUDGET_K8S) $(PYTEST) tests/k8s
 
 # The Ceph tier: tests/ceph builds Ceph clusters of three OSDs here from the distribution's daemons (each
-# OSD on a storage host of its own), runs fio through librbd and rbd-fuse, kills a run and cleans up; about
-# 4 minutes, kept out of `make test` (each cluster takes both cores and about 3 GB of memory under load).
+# OSD on a storage host of its own), runs fio through librbd and rbd-fuse, degraded and recovering, kills a run
+# and cleans up; about 7 minutes, kept out of `make test` (each cluster takes both cores and about 3 GB of
+# memory under load).
 test-ceph: setup apt-test bytecode
 	$(TIER) $(BUDGET_CEPH) $(PYTEST) tests/ceph
 

@@ -41,6 +41,7 @@ from layerbench.spec.models import (
 )
 from layerbench.spec.sizes import parse_size
 from layerbench.spec.transports import ClusterSpec
+from layerbench.spec.transports.rbd import RecoverySpec
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "reference" / "spec.md"
 
@@ -51,6 +52,7 @@ SECTIONS: list[tuple[str, str, type[BaseModel]]] = [
     ("`device.remote`", "device-remote", RemoteSpec),
     ("`device.remote.link`", "device-remote-link", LinkSpec),
     ("`device.remote.cluster`", "device-remote-cluster", ClusterSpec),
+    ("`device.remote.cluster.recovery`", "device-remote-cluster-recovery", RecoverySpec),
     ("`stacks[]`", "stacks", StackSpec),
     ("`stacks[].filesystem`", "stacks-filesystem", FilesystemSpec),
     ("`stacks[].engine`", "stacks-engine", EngineSpec),

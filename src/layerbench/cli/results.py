@@ -97,6 +97,8 @@ def print_run(
         console.print(terminal.limits_table(v.limits))
     if v.job_options:
         console.print(terminal.job_options_table(v.job_options))
+    if v.cluster_states:
+        console.print(terminal.cluster_states_table(v.cluster_states))
     flags = terminal.flags_table(v.results) if checks else None
     if flags:
         console.print(flags)

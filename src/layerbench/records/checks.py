@@ -28,5 +28,7 @@ MEANINGS = {
     "client-errors": "the database refused operations, and the client's throughput counts them",
     "clients-in-step": "the clients started or finished apart: their load overlapped for less than the runtime",
     "workload-file": "layerbench set some of the YCSB workload file's properties otherwise (threads, time, binding)",
+    "cluster-state": "the Ceph cluster was not in the state its cell names when the trial ran",
+    "ceph-hdd-settings": "Ceph's OSDs took hard-disk settings on a device that is no hard disk: recovery is throttled",
     "shared-machine": "the clients' nodes are one machine: their total is one machine's, not as many machines'",
 }

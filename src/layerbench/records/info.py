@@ -193,6 +193,41 @@ class Attempt:
 
 
 @dataclass(frozen=True)
+class ClusterInfo:
+    """A trial on a cluster of storage daemons layerbench built (Ceph: stack/remote/ceph/state.py): the state
+    its cell asked for, the daemon stopped for it, the cluster's state as the trial began and as it ended (health,
+    OSDs up and in, PGs by state, degraded objects, recovery rate), the settings in force read back from the
+    daemons, and what reading back a verify workload's blocks after the cluster recovered said."""
+
+    state: str | None = None  # healthy, degraded, recovering
+    stopped: str | None = None  # the daemon stopped for the trial ("osd.2")
+    start: dict[str, Any] | None = None
+    end: dict[str, Any] | None = None
+    settings: dict[str, Any] | None = None
+    verified_after: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ClusterInfo:
+        known, extra = split(cls, data)
+        return cls(**known, extra=extra)
+
+    def to_json(self) -> JsonObject:
+        return dumped(self)
+
+    def note(self) -> str:
+        """``degraded: 11/33 PGs degraded, 2/3 OSDs up`` as the trial began: what a result is shown beside."""
+        start = self.start or {}
+        pgs, states = start.get("pgs", 0), start.get("pg_states", {})
+        degraded = sum(n for s, n in states.items() if "degraded" in s.split("+"))
+        recovering = sum(n for s, n in states.items() if {"recovering", "recovery_wait"} & set(s.split("+")))
+        parts = [f"{degraded}/{pgs} PGs degraded"] if degraded else []
+        parts += [f"{recovering}/{pgs} recovering"] if recovering else []
+        parts.append(f"{start.get('osds_up', '?')}/{start.get('osds', '?')} OSDs up")
+        return f"{self.state}: {', '.join(parts)}"
+
+
+@dataclass(frozen=True)
 class TrialInfo:
     """A trial's conditions: every key a trial kind writes, None where it did not write it.
 
@@ -202,7 +237,8 @@ class TrialInfo:
     ``latency_hdr`` (each operation's merged histogram, encoded), where its clients were timed ``clients_*``,
     and of a YCSB workload file ``overridden``. A trial of fio clients: ``clients``, ``clients_spread_ms``,
     ``clients_ran_ms``, ``runs_lost_a_log``. A job file's trial: ``job_options``. Any trial: ``disturbed`` (its
-    attempts measured again), ``profiled`` (True, or what the profiler said).
+    attempts measured again), ``profiled`` (True, or what the profiler said); on a cluster
+    layerbench built, ``cluster``.
     """
 
     precondition: Precondition | None = None
@@ -225,6 +261,8 @@ class TrialInfo:
     job_options: tuple[GivenOption, ...] | None = None
     disturbed: tuple[Attempt, ...] | None = None
     profiled: str | bool | None = None
+    cluster: ClusterInfo | None = None  # a trial on a cluster layerbench built: its state (ClusterInfo)
+    verified: str | None = None  # a verify workload's blocks, read back after the trial (its cluster's: there)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -252,4 +290,5 @@ _DECODERS = {
     "overridden": lambda props: {name: tuple(pair) for name, pair in props.items()},
     "disturbed": tuple_of(Attempt.from_json),
     "job_options": tuple_of(GivenOption.from_json),
+    "cluster": ClusterInfo.from_json,
 }

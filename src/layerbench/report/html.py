@@ -209,6 +209,7 @@ def _context(v: RunView, figs: list[Figure]) -> dict[str, Any]:
         "ratios": v.ratios,
         "refused": v.data.refused,
         "job_options": v.job_options,
+        "cluster_states": v.cluster_states,
         "scalings": v.scalings,
         "remote_latency": v.remote_latency,
         "findings": v.finding_lines,

@@ -19,7 +19,7 @@ from layerbench.analysis.remote import AddedLatency
 from layerbench.analysis.scaling import Scaling
 from layerbench.analysis.verdicts import EQUIVALENT, FASTER, LEGEND, MARKS, SLOWER, bounds_text, legend, shown
 from layerbench.records.checks import MEANINGS
-from layerbench.report.view import CellOptions, RunComparison, RunView
+from layerbench.report.view import CellOptions, RunComparison, RunView, TrialState
 from layerbench.store.db import RefusedRow
 from layerbench.store.read import StoredCell
 
@@ -170,6 +170,19 @@ def job_options_json(cells: Sequence[CellOptions]) -> list[dict[str, Any]]:
     return [{"cell_id": c.cell_id, "label": c.label, "options": [o.to_json() for o in c.options]} for c in cells]
 
 
+def cluster_states_table(states: Sequence[TrialState]) -> Table:
+    """Each trial on a cluster layerbench built: the cluster's state as it began, and a verify read-back's word."""
+    table = Table("cell", "#", "status", "cluster as the trial began", "read back", title="cluster state",
+                  title_justify="left")  # fmt: skip
+    for s in states:
+        table.add_row(escape(s.label), str(s.repetition), s.status, escape(s.note), escape(s.verified or "—"))
+    return table
+
+
+def cluster_states_json(states: Sequence[TrialState]) -> list[dict[str, Any]]:
+    return [plain(s) for s in states]
+
+
 def refused_table(refused: Sequence[RefusedRow]) -> Table:
     table = Table("refused stack", "reason", title="refused before running", title_justify="left")
     for label in dict.fromkeys((r.label.split(" · ")[0], r.reason) for r in refused):
@@ -283,6 +296,7 @@ def show_json(v: RunView) -> dict[str, Any]:
         "refused": [{"label": r.label, "reason": r.reason} for r in v.data.refused],
         "limits": v.limits,
         "job_options": job_options_json(v.job_options),
+        "cluster_states": cluster_states_json(v.cluster_states),
         "latency_ns": _records(v.fio_latency),
         "client_latency_us": _records(v.client_latency),
         "scaling": scaling_json(v.scalings),

@@ -45,6 +45,19 @@ class CellOptions:
 
 
 @dataclass(frozen=True)
+class TrialState:
+    """A trial on a cluster layerbench built: what state it ran in (its note, ``degraded: 11/33 PGs degraded,
+    2/3 OSDs up``), what a verify workload's read-back said, and the settings check's verdict."""
+
+    cell_id: str
+    label: str
+    repetition: int
+    status: str
+    note: str
+    verified: str | None
+
+
+@dataclass(frozen=True)
 class RunView:
     data: RunData
     results: list[CellResult]
@@ -66,6 +79,8 @@ class RunView:
     decided: Decisions | None = None
     # each job file's cell: what its workload gave fio and whom each option reached, once per cell
     job_options: list[CellOptions] = field(default_factory=list)
+    # each trial on a cluster layerbench built: the cluster's state as it began (records ClusterInfo)
+    cluster_states: list[TrialState] = field(default_factory=list)
 
     @property
     def finding_lines(self) -> list[str]:
@@ -115,7 +130,24 @@ def view(data: RunData) -> RunView:
         clients=clients.per_client(data.cells, data.samples),
         decided=decisions.of_run(data, family) if data.trials_rule.sequential else None,
         job_options=job_options(data.trials, data.cells),
+        cluster_states=cluster_states(data.trials, data.cells),
     )
+
+
+def cluster_states(trials: Sequence[StoredTrial], cells: Sequence[StoredCell]) -> list[TrialState]:
+    """Each trial's cluster state as it began, in the cells' order, where its trials recorded one."""
+    labels = {c.cell_id: c.label for c in cells}
+    order = {c.cell_id: i for i, c in enumerate(cells)}
+    out = []
+    for t in trials:
+        if isinstance(t.recorded, str) and '"cluster"' not in t.recorded:
+            continue  # most trials ran on no cluster: their conditions need no decoding
+        info = t.info.cluster
+        if info is not None:
+            note = info.note()
+            out.append(TrialState(t.cell_id, labels.get(t.cell_id, t.cell_id), t.repetition, t.status, note,
+                                  info.verified_after))  # fmt: skip
+    return sorted(out, key=lambda s: (order.get(s.cell_id, 0), s.repetition))
 
 
 def job_options(trials: Sequence[StoredTrial], cells: Sequence[StoredCell]) -> list[CellOptions]:

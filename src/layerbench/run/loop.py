@@ -23,6 +23,7 @@ from layerbench.run.kinds.single import Outcome as TrialOutcome
 from layerbench.run.kinds.single import record
 from layerbench.run.results import Results
 from layerbench.run.schedule import StackPlan, Trial, plan, plan_round
+from layerbench.run.states import in_state
 from layerbench.spec.matrix import Matrix
 from layerbench.spec.models import Cell, Experiment, Workload
 from layerbench.stack.build import PLACEMENT_LEVEL
@@ -226,12 +227,14 @@ def _attempt(rec: TrialRecord) -> Attempt:
 def _trial(
     kind: TrialKind, target: object, trial: Trial, prepared: dict, ctx: BuildContext, options: TrialOptions
 ) -> TrialRecord:
-    """One trial; with ``profile: cpu`` the first round's is profiled. Every profiled cell is profiled in the
+    """One trial, in its device's state where the cell names one (run/states.py); with ``profile: cpu`` the
+    first round's is profiled. Every profiled cell is profiled in the
     same round, so what perf costs the trial is a round's effect, which the paired ratios cancel."""
+    run = lambda: kind.run(target, trial, prepared, ctx, options.latency_log)  # noqa: E731
     if options.profile == "none" or trial.repetition != 0:
-        return kind.run(target, trial, prepared, ctx, options.latency_log)
+        return in_state(target, trial, run)
     with recording(ctx, workload_comms(trial.cell.workload), options.hz) as rec:
-        record = kind.run(target, trial, prepared, ctx, options.latency_log)
+        record = in_state(target, trial, run)
     info = dataclasses.replace(record.info, profiled=rec.notes[0] if rec.notes else True)
     return dataclasses.replace(record, profile=rec.profile, info=info)
 

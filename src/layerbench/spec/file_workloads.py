@@ -94,6 +94,12 @@ class FioWorkload(Frozen, WorkloadSpec):
         description="end the run once fio sees steady state, e.g. 'iops_slope:0.3%' (fio --steadystate)",
     )
     ss_dur_s: float = Field(default=10.0, gt=0, description="fio --ss_dur: the window steady state is judged on")
+    verify: Literal["crc32c", "md5", "sha256"] | None = Field(
+        default=None,
+        description="write each block with a checksum (fio's verify) and read every block back once the trial is "
+        "over (on a Ceph cluster degraded or recovering: once it is healthy again); a bad block fails the trial "
+        "with fio's words (its offset). Needs a write, time_based: false and numjobs: 1",
+    )
     sweep: dict[str, tuple[Any, ...]] | None = Field(
         default=None,
         description="numeric fields as axes, e.g. {size: [1M, 16M], bs: [4k, 64k]}: one workload per combination "
@@ -146,13 +152,32 @@ class FioWorkload(Frozen, WorkloadSpec):
                 raise ValueError(f"{opt_in}: applies to a job_file only")
         return self
 
+    @model_validator(mode="after")
+    def _verify_fits(self) -> FioWorkload:
+        """fio replays a pass's offsets to read them back: one job, one pass, and writes to check."""
+        if self.verify is None:
+            return self
+        if self.source_kind():
+            raise ValueError(f"verify: applies to workloads built from fields, not a {self.source_kind()}")
+        if self.rw in ("read", "randread"):
+            raise ValueError(
+                f"verify: needs a write to check; rw {self.rw} writes nothing (write, randwrite, rw, randrw)"
+            )
+        if self.time_based:
+            raise ValueError("verify: needs time_based: false (one pass over the file, which fio can read back)")
+        if self.numjobs != 1:
+            raise ValueError(
+                f"verify: needs numjobs: 1 (jobs on one file overwrite each other's blocks); given {self.numjobs}"
+            )
+        return self
+
     @model_serializer(mode="wrap")
     def _as_given(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # A job file takes only the command-line fields the user wrote (``given``): they dump only when written,
         # so a dump read back (a sweep's point, a resumed run's spec, a stored cell) gives the same ones. Other
         # workloads dump as before ``env`` existed: their cell ids (hashes) stay stable.
         data = handler(self)
-        for name in ("env", "job_file_digest"):
+        for name in ("env", "job_file_digest", "verify"):
             if data.get(name) is None:
                 data.pop(name, None)
         if self.job_file:

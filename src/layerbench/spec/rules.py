@@ -151,6 +151,10 @@ def host_has_remote(s: StackSpec, caps: HostCaps) -> str | None:
         return f"{client} is the client itself, with no block device here: filesystem none, native, raw only"
     if fio and s.limits.model_dump(exclude_none=True):
         return f"limits act on a block device and a cgroup; {client} reaches the export with neither"
+    cluster = remote.cluster_built()
+    if cluster is not None and cluster.state != "healthy" and (s.server is not None or s.clients is not None):
+        has = "servers" if s.server is not None else "clients"
+        return f"cluster.state {cluster.state}: applied around a file workload's trials; not yet to a stack with {has}"
     wanted = [STORAGE_HOST, *needs(remote.transport, remote.client)]
     wanted += [q for q in (qdisc_of(remote.link),) if q]
     for feature in wanted:

@@ -6,10 +6,12 @@ import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from layerbench.proc import Completed, Runner
+from layerbench.records.checks import Check
 from layerbench.records.facts import Facts
+from layerbench.records.info import ClusterInfo
 from layerbench.spec.profiles import Budget
 from layerbench.stack.ledger import Ledger
 from layerbench.stack.shared import Shared
@@ -39,12 +41,26 @@ class BuildContext:
     shared: Shared = field(default_factory=Shared, repr=False)  # what held stacks share: lower layers, images
 
 
+class TrialStates(Protocol):
+    """A device whose cell names a state for each trial (a Ceph cluster with an OSD down: stack/remote/ceph/
+    state.py): ``enter`` puts it there before the trial's run, ``sample`` reads it during the run, ``leave`` reads
+    what the trial left and brings it back to normal, answering what to record and the checks on it. Each
+    raises where it cannot."""
+
+    def enter(self) -> None: ...
+
+    def sample(self) -> list[tuple[str, float, str]]: ...  # while the trial runs: (series, value, unit)
+
+    def leave(self) -> tuple[ClusterInfo, list[Check]]: ...
+
+
 @dataclass(frozen=True)
 class Device:
     path: str  # /dev/loop3, /dev/zram1, /dev/nvme0n1
     kind: str
     size_bytes: int
     info: dict[str, Any] = field(default_factory=dict)
+    states: TrialStates | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -143,9 +143,35 @@ def argv(w: FioWorkload, path: str, path_is_device: bool, fio: str = "fio", lat_
         args.append("--unlink=1")  # the next trial writes a fresh file too
     if w.steadystate:
         args += [f"--steadystate={w.steadystate}", f"--ss_dur={_whole_s(w.ss_dur_s)}"]
+    if w.verify is not None:
+        # Each block written with its checksum, read back after the trial (verify_only_argv), from a known seed
+        # so the read-back replays the same offsets.
+        # fio saves a verify state file in its working directory unless told not to.
+        args += [f"--verify={w.verify}", "--do_verify=0", f"--randseed={VERIFY_SEED}", "--verify_state_save=0"]
     if lat_log is not None:
         args += fio_log.argv(lat_log, fio_log.interval_ms(w))
     return over_export(args)
+
+
+VERIFY_SEED = 20261207
+VERIFY_ERROR = re.compile(r"^verify: .*$", re.MULTILINE)
+
+
+def verify_only_argv(trial_argv: list[str]) -> list[str]:
+    """A verify workload's trial read back: fio replays its offsets and checks every block's checksum, stopping
+    at the first bad one. ``--verify_only`` without ``--do_verify=1`` reads nothing and reports success."""
+    return [*trial_argv, "--verify_only", "--do_verify=1", "--verify_fatal=1"]
+
+
+def verify_error(output: str) -> str | None:
+    """fio's own words for the first bad block ("verify: bad magic header 0, wanted acca at file F offset N...")."""
+    found = VERIFY_ERROR.search(output)
+    return found.group(0) if found else None
+
+
+def verified_bytes(stdout: str) -> int:
+    """What a read-back (verify_only_argv) read and checked."""
+    return sum(d.io_bytes for j in parse(stdout).jobs for k, d in j.directions.items() if k == "read")
 
 
 def _whole_s(seconds: float) -> str:

@@ -127,4 +127,5 @@ WORKLOAD = WorkloadType(
     uses_io_uring=lambda w: w.ioengine == "io_uring" and w.source_kind() is None,
     ramp_s=lambda w: w.ramp_s if w.source_kind() is None else 0.0,  # a job file's ramp is its own
     time_limit_s=time_limit_s,
+    read_back_argv=lambda w, argv: fio.verify_only_argv(argv) if w.verify else None,
 )

@@ -93,3 +93,6 @@ class WorkloadType:
     # The longest a trial may take, given the slack a trial allows beyond the tool's own time.
     time_limit_s: Callable[[Any, float], float] = lambda w, slack: slack
     quiet: QuietOutput | None = None
+    # A workload that checks what it wrote: the command reading its trial's data back (given the trial's own
+    # command), run after the trial (run/states.py); None where it checks nothing (fio without verify).
+    read_back_argv: Callable[[Any, list[str]], list[str] | None] = lambda w, argv: None

@@ -4,16 +4,41 @@ driver (krbd)."""
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Any, Literal, Self
 from urllib.parse import parse_qs, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from layerbench.spec.transports.row import ClientRow, TransportRow
 
 KIND = "rbd"
 SCHEME = "rbd://"
 MAX_OSDS = 9  # one storage host each: a test host runs a few, each OSD takes about 1 GB under load
+
+
+ClusterState = Literal["healthy", "degraded", "recovering"]
+
+
+class RecoverySpec(BaseModel):
+    """Ceph's recovery settings, set on every OSD before the trials (``ceph config set osd``); unset: Ceph's own,
+    which on a device the OSD takes for a hard disk include a 0.1 s sleep between recovery operations."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    osd_recovery_sleep: float | None = Field(
+        default=None, ge=0, le=10, description="seconds between recovery operations (for every device class)"
+    )
+    osd_recovery_max_active: int | None = Field(
+        default=None, ge=1, le=64, description="recovery operations at once per OSD (for every device class)"
+    )
+    osd_max_backfills: int | None = Field(default=None, ge=1, le=64, description="backfills at once per OSD")
+
+    def given(self) -> dict[str, float | int]:
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+    def label(self) -> str:
+        short = {"osd_recovery_sleep": "sleep", "osd_recovery_max_active": "active", "osd_max_backfills": "backfills"}
+        return ",".join(f"{short[k]}={v:g}" for k, v in self.given().items())
 
 
 class ClusterSpec(BaseModel):
@@ -27,6 +52,13 @@ class ClusterSpec(BaseModel):
         default=None, ge=1, le=MAX_OSDS, description="replicas a write needs; Ceph's default: size - size/2"
     )
 
+    state: ClusterState = Field(
+        default="healthy",
+        description="the cluster during each trial: healthy; degraded (one OSD stopped, its PGs degraded); "
+        "recovering (data written while degraded, the OSD back, the trial runs while recovery does)",
+    )
+    recovery: RecoverySpec | None = Field(default=None, description="Ceph's recovery settings for the OSDs")
+
     @model_validator(mode="after")
     def _fits(self) -> Self:
         if self.size > self.osds:
@@ -36,13 +68,43 @@ class ClusterSpec(BaseModel):
             )
         if self.min_size is not None and self.min_size > self.size:
             raise ValueError(f"device.remote.cluster.min_size {self.min_size} is more than cluster.size {self.size}")
+        return self._state_fits()
+
+    def _state_fits(self) -> Self:
+        """An OSD down leaves each PG size - 1 replicas: writes go on only while that is at least min_size."""
+        if self.state == "healthy":
+            return self
+        field = f"device.remote.cluster.state {self.state}"
+        if self.osds < 2 or self.size < 2:
+            raise ValueError(
+                f"{field} needs cluster.size >= 2 and cluster.osds >= 2 (one OSD is stopped, and its PGs "
+                f"go on from another replica); given osds {self.osds}, size {self.size}"
+            )
+        if self.writes_need() > self.size - 1:
+            raise ValueError(
+                f"{field} needs cluster.min_size < size: with one OSD down a PG has size - 1 = {self.size - 1} "
+                f"replicas and would stop taking writes (min_size {self.writes_need()})"
+            )
         return self
+
+    @model_serializer(mode="wrap")
+    def _as_before(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A healthy cluster with Ceph's recovery settings dumps as it did before the state existed: its cells'
+        # ids (hashes of the dump) stay those of runs already stored.
+        data = handler(self)
+        if data.get("state") == "healthy":
+            data.pop("state")
+        if data.get("recovery") is None:
+            data.pop("recovery", None)
+        return data
 
     def writes_need(self) -> int:
         return self.min_size if self.min_size is not None else self.size - self.size // 2
 
     def label(self) -> str:
-        return f"{self.osds}osd,size{self.size}/{self.writes_need()}"
+        state = "" if self.state == "healthy" else f",{self.state}"
+        recovery = f",recovery({self.recovery.label()})" if self.recovery and self.recovery.given() else ""
+        return f"{self.osds}osd,size{self.size}/{self.writes_need()}{state}{recovery}"
 
 
 def export_uri(conf: str, pool: str, image: str, user: str) -> str:

@@ -13,6 +13,7 @@ from layerbench.spec.models import DeviceSpec
 from layerbench.spec.transports import FIO_CLIENT, FUSE_CLIENT
 from layerbench.stack.ledger import Resource
 from layerbench.stack.remote.ceph import clients, cluster
+from layerbench.stack.remote.ceph.state import States
 from layerbench.stack.remote.needs import Need
 from layerbench.stack.target import BuildContext, Device
 
@@ -56,13 +57,14 @@ def built(spec: DeviceSpec, ctx: BuildContext) -> Iterator[Device]:
             "image": f"{c.pool}/{c.image}",
             "ceph": cluster.settings(c.conf, ctx.runner),
         }
+        states = States(c, plan, ctx.runner)  # each trial's cluster state, applied and recorded (state.py)
         if remote.client == FIO_CLIENT:
             dev = clients.fio_device(c)
-            yield Device(dev.path, dev.kind, dev.size_bytes, {**dev.info, **info})
+            yield Device(dev.path, dev.kind, dev.size_bytes, {**dev.info, **info}, states)
         else:
             make = clients.fuse_device if remote.client == FUSE_CLIENT else clients.kernel_device
             with make(c, ctx) as dev:
-                yield Device(dev.path, dev.kind, dev.size_bytes, {**dev.info, **info})
+                yield Device(dev.path, dev.kind, dev.size_bytes, {**dev.info, **info}, states)
 
 
 def _gone_with_its_cluster(res: Resource, runner: Runner) -> None:

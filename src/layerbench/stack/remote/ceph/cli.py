@@ -7,6 +7,7 @@ interpreter: the command-line tools are the interface."""
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,37 @@ class Status:
     osds_in: int
     pgs: int
     pg_states: dict[str, int]  # "active+clean" → count
+    degraded_objects: int = 0  # object copies missing (pgmap's degraded_objects of degraded_total)
+    degraded_total: int = 0
+    misplaced_objects: int = 0
+    recovering_bytes_per_sec: int = 0  # absent from the pgmap while nothing recovers
+
+    def count(self, word: str) -> int:
+        """Placement groups whose state names ``word`` (degraded, recovering, backfilling, undersized...)."""
+        return sum(n for state, n in self.pg_states.items() if word in state.split("+"))
+
+    def active(self) -> bool:
+        """Every placement group active: the pool takes reads and writes."""
+        return self.pgs > 0 and self.count("active") == self.pgs
+
+    def recovering(self) -> bool:
+        """Data still to recover: a PG recovering or waiting to, backfilling, or degraded."""
+        return any(self.count(w) for w in ("recovering", "recovery_wait", "backfilling", "backfill_wait", "degraded"))
+
+    def to_json(self) -> dict[str, object]:
+        """What a trial records of the cluster's state (run/: TrialInfo.cluster)."""
+        return {
+            "health": self.health,
+            "osds": self.osds,
+            "osds_up": self.osds_up,
+            "osds_in": self.osds_in,
+            "pgs": self.pgs,
+            "pg_states": dict(self.pg_states),
+            "degraded_objects": self.degraded_objects,
+            "degraded_total": self.degraded_total,
+            "misplaced_objects": self.misplaced_objects,
+            "recovering_bytes_per_sec": self.recovering_bytes_per_sec,
+        }
 
     def clean(self) -> bool:
         """HEALTH_OK, every OSD up and in, and every placement group active+clean."""
@@ -85,11 +117,15 @@ def parse_status(text: str) -> Status:
         osds_in=int(osdmap.get("num_in_osds", 0)),
         pgs=int(pgmap.get("num_pgs", 0)),
         pg_states=states,
+        degraded_objects=int(pgmap.get("degraded_objects", 0)),
+        degraded_total=int(pgmap.get("degraded_total", 0)),
+        misplaced_objects=int(pgmap.get("misplaced_objects", 0)),
+        recovering_bytes_per_sec=int(pgmap.get("recovering_bytes_per_sec", 0)),
     )
 
 
-def status(runner: Runner, conf: Path) -> Status:
-    return parse_status(ceph(runner, conf, "status"))
+def status(runner: Runner, conf: Path, timeout: float = DEADLINE_S) -> Status:
+    return parse_status(ceph(runner, conf, "status", timeout=timeout))
 
 
 def parse_osd_id(text: str) -> int:
@@ -125,3 +161,32 @@ def parse_osd_metadata(text: str) -> dict[int, dict[str, str]]:
     """`ceph osd metadata --format json`: each OSD's id → what it says of its device (class, rotational)."""
     wanted = ("hostname", "osd_objectstore", "bluestore_bdev_type", "rotational", "default_device_class")
     return {int(o["id"]): {k: str(o.get(k, "")) for k in wanted} for o in json.loads(text)}
+
+
+# The settings a result about recovery depends on, as each OSD reports them (`ceph config show-with-defaults
+# osd.N`, from the manager: `ceph tell osd.N config show` needs the OSD's admin socket, whose path a deep
+# work directory makes too long for a UNIX socket; the report lags a change by seconds: cluster.py waits): the
+# plain name wins where it is not 0, else the one of the device class the OSD took (hdd, ssd, hybrid).
+SETTINGS = (
+    "osd_recovery_sleep",
+    "osd_recovery_sleep_hdd",
+    "osd_recovery_sleep_ssd",
+    "osd_recovery_max_active",
+    "osd_recovery_max_active_hdd",
+    "osd_recovery_max_active_ssd",
+    "osd_max_backfills",
+    "osd_memory_target",
+    "osd_op_queue",
+)
+
+
+def parse_config_show(text: str, names: Collection[str] = SETTINGS) -> dict[str, str]:
+    """`ceph config show-with-defaults osd.N --format json` (each setting's name, value and source): the
+    named settings in force in that daemon."""
+    return {str(o["name"]): str(o["value"]) for o in json.loads(text) if o.get("name") in names}
+
+
+def parse_device_classes(text: str) -> dict[int, str]:
+    """`ceph osd tree --format json`: each OSD's id → the device class it took (hdd, ssd, nvme)."""
+    nodes = json.loads(text).get("nodes", [])
+    return {int(n["id"]): str(n.get("device_class", "")) for n in nodes if n.get("type") == "osd"}

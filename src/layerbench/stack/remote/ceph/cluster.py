@@ -23,6 +23,7 @@ from layerbench.errors import PrerequisiteError
 from layerbench.proc import Runner
 from layerbench.spec.models import DeviceSpec, LinkSpec
 from layerbench.spec.transports import ClusterSpec
+from layerbench.spec.transports.rbd import RecoverySpec
 from layerbench.stack.device import device
 from layerbench.stack.ledger import tracked
 from layerbench.stack.remote.ceph import cli, daemons
@@ -34,6 +35,8 @@ from layerbench.stack.target import BuildContext, Device
 HEALTHY_LIMIT_S = 180.0  # measured: 3 OSDs to HEALTH_OK, 33 PGs active+clean, in 23 s
 POLL_S = 1.0
 POOL = "lb"
+APPLIED_LIMIT_S = 60.0  # an OSD reports its settings to the manager every few seconds
+FILL_BYTES = 256 * 2**20  # written while an OSD is down (cluster.state recovering): 64 objects of 4 MiB
 USER = "admin"
 
 
@@ -44,6 +47,8 @@ class Cluster:
     image: str
     image_bytes: int
     osds: list[tuple[Device, StorageHost]]  # each OSD's backing device and its storage host
+    daemons: list[tuple[int, daemons.Daemon]]  # each OSD's id and its process, in the same order
+    fill: str | None = None  # an image written while an OSD is down (cluster.state recovering): data to recover
 
     @property
     def conf(self) -> Path:
@@ -61,13 +66,14 @@ def built(spec: DeviceSpec, cluster: ClusterSpec, link: LinkSpec, ctx: BuildCont
         _write_config(paths, mon_address, ctx.runner)
         stack.enter_context(_mon(paths, ctx))
         stack.enter_context(_mgr(paths, ctx))
-        for backing, host in osds:
-            stack.enter_context(_osd(paths, backing, host, ctx))
+        osd_daemons = [stack.enter_context(_osd(paths, backing, host, ctx)) for backing, host in osds]
         _pool(paths.conf, cluster, ctx.runner)
+        recovery_set(paths.conf, cluster.recovery, [i for i, _ in osd_daemons], ctx.runner)
         healthy(paths.conf, ctx.runner)
         image_bytes = _image_bytes(local)
         image = stack.enter_context(_image(paths.conf, image_bytes, ctx))
-        yield Cluster(paths, POOL, image, image_bytes, osds)
+        fill = stack.enter_context(_image(paths.conf, FILL_BYTES, ctx)) if cluster.state == "recovering" else None
+        yield Cluster(paths, POOL, image, image_bytes, osds, osd_daemons, fill)
 
 
 @contextmanager
@@ -145,12 +151,12 @@ def _mgr(paths: Paths, ctx: BuildContext) -> Iterator[None]:
 
 
 @contextmanager
-def _osd(paths: Paths, backing: Device, host: StorageHost, ctx: BuildContext) -> Iterator[None]:
+def _osd(paths: Paths, backing: Device, host: StorageHost, ctx: BuildContext) -> Iterator[tuple[int, daemons.Daemon]]:
     osd_id = _prepared(paths, backing, ctx.runner)
     argv = daemons.osd_argv(paths.conf, osd_id, host.remote_address, host.netns)
-    ready = lambda: _up(paths.conf, osd_id, ctx.runner)  # noqa: E731
-    with daemons.running(argv, ready, paths.log(f"osd.{osd_id}.stdout"), ctx, host):
-        yield
+    ready = lambda: osd_up(paths.conf, osd_id, ctx.runner)  # noqa: E731
+    with daemons.running(argv, ready, paths.log(f"osd.{osd_id}.stdout"), ctx, host) as daemon:
+        yield osd_id, daemon
 
 
 def _prepared(paths: Paths, backing: Device, runner: Runner) -> int:
@@ -168,7 +174,7 @@ def _prepared(paths: Paths, backing: Device, runner: Runner) -> int:
     return osd_id
 
 
-def _up(conf: Path, osd_id: int, runner: Runner) -> bool:
+def osd_up(conf: Path, osd_id: int, runner: Runner) -> bool:
     done = runner(cli.ceph_argv(conf, "osd", "dump"), timeout=cli.DEADLINE_S)
     return done.rc == 0 and osd_id in cli.up_osds(done.stdout)
 
@@ -179,6 +185,38 @@ def _pool(conf: Path, cluster: ClusterSpec, runner: Runner) -> None:
     cli.ceph(runner, conf, "osd", "pool", "set", POOL, "size", str(cluster.size), *sure)
     cli.ceph(runner, conf, "osd", "pool", "set", POOL, "min_size", str(cluster.writes_need()))
     cli.rbd(runner, conf, "pool", "init", POOL, timeout=120)
+
+
+# Each recovery setting of the spec and the names Ceph reads it by: the plain name wins only where it is not 0,
+# else the device class's (an OSD on a device it takes for a hard disk sleeps 0.1 s between recovery operations).
+RECOVERY_NAMES = {
+    "osd_recovery_sleep": ("osd_recovery_sleep", "osd_recovery_sleep_hdd", "osd_recovery_sleep_ssd",
+                           "osd_recovery_sleep_hybrid"),
+    "osd_recovery_max_active": ("osd_recovery_max_active", "osd_recovery_max_active_hdd",
+                                "osd_recovery_max_active_ssd"),
+    "osd_max_backfills": ("osd_max_backfills",),
+}  # fmt: skip
+
+
+def recovery_set(conf: Path, recovery: RecoverySpec | None, osd_ids: list[int], runner: Runner) -> None:
+    """The spec's recovery settings on every OSD, for every device class (``ceph config set osd``), once each
+    OSD reports them in force (what a trial records is that report: it lags a change by seconds)."""
+    wanted = {}
+    for key, value in (recovery.given() if recovery else {}).items():
+        for name in RECOVERY_NAMES[key]:
+            cli.ceph(runner, conf, "config", "set", "osd", name, f"{value:g}")
+            wanted[name] = float(value)
+    deadline = time.monotonic() + APPLIED_LIMIT_S
+    for osd_id in osd_ids if wanted else []:
+        while not _in_force(conf, osd_id, wanted, runner):
+            if time.monotonic() > deadline:
+                raise PrerequisiteError(f"osd.{osd_id} does not report {wanted} in force after {APPLIED_LIMIT_S:.0f}s")
+            time.sleep(POLL_S)
+
+
+def _in_force(conf: Path, osd_id: int, wanted: dict[str, float], runner: Runner) -> bool:
+    found = cli.parse_config_show(cli.ceph(runner, conf, "config", "show-with-defaults", f"osd.{osd_id}"), wanted)
+    return all(name in found and float(found[name]) == value for name, value in wanted.items())
 
 
 def healthy(conf: Path, runner: Runner, limit_s: float = HEALTHY_LIMIT_S) -> cli.Status:

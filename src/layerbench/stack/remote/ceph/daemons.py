@@ -36,28 +36,48 @@ def osd_argv(conf: Path, osd_id: int, address: str, host_name: str) -> list[str]
     ]  # fmt: skip
 
 
+class Daemon:
+    """A daemon this process started, which a trial may stop and start again (an OSD taken down and brought
+    back: cluster.state). Its ledger row follows it: each start records the new PID and start time."""
+
+    def __init__(self, argv: Sequence[str], where: list[str], log: Path, ctx: BuildContext, rid: int) -> None:
+        self.argv, self._where, self._log, self._ctx, self._rid = list(argv), where, log, ctx, rid
+        self.proc: handle.NativeHandle | None = None
+
+    def start(self, ready: Callable[[], bool]) -> None:
+        self.proc = handle.start_native(self._where, self._log, user=None)
+        self._ctx.ledger.update(self._rid, pid=self.proc.pid, start_time=handle.start_time(self.proc.pid))
+        try:
+            wait_until(ready, self.proc, self.argv)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """SIGTERM (an OSD tells the monitor it is going down), SIGKILL after the grace."""
+        if self.proc is not None and self.proc.alive():
+            handle.stop(self.proc, signal.SIGTERM, STOP_GRACE_S)
+
+    def up(self) -> bool:
+        return self.proc is not None and self.proc.alive()
+
+
 @contextmanager
 def running(
     argv: Sequence[str], ready: Callable[[], bool], log: Path, ctx: BuildContext, host: StorageHost | None = None
-) -> Iterator[handle.NativeHandle]:
+) -> Iterator[Daemon]:
     """``argv`` running (on ``host``, else here) until the context ends, once ``ready()`` is true."""
     where = host.argv(argv) if host else list(argv)
 
-    def create(rid: int) -> handle.NativeHandle:
-        proc = handle.start_native(where, log, user=None)
-        ctx.ledger.update(rid, pid=proc.pid, start_time=handle.start_time(proc.pid))
+    def create(rid: int) -> Daemon:
+        daemon = Daemon(argv, where, log, ctx, rid)
         try:
-            wait_until(ready, proc, argv)
+            daemon.start(ready)
         except BaseException:
-            handle.stop(proc, signal.SIGTERM, STOP_GRACE_S)
             ctx.ledger.removed(rid)
             raise
-        return proc
+        return daemon
 
     netns = {"netns": host.netns} if host else {}
-    with tracked(ctx.ledger, "server", argv[0], create, _stop, **netns) as proc:
-        yield proc
-
-
-def _stop(proc: handle.NativeHandle) -> None:
-    handle.stop(proc, signal.SIGTERM, STOP_GRACE_S)
+    with tracked(ctx.ledger, "server", argv[0], create, Daemon.stop, **netns) as daemon:
+        yield daemon

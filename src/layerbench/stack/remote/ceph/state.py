@@ -1,0 +1,177 @@
+"""A cell's cluster state, applied around each of its trials (``cluster.state``): every trial starts from a
+healthy cluster; ``degraded`` stops one OSD (by the PID layerbench started it with) and waits until its PGs
+are degraded and still active; ``recovering`` then writes while degraded, starts the OSD again and hands the
+trial a cluster recovering. After the trial the OSD is back and the cluster healthy again, so the next trial
+(another workload on the same stack, or the next repetition) starts where this one did.
+
+Per trial, not per build: a state is transient (recovery ends on its own), and a stack is built once per
+round for all its workloads; applied at the build, only the first trial would see recovery."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from layerbench.errors import PrerequisiteError
+from layerbench.proc import Runner
+from layerbench.records.checks import Check
+from layerbench.records.info import ClusterInfo
+from layerbench.spec.transports import ClusterSpec
+from layerbench.stack.remote.ceph import cli
+from layerbench.stack.remote.ceph.cluster import FILL_BYTES, POLL_S, POOL, Cluster, healthy, osd_up, settings
+
+STATE_LIMIT_S = 180.0  # measured here: an OSD stopped is down with its PGs degraded within 10 s; back in 17 s
+SAMPLE_DEADLINE_S = 10.0  # a sample during a trial: a late one is a gap, not a wait
+RESTORE_LIMIT_S = 600.0  # recovery of a fill at hard-disk settings (0.1 s per operation) and the trial's writes
+# Device kinds layerbench makes that are no hard disk, whatever the kernel says of the disk beneath a loop file.
+NOT_HARD_DISKS = {"loop": "loop devices (files)", "zram": "zram (memory)", "ram": "ram disks", "null": "null_blk"}
+
+
+@dataclass
+class States:
+    """The trial states of one cluster (stack/target.TrialStates); the last OSD is the one stopped, since the
+    first OSD's device is the one whose counters judge a trial (ceph/__init__.py)."""
+
+    cluster: Cluster
+    spec: ClusterSpec
+    runner: Runner
+    _start: cli.Status | None = field(default=None, init=False)
+    _settings: dict[str, object] = field(default_factory=dict, init=False)
+
+    def enter(self) -> None:
+        conf = self.cluster.conf
+        healthy(conf, self.runner)  # every trial starts from a healthy cluster, whatever the last one left
+        self._settings = settings_in_force(conf, self.runner)  # read while every OSD answers
+        try:
+            if self.spec.state != "healthy":
+                self._degrade()
+            if self.spec.state == "recovering":
+                self._recover()
+        except Exception:  # an interrupt is not waited on: the teardown stops the whole cluster
+            self._restore()  # the next trial starts from a healthy cluster, not from this one's half-state
+            raise
+        self._start = cli.status(self.runner, conf)
+
+    def _degrade(self) -> None:
+        osd_id, daemon = self.cluster.daemons[-1]
+        daemon.stop()
+        # Ceph waits for peers to report a silent OSD; a stopped one is marked down now (rc: it may be already).
+        self.runner(cli.ceph_argv(self.cluster.conf, "osd", "down", f"osd.{osd_id}"), timeout=cli.DEADLINE_S)
+        reached(self._status, degraded, "degraded")
+
+    def _recover(self) -> None:
+        """Data written while the OSD is down (the fill image, not the trial's), then the OSD back: recovery."""
+        fill = f"{POOL}/{self.cluster.fill}"
+        bench = ["bench", "--io-type", "write", "--io-size", "4M", "--io-threads", "4", "--io-pattern", "seq"]
+        cli.rbd(self.runner, self.cluster.conf, *bench, "--io-total", f"{FILL_BYTES // 2**20}M", fill, timeout=300)
+        osd_id, daemon = self.cluster.daemons[-1]
+        daemon.start(lambda: osd_up(self.cluster.conf, osd_id, self.runner))
+        now = reached(self._status, lambda s: s.osds_up == s.osds, "recovering")
+        if not now.recovering():
+            raise PrerequisiteError(
+                f"cluster.state recovering: recovery had ended before the trial could start ({now.said()})"
+            )
+
+    def sample(self) -> list[tuple[str, float, str]]:
+        """The cluster's state as a monitor's points, while the trial runs."""
+        return series(cli.status(self.runner, self.cluster.conf, SAMPLE_DEADLINE_S))
+
+    def leave(self) -> tuple[ClusterInfo, list[Check]]:
+        end = cli.status(self.runner, self.cluster.conf)
+        osd_id = self._restore()
+        start = self._start
+        assert start is not None  # enter() ran
+        stopped = f"osd.{osd_id}" if self.spec.state != "healthy" else None
+        info = ClusterInfo(self.spec.state, stopped, start.to_json(), end.to_json(), self._settings)
+        return info, [state_check(self.spec.state, start, end), hdd_check(self._settings, self._kinds(), self.spec)]
+
+    def _restore(self) -> int:
+        """The stopped OSD started again and the cluster healthy (recovery done); the OSD's id."""
+        osd_id, daemon = self.cluster.daemons[-1]
+        if not daemon.up():
+            daemon.start(lambda: osd_up(self.cluster.conf, osd_id, self.runner))
+        healthy(self.cluster.conf, self.runner, RESTORE_LIMIT_S)
+        return osd_id
+
+    def _status(self) -> cli.Status:
+        return cli.status(self.runner, self.cluster.conf)
+
+    def _kinds(self) -> set[str]:
+        return {backing.kind for backing, _ in self.cluster.osds}
+
+
+def series(s: cli.Status) -> list[tuple[str, float, str]]:
+    """A status as the monitor's points: what recovery's progress is read from beside the trial's throughput."""
+    return [
+        ("ceph.osds_up", float(s.osds_up), "OSDs"),
+        ("ceph.pgs_active_clean", float(s.pg_states.get("active+clean", 0)), "PGs"),
+        ("ceph.pgs_degraded", float(s.count("degraded")), "PGs"),
+        ("ceph.degraded_objects", float(s.degraded_objects), "objects"),
+        ("ceph.recovering_bps", float(s.recovering_bytes_per_sec), "B/s"),
+    ]
+
+
+def degraded(s: cli.Status) -> bool:
+    """An OSD down, PGs degraded, every PG active (the pool takes writes) and none stale: settled (the manager's
+    map of PGs lags the monitor's of OSDs by seconds)."""
+    return s.osds_up < s.osds and s.count("degraded") > 0 and s.active() and not s.count("stale")
+
+
+def reached(status: Callable[[], cli.Status], wanted: Callable[[cli.Status], bool], name: str) -> cli.Status:
+    """The cluster's status once ``wanted``; refused in Ceph's words after STATE_LIMIT_S."""
+    deadline = time.monotonic() + STATE_LIMIT_S
+    while True:
+        now = status()
+        if wanted(now):
+            return now
+        if time.monotonic() > deadline:
+            raise PrerequisiteError(f"the Ceph cluster is not {name} after {STATE_LIMIT_S:.0f}s: {now.said()}")
+        time.sleep(POLL_S)
+
+
+def settings_in_force(conf: Path, runner: Runner) -> dict[str, object]:
+    """The pool, and each OSD's device and settings, read back from the cluster and the daemons (not the spec)."""
+    found = settings(conf, runner)
+    classes = cli.parse_device_classes(cli.ceph(runner, conf, "osd", "tree"))
+    meta = found.pop("osds")
+    assert isinstance(meta, dict)
+    osds = {}
+    for osd_id, said in sorted(meta.items()):
+        config = cli.parse_config_show(cli.ceph(runner, conf, "config", "show-with-defaults", f"osd.{osd_id}"))
+        osds[f"osd.{osd_id}"] = {**said, "device_class": classes.get(osd_id, ""), **config}
+    return {**found, "osds": osds}
+
+
+def state_check(state: str, start: cli.Status, end: cli.Status) -> Check:
+    """Whether the cluster was in the cell's state as the trial began (and, degraded, still as it ended)."""
+    said = f"at the start: {start.said()}; at the end: {end.said()}"
+    if state == "healthy":
+        ok = start.clean()
+    elif state == "degraded":
+        ok = all(s.osds_up < s.osds and s.count("degraded") > 0 for s in (start, end))
+    else:
+        ok = start.osds_up == start.osds and start.recovering()
+    return Check("cluster-state", "pass" if ok else "flag", f"{state}: {said}")
+
+
+def hdd_check(found: dict[str, object], kinds: set[str], spec: ClusterSpec) -> Check:
+    """The trap measured here: OSDs on loop files of a virtual disk that calls itself rotational take device
+    class hdd, and with it a 0.1 s sleep between recovery operations, on a device that is no hard disk."""
+    osds = found.get("osds", {})
+    assert isinstance(osds, dict)
+    hdd = sorted(name for name, o in osds.items() if o.get("device_class") == "hdd" or o.get("rotational") == "1")
+    not_disks = sorted(NOT_HARD_DISKS[k] for k in kinds if k in NOT_HARD_DISKS)
+    if not hdd or not not_disks:
+        return Check("ceph-hdd-settings", "pass", "no OSD took hard-disk settings on a device that is no hard disk")
+    sleeps = {o.get("osd_recovery_sleep_hdd") for o in osds.values() if isinstance(o, dict)}
+    given = spec.recovery is not None and spec.recovery.osd_recovery_sleep is not None
+    detail = (
+        f"{', '.join(hdd)} took device class hdd on {', '.join(not_disks)}: Ceph applies its hard-disk settings "
+        f"(osd_recovery_sleep_hdd {', '.join(sorted(str(s) for s in sleeps))} s between recovery operations, "
+        "fewer at once)"
+    )
+    if given:
+        return Check("ceph-hdd-settings", "pass", f"{detail}; cluster.recovery.osd_recovery_sleep overrides the sleep")
+    return Check("ceph-hdd-settings", "flag", f"{detail}; set cluster.recovery to measure recovery at other settings")
