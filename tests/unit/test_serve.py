@@ -329,3 +329,11 @@ def test_kept_texts_follow_the_run(db: Path) -> None:
     running = dataclasses.replace(run, status="running")
     assert [texts.text(running, "page", build) for _ in range(2)] == ["page 4", "page 5"]
     assert len(texts.kept) == 2 and texts.text(run, "page", build) == "page 6"  # evicted by the two since
+
+
+def test_an_interval_is_printed_with_the_digits_its_verdict_needs() -> None:
+    from layerbench.analysis.stats import Ratio
+    from layerbench.serve.site import interval
+
+    assert interval(Ratio(0.95, 0.9, 0.99996, 0.01)) == "0.900–0.99996"  # not "1.000": it lies below ×1
+    assert interval(Ratio(1.0, 0.98, 1.02, 0.9)) == "0.980–1.020"

@@ -18,7 +18,8 @@ from urllib.parse import urlencode
 
 import jinja2
 
-from layerbench.analysis.verdicts import MARKS
+from layerbench.analysis.stats import Ratio
+from layerbench.analysis.verdicts import MARKS, bounds_text
 from layerbench.errors import StoreError
 from layerbench.records.run import RunRow
 from layerbench.report import html, prepared
@@ -42,6 +43,7 @@ class Site:
         )
         self.env.globals.update(url=url, marks=MARKS)
         self.env.filters["utc"] = utc
+        self.env.filters["bounds"] = interval  # the verdict follows from the printed bounds, as in the report
         self.reading = threading.RLock()  # re-entered: a page holds it while view() and figures() take it
         self.texts = Texts()
         for name in TEMPLATES:  # compiled now: 0.13 s of the first page otherwise
@@ -96,6 +98,11 @@ def url(path: str, given: Mapping[str, object] | None = None, **more: object) ->
     """``path`` with the parameters ``given`` and ``more`` (those set) as its query string."""
     query = urlencode({k: v for k, v in {**(given or {}), **more}.items() if v is not None and v != ""})
     return f"{path}?{query}" if query else path
+
+
+def interval(r: Ratio) -> str:
+    """``0.912–0.998``: three decimals, more where fewer would move a bound across ×1 or the band's edges."""
+    return bounds_text(r.ci_low, r.ci_high, least=3, sep="–")
 
 
 def utc(epoch: float) -> str:
