@@ -332,7 +332,6 @@ def test_kept_texts_follow_the_run(db: Path) -> None:
 
 
 def test_an_interval_is_printed_with_the_digits_its_verdict_needs() -> None:
-    from layerbench.analysis.stats import Ratio
     from layerbench.serve.site import interval
 
     assert interval(Ratio(0.95, 0.9, 0.99996, 0.01)) == "0.900–0.99996"  # not "1.000": it lies below ×1
