@@ -45,3 +45,7 @@ app.command("serve")(serve.serve_command)
 
 def main() -> None:
     app()
+
+
+if __name__ == "__main__":  # python -m layerbench.cli.app, as python -m layerbench.cli
+    main()
