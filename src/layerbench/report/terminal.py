@@ -26,6 +26,8 @@ from layerbench.store.read import StoredCell
 if TYPE_CHECKING:
     import pandas as pd
 
+    from layerbench.records.run import RunRow
+
 
 def fmt_value(r: CellResult, mark_single: bool = False) -> str:
     """``86.2k ±3% ×0.99``: mean, CI half-width (n ≥ 2), ratio to the baseline.
@@ -279,19 +281,22 @@ def remote_latency_json(rows: Sequence[AddedLatency]) -> list[dict[str, Any]]:
     ]
 
 
+def run_json(run: RunRow) -> dict[str, Any]:
+    """A run as `show --json` gives it under "run", without its spec (the runs list of `serve` shows this)."""
+    return {
+        "id": run.id,
+        "name": run.name,
+        "status": run.status,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "host": run.host,
+    }
+
+
 def show_json(v: RunView) -> dict[str, Any]:
     """The same content as the tables, with NaN as null so strict JSON parsers accept it."""
-    run = v.data.run
     return {
-        "run": {
-            "id": run.id,
-            "name": run.name,
-            "status": run.status,
-            "started_at": run.started_at,
-            "finished_at": run.finished_at,
-            "host": run.host,
-            "spec": run.spec,
-        },
+        "run": {**run_json(v.data.run), "spec": v.data.run.spec},
         "cells": [plain(r) for r in v.results],
         "refused": [{"label": r.label, "reason": r.reason} for r in v.data.refused],
         "limits": v.limits,

@@ -20,10 +20,9 @@ from layerbench.analysis import comparisons, precision
 from layerbench.analysis.stats import Ratio
 from layerbench.analysis.verdicts import judge
 from layerbench.records.run import RunRow
-from layerbench.report.terminal import plain
+from layerbench.report.terminal import plain, run_json
 from layerbench.report.view import RunView
 from layerbench.serve.query import FILTERS, BadRequest, RunFilter, run_filter
-from layerbench.serve.runs import summary
 from layerbench.store.db import Store
 
 PAIR = ("subject", "reference", "workload")
@@ -113,7 +112,7 @@ def history_json(pair: Pair, f: RunFilter, points: list[Point]) -> dict[str, Any
         "filters": {k: v for k, v in f.as_json().items() if k != "layer"},
         "points": [
             {
-                "run": summary(p.run),
+                "run": run_json(p.run),
                 "metric": p.metric,
                 "ratio": plain(p.ratio),
                 "verdict": p.verdict,

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from layerbench.records.run import RunRow
+from layerbench.report.terminal import run_json
 from layerbench.serve.query import Page, RunFilter, host_of
 from layerbench.store.db import Store
 
@@ -41,21 +42,9 @@ def listing(store: Store, f: RunFilter, page: Page) -> Listing:
     return Listing(rows[page.of(len(rows))], len(rows), page, hosts, presets)
 
 
-def summary(run: RunRow) -> dict[str, Any]:
-    """A run as `show --json` gives it under "run", without its spec (`/api/runs/<id>` has it)."""
-    return {
-        "id": run.id,
-        "name": run.name,
-        "status": run.status,
-        "started_at": run.started_at,
-        "finished_at": run.finished_at,
-        "host": run.host,
-    }
-
-
 def listing_json(found: Listing, f: RunFilter) -> dict[str, Any]:
     return {
-        "runs": [summary(r) for r in found.runs],
+        "runs": [run_json(r) for r in found.runs],
         "total": found.total,
         "page": found.page.number,
         "per_page": found.page.size,
