@@ -17,6 +17,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from layerbench.spec.models import FioWorkload
@@ -26,13 +28,12 @@ WORKLOAD = FioWorkload(name="rr", rw="randread", bs=4096, iodepth=4, size=16 * 2
 DEADLINE_S = 60
 
 
-def main(data_dir: Path, out: Path, n: int, job_file: str | None = None) -> None:
-    data_dir.mkdir(parents=True, exist_ok=True)
-    if job_file:
-        return main_job_file(data_dir, out, n, FioWorkload(name="own", job_file=job_file, size=16 * 2**20))
+@contextmanager
+def servers(n: int) -> Iterator[Path]:
+    """N fio servers on Unix sockets in a private directory (yielded), each stopped by its PID after."""
     with tempfile.TemporaryDirectory(prefix="lbfc-") as tmp:
         cwd = Path(tmp)
-        servers = [
+        started = [
             subprocess.Popen(fio_clients.server_argv(fio_clients.socket_name(i)), cwd=cwd, start_new_session=True)
             for i in range(n)
         ]
@@ -42,6 +43,28 @@ def main(data_dir: Path, out: Path, n: int, job_file: str | None = None) -> None
                 if time.monotonic() > deadline:
                     raise SystemExit("fio's servers made no sockets within 10 s")
                 time.sleep(0.05)
+            yield cwd
+        finally:
+            for s in started:
+                s.send_signal(signal.SIGTERM)
+                s.wait(10)
+
+
+def clients(cwd: Path, jobs: list[str]) -> tuple[list[str], str]:
+    """The one client layerbench runs, over every server: its argv and its output."""
+    argv = fio_clients.client_argv([fio_clients.socket_name(i) for i in range(len(jobs))], jobs)
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=DEADLINE_S)
+    if done.returncode != 0:
+        raise SystemExit(done.stderr)
+    return argv, done.stdout
+
+
+def main(data_dir: Path, out: Path, n: int, job_file: str | None = None) -> None:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    if job_file:
+        return main_job_file(data_dir, out, n, FioWorkload(name="own", job_file=job_file, size=16 * 2**20))
+    try:
+        with servers(n) as cwd:
             jobs = []
             for i in range(n):
                 name = fio_clients.data_file(str(data_dir), WORKLOAD, i, shared=True)
@@ -50,57 +73,35 @@ def main(data_dir: Path, out: Path, n: int, job_file: str | None = None) -> None
                 job = cwd / f"c{i}.fio"
                 job.write_text(fio_clients.job_text(WORKLOAD, name))
                 jobs.append(str(job))
-            argv = fio_clients.client_argv([fio_clients.socket_name(i) for i in range(n)], jobs)
-            done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=DEADLINE_S)
-            if done.returncode != 0:
-                raise SystemExit(done.stderr)
-            (out / f"clients-native-{n}.json").write_text(done.stdout)
+            argv, stdout = clients(cwd, jobs)
+            (out / f"clients-native-{n}.json").write_text(stdout)
             for i in range(n):
                 for log in fio_clients.log_files(i, WORKLOAD.numjobs):
                     shutil.copy(cwd / log, out / f"clients-native-{n}.c{i}.iops.log")
             print(" ".join(argv))
-        finally:
-            for s in servers:
-                s.send_signal(signal.SIGTERM)
-                s.wait(10)
-            for i in range(n):
-                Path(fio_clients.data_file(str(data_dir), WORKLOAD, i, shared=True)).unlink(missing_ok=True)
+    finally:
+        for i in range(n):
+            Path(fio_clients.data_file(str(data_dir), WORKLOAD, i, shared=True)).unlink(missing_ok=True)
 
 
 def main_job_file(data_dir: Path, out: Path, n: int, w: FioWorkload) -> None:
-    with tempfile.TemporaryDirectory(prefix="lbfc-") as tmp:
-        cwd = Path(tmp)
-        servers = [
-            subprocess.Popen(fio_clients.server_argv(fio_clients.socket_name(i)), cwd=cwd, start_new_session=True)
-            for i in range(n)
-        ]
-        try:
-            deadline = time.monotonic() + 10
-            while not all((cwd / fio_clients.socket_name(i)).exists() for i in range(n)):
-                if time.monotonic() > deadline:
-                    raise SystemExit("fio's servers made no sockets within 10 s")
-                time.sleep(0.05)
+    try:
+        with servers(n) as cwd:
             jobs = []
             for i in range(n):
                 job = cwd / f"c{i}.fio"
                 job.write_text(fio_clients.job_file_text(w, str(data_dir), i, shared=True))
                 jobs.append(str(job))
-            argv = fio_clients.client_argv([fio_clients.socket_name(i) for i in range(n)], jobs)
-            done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=DEADLINE_S)
-            if done.returncode != 0:
-                raise SystemExit(done.stderr)
-            (out / f"clients-jobfile-{n}.json").write_text(done.stdout)
+            argv, stdout = clients(cwd, jobs)
+            (out / f"clients-jobfile-{n}.json").write_text(stdout)
             (out / f"clients-jobfile-{n}.c0.fio").write_text(Path(jobs[0]).read_text())
             for i in range(n):
                 for k, log in enumerate(fio_clients.log_files(i, fio_clients.job_count(w)), 1):
                     shutil.copy(cwd / log, out / f"clients-jobfile-{n}.c{i}.iops.{k}.log")
             print(" ".join(argv))
-        finally:
-            for s in servers:
-                s.send_signal(signal.SIGTERM)
-                s.wait(10)
-            for f in data_dir.glob("*.c[0-9]*.*"):  # fio names them after its client, then filename_format
-                f.unlink()
+    finally:
+        for f in data_dir.glob("*.c[0-9]*.*"):  # fio names them after its client, then filename_format
+            f.unlink()
 
 
 if __name__ == "__main__":
