@@ -10,7 +10,6 @@ reaches the export from fio itself ("nbd-fio"), the network's cost without a cli
 
 from __future__ import annotations
 
-import signal
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,13 +19,12 @@ from pathlib import Path
 from layerbench.errors import PrerequisiteError
 from layerbench.proc import Runner
 from layerbench.spec.models import RemoteSpec
-from layerbench.stack import handle
 from layerbench.stack.device import attached_loop
 from layerbench.stack.ledger import Resource, tracked
-from layerbench.stack.remote import kernel
+from layerbench.stack.remote import fuse, kernel
 from layerbench.stack.remote.host import StorageHost
 from layerbench.stack.remote.needs import Need
-from layerbench.stack.remote.server import serving, wait_until
+from layerbench.stack.remote.server import serving
 from layerbench.stack.target import BuildContext, Device
 
 PORT = 10809  # NBD's registered port
@@ -102,35 +100,13 @@ def fuse_client(export_uri: str, size: int, ctx: BuildContext) -> Iterator[Devic
     mountpoint = ctx.work_dir / f"nbdfuse-{uuid.uuid4().hex[:8]}"
     pidfile = mountpoint.with_suffix(".pid")
 
-    def mount(rid: int) -> handle.NativeHandle:
-        mountpoint.mkdir(mode=0o700)
-        argv = fuse_argv(pidfile, mountpoint, export_uri)
-        proc = handle.start_native(argv, mountpoint.with_suffix(".log"), user=None)
-        ctx.ledger.update(rid, pid=proc.pid)
-        try:
-            wait_until(pidfile.exists, proc, argv)
-        except BaseException:
-            _unmount(mountpoint, proc, ctx.runner)
-            ctx.ledger.removed(rid)
-            raise
-        return proc
-
+    argv = fuse_argv(pidfile, mountpoint, export_uri)
     with (
-        tracked(ctx.ledger, "mount", str(mountpoint), mount, lambda p: _unmount(mountpoint, p, ctx.runner)),
+        fuse.mounted("mount", mountpoint, argv, pidfile, "fusermount3", ctx),  # its manual: never kill it
         attached_loop(mountpoint / "disk", size, True, ctx) as loop,
     ):
         info = {**loop.info, "client": "nbdfuse+loop", "export": export_uri}
         yield Device(loop.path, "nbd-fuse", size, info)
-
-
-def _unmount(mountpoint: Path, proc: handle.NativeHandle, runner: Runner) -> None:
-    """fusermount3 -u ends nbdfuse cleanly (its manual: never kill it); SIGKILL only if it lingers."""
-    if proc.alive() and runner(["fusermount3", "-u", str(mountpoint)], timeout=60).rc != 0:
-        runner(["umount", "-l", str(mountpoint)], timeout=60)
-    if proc.wait(30.0) is None:
-        handle.stop(proc, signal.SIGKILL, 0.0)
-    if mountpoint.exists():
-        mountpoint.rmdir()
 
 
 # --- the kernel's nbd driver ------------------------------------------------

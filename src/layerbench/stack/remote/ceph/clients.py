@@ -7,7 +7,6 @@ no measure of what krbd would do."""
 from __future__ import annotations
 
 import contextlib
-import signal
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,10 +17,9 @@ from layerbench.spec.transports.rbd import export_uri
 from layerbench.stack import handle
 from layerbench.stack.device import attached_loop, read_or_empty
 from layerbench.stack.ledger import Resource, tracked
-from layerbench.stack.remote import kernel
+from layerbench.stack.remote import fuse, kernel
 from layerbench.stack.remote.ceph import cli
 from layerbench.stack.remote.ceph.cluster import USER, Cluster
-from layerbench.stack.remote.server import wait_until
 from layerbench.stack.target import BuildContext, Device
 
 MODULES = ("rbd",)
@@ -42,34 +40,12 @@ def fuse_device(c: Cluster, ctx: BuildContext) -> Iterator[Device]:
     mountpoint = ctx.work_dir / f"rbd-fuse-{uuid.uuid4().hex[:8]}"
     shown = mountpoint / c.image
 
-    def mount(rid: int) -> handle.NativeHandle:
-        mountpoint.mkdir(mode=0o700)
-        argv = fuse_argv(c.conf, c.pool, c.image, mountpoint)
-        proc = handle.start_native(argv, mountpoint.with_suffix(".log"), user=None)
-        ctx.ledger.update(rid, pid=proc.pid, start_time=handle.start_time(proc.pid))
-        try:
-            wait_until(shown.exists, proc, argv)
-        except BaseException:
-            unmount(mountpoint, proc, ctx.runner)
-            ctx.ledger.removed(rid)
-            raise
-        return proc
-
+    argv = fuse_argv(c.conf, c.pool, c.image, mountpoint)
     with (
-        tracked(ctx.ledger, "rbd-fuse", str(mountpoint), mount, lambda p: unmount(mountpoint, p, ctx.runner)),
+        fuse.mounted("rbd-fuse", mountpoint, argv, shown, "fusermount", ctx),
         attached_loop(shown, c.image_bytes, True, ctx) as loop,
     ):
         yield Device(loop.path, "rbd-fuse", c.image_bytes, {**loop.info, "client": "rbd-fuse+loop"})
-
-
-def unmount(mountpoint: Path, proc: handle.NativeHandle, runner: Runner) -> None:
-    """Unmounting ends rbd-fuse; SIGKILL only if it lingers."""
-    if proc.alive() and runner(["fusermount", "-u", str(mountpoint)], timeout=60).rc != 0:
-        runner(["umount", "-l", str(mountpoint)], timeout=60)
-    if proc.wait(30.0) is None:
-        handle.stop(proc, signal.SIGKILL, 0.0)
-    if mountpoint.exists():
-        mountpoint.rmdir()
 
 
 def reclaim_fuse(res: Resource, runner: Runner) -> None:
