@@ -40,7 +40,7 @@ from layerbench.spec.models import (
     Trials,
 )
 from layerbench.spec.sizes import parse_size
-from layerbench.spec.transports import ClusterSpec
+from layerbench.spec.transports import ClusterSpec, OwnClusterSpec
 from layerbench.spec.transports.rbd import RecoverySpec
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "reference" / "spec.md"
@@ -53,6 +53,7 @@ SECTIONS: list[tuple[str, str, type[BaseModel]]] = [
     ("`device.remote.link`", "device-remote-link", LinkSpec),
     ("`device.remote.cluster`", "device-remote-cluster", ClusterSpec),
     ("`device.remote.cluster.recovery`", "device-remote-cluster-recovery", RecoverySpec),
+    ("`device.remote.cluster` with `conf`: a cluster you run", "device-remote-cluster-own", OwnClusterSpec),
     ("`stacks[]`", "stacks", StackSpec),
     ("`stacks[].filesystem`", "stacks-filesystem", FilesystemSpec),
     ("`stacks[].engine`", "stacks-engine", EngineSpec),

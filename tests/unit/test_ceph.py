@@ -78,6 +78,8 @@ def test_the_conf_puts_everything_under_the_runs_directory_with_small_targets() 
     assert OSD_MEMORY_TARGET >= 896 * 2**20 and f"osd memory target = {OSD_MEMORY_TARGET}" in text
     assert "mon allow pool size one = true" in text
     assert "rbd cache = false" in text.split("[client]")[1].split("[mon]")[0]
+    assert "osd pool default size = 3" in glob  # Ceph's own, with three OSDs or more
+    assert "osd pool default size = 1" in conf_text("fsid-1", "10.213.0.1", paths, osds=1)  # never TOO_FEW_OSDS
     paths_in = [
         line.split(" = ", 1)[1]
         for line in text.splitlines()
@@ -110,6 +112,19 @@ def test_the_cluster_spec_names_the_field_and_its_bounds() -> None:
         RemoteSpec(transport="nbd", cluster={})
     with pytest.raises(ValidationError, match=r"cluster.replicas"):
         RemoteSpec(transport="rbd", cluster={"replicas": 3})
+
+
+def test_a_cluster_the_user_runs_is_told_by_its_conf_and_needs_no_storage_host() -> None:
+    remote = RemoteSpec(transport="rbd", client="fio", cluster={"conf": "/etc/ceph/ceph.conf", "pool": "rbd"})
+    assert remote.cluster_built() is None and remote.own_cluster() is not None
+    assert remote.label() == "rbd-fio(own:rbd)"
+    assert remote.host_needs() == ["rbd-own", "rbd-fio"]  # the ceph and rbd tools and fio's engine: no daemon here
+    assert RemoteSpec(transport="rbd", client="fio").host_needs()[:2] == ["storage-host", "rbd"]
+    assert remote.model_dump()["cluster"] == {"conf": "/etc/ceph/ceph.conf", "pool": "rbd", "user": "admin"}
+    with pytest.raises(ValidationError, match=r"cluster.osds\n  Extra inputs"):  # a built cluster's field on the user's
+        RemoteSpec(transport="rbd", cluster={"conf": "/c", "pool": "rbd", "osds": 3})
+    with pytest.raises(ValidationError, match=r"cluster.pool\n  String should match pattern"):
+        RemoteSpec(transport="rbd", cluster={"conf": "/c", "pool": "rbd; rm -rf /"})
 
 
 def test_a_transport_without_a_cluster_dumps_as_before() -> None:

@@ -129,6 +129,7 @@ def test_each_transport_has_its_stack_side_and_each_feature_its_probe() -> None:
 
     assert list(STACK_TRANSPORTS) == list(TRANSPORTS)
     needed = {f for r in TRANSPORTS.values() for c in r.clients.values() for f in c.needs}
+    needed |= {f for r in TRANSPORTS.values() for f in r.features}
     assert needed == {f for t in STACK_TRANSPORTS.values() for f in t.needs}
     assert all(DEFAULT_CLIENT in r.clients for r in TRANSPORTS.values())
 

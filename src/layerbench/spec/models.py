@@ -22,6 +22,7 @@ from pydantic import (
     Field,
     SerializerFunctionWrapHandler,
     Tag,
+    ValidatorFunctionWrapHandler,
     WithJsonSchema,
     field_validator,
     model_serializer,
@@ -41,12 +42,16 @@ from layerbench.spec.transports import (
     DEFAULT_CLIENT,
     DEFAULT_TRANSPORT,
     FIO_CLIENT,
+    STORAGE_HOST,
     TRANSPORTS,
     ClusterSpec,
+    OwnClusterSpec,
     RemoteClient,
     client_refused,
     clients_description,
+    cluster_model,
     cluster_refused,
+    needs,
 )
 from layerbench.spec.transports import label as client_label
 from layerbench.spec.transports import row as client_row
@@ -106,11 +111,17 @@ class RemoteSpec(Frozen):
     transport: Transport = DEFAULT_TRANSPORT
     client: RemoteClient = Field(default=DEFAULT_CLIENT, description=clients_description())
     link: LinkSpec = LinkSpec()
-    cluster: ClusterSpec | None = Field(
+    cluster: ClusterSpec | OwnClusterSpec | None = Field(
         default=None,
-        description="a transport that builds a cluster (rbd): its OSDs and its pool's replicas "
-        "(3 OSDs, size 3 unless given)",
+        description="a clustered transport (rbd): the cluster layerbench builds, its OSDs and its pool's replicas "
+        "(3 OSDs, size 3 unless given); or, with `conf`, one the user runs (its pool; layerbench makes and "
+        "removes only an image of its own there)",
     )
+
+    @field_validator("cluster", mode="wrap")
+    @classmethod
+    def _one_kind_of_cluster(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        return cluster_model(value).model_validate(value) if isinstance(value, dict) else handler(value)
 
     @model_validator(mode="after")
     def _client_is_the_transports(self) -> RemoteSpec:
@@ -129,13 +140,27 @@ class RemoteSpec(Frozen):
         return data
 
     def cluster_built(self) -> ClusterSpec | None:
-        """The cluster a clustered transport builds (the spec's, or its transport's default); None for others."""
+        """The cluster a clustered transport builds (the spec's, or its transport's default); None for others,
+        and for a cluster the user runs (``own_cluster``)."""
+        if isinstance(self.cluster, OwnClusterSpec):
+            return None
         model = TRANSPORTS[self.transport].cluster
         return self.cluster or (model() if model is not None else None)
 
+    def own_cluster(self) -> OwnClusterSpec | None:
+        """The cluster the user runs, where the spec names one (its conf)."""
+        return self.cluster if isinstance(self.cluster, OwnClusterSpec) else None
+
+    def host_needs(self) -> list[str]:
+        """The features of this host (HostCaps.remote) the device needs: a storage host and the client's, or
+        what the cell's cluster says instead."""
+        wanted = [STORAGE_HOST, *needs(self.transport, self.client)]
+        cluster = self.own_cluster() or self.cluster_built()
+        return cluster.host_needs(wanted) if cluster is not None else wanted
+
     def label(self) -> str:
         name = client_label(self.transport, self.client)
-        cluster = self.cluster_built()
+        cluster = self.own_cluster() or self.cluster_built()
         parts = [p for p in (cluster.label() if cluster else "", self.link.label()) if p]
         return f"{name}({';'.join(parts)})" if parts else name
 
@@ -152,7 +177,7 @@ class DeviceSpec(Frozen):
     """The block device at the bottom of the stack, here or (``remote``) on a storage host."""
 
     kind: DeviceKind = DEFAULT_DEVICE
-    size: ByteSize = Field(default=2 * 1024**3, description="loop and zram only")
+    size: ByteSize = Field(default=2 * 1024**3, description="loop and zram; an RBD image on a Ceph cluster you run")
     path: str | None = Field(default=None, description="block: the device to format (required)")
     direct_io: bool = Field(default=True, description="loop: --direct-io=on (off only to demo the trap)")
     remote: RemoteSpec | None = Field(

@@ -19,7 +19,7 @@ from layerbench.spec.models import (
     Workload,
 )
 from layerbench.spec.traits import CONTAINER_PLACEMENTS, traits
-from layerbench.spec.transports import FUSE_CLIENT, STORAGE_HOST, device_clients, needs
+from layerbench.spec.transports import FUSE_CLIENT, device_clients
 
 # Mount options that belong to one filesystem; mount(8) would fail on another.
 FS_ONLY_OPTIONS = {
@@ -151,11 +151,19 @@ def host_has_remote(s: StackSpec, caps: HostCaps) -> str | None:
         return f"{client} is the client itself, with no block device here: filesystem none, native, raw only"
     if fio and s.limits.model_dump(exclude_none=True):
         return f"limits act on a block device and a cgroup; {client} reaches the export with neither"
+    own = remote.own_cluster()
+    if own is not None and own.state != "healthy":
+        return (
+            f"cluster.state {own.state} on the cluster at {own.conf}: layerbench injects faults only into a cluster "
+            "it builds (it would stop one of your OSDs); measure degraded and recovering on one it builds"
+        )
+    if own is not None and remote.link.label():
+        return f"device.remote.link shapes the links of storage hosts layerbench makes; {own.conf}'s network is yours"
     cluster = remote.cluster_built()
     if cluster is not None and cluster.state != "healthy" and (s.server is not None or s.clients is not None):
         has = "servers" if s.server is not None else "clients"
         return f"cluster.state {cluster.state}: applied around a file workload's trials; not yet to a stack with {has}"
-    wanted = [STORAGE_HOST, *needs(remote.transport, remote.client)]
+    wanted = remote.host_needs()
     wanted += [q for q in (qdisc_of(remote.link),) if q]
     for feature in wanted:
         reason = caps.remote.get(feature, "not probed")

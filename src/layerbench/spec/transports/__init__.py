@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import get_args
 
 from layerbench.spec.transports import iscsi, nbd, nvme_tcp, rbd
-from layerbench.spec.transports.rbd import ClusterSpec
+from layerbench.spec.transports.rbd import ClusterSpec, OwnClusterSpec, cluster_model
 from layerbench.spec.transports.row import (
     DEFAULT_CLIENT,
     FIO_CLIENT,
@@ -35,10 +35,12 @@ __all__ = [
     "TRANSPORTS",
     "ClientRow",
     "ClusterSpec",
+    "OwnClusterSpec",
     "RemoteClient",
     "TransportRow",
     "client_refused",
     "clients_description",
+    "cluster_model",
     "cluster_refused",
     "device_clients",
     "doctor_remotes",

@@ -1,17 +1,25 @@
-"""RBD: a Ceph cluster layerbench builds (a monitor and a manager here, one OSD per storage host), its image
-reached by fio's own rbd engine (librbd), by rbd-fuse under a direct-I/O loop device, or by the kernel's rbd
-driver (krbd)."""
+"""RBD: a Ceph cluster layerbench builds (a monitor and a manager here, one OSD per storage host) or one the
+user runs (``OwnClusterSpec``), its image reached by fio's own rbd engine (librbd), by rbd-fuse under a
+direct-I/O loop device, or by the kernel's rbd driver (krbd)."""
 
 from __future__ import annotations
 
 from typing import Any, Literal, Self
 from urllib.parse import parse_qs, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
-from layerbench.spec.transports.row import ClientRow, TransportRow
+from layerbench.spec.transports.row import STORAGE_HOST, ClientRow, TransportRow
 
 KIND = "rbd"
+OWN = "rbd-own"  # what a cluster the user runs needs of this host (the ceph and rbd tools): stack/remote/ceph
 SCHEME = "rbd://"
 MAX_OSDS = 9  # one storage host each: a test host runs a few, each OSD takes about 1 GB under load
 
@@ -101,10 +109,67 @@ class ClusterSpec(BaseModel):
     def writes_need(self) -> int:
         return self.min_size if self.min_size is not None else self.size - self.size // 2
 
+    def host_needs(self, needs: list[str]) -> list[str]:
+        """What this host must have: a storage host per OSD and Ceph's daemons, beside the client's needs."""
+        return needs
+
+    def faults(self) -> str:
+        return self.state
+
     def label(self) -> str:
         state = "" if self.state == "healthy" else f",{self.state}"
         recovery = f",recovery({self.recovery.label()})" if self.recovery and self.recovery.given() else ""
         return f"{self.osds}osd,size{self.size}/{self.writes_need()}{state}{recovery}"
+
+
+NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$"  # a pool's or a Ceph user's name, as a word of a command line
+
+
+class OwnClusterSpec(BaseModel):
+    """A Ceph cluster the user runs (``conf`` given): layerbench makes an image of the run's own in ``pool``,
+    runs, and removes it. It creates or deletes no pool, changes no setting of the cluster, starts or stops
+    none of its daemons, and injects no fault there."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    conf: str = Field(description="the cluster's ceph.conf on this host (its monitors), as `ceph -c` takes it")
+    pool: str = Field(pattern=NAME, description="an RBD pool of the cluster (layerbench creates none)")
+    user: str = Field(default="admin", pattern=NAME, description="the Ceph user (client.USER) layerbench acts as")
+    keyring: str | None = Field(
+        default=None, description="that user's keyring; unset: where the conf says, or /etc/ceph's default"
+    )
+    state: ClusterState = Field(
+        default="healthy",
+        description="healthy only: layerbench stops no daemon of a cluster it did not build (other states are "
+        "refused, with the reason)",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        return {k: v for k, v in data.items() if not (k == "state" and v == "healthy") and v is not None}
+
+    def host_needs(self, needs: list[str]) -> list[str]:
+        """The ceph and rbd tools and the client's needs: no storage host, no daemon of Ceph's here."""
+        return [OWN, *(n for n in needs if n not in (STORAGE_HOST, KIND))]
+
+    def faults(self) -> str:
+        return self.state
+
+    def label(self) -> str:
+        state = "" if self.state == "healthy" else f",{self.state}"
+        return f"own:{self.pool}{state}"
+
+
+def cluster_model(value: dict[str, Any]) -> type[ClusterSpec] | type[OwnClusterSpec]:
+    """A cluster the user runs names its conf; any other is one layerbench builds. Chosen before validating, so
+    that an error names the field as the spec spells it (``cluster.pool``), with one model's complaint only."""
+    return OwnClusterSpec if "conf" in value else ClusterSpec
+
+
+def image_size(size: int) -> int:
+    """An image on the user's cluster: the device's size in whole MiB (as `rbd create --size` takes it)."""
+    return int(size) // 2**20 * 2**20
 
 
 def export_uri(conf: str, pool: str, image: str, user: str) -> str:
@@ -143,4 +208,5 @@ TRANSPORT = TransportRow(
         "kernel": ClientRow((KIND, "rbd-kernel"), "the kernel's rbd driver (krbd)"),
     },
     cluster=ClusterSpec,
+    features=(OWN,),
 )

@@ -48,3 +48,6 @@ class TransportRow:
     # A transport that builds a cluster of storage hosts, not one: the model of ``device.remote.cluster``
     # (a pydantic model; its default when the spec gives none), else None and the field is refused.
     cluster: type | None = None
+    # Host features a cell of it may need in place of its clients' own (keys of HostCaps.remote): a cluster the
+    # user runs needs the ceph and rbd tools, not the daemons a built one runs.
+    features: tuple[str, ...] = ()

@@ -1,6 +1,7 @@
-"""RBD: a Ceph cluster layerbench builds (cluster.py: daemons.py, conf.py, the `ceph`/`rbd` adapter cli.py)
-and the image's clients here (clients.py). Unlike the other transports it owns its whole build: N backing
-devices, N storage hosts, one cluster (``built``, the registry's ``build``)."""
+"""RBD: a Ceph cluster layerbench builds (cluster.py: daemons.py, conf.py, the `ceph`/`rbd` adapter cli.py) or
+one the user runs (own.py), and the image's clients here (clients.py). Unlike the other transports it owns its
+whole build: N backing devices, N storage hosts, one cluster (``built``, the registry's ``build``), or an image
+in the user's pool."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from pathlib import Path
 from layerbench.proc import Runner
 from layerbench.spec.models import DeviceSpec
 from layerbench.spec.transports import FIO_CLIENT, FUSE_CLIENT
+from layerbench.spec.transports.rbd import OWN
 from layerbench.stack.ledger import Resource
-from layerbench.stack.remote.ceph import clients, cluster
-from layerbench.stack.remote.ceph.state import States
+from layerbench.stack.remote.ceph import clients, cluster, own
+from layerbench.stack.remote.ceph.state import Observed, States
 from layerbench.stack.remote.needs import Need
-from layerbench.stack.target import BuildContext, Device
+from layerbench.stack.target import BuildContext, Device, TrialStates
 
 # What the cluster and each client need of this host (features of HostCaps.remote, named by spec/transports/rbd.py).
 NEEDS = {
@@ -30,6 +32,7 @@ NEEDS = {
             "ceph-authtool": "ceph-common",
         }
     ),
+    OWN: Need({"ceph": "ceph-common", "rbd": "ceph-common"}),
     "rbd-fio": Need(
         {"fio": "fio"}, tried=(("fio", "--enghelp=rbd"), "this fio has no rbd engine (it is built without librbd)")
     ),
@@ -42,29 +45,47 @@ NEEDS = {
 def built(spec: DeviceSpec, ctx: BuildContext) -> Iterator[Device]:
     remote = spec.remote
     assert remote is not None
+    theirs = remote.own_cluster()
+    if theirs is not None:
+        with own.attached(theirs, int(spec.size), ctx) as c:
+            info = _info(c, remote.transport, ctx) | {"cluster": f"the user's ({theirs.conf}, as client.{c.user})"}
+            with _client(c, remote.client, info, Observed(c, ctx.runner), ctx) as dev:
+                yield dev
+        return
     plan = remote.cluster_built()
     assert plan is not None
     with cluster.built(spec, plan, remote.link, ctx) as c:
         first, host = c.osds[0]
-        info = {
-            "transport": remote.transport,
+        info = _info(c, remote.transport, ctx) | {
             # The block device whose counters judge a trial where fio reaches the image itself: the first OSD's.
             "backing": first.path,
             "backing_kind": first.kind,
             "storage_host": host.netns,
             "storage_hosts": [h.netns for _, h in c.osds],
             "link": remote.link.label() or "unshaped",
-            "image": f"{c.pool}/{c.image}",
-            "ceph": cluster.settings(c.conf, ctx.runner),
         }
-        states = States(c, plan, ctx.runner)  # each trial's cluster state, applied and recorded (state.py)
-        if remote.client == FIO_CLIENT:
-            dev = clients.fio_device(c)
-            yield Device(dev.path, dev.kind, dev.size_bytes, {**dev.info, **info}, states)
-        else:
-            make = clients.fuse_device if remote.client == FUSE_CLIENT else clients.kernel_device
-            with make(c, ctx) as dev:
-                yield Device(dev.path, dev.kind, dev.size_bytes, {**dev.info, **info}, states)
+        # Each trial's cluster state, applied and recorded (state.py).
+        with _client(c, remote.client, info, States(c, plan, ctx.runner), ctx) as dev:
+            yield dev
+
+
+def _info(c: cluster.Cluster, transport: str, ctx: BuildContext) -> dict[str, object]:
+    settings = cluster.settings(c.access, ctx.runner, c.pool)
+    return {"transport": transport, "image": f"{c.pool}/{c.image}", "ceph": settings}
+
+
+@contextmanager
+def _client(
+    c: cluster.Cluster, client: str, info: dict[str, object], states: TrialStates, ctx: BuildContext
+) -> Iterator[Device]:
+    """The image as the cell's client reaches it: fio's rbd engine (no device here), rbd-fuse or krbd."""
+    if client == FIO_CLIENT:
+        dev = clients.fio_device(c)
+        yield Device(dev.path, dev.kind, dev.size_bytes, {**dev.info, **info}, states)
+        return
+    make = clients.fuse_device if client == FUSE_CLIENT else clients.kernel_device
+    with make(c, ctx) as dev:
+        yield Device(dev.path, dev.kind, dev.size_bytes, {**dev.info, **info}, states)
 
 
 def _gone_with_its_cluster(res: Resource, runner: Runner) -> None:
@@ -82,4 +103,9 @@ def _unmapped(res: Resource, runner: Runner) -> None:
 
 SYS_RBD = Path("/sys/bus/rbd")
 # What cleanup removes of a dead run's, by ledger kind (daemons are "server" rows).
-REMOVERS = {"rbd-image": _gone_with_its_cluster, "rbd-map": _unmapped, "rbd-fuse": clients.reclaim_fuse}
+REMOVERS = {
+    "rbd-image": _gone_with_its_cluster,
+    own.IMAGE_KIND: own.reclaim_image,
+    "rbd-map": _unmapped,
+    "rbd-fuse": clients.reclaim_fuse,
+}

@@ -19,25 +19,46 @@ CONNECT_TIMEOUT_S = 20  # `ceph --connect-timeout`: how long to look for a monit
 DEADLINE_S = 60.0  # every command's own deadline, beyond which the runner kills it
 
 
-def ceph_argv(conf: Path, *words: str) -> list[str]:
-    return ["ceph", "--conf", str(conf), f"--connect-timeout={CONNECT_TIMEOUT_S}", "--format=json", *words]
+USER = "admin"  # the user of a cluster layerbench builds (its conf names the keyring)
 
 
-def rbd_argv(conf: Path, *words: str) -> list[str]:
-    return ["rbd", "--conf", str(conf), *words]
+@dataclass(frozen=True)
+class Access:
+    """How a command reaches a cluster as someone other than client.admin: its conf and the Ceph user (a
+    cluster the user runs, whose keyring our conf names)."""
+
+    conf: Path
+    user: str = USER
 
 
-def ceph(runner: Runner, conf: Path, *words: str, timeout: float = DEADLINE_S) -> str:
+Conf = Path | Access  # a cluster's conf (layerbench's own, as client.admin), or a conf and a user
+
+
+def _reach(conf: Conf) -> list[str]:
+    if isinstance(conf, Access):
+        return ["--conf", str(conf.conf), "--id", conf.user]
+    return ["--conf", str(conf)]
+
+
+def ceph_argv(conf: Conf, *words: str) -> list[str]:
+    return ["ceph", *_reach(conf), f"--connect-timeout={CONNECT_TIMEOUT_S}", "--format=json", *words]
+
+
+def rbd_argv(conf: Conf, *words: str) -> list[str]:
+    return ["rbd", *_reach(conf), *words]
+
+
+def ceph(runner: Runner, conf: Conf, *words: str, timeout: float = DEADLINE_S) -> str:
     """A `ceph` command's output; a failure, or no answer by the deadline, is a ToolError with Ceph's words."""
     return runner(ceph_argv(conf, *words), timeout=timeout).check().stdout
 
 
-def ceph_json(runner: Runner, conf: Path, *words: str) -> Any:
+def ceph_json(runner: Runner, conf: Conf, *words: str) -> Any:
     out = ceph(runner, conf, *words)
     return json.loads(out) if out.strip() else None
 
 
-def rbd(runner: Runner, conf: Path, *words: str, timeout: float = DEADLINE_S) -> str:
+def rbd(runner: Runner, conf: Conf, *words: str, timeout: float = DEADLINE_S) -> str:
     return runner(rbd_argv(conf, *words), timeout=timeout).check().stdout
 
 
@@ -124,7 +145,7 @@ def parse_status(text: str) -> Status:
     )
 
 
-def status(runner: Runner, conf: Path, timeout: float = DEADLINE_S) -> Status:
+def status(runner: Runner, conf: Conf, timeout: float = DEADLINE_S) -> Status:
     return parse_status(ceph(runner, conf, "status", timeout=timeout))
 
 

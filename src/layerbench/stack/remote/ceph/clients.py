@@ -19,20 +19,20 @@ from layerbench.stack.device import attached_loop, read_or_empty
 from layerbench.stack.ledger import Resource, tracked
 from layerbench.stack.remote import fuse, kernel
 from layerbench.stack.remote.ceph import cli
-from layerbench.stack.remote.ceph.cluster import USER, Cluster
+from layerbench.stack.remote.ceph.cluster import Cluster
 from layerbench.stack.target import BuildContext, Device
 
 MODULES = ("rbd",)
 
 
 def fio_device(c: Cluster) -> Device:
-    uri = export_uri(str(c.conf), c.pool, c.image, USER)
+    uri = export_uri(str(c.conf), c.pool, c.image, c.user)
     return Device(uri, "rbd-fio", c.image_bytes, {"client": "fio rbd engine (librbd)", "export": uri})
 
 
-def fuse_argv(conf: Path, pool: str, image: str, mountpoint: Path) -> list[str]:
+def fuse_argv(conf: cli.Access, pool: str, image: str, mountpoint: Path) -> list[str]:
     """rbd-fuse in the foreground (a child of this process), showing ``image`` alone as mountpoint/image."""
-    return ["rbd-fuse", "-c", str(conf), "-p", pool, "-r", image, str(mountpoint), "-f"]
+    return ["rbd-fuse", "-c", str(conf.conf), "--id", conf.user, "-p", pool, "-r", image, str(mountpoint), "-f"]
 
 
 @contextmanager
@@ -40,7 +40,7 @@ def fuse_device(c: Cluster, ctx: BuildContext) -> Iterator[Device]:
     mountpoint = ctx.work_dir / f"rbd-fuse-{uuid.uuid4().hex[:8]}"
     shown = mountpoint / c.image
 
-    argv = fuse_argv(c.conf, c.pool, c.image, mountpoint)
+    argv = fuse_argv(c.access, c.pool, c.image, mountpoint)
     with (
         fuse.mounted("rbd-fuse", mountpoint, argv, shown, "fusermount", ctx),
         attached_loop(shown, c.image_bytes, True, ctx) as loop,
@@ -66,10 +66,10 @@ def kernel_device(c: Cluster, ctx: BuildContext) -> Iterator[Device]:
     spec = f"{c.pool}/{c.image}"
 
     def create(rid: int) -> Device:
-        path = cli.rbd(ctx.runner, c.conf, "device", "map", spec, timeout=120).strip()
+        path = cli.rbd(ctx.runner, c.access, "device", "map", spec, timeout=120).strip()
         ctx.ledger.update(rid, ident=path)
         return Device(path, "rbd-kernel", c.image_bytes, {"client": "krbd"})
 
-    unmap = lambda d: cli.rbd(ctx.runner, c.conf, "device", "unmap", d.path, timeout=120)  # noqa: E731
+    unmap = lambda d: cli.rbd(ctx.runner, c.access, "device", "unmap", d.path, timeout=120)  # noqa: E731
     with tracked(ctx.ledger, "rbd-map", "rbd-pending", create, unmap) as dev:
         yield dev

@@ -14,7 +14,7 @@ import json
 import shutil
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +37,6 @@ POLL_S = 1.0
 POOL = "lb"
 APPLIED_LIMIT_S = 60.0  # an OSD reports its settings to the manager every few seconds
 FILL_BYTES = 256 * 2**20  # written while an OSD is down (cluster.state recovering): 64 objects of 4 MiB
-USER = "admin"
 
 
 @dataclass(frozen=True)
@@ -49,10 +48,15 @@ class Cluster:
     osds: list[tuple[Device, StorageHost]]  # each OSD's backing device and its storage host
     daemons: list[tuple[int, daemons.Daemon]]  # each OSD's id and its process, in the same order
     fill: str | None = None  # an image written while an OSD is down (cluster.state recovering): data to recover
+    user: str = cli.USER  # who the clients act as (a cluster the user runs: their user)
 
     @property
     def conf(self) -> Path:
         return self.paths.conf
+
+    @property
+    def access(self) -> cli.Access:
+        return cli.Access(self.paths.conf, self.user)
 
 
 @contextmanager
@@ -63,7 +67,7 @@ def built(spec: DeviceSpec, cluster: ClusterSpec, link: LinkSpec, ctx: BuildCont
         stack.enter_context(_directory(paths.root, ctx))
         osds = [stack.enter_context(_osd_host(local, link, ctx)) for _ in range(cluster.osds)]
         mon_address = osds[0][1].address
-        _write_config(paths, mon_address, ctx.runner)
+        _write_config(paths, mon_address, cluster.osds, ctx.runner)
         stack.enter_context(_mon(paths, ctx))
         stack.enter_context(_mgr(paths, ctx))
         osd_daemons = [stack.enter_context(_osd(paths, backing, host, ctx)) for backing, host in osds]
@@ -101,9 +105,9 @@ def routed(host: StorageHost, runner: Runner) -> None:
     Path(f"/proc/sys/net/ipv4/conf/{host.veth}/forwarding").write_text("1")
 
 
-def _write_config(paths: Paths, mon_address: str, runner: Runner) -> None:
+def _write_config(paths: Paths, mon_address: str, osds: int, runner: Runner) -> None:
     fsid = str(uuid.uuid4())
-    paths.conf.write_text(conf_text(fsid, mon_address, paths))
+    paths.conf.write_text(conf_text(fsid, mon_address, paths, osds))
     for argv in setup_argvs(paths, fsid, mon_address):
         runner(argv, timeout=60).check()
 
@@ -174,7 +178,7 @@ def _prepared(paths: Paths, backing: Device, runner: Runner) -> int:
     return osd_id
 
 
-def osd_up(conf: Path, osd_id: int, runner: Runner) -> bool:
+def osd_up(conf: cli.Conf, osd_id: int, runner: Runner) -> bool:
     done = runner(cli.ceph_argv(conf, "osd", "dump"), timeout=cli.DEADLINE_S)
     return done.rc == 0 and osd_id in cli.up_osds(done.stdout)
 
@@ -219,12 +223,18 @@ def _in_force(conf: Path, osd_id: int, wanted: dict[str, float], runner: Runner)
     return all(name in found and float(found[name]) == value for name, value in wanted.items())
 
 
-def healthy(conf: Path, runner: Runner, limit_s: float = HEALTHY_LIMIT_S) -> cli.Status:
-    """The cluster's status once HEALTH_OK with every PG active+clean; refused in Ceph's words after ``limit_s``."""
+def healthy(
+    conf: cli.Conf,
+    runner: Runner,
+    limit_s: float = HEALTHY_LIMIT_S,
+    wanted: Callable[[cli.Status], bool] = cli.Status.clean,
+) -> cli.Status:
+    """The cluster's status once ``wanted`` (HEALTH_OK with every PG active+clean); refused in Ceph's words after
+    ``limit_s``."""
     deadline = time.monotonic() + limit_s
     while True:
         now = cli.status(runner, conf)
-        if now.clean():
+        if wanted(now):
             return now
         if time.monotonic() > deadline:
             raise PrerequisiteError(f"the Ceph cluster is not healthy after {limit_s:.0f}s: {now.said()}")
@@ -249,8 +259,8 @@ def _image(conf: Path, size: int, ctx: BuildContext) -> Iterator[str]:
         yield made
 
 
-def settings(conf: Path, runner: Runner) -> dict[str, object]:
+def settings(conf: cli.Conf, runner: Runner, pool_name: str = POOL) -> dict[str, object]:
     """What the cluster runs with, read back from it (not from the spec): the pool and each OSD's device."""
-    pool = cli.parse_pool(POOL, cli.ceph(runner, conf, "osd", "pool", "get", POOL, "all"))
+    pool = cli.parse_pool(pool_name, cli.ceph(runner, conf, "osd", "pool", "get", pool_name, "all"))
     osds = cli.parse_osd_metadata(cli.ceph(runner, conf, "osd", "metadata"))
     return {"size": pool.size, "min_size": pool.min_size, "pg_num": pool.pg_num, "osds": osds}

@@ -44,7 +44,12 @@ def mon_addr(address: str) -> str:
     return f"[v2:{address}:{MON_PORT}]"
 
 
-def conf_text(fsid: str, mon_address: str, paths: Paths) -> str:
+DEFAULT_SIZE = 3  # Ceph's own osd_pool_default_size
+
+
+def conf_text(fsid: str, mon_address: str, paths: Paths, osds: int = DEFAULT_SIZE) -> str:
+    """``osds``: fewer than Ceph's default replicas make every pool layerbench did not size (the manager's own)
+    undersized, and the cluster warns TOO_FEW_OSDS: never healthy. The default follows the OSDs there are."""
     r = paths.root
     return f"""[global]
 fsid = {fsid}
@@ -62,6 +67,7 @@ mgr initial modules =
 osd objectstore = bluestore
 osd memory target = {OSD_MEMORY_TARGET}
 osd pool default pg autoscale mode = off
+osd pool default size = {min(osds, DEFAULT_SIZE)}
 # Pools of size 1 are a measured cell (what replication costs), not a mistake.
 mon allow pool size one = true
 mon allow pool delete = true

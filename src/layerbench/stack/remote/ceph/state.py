@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from layerbench.errors import PrerequisiteError
 from layerbench.proc import Runner
@@ -41,7 +40,7 @@ class States:
     _settings: dict[str, object] = field(default_factory=dict, init=False)
 
     def enter(self) -> None:
-        conf = self.cluster.conf
+        conf = self.cluster.access
         healthy(conf, self.runner)  # every trial starts from a healthy cluster, whatever the last one left
         self._settings = settings_in_force(conf, self.runner)  # read while every OSD answers
         try:
@@ -58,16 +57,16 @@ class States:
         osd_id, daemon = self.cluster.daemons[-1]
         daemon.stop()
         # Ceph waits for peers to report a silent OSD; a stopped one is marked down now (rc: it may be already).
-        self.runner(cli.ceph_argv(self.cluster.conf, "osd", "down", f"osd.{osd_id}"), timeout=cli.DEADLINE_S)
+        self.runner(cli.ceph_argv(self.cluster.access, "osd", "down", f"osd.{osd_id}"), timeout=cli.DEADLINE_S)
         reached(self._status, degraded, "degraded")
 
     def _recover(self) -> None:
         """Data written while the OSD is down (the fill image, not the trial's), then the OSD back: recovery."""
         fill = f"{POOL}/{self.cluster.fill}"
         bench = ["bench", "--io-type", "write", "--io-size", "4M", "--io-threads", "4", "--io-pattern", "seq"]
-        cli.rbd(self.runner, self.cluster.conf, *bench, "--io-total", f"{FILL_BYTES // 2**20}M", fill, timeout=300)
+        cli.rbd(self.runner, self.cluster.access, *bench, "--io-total", f"{FILL_BYTES // 2**20}M", fill, timeout=300)
         osd_id, daemon = self.cluster.daemons[-1]
-        daemon.start(lambda: osd_up(self.cluster.conf, osd_id, self.runner))
+        daemon.start(lambda: osd_up(self.cluster.access, osd_id, self.runner))
         now = reached(self._status, lambda s: s.osds_up == s.osds, "recovering")
         if not now.recovering():
             raise PrerequisiteError(
@@ -76,10 +75,10 @@ class States:
 
     def sample(self) -> list[tuple[str, float, str]]:
         """The cluster's state as a monitor's points, while the trial runs."""
-        return series(cli.status(self.runner, self.cluster.conf, SAMPLE_DEADLINE_S))
+        return series(cli.status(self.runner, self.cluster.access, SAMPLE_DEADLINE_S))
 
     def leave(self) -> tuple[ClusterInfo, list[Check]]:
-        end = cli.status(self.runner, self.cluster.conf)
+        end = cli.status(self.runner, self.cluster.access)
         osd_id = self._restore()
         start = self._start
         assert start is not None  # enter() ran
@@ -91,12 +90,12 @@ class States:
         """The stopped OSD started again and the cluster healthy (recovery done); the OSD's id."""
         osd_id, daemon = self.cluster.daemons[-1]
         if not daemon.up():
-            daemon.start(lambda: osd_up(self.cluster.conf, osd_id, self.runner))
-        healthy(self.cluster.conf, self.runner, RESTORE_LIMIT_S)
+            daemon.start(lambda: osd_up(self.cluster.access, osd_id, self.runner))
+        healthy(self.cluster.access, self.runner, RESTORE_LIMIT_S)
         return osd_id
 
     def _status(self) -> cli.Status:
-        return cli.status(self.runner, self.cluster.conf)
+        return cli.status(self.runner, self.cluster.access)
 
     def _kinds(self) -> set[str]:
         return {backing.kind for backing, _ in self.cluster.osds}
@@ -131,7 +130,7 @@ def reached(status: Callable[[], cli.Status], wanted: Callable[[cli.Status], boo
         time.sleep(POLL_S)
 
 
-def settings_in_force(conf: Path, runner: Runner) -> dict[str, object]:
+def settings_in_force(conf: cli.Conf, runner: Runner) -> dict[str, object]:
     """The pool, and each OSD's device and settings, read back from the cluster and the daemons (not the spec)."""
     found = settings(conf, runner)
     classes = cli.parse_device_classes(cli.ceph(runner, conf, "osd", "tree"))
@@ -175,3 +174,33 @@ def hdd_check(found: dict[str, object], kinds: set[str], spec: ClusterSpec) -> C
     if given:
         return Check("ceph-hdd-settings", "pass", f"{detail}; cluster.recovery.osd_recovery_sleep overrides the sleep")
     return Check("ceph-hdd-settings", "flag", f"{detail}; set cluster.recovery to measure recovery at other settings")
+
+
+ACTIVE_LIMIT_S = 60.0  # a cluster the user runs is up already: its PGs are active now, or something is wrong
+
+
+@dataclass
+class Observed:
+    """The trials of a cluster the user runs (ceph/own.py): no state applied, since layerbench stops nothing of a
+    cluster it did not build; its state read as each trial begins and ends, and sampled while it runs, as on one
+    it builds. A trial starts once every PG is active; one whose cluster was not clean is flagged, not refused."""
+
+    cluster: Cluster
+    runner: Runner
+    _start: cli.Status | None = field(default=None, init=False)
+    _settings: dict[str, object] = field(default_factory=dict, init=False)
+
+    def enter(self) -> None:
+        self._start = healthy(self.cluster.access, self.runner, ACTIVE_LIMIT_S, cli.Status.active)
+        self._settings = settings(self.cluster.access, self.runner, self.cluster.pool)
+
+    def sample(self) -> list[tuple[str, float, str]]:
+        return series(cli.status(self.runner, self.cluster.access, SAMPLE_DEADLINE_S))
+
+    def leave(self) -> tuple[ClusterInfo, list[Check]]:
+        end = cli.status(self.runner, self.cluster.access)
+        start = self._start
+        assert start is not None  # enter() ran
+        info = ClusterInfo("healthy", None, start.to_json(), end.to_json(), self._settings)
+        hdd = Check("ceph-hdd-settings", "skip", "the OSDs' devices are the cluster's own, not ones layerbench made")
+        return info, [state_check("healthy", start, end), hdd]
