@@ -87,6 +87,14 @@ FIGURES = (
         "log_avg_msec): what the trial's mean hides, such as a cache filling or a device's write cliff.",
     ),
     (
+        "recovery-over-time",
+        "cluster_figures.recovery_over_time",
+        "recovery",
+        "Each Ceph cell's first trial: fio's mean latency per interval (latency_log: true) above; the cluster's "
+        "degraded objects and recovery rate below (`ceph status` every 5 s). Both clocks start with the trial, "
+        "within a second of each other.",
+    ),
+    (
         "scaling",
         "figures.scaling_curves",
         "scaling",
@@ -142,9 +150,9 @@ def drawn(v: RunView, workloads: int | None = FIGURE_WORKLOADS) -> list[Drawn]:
     """Every figure the run has, drawing the first ``workloads`` of its workloads (None: all)."""
     import matplotlib.pyplot as plt  # here: 0.3-0.5 s to import, and a report whose figures are cached never draws
 
-    from layerbench.report import figures, sweep_figures
+    from layerbench.report import cluster_figures, figures, sweep_figures
 
-    modules = {"figures": figures, "sweep_figures": sweep_figures}
+    modules = {"figures": figures, "sweep_figures": sweep_figures, "cluster_figures": cluster_figures}
     every = list(dict.fromkeys(r.workload for r in v.results))
     shown = set(every[:workloads] if workloads is not None else every)
     inputs = _inputs(v, shown)  # once: each filters the run's million samples
@@ -177,7 +185,12 @@ def _inputs(v: RunView, shown: set[str]) -> dict[str, tuple[Any, ...]]:
         "heatmap": (samples, pct, v.data.cells),
         "bandwidth": (samples, v.data.cells),
         "timelines": (tuple(t for t in v.data.timelines if t.cell_id in cells), v.data.cells),
+        "recovery": (_of_cells(v.data.monitor, cells), v.data.timelines, v.data.cells),
     }
+
+
+def _of_cells(frame: pd.DataFrame, cells: set[str]) -> pd.DataFrame:
+    return frame[frame["cell_id"].isin(cells)] if not frame.empty else frame
 
 
 def left_out(total: int, shown: int) -> str | None:
