@@ -113,9 +113,6 @@ class ClusterSpec(BaseModel):
         """What this host must have: a storage host per OSD and Ceph's daemons, beside the client's needs."""
         return needs
 
-    def faults(self) -> str:
-        return self.state
-
     def label(self) -> str:
         state = "" if self.state == "healthy" else f",{self.state}"
         recovery = f",recovery({self.recovery.label()})" if self.recovery and self.recovery.given() else ""
@@ -152,9 +149,6 @@ class OwnClusterSpec(BaseModel):
     def host_needs(self, needs: list[str]) -> list[str]:
         """The ceph and rbd tools and the client's needs: no storage host, no daemon of Ceph's here."""
         return [OWN, *(n for n in needs if n not in (STORAGE_HOST, KIND))]
-
-    def faults(self) -> str:
-        return self.state
 
     def label(self) -> str:
         state = "" if self.state == "healthy" else f",{self.state}"

@@ -64,7 +64,7 @@ def built(spec: DeviceSpec, cluster: ClusterSpec, link: LinkSpec, ctx: BuildCont
     local = spec.model_copy(update={"remote": None})
     paths = Paths(ctx.work_dir / f"ceph-{uuid.uuid4().hex[:8]}")
     with ExitStack() as stack:
-        stack.enter_context(_directory(paths.root, ctx))
+        stack.enter_context(directory(paths.root, ctx))
         osds = [stack.enter_context(_osd_host(local, link, ctx)) for _ in range(cluster.osds)]
         mon_address = osds[0][1].address
         _write_config(paths, mon_address, cluster.osds, ctx.runner)
@@ -81,10 +81,15 @@ def built(spec: DeviceSpec, cluster: ClusterSpec, link: LinkSpec, ctx: BuildCont
 
 
 @contextmanager
-def _directory(root: Path, ctx: BuildContext) -> Iterator[Path]:
+def directory(
+    root: Path, ctx: BuildContext, subs: tuple[str, ...] = ("mon", "mgr", "osd", "run", "log")
+) -> Iterator[Path]:
+    """The cluster's own directory (and ``subs`` in it), recorded first, removed whole at the end."""
+
     def create(rid: int) -> Path:
-        for sub in ("mon", "mgr", "osd", "run", "log"):
-            (root / sub).mkdir(parents=True, mode=0o700)
+        root.mkdir(mode=0o700)
+        for sub in subs:
+            (root / sub).mkdir(mode=0o700)
         return root
 
     with tracked(ctx.ledger, "dir", str(root), create, lambda p: shutil.rmtree(p, ignore_errors=True)) as made:

@@ -11,7 +11,6 @@ as it is and only our client's settings change.
 
 from __future__ import annotations
 
-import shutil
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -22,7 +21,7 @@ from layerbench.proc import Runner
 from layerbench.spec.transports.rbd import OwnClusterSpec, image_size
 from layerbench.stack.ledger import Resource, tracked
 from layerbench.stack.remote.ceph import cli
-from layerbench.stack.remote.ceph.cluster import Cluster, healthy
+from layerbench.stack.remote.ceph.cluster import Cluster, directory, healthy
 from layerbench.stack.remote.ceph.conf import Paths
 from layerbench.stack.target import BuildContext
 
@@ -45,7 +44,7 @@ def attached(own: OwnClusterSpec, size: int, ctx: BuildContext) -> Iterator[Clus
     except OSError as exc:
         raise PrerequisiteError(f"device.remote.cluster.conf {own.conf}: {exc.strerror}") from None
     with ExitStack() as stack:
-        root = stack.enter_context(_directory(ctx.work_dir / f"ceph-own-{uuid.uuid4().hex[:8]}", ctx))
+        root = stack.enter_context(directory(ctx.work_dir / f"ceph-own-{uuid.uuid4().hex[:8]}", ctx, subs=()))
         paths = Paths(root)
         paths.conf.write_text(conf_text(own, users_conf, root / "client.log"))
         access = cli.Access(paths.conf, own.user)
@@ -72,16 +71,6 @@ def usable(access: cli.Access, own: OwnClusterSpec, runner: Runner) -> cli.Statu
             hint="layerbench creates no pool: the pool must exist and be an RBD pool (rbd pool init), and the user "
             "needs mon 'profile rbd' and osd 'profile rbd pool=POOL' (mon 'allow r' to read the cluster's status)",
         ) from None
-
-
-@contextmanager
-def _directory(root: Path, ctx: BuildContext) -> Iterator[Path]:
-    def create(rid: int) -> Path:
-        root.mkdir(mode=0o700)
-        return root
-
-    with tracked(ctx.ledger, "dir", str(root), create, lambda p: shutil.rmtree(p, ignore_errors=True)) as made:
-        yield made
 
 
 @contextmanager

@@ -18,7 +18,7 @@ from layerbench.proc import Runner
 from layerbench.records.checks import Check
 from layerbench.records.info import ClusterInfo
 from layerbench.spec.transports import ClusterSpec
-from layerbench.stack.remote.ceph import cli
+from layerbench.stack.remote.ceph import cli, own
 from layerbench.stack.remote.ceph.cluster import FILL_BYTES, POLL_S, POOL, Cluster, healthy, osd_up, settings
 
 STATE_LIMIT_S = 180.0  # measured here: an OSD stopped is down with its PGs degraded within 10 s; back in 17 s
@@ -176,9 +176,6 @@ def hdd_check(found: dict[str, object], kinds: set[str], spec: ClusterSpec) -> C
     return Check("ceph-hdd-settings", "flag", f"{detail}; set cluster.recovery to measure recovery at other settings")
 
 
-ACTIVE_LIMIT_S = 60.0  # a cluster the user runs is up already: its PGs are active now, or something is wrong
-
-
 @dataclass
 class Observed:
     """The trials of a cluster the user runs (ceph/own.py): no state applied, since layerbench stops nothing of a
@@ -191,7 +188,7 @@ class Observed:
     _settings: dict[str, object] = field(default_factory=dict, init=False)
 
     def enter(self) -> None:
-        self._start = healthy(self.cluster.access, self.runner, ACTIVE_LIMIT_S, cli.Status.active)
+        self._start = healthy(self.cluster.access, self.runner, own.ACTIVE_LIMIT_S, cli.Status.active)
         self._settings = settings(self.cluster.access, self.runner, self.cluster.pool)
 
     def sample(self) -> list[tuple[str, float, str]]:
