@@ -47,16 +47,17 @@ def built(spec: DeviceSpec, ctx: BuildContext) -> Iterator[Device]:
     assert remote is not None
     theirs = remote.own_cluster()
     if theirs is not None:
-        with own.attached(theirs, int(spec.size), ctx) as c:
-            info = _info(c, remote.transport, ctx) | {"cluster": f"the user's ({theirs.conf}, as client.{c.user})"}
-            with _client(c, remote.client, info, Observed(c, ctx.runner), ctx) as dev:
-                yield dev
+        with (
+            own.attached(theirs, int(spec.size), ctx) as c,
+            _client(c, remote.client, _info(c, remote.transport), Observed(c, ctx.runner), ctx) as dev,
+        ):
+            yield dev
         return
     plan = remote.cluster_built()
     assert plan is not None
     with cluster.built(spec, plan, remote.link, ctx) as c:
         first, host = c.osds[0]
-        info = _info(c, remote.transport, ctx) | {
+        info = _info(c, remote.transport) | {
             # The block device whose counters judge a trial where fio reaches the image itself: the first OSD's.
             "backing": first.path,
             "backing_kind": first.kind,
@@ -69,9 +70,9 @@ def built(spec: DeviceSpec, ctx: BuildContext) -> Iterator[Device]:
             yield dev
 
 
-def _info(c: cluster.Cluster, transport: str, ctx: BuildContext) -> dict[str, object]:
-    settings = cluster.settings(c.access, ctx.runner, c.pool)
-    return {"transport": transport, "image": f"{c.pool}/{c.image}", "ceph": settings}
+def _info(c: cluster.Cluster, transport: str) -> dict[str, object]:
+    # The settings in force are read with each trial (state.py), where they are recorded: not here too.
+    return {"transport": transport, "image": f"{c.pool}/{c.image}"}
 
 
 @contextmanager

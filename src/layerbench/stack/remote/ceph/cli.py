@@ -24,14 +24,14 @@ USER = "admin"  # the user of a cluster layerbench builds (its conf names the ke
 
 @dataclass(frozen=True)
 class Access:
-    """How a command reaches a cluster as someone other than client.admin: its conf and the Ceph user (a
-    cluster the user runs, whose keyring our conf names)."""
+    """How a command reaches a cluster: its conf and the Ceph user to act as (client.admin on a cluster
+    layerbench builds; on one the user runs, their user, whose keyring our conf names)."""
 
     conf: Path
     user: str = USER
 
 
-Conf = Path | Access  # a cluster's conf (layerbench's own, as client.admin), or a conf and a user
+Conf = Path | Access  # a conf alone (as client.admin: a cluster layerbench builds, while it builds it), or both
 
 
 def _reach(conf: Conf) -> list[str]:

@@ -53,7 +53,7 @@ def attached(own: OwnClusterSpec, size: int, ctx: BuildContext) -> Iterator[Clus
         yield Cluster(paths, own.pool, image, image_size(size), [], [], user=own.user)
 
 
-def usable(access: cli.Access, own: OwnClusterSpec, runner: Runner) -> cli.Status:
+def usable(access: cli.Access, own: OwnClusterSpec, runner: Runner) -> None:
     """The cluster answers as this user, has the pool, and every PG is active; refused in Ceph's words if not."""
     try:
         # Ceph's own words for a pool that is not there; the applications a pool is enabled for, else.
@@ -64,7 +64,7 @@ def usable(access: cli.Access, own: OwnClusterSpec, runner: Runner) -> cli.Statu
                 f"{', '.join(found) or 'nothing'})",
                 hint=f"layerbench changes no pool: `rbd pool init {own.pool}` makes it one, if it is yours to change",
             )
-        return healthy(access, runner, ACTIVE_LIMIT_S, cli.Status.active)
+        healthy(access, runner, ACTIVE_LIMIT_S, cli.Status.active)
     except ToolError as exc:
         raise PrerequisiteError(
             f"the Ceph cluster at {own.conf}, as client.{own.user}, pool {own.pool}: {exc}",
