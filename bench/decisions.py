@@ -15,7 +15,7 @@ protocol with a 95% interval over the runs, and the ratio. As root, nothing else
 
 Usage:
   PYTHONPATH=src .venv/bin/python bench/decisions.py [--runs 1000] [--budgets 88 176 440 880]
-  PYTHONPATH=src .venv/bin/python bench/decisions.py --real 3 [--preset quick]
+  PYTHONPATH=src .venv/bin/python bench/decisions.py --real 3 [--preset quick] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -78,20 +78,22 @@ def decided_and_trial_time(db: Path) -> tuple[int, int, float]:
     return sum(v != "undecided" for v in verdicts), len(verdicts), sum(t.ended_at - t.started_at for t in trials)
 
 
-def real(repeats: int, preset: str) -> None:
+def real(repeats: int, preset: str, keep: Path | None = None) -> None:
     rates: dict[str, list[float]] = {"fixed": [], "budget": []}
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = keep or Path(scratch)
+        tmp.mkdir(parents=True, exist_ok=True)
         for i in range(repeats):
             db = Path(tmp) / f"fixed{i}.db"
             wall, _ = layerbench(["run", preset], db)
             decided, total, spent = decided_and_trial_time(db)
             rates["fixed"].append(decided / (wall / 60))
-            print(f"fixed #{i}: {decided}/{total} decided, {wall:.0f} s, trials {spent:.0f} s")
+            print(f"fixed #{i}: {decided}/{total} decided, {wall:.0f} s, trials {spent:.0f} s", flush=True)
             db = Path(tmp) / f"budget{i}.db"
             wall, _ = layerbench(["run", preset, "--budget", f"{spent:.0f}s"], db)
             decided, total, spent = decided_and_trial_time(db)
             rates["budget"].append(decided / (wall / 60))
-            print(f"budget #{i}: {decided}/{total} decided, {wall:.0f} s, trials {spent:.0f} s")
+            print(f"budget #{i}: {decided}/{total} decided, {wall:.0f} s, trials {spent:.0f} s", flush=True)
     for name, values in rates.items():
         arr = np.array(values)
         half = 1.96 * arr.std(ddof=1) / math.sqrt(len(arr)) if len(arr) > 1 else math.nan
@@ -105,9 +107,10 @@ def main() -> None:
     parser.add_argument("--budgets", type=int, nargs="+", default=[88, 176, 440, 880])
     parser.add_argument("--real", type=int, default=0, metavar="N")
     parser.add_argument("--preset", default="quick")
+    parser.add_argument("--keep", type=Path, metavar="DIR", help="keep the real runs' databases in DIR")
     args = parser.parse_args()
     if args.real:
-        real(args.real, args.preset)
+        real(args.real, args.preset, args.keep)
     else:
         simulate(args.runs, args.budgets)
 

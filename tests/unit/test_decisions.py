@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from layerbench.analysis import decisions
+from layerbench.analysis import decisions, looks
 from layerbench.analysis.stats import LogRatio
 from layerbench.analysis.verdicts import EQUIVALENT, FASTER, SLOWER, UNDECIDED, judge
 from layerbench.spec.feasibility import HostCaps
@@ -37,7 +37,8 @@ def rule(low: float, high: float) -> str:
 
 def test_each_verdict_of_a_budget_run_follows_from_its_printed_interval_and_the_band() -> None:
     rng = np.random.default_rng(3)
-    rounds, means, sems = rng.integers(2, 40, 400), rng.normal(0, 0.15, 400), rng.uniform(0.002, 0.08, 400)
+    rounds = rng.choice(looks.LOOKS[:12], 400)  # a budget run reads each comparison at one of its looks
+    means, sems = rng.normal(0, 0.15, 400), rng.uniform(0.002, 0.08, 400)
     comparisons = [
         LogRatio(int(n), float(m), float(s), float(n - 1)) for n, m, s in zip(rounds, means, sems, strict=True)
     ]
@@ -55,11 +56,12 @@ def test_an_interval_that_excludes_one_is_never_called_undecided() -> None:
 
 def test_rounds_to_decide_grow_as_the_difference_shrinks_and_say_none_where_no_hour_would() -> None:
     alpha = 0.05 / 15
-    big = decisions.rounds_to_decide(math.log(0.7), 0.06, 3, alpha)
-    small = decisions.rounds_to_decide(math.log(0.9), 0.06, 3, alpha)
-    same = decisions.rounds_to_decide(0.0, 0.06, 3, alpha)
-    assert big is not None and small is not None and same is not None and big < small
-    assert decisions.rounds_to_decide(math.log(0.99), 5.0, 3, alpha) is None  # a spread no run resolves
+    big = decisions.rounds_to_decide(math.log(0.7), 0.06, 10.0, 3, alpha)
+    small = decisions.rounds_to_decide(math.log(0.9), 0.06, 10.0, 3, alpha)
+    same = decisions.rounds_to_decide(0.0, 0.06, 10.0, 3, alpha)
+    assert big is not None and small is not None and same is not None and big < small < same
+    assert decisions.rounds_to_decide(0.0, 0.06, 0.0, 3, alpha) > same  # fewer degrees of freedom lent: more rounds
+    assert decisions.rounds_to_decide(math.log(0.99), 5.0, 10.0, 3, alpha) is None  # a spread no run resolves
 
 
 def test_an_open_comparison_says_what_would_decide_it_and_what_it_rules_out() -> None:

@@ -1,6 +1,7 @@
 """Confidence sequences for the mean of normal values whose variance is unknown: intervals that hold at every
 round at once, so a run may stop whenever it likes (all decided, the budget spent, Ctrl-C) and its intervals
-and verdicts stay valid.
+stay valid. A budget run's table gives each cell's mean with one (``stats.summaries``); its comparisons,
+which decide, are judged at fixed looks instead (analysis/looks.py: far narrower at the few rounds a run has).
 
 The e-value of "the mean is m" after n values is a Bayes factor of the one-sample t statistic: a normal prior
 of scale ``g`` on the standardised effect (the mean over the standard deviation) and the right Haar prior
@@ -93,14 +94,3 @@ def halfwidths(sem: np.ndarray, n: np.ndarray, alpha: float | np.ndarray) -> np.
 
 # Boundaries found so far, by (α, n) key: they depend on nothing else, and a run's next round asks the same.
 _FOUND: dict[int, float] = {}
-
-
-def p_values(t: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """The anytime-valid p-value of "the mean is zero" for each t statistic from ``n`` values: 1 over its
-    e-value, at most 1 (NaN where t is NaN or there are fewer than two values)."""
-    t = np.asarray(t, dtype=float)
-    n = np.broadcast_to(np.asarray(n, dtype=float), t.shape)
-    known = ~np.isnan(t) & (n >= 2)
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        log_e = _log_e(np.where(known, t, 0.0), np.where(known, n, 2.0))
-    return np.where(known, np.minimum(1.0, np.exp(-log_e)), np.nan)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from layerbench.analysis import precision
+from layerbench.analysis import looks, precision
 from layerbench.analysis.stats import LogRatio, paired_logs, per_trial, welch_logs
 from layerbench.analysis.verdicts import Judged, judge
 from layerbench.spec.engines.runtimes import DEFAULT_RUNTIME
@@ -68,14 +68,21 @@ def of_run(data: RunData) -> Family:
             keys[(c.cell_id, c.baseline_cell_id, headline_metric(c.cell.workload))] = None
     layers = layer_pairs(data, rounds)
     keys.update({(p.subject, p.reference, p.metric): None for p in layers})
-    logs = [compared(rounds.get((a, m), {}), rounds.get((b, m), {})) for a, b, m in keys]
+    sequential = data.trials_rule.sequential
+    logs = [compared(rounds.get((a, m), {}), rounds.get((b, m), {}), sequential) for a, b, m in keys]
     level = precision.confidence(data.trials_rule)
-    judged = judge(logs, level, data.trials_rule.sequential)
+    judged = judge(logs, level, sequential)
     return Family(dict(zip(keys, judged, strict=True)), layers, level)
 
 
-def compared(cell: dict[int, float], base: dict[int, float]) -> LogRatio:
-    """Paired by round where two rounds ran both; unpaired where they did not (and each side has two trials)."""
+def compared(cell: dict[int, float], base: dict[int, float], sequential: bool = False) -> LogRatio:
+    """Paired by round where two rounds ran both; unpaired where they did not (and each side has two trials).
+    ``sequential`` (a budget run): paired, on the rounds of its last look (analysis/looks.py), the first that
+    ran both; the rounds after it wait for the next look."""
+    if sequential:  # before the first look (one round), that round: a ratio without an interval
+        both = sorted(set(cell) & set(base))
+        read = both[: looks.last(len(both)) or len(both)]
+        return paired_logs({r: cell[r] for r in read}, {r: base[r] for r in read})
     if len(set(cell) & set(base)) >= 2 or min(len(cell), len(base)) < 2:
         return paired_logs(cell, base)
     return welch_logs(list(cell.values()), list(base.values()))

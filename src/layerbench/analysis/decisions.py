@@ -1,15 +1,16 @@
 """Decisions, not "undecided": which of a run's comparisons are still open, what would decide each, and which
 cells the next round should run so that the run's time goes where a verdict is still open.
 
-A run with a budget (``trials.budget``) gives every cell ``min_repetitions`` rounds, then each round to the
-cells of the comparisons still undecided (both cells of each, so they stay paired), first those this host
-can decide within what is left of the budget, cheapest first. Its intervals are confidence sequences
-(analysis/verdicts.py's ``judge_sequential``), so choosing rounds by what the intervals show so far costs
-them nothing: they hold whenever the run stops.
+A run with a budget (``trials.budget``) gives every cell its first rounds (``Trials.first_rounds``), then
+each round to the cells of the comparisons still undecided that this host can decide within what is left of
+the budget (both cells of each, so they stay paired); it stops when every comparison is decided, the budget
+is spent, or what is still open cannot be decided within what is left. Each comparison is judged only at
+its looks (analysis/looks.py), each look at its own share of α, so choosing rounds by what the intervals
+show so far costs them nothing: they hold whenever the run stops.
 
-What would decide a comparison is read off its own numbers: at its spread per round, the round at which its
-sequence would lie wholly inside the band (if its mean stays inside it) or wholly on one side of ×1; and
-the trials' own times make that rounds into minutes.
+What would decide a comparison is read off its own numbers: at its moderated spread per round and its mean
+so far, the first look at which its interval would lie wholly inside the band (if its mean stays inside it)
+or wholly on one side of ×1; and the trials' own times make those rounds into minutes.
 """
 
 from __future__ import annotations
@@ -18,15 +19,15 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from layerbench.analysis import anytime, comparisons
+import numpy as np
+
+from layerbench.analysis import comparisons, looks
 from layerbench.analysis.comparisons import Family
-from layerbench.analysis.stats import Ratio
+from layerbench.analysis.lazy_special import special
 from layerbench.analysis.verdicts import BAND, UNDECIDED
 from layerbench.spec.models import Cell, Trials
 from layerbench.store.read import RunData
 
-# Beyond this many rounds a comparison is not decided on this host in any time a user would wait.
-MAX_ROUNDS = 2000
 AN_HOUR_S = 3600.0
 
 
@@ -39,7 +40,7 @@ class Open:
     metric: str
     rounds: int  # paired rounds so far
     spread: float  # the log ratio's standard deviation per round (NaN: not known yet)
-    more: int | None  # rounds more that would decide it at this spread and mean; None: not within MAX_ROUNDS
+    more: int | None  # rounds more that would decide it at this spread and mean; None: no look would
     seconds: float | None  # what those rounds would take, from its two cells' trial times
     low: float  # its interval now (ratios)
     high: float
@@ -84,22 +85,34 @@ class Decisions:
         return max(times, default=None)
 
 
-def rounds_to_decide(mean: float, spread: float, rounds: int, alpha: float) -> int | None:
-    """The first round count at which a sequence with this mean and spread per round decides: wholly inside
-    the band, or wholly on one side of ×1; None within MAX_ROUNDS or without a spread."""
-    if not (spread == spread and spread > 0 and mean == mean):
-        return None
-    for n in _candidates(rounds):
-        half = anytime.boundary(n, alpha) * spread / math.sqrt(n)
-        if abs(mean) + half <= BAND or half < abs(mean):
-            return n
-    return None
+def rounds_to_decide(mean: float, spread: float, lent: float, rounds: int, alpha: float) -> int | None:
+    """The first look after ``rounds`` at which a comparison with this mean log ratio and spread per round
+    (``lent``: the degrees of freedom the run's other comparisons lend it) would be decided at ``alpha``
+    (α/K: its share of the run's), or None where no look on the schedule would."""
+    found = rounds_needed(np.array([mean]), np.array([spread]), np.array([lent]), np.array([rounds]), alpha)[0]
+    return int(found) if math.isfinite(found) else None
 
 
-def _candidates(rounds: int) -> list[int]:
-    """Round counts to try from the next on: every one to 200, then coarser (the boundary changes slowly)."""
-    dense = list(range(max(rounds + 1, 2), 201))
-    return dense + list(range(max(rounds + 1, 210), MAX_ROUNDS + 1, 10))
+def rounds_needed(
+    mean: np.ndarray,
+    spread: np.ndarray,
+    lent: np.ndarray,
+    rounds: np.ndarray,
+    alpha: float | np.ndarray,
+    within: float = math.inf,
+) -> np.ndarray:
+    """``rounds_to_decide`` of many comparisons at once (infinite where no look would, NaN inputs included):
+    wholly inside the band at a look, or wholly on one side of ×1; looks past ``within`` rounds are not tried
+    (a simulation's budget ends before them)."""
+    found = np.full(np.shape(mean), np.inf)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for look, share in zip(looks.LOOKS, looks.SHARES, strict=True):
+            if look > within:
+                break
+            half = special.stdtrit(look - 1 + lent, 1 - alpha * share / 2) * spread / math.sqrt(look)
+            decides = ((np.abs(mean) + half <= BAND) | (half < np.abs(mean))) & (look > rounds)
+            found = np.where(decides & np.isinf(found), look, found)
+    return found
 
 
 def of_run(data: RunData, family: Family | None = None) -> Decisions:
@@ -115,21 +128,14 @@ def of_run(data: RunData, family: Family | None = None) -> Decisions:
         if j.verdict != UNDECIDED:
             continue
         n = len(rounds.get(subject, set()) & rounds.get(reference, set()))
-        spread = _spread(j.ratio, n, alpha)
-        target = rounds_to_decide(math.log(j.ratio.ratio) if j.ratio.ratio > 0 else math.nan, spread, n, alpha)
+        spread = j.sem * math.sqrt(j.rounds) if j.rounds else math.nan
+        mean = math.log(j.ratio.ratio) if j.ratio.ratio > 0 else math.nan
+        lent = j.dof - (j.rounds - 1) if j.dof == j.dof else 0.0
+        target = rounds_to_decide(mean, spread, lent, n, alpha)
         more = None if target is None else target - n
         cost = None if more is None else more * (seconds.get(subject, 0.0) + seconds.get(reference, 0.0))
         opened.append(Open(subject, reference, metric, n, spread, more, cost, j.ratio.ci_low, j.ratio.ci_high))
     return Decisions(len(judged) - len(opened), tuple(opened))
-
-
-def _spread(ratio: Ratio, n: int, alpha: float) -> float:
-    """The per-round standard deviation behind an interval: its half-width over the boundary, times √n."""
-    low, high = ratio.ci_low, ratio.ci_high
-    if n < 2 or not (low == low and math.isfinite(high) and low > 0):
-        return math.nan
-    half = (math.log(high) - math.log(low)) / 2
-    return half / anytime.boundary(n, alpha) * math.sqrt(n)
 
 
 def trial_seconds(data: RunData) -> dict[str, float]:
@@ -180,7 +186,10 @@ class Status:
         d = self.decisions
         eta = d.seconds_to_decide()
         need = f" (~{eta / 60:.0f} min to decide those this host can)" if eta else ""
-        return f"decided {d.decided} of {d.total}, {len(d.open)} open{need}, {budget} of budget left"
+        done = f"decided {d.decided} of {d.total}, {len(d.open)} open{need}"
+        if d.open and not self.round_trials and self.left > 0:
+            return f"{done}: none can be decided within the {budget} of budget left, stopping"
+        return f"{done}, {budget} of budget left"
 
 
 def status_of(cells: Sequence[Cell], data: RunData, rule: Trials) -> tuple[list[Cell], Status]:
@@ -191,32 +200,35 @@ def status_of(cells: Sequence[Cell], data: RunData, rule: Trials) -> tuple[list[
 
 def next_cells(cells: Sequence[Cell], data: RunData, rule: Trials) -> tuple[list[Cell], Decisions | None]:
     """The cells the next round runs, and the decisions it was chosen from (None in the first rounds): every
-    cell until each has ``min_repetitions`` rounds; then the cells of open comparisons, those that fit in what
-    is left of the budget first; none once all are decided or the budget is spent."""
+    cell until each has its first rounds; then the cells of the open comparisons whose deciding fits in what
+    is left of the budget, cheapest first, as many as the round can pay for; none once all are decided, the
+    budget is spent, or no open one can be decided within it (more rounds there would spend the budget on
+    intervals that narrow without deciding: the run says what each would need instead)."""
     rounds = _rounds(data)
-    if any(len(rounds.get(c.id, ())) < rule.min_repetitions for c in cells):
+    if any(len(rounds.get(c.id, ())) < rule.first_rounds for c in cells):
         return list(cells), None
     decisions = of_run(data)
     remaining = left(data, rule)
-    if not decisions.open or remaining <= 0:
-        return [], decisions
     per_trial = rule.budget_trials is not None
-    chosen = _chosen(decisions.open, remaining, per_trial)
-    wanted = {c for o in chosen for c in (o.subject, o.reference)}
-    round_cells = [c for c in cells if c.id in wanted]
     seconds = trial_seconds(data)
-    cost = len(round_cells) if per_trial else sum(seconds.get(c.id, 0.0) for c in round_cells)
-    return (round_cells if cost <= remaining else []), decisions  # a round is paired: whole, or not at all
+
+    def cost(ids: set[str]) -> float:
+        return float(len(ids)) if per_trial else sum(seconds.get(i, 0.0) for i in ids)
+
+    wanted: set[str] = set()
+    for o in _fitting(decisions.open, remaining, per_trial):
+        more = wanted | {o.subject, o.reference}
+        if cost(more) <= remaining:  # a round is paired: both cells of a comparison, or neither
+            wanted = more
+    return [c for c in cells if c.id in wanted], decisions
 
 
-def _chosen(opened: Sequence[Open], remaining: float, per_trial: bool) -> list[Open]:
-    """The open comparisons whose deciding fits in what is left, cheapest first; all of them where none fits
-    (more rounds still narrow every interval, and the budget ends the run)."""
+def _fitting(opened: Sequence[Open], remaining: float, per_trial: bool) -> list[Open]:
+    """The open comparisons whose deciding fits in what is left, cheapest first."""
 
-    def cost(o: Open) -> float | None:
-        if o.more is None:
-            return None
+    def cost(o: Open) -> float:
+        if o.more is None or o.seconds is None:
+            return math.inf
         return 2.0 * o.more if per_trial else o.seconds
 
-    fits = sorted((o for o in opened if (c := cost(o)) is not None and c <= remaining), key=lambda o: cost(o) or 0)
-    return fits or list(opened)
+    return sorted((o for o in opened if cost(o) <= remaining), key=cost)

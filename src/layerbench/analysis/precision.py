@@ -46,7 +46,7 @@ def confidence(trials: Trials) -> float:
     target, so the interval reported at the stop is a valid 95% one; 0.95 for a fixed count of trials."""
     if trials.precision is None:
         return NOMINAL
-    looks = trials.repetitions - trials.min_repetitions + 1
+    looks = trials.repetitions - trials.first_rounds + 1
     return 1 - (1 - NOMINAL) / looks
 
 

@@ -28,6 +28,6 @@ def still_imprecise(exp: Experiment, cells: list[Cell], frame: pd.DataFrame) -> 
         metric = exp.trials.metric if exp.trials.metric != "headline" else headline_metric(c.workload)
         if metric not in values:
             values[metric] = cell_values(frame, metric) if not frame.empty else {}
-        if not precise_enough(list(values[metric].get(c.id, [])), target, exp.trials.min_repetitions, level):
+        if not precise_enough(list(values[metric].get(c.id, [])), target, exp.trials.first_rounds, level):
             imprecise.append(c)
     return imprecise

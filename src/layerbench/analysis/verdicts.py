@@ -20,21 +20,18 @@ comparisons those intervals decide. S is the largest set consistent with its own
 |S| = K downward (``_corrected``: a wider interval only decides fewer, so at most K steps); where no ≈ is
 decided it is exactly Benjamini-Hochberg's discoveries at α, the selection Benjamini and Yekutieli pair their
 intervals with (tests/unit/test_verdicts.py holds it to scipy's). Each interval is at least a 1 - α one on
-its own, since |S| ≤ K. Only the kind of interval differs between the protocols:
-
-- a fixed count of rounds (the presets') or a precision target: the Student-t interval of the mean log
-  ratio (``decide``);
-- a run whose data decide when it stops (a budget: ``Trials.sequential``): the confidence sequence of
-  analysis/anytime.py, valid at every round at once (``decide_sequential``; the e-BY procedure of Xu, Wang
-  and Ramdas, 2022).
+its own, since |S| ≤ K. That is a fixed count of rounds' (the presets') or a precision target's rule
+(``decide``). A run whose data decide when it stops (a budget: ``Trials.sequential``) reads each comparison
+at its last look (analysis/looks.py) and takes a stronger, simpler correction instead: Bonferroni's over
+the K comparisons and, by the union bound, over each one's looks (``decide_sequential``), so the chance
+that any of its verdicts is wrong is at most α whenever it stops.
 
 What is guaranteed, and what is not. The FCR is the expected share, among the decided comparisons, of those
 whose interval misses the true ratio; a wrong verdict (a difference named where there is none, the wrong
 direction, ≈ for a ratio outside the band) needs a missed interval, so wrong verdicts are at most that share
 too. It is not the chance that a run has no wrong verdict at all: where many ≈ are decided, |S| is large and
 the intervals near 95% each, so a run of twenty comparisons at twenty rounds names a false difference in
-about 9% of runs where Benjamini-Hochberg's rule did in 3% (docs/explanation/statistics.md). For confidence
-sequences e-BY bounds the FCR by α for any selection under any dependence between comparisons. For
+about 9% of runs where Benjamini-Hochberg's rule did in 3% (docs/explanation/statistics.md). For
 t-intervals Benjamini and Yekutieli prove the bound when the comparisons' estimates are independent and the
 selection is "simple" (while a comparison stays selected, changing its own data does not change |S|). The
 largest consistent S is: with f(r) the count decided at α·r/K, |S| is the largest r with f(r) ≥ r, and
@@ -69,7 +66,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from layerbench.analysis import anytime
+from layerbench.analysis import looks
 from layerbench.analysis.lazy_special import special
 from layerbench.analysis.stats import LogRatio, Ratio
 
@@ -90,6 +87,9 @@ class Judged:
     q_value: float  # p_value times K/|S|, at most 1: below α exactly when the interval excludes ×1; NaN: untested
     note: str = ""  # why there is no interval (one round, a value not above zero, no spread)
     paired: bool = True  # paired by round; False: unpaired (Welch on the logs), the rounds did not pair
+    sem: float = math.nan  # the log ratio's standard error and degrees of freedom the interval was built from
+    dof: float = math.nan
+    rounds: int = 0  # the rounds it was read from (a budget run's last look)
 
 
 @dataclass(frozen=True)
@@ -99,10 +99,11 @@ class Decided:
     verdict: np.ndarray  # of str, read off the interval
     low: np.ndarray  # the interval decided on and shown: NaN where there is none, infinite where not yet bounded
     high: np.ndarray
-    p_value: np.ndarray  # of "no difference", the comparison's own: the t-test's, or 1 over its e-value
-    q_value: np.ndarray  # p_value times K/|S|, at most 1
+    p_value: np.ndarray  # of "no difference", the comparison's own t-test
+    q_value: np.ndarray  # p_value over its interval's share of α (K/|S|; a budget run's K over the look's share)
     sem: np.ndarray  # the standard errors decided on and shown: each no smaller than its moderated one
     selected: np.ndarray  # |S| along the last axis (kept as an axis of one; at least 1): the intervals' α·|S|/K
+    dof: np.ndarray  # each interval's degrees of freedom
 
 
 def family_size(sem: np.ndarray) -> np.ndarray:
@@ -122,22 +123,35 @@ def decide(mean: np.ndarray, sem: np.ndarray, df: np.ndarray, alpha: float = 0.0
     def halfwidths(a: np.ndarray) -> np.ndarray:
         return special.stdtrit(df, 1 - a / 2) * sem
 
-    return _corrected(mean, sem, p, alpha, halfwidths)
+    return _corrected(mean, sem, p, alpha, halfwidths, df)
 
 
 def decide_sequential(mean: np.ndarray, sem: np.ndarray, df: np.ndarray, alpha: float = 0.05) -> Decided:
-    """A budget run's interval and the verdict read off it (``df``: n - 1 for n paired rounds): each interval
-    the comparison's confidence sequence at α·|S|/K (e-BY, Xu, Wang and Ramdas 2022: for any selection,
-    the largest consistent S included, e-value intervals at that level keep the false coverage rate of the
-    selected ones at α, under any dependence)."""
+    """A budget run's interval and the verdict read off it, of each comparison as it stood at its last look
+    (analysis/looks.py: ``df`` is that look's rounds - 1). Each interval is Student's t at α/K times the look's
+    share of α (Bonferroni over the run's K comparisons and, by the union bound, over each one's looks), with
+    the degrees of freedom the run's variances lend each other (``moderated``). So the chance that any of the
+    run's intervals, at any of its looks, misses is at most α, however the rounds were given out and whenever
+    the run stopped."""
     mean, df = np.asarray(mean, dtype=float), np.asarray(df, dtype=float)
-    sem = floored(np.asarray(sem, dtype=float), df)
-    p = anytime.p_values(mean / sem, df + 1)
-    return _corrected(mean, sem, p, alpha, lambda a: anytime.halfwidths(sem, df + 1, a))
+    sem, dof = moderated(np.asarray(sem, dtype=float), df)
+    k = family_size(sem)
+    each = alpha / k * looks.shares(df + 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = 2 * special.stdtr(dof, -np.abs(mean / sem))
+        half = special.stdtrit(dof, 1 - each / 2) * sem
+    low, high = mean - half, mean + half
+    q = np.minimum(p / (each / alpha), 1.0)
+    return Decided(_read_off(low, high), low, high, p, q, sem, np.ones_like(k), dof)
 
 
 def _corrected(
-    mean: np.ndarray, sem: np.ndarray, p: np.ndarray, alpha: float, halfwidths: Callable[[np.ndarray], np.ndarray]
+    mean: np.ndarray,
+    sem: np.ndarray,
+    p: np.ndarray,
+    alpha: float,
+    halfwidths: Callable[[np.ndarray], np.ndarray],
+    dof: np.ndarray,
 ) -> Decided:
     """Each interval at α·|S|/K (``halfwidths`` of each comparison's α), S the comparisons they decide: from
     |S| = K downward, since a wider interval only decides fewer, to the largest S its intervals agree with."""
@@ -152,7 +166,7 @@ def _corrected(
         if np.array_equal(shrunk, selected):
             break
         selected = shrunk
-    return Decided(verdict, low, high, p, np.minimum(p * k / selected, 1.0), sem, selected)
+    return Decided(verdict, low, high, p, np.minimum(p * k / selected, 1.0), sem, selected, dof)
 
 
 def _read_off(low: np.ndarray, high: np.ndarray) -> np.ndarray:
@@ -164,20 +178,20 @@ def _read_off(low: np.ndarray, high: np.ndarray) -> np.ndarray:
 
 def judge(comparisons: Sequence[LogRatio], confidence: float = 0.95, sequential: bool = False) -> list[Judged]:
     """Every comparison of a run at once: one family, one correction, one interval each, the verdict read off
-    it; ``sequential``: the run's data decided when it stopped, so each interval is a confidence sequence."""
+    it; ``sequential``: the run's data decided when it stopped, each comparison read at its last look."""
     if not comparisons:
         return []
     columns = np.array([(c.mean, c.sem, c.df) for c in comparisons], dtype=float).T
     d = (decide_sequential if sequential else decide)(columns[0], columns[1], columns[2], 1 - confidence)
     rows = zip(
         comparisons, columns[0].tolist(), d.low.tolist(), d.high.tolist(), d.p_value.tolist(),
-        d.verdict.tolist(), d.q_value.tolist(), strict=True,
+        d.verdict.tolist(), d.q_value.tolist(), d.sem.tolist(), d.dof.tolist(), strict=True,
     )  # fmt: skip
     out = []
-    for c, m, low, high, p, verdict, q in rows:
+    for c, m, low, high, p, verdict, q, sem, dof in rows:
         # math.exp rather than numpy's, which may round the last digit otherwise (analysis/stats.py).
         ratio = Ratio(math.exp(m), math.exp(low), math.exp(high), p) if low == low else _bare(m)
-        out.append(Judged(ratio, str(verdict), q, c.note, c.paired))
+        out.append(Judged(ratio, str(verdict), q, c.note, c.paired, sem, dof, c.n))
     return out
 
 
@@ -193,12 +207,28 @@ MIN_FOR_PRIOR = 3  # comparisons with a spread needed before their variances say
 def floored(sem: np.ndarray, df: np.ndarray) -> np.ndarray:
     """Each standard error raised to its moderated value where that is larger (along the last axis: one
     run's comparisons). Variances per round are ``sem² (df + 1)``: a paired comparison's n is df + 1."""
+    return moderated(sem, df)[0]
+
+
+# Degrees of freedom lent where the run's variances agree more than chance allows (Smyth's d0 is infinite):
+# enough to make the t quantile the normal one, a finite number for the t functions.
+AGREED_DOF = 1000.0
+
+
+def moderated(sem: np.ndarray, df: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``floored``'s standard errors, and the degrees of freedom each then has: its own plus the prior's d0.
+    Under Smyth's model (each comparison's variance drawn from a scaled inverse χ² of d0 degrees of freedom),
+    the moderated t, on the shrunk variance, is Student's t with df + d0 degrees of freedom exactly (limma's
+    moderated t-test); a variance no smaller than the shrunk one only widens that interval. Where the run
+    has too few comparisons for a prior, each keeps its own."""
     s2 = sem * sem * (df + 1)
     d0, s0 = _prior(s2, df)
     with np.errstate(invalid="ignore", divide="ignore"):
-        moderated = np.where(np.isinf(d0), s0, (d0 * s0 + df * s2) / (d0 + df))
-        lifted = np.sqrt(np.maximum(s2, moderated) / (df + 1))
-    return np.where(np.isnan(sem) | np.isnan(moderated), sem, lifted)
+        shrunk = np.where(np.isinf(d0), s0, (d0 * s0 + df * s2) / (d0 + df))
+        lifted = np.sqrt(np.maximum(s2, shrunk) / (df + 1))
+        lent = np.where(np.isnan(d0), 0.0, np.minimum(d0, AGREED_DOF))
+    unknown = np.isnan(sem) | np.isnan(shrunk)
+    return np.where(unknown, sem, lifted), np.where(unknown, df, df + lent)
 
 
 def _prior(s2: np.ndarray, df: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

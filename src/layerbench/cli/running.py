@@ -64,8 +64,9 @@ def run(
         "--budget",
         metavar="TIME|TRIALS",
         help="Decide by comparisons within this budget (6m, 1.5h: the trials' own time; 200: trials): every cell "
-        "gets its first rounds, then each round goes to the comparisons still undecided; the intervals hold "
-        "whenever the run stops, and `show` says what would decide the rest (the spec's trials.budget).",
+        "gets its first rounds, then each round goes to the comparisons still undecided that can be decided "
+        "within what is left; the verdicts hold whenever the run stops, and `show` says what would decide the "
+        "rest (the spec's trials.budget).",
     ),
     kubeconfig: Path | None = KUBECONFIG_OPTION,
     swarm_manager: str | None = SWARM_OPTION,

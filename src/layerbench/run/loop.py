@@ -146,7 +146,7 @@ def pending(exp: Experiment, matrix: Matrix, store: Results, run_id: str) -> int
     rounds every cell gets first (where comparisons are still open, more follow: the progress says so)."""
     done = store.done_trials(run_id)
     rule = exp.trials
-    rounds = rule.min_repetitions if rule.budget is not None else rule.repetitions
+    rounds = rule.first_rounds if rule.budget is not None else rule.repetitions
     todo = sum(len(p.trials) for p in plan(matrix.cells, rounds, done))
     if rule.budget_trials is not None:
         todo = min(todo, max(0, rule.budget_trials - len(done)))

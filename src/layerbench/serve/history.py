@@ -100,8 +100,9 @@ def point(v: RunView, pair: Pair) -> Point | None:
             return Point(run, r.metric, r.ratio, r.verdict, r.ratio_note, FROM_BASELINE, level)
     metric = comparisons.headline_metric(subject.cell.workload)
     rounds = comparisons.rounds_of(v.data)
-    logs = comparisons.compared(rounds.get((subject.cell_id, metric), {}), rounds.get((reference.cell_id, metric), {}))
-    j = judge([logs], level, v.data.trials_rule.sequential)[0]
+    sequential = v.data.trials_rule.sequential
+    pair_rounds = rounds.get((subject.cell_id, metric), {}), rounds.get((reference.cell_id, metric), {})
+    j = judge([comparisons.compared(*pair_rounds, sequential)], level, sequential)[0]
     note = j.note or ("" if j.paired else "unpaired: the rounds do not pair")
     return Point(run, metric, j.ratio, j.verdict, note, FROM_PAIR, level)
 

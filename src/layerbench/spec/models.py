@@ -537,12 +537,13 @@ class Trials(Frozen):
     comparisons are decided.
 
     With ``budget`` set (``6m``, ``1h``: the trials' own time; or a count of trials, ``100``), every cell gets
-    ``min_repetitions`` rounds, then each round goes to the cells of the comparisons still undecided that this
-    host can decide within what is left, until every comparison is decided, the budget is spent or
-    ``repetitions`` (the cap on rounds) is reached. With ``precision`` set (e.g. 0.03 for an interval within
-    ±3% of the mean), rounds continue for the cells not yet precise enough, between ``min_repetitions`` and
-    ``repetitions``. With neither, every cell gets exactly ``repetitions`` trials (a paper's fixed protocol:
-    002 used 10). Every interval is valid whenever the run stops (docs/explanation/statistics.md).
+    ``min_repetitions`` rounds (2), then each round goes to the cells of the comparisons still undecided that
+    this host can decide within what is left, until every comparison is decided, the budget is spent, what is
+    open cannot be decided within it, or ``repetitions`` (the cap on rounds) is reached. With ``precision``
+    set (e.g. 0.03 for an interval within ±3% of the mean), rounds continue for the cells not yet precise
+    enough, between ``min_repetitions`` (3) and ``repetitions``. With neither, every cell gets exactly
+    ``repetitions`` trials (a paper's fixed protocol: 002 used 10). Every interval is valid whenever the run
+    stops (docs/explanation/statistics.md).
     """
 
     repetitions: int = Field(default=1, ge=1, le=1000)
@@ -553,7 +554,14 @@ class Trials(Frozen):
         description="decide by comparisons within this budget: a duration of trials (90s, 6m, 1.5h) or a count "
         "of trials (100); rounds go where a verdict is still open",
     )
-    min_repetitions: int = Field(default=3, ge=2, le=1000)
+    min_repetitions: int | None = Field(
+        default=None,
+        ge=2,
+        le=1000,
+        description="the rounds every cell gets before a precision target or a budget chooses (default: 3 under "
+        "a precision target; 2 under a budget, whose intervals borrow the run's other comparisons' degrees of "
+        "freedom from the first look on)",
+    )
     metric: Literal["headline", "iops", "bw", "ops"] = Field(
         default="headline",
         description="what the precision target judges: each cell's headline (IOPS for random I/O, MiB/s for "
@@ -588,7 +596,7 @@ class Trials(Frozen):
     @model_validator(mode="after")
     def _cap_above_min(self) -> Trials:
         adaptive = self.precision is not None or self.budget is not None
-        if adaptive and self.repetitions < self.min_repetitions:
+        if adaptive and self.repetitions < self.first_rounds:
             raise ValueError("trials.repetitions (the cap) must be at least trials.min_repetitions")
         if self.precision is not None and self.budget is not None:
             raise ValueError("trials.precision and trials.budget are two stopping rules: give one")
@@ -602,13 +610,20 @@ class Trials(Frozen):
         return float(self.budget[:-1]) * {"s": 1, "m": 60, "h": 3600}[self.budget[-1]]
 
     @property
+    def first_rounds(self) -> int:
+        """``min_repetitions``, or its default for the rule."""
+        if self.min_repetitions is not None:
+            return self.min_repetitions
+        return 2 if self.budget is not None else 3
+
+    @property
     def budget_trials(self) -> int | None:
         return int(self.budget) if self.budget is not None and self.budget.isdigit() else None
 
     @property
     def sequential(self) -> bool:
-        """Whether rounds go where comparisons are undecided (a budget): the run's intervals are then confidence
-        sequences, which hold at any stop (a precision target keeps its Bonferroni over the looks)."""
+        """Whether rounds go where comparisons are undecided (a budget): each comparison is then judged at its
+        looks (analysis/looks.py), which hold at any stop (a precision target keeps its Bonferroni over the looks)."""
         return self.budget is not None
 
 
