@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 # Which options each command takes (the others would be refused as unknown).
-DIR_OPTIONS = {"run": ("db", "work", "state"), "resume": ("db", "work", "state"), "cleanup": ("state",)}
+DIR_OPTIONS = {"run": ("db", "work", "state"), "resume": ("db", "work", "state"), "cleanup": ("state",), "doctor": ()}
 FLAG = {"db": "--db", "work": "--work-dir", "state": "--state-dir"}
 
 

@@ -4,7 +4,8 @@ there, measures through librbd, and removes the image, leaving the pool's images
 fault cell on it is refused before anything runs, and a run killed mid-trial leaves its image to `cleanup`,
 which removes it.
 
-About 90 s here: the stand-in cluster (one OSD) to HEALTH_OK, a trial, a killed run and its cleanup."""
+About 90 s here: the stand-in cluster (one OSD) to HEALTH_OK, a trial, a killed run and its cleanup, and
+`doctor` asked of it."""
 
 from __future__ import annotations
 
@@ -130,3 +131,21 @@ def test_a_pool_that_is_not_there_fails_the_trial_in_cephs_words(tmp_path: Path,
         ((category, said),) = db.execute("SELECT category, stderr FROM trials").fetchall()
     assert category == "setup-error" and "pool nosuchpool: ceph exited 2: Error ENOENT: unrecognized pool" in said
     assert _left(dirs["work"], theirs) == []
+
+
+def test_doctor_asks_the_users_cluster_as_their_user_and_creates_nothing(theirs: cluster.Cluster) -> None:
+    images, pool = _images(theirs), _pool(theirs)
+
+    def rows(pool_name: str) -> list[dict[str, object]]:
+        asked = ["doctor", "--json", "--ceph-conf", str(theirs.conf), "--ceph-pool", pool_name]
+        done = support.run(asked, {}, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return [r for r in json.loads(done.stdout) if r["axis"] == "ceph"]
+
+    answers, active, rbd_pool, caps = rows(theirs.pool)
+    assert answers["ok"] and "HEALTH_OK" in str(answers["note"]) and "Ceph 16." in str(answers["note"])
+    assert active["ok"] and rbd_pool["ok"] and rbd_pool["value"] == f"pool {theirs.pool}"
+    assert caps["ok"] and "mon 'allow *'" in str(caps["note"])  # the stand-in's user is its client.admin
+    _, _, missing, _ = rows("nosuchpool")
+    assert not missing["ok"] and "unrecognized pool" in str(missing["note"])
+    assert _images(theirs) == images and _pool(theirs) == pool

@@ -76,6 +76,19 @@ def doctor(
         help="Also ask the Docker daemon at URL (a docker-host cell's node: tcp://HOST:2375, unix:///PATH); "
         "repeatable.",
     ),
+    ceph_conf: Path | None = typer.Option(
+        None,
+        "--ceph-conf",
+        metavar="FILE",
+        help="Also ask the Ceph cluster you run whose ceph.conf this is (a cell's device.remote.cluster.conf), "
+        "with --ceph-pool: whether it answers and is healthy, whether the pool is an RBD pool, what the user "
+        "may do. Read-only: nothing is created.",
+    ),
+    ceph_pool: str | None = typer.Option(None, "--ceph-pool", metavar="NAME", help="The pool of --ceph-conf."),
+    ceph_id: str = typer.Option("admin", "--ceph-id", metavar="USER", help="The Ceph user (client.USER)."),
+    ceph_keyring: Path | None = typer.Option(
+        None, "--ceph-keyring", metavar="FILE", help="That user's keyring (default: where the conf says)."
+    ),
 ) -> None:
     """What this host supports: devices, filesystems, Docker storage drivers, databases, tools, and why not.
 
@@ -85,7 +98,11 @@ def doctor(
     daemon answers on this host, where layerbench loads the image and runs commands).
     With --docker-host URL, also that daemon: whether it answers, its version, storage driver and the
     filesystem beneath it.
+    With --ceph-conf FILE --ceph-pool NAME, also the Ceph cluster you run: whether it answers as --ceph-id
+    and how healthy it is, whether the pool is an RBD pool, and the user's capabilities; nothing is created.
     """
+    if ceph_conf is not None and ceph_pool is None:
+        raise typer.BadParameter("--ceph-conf needs --ceph-pool: the pool a run would make its image in")
     with boundary():
         from layerbench.run import host
 
@@ -93,6 +110,9 @@ def doctor(
         use_swarm_manager(swarm_manager)
         caps = host.caps(cache_dir, probes=HOST_PROBES, profiler=True, images=DOCTOR_IMAGES)
         rows = doctor_rows(caps) + [DoctorRow(*row) for row in host.engine_rows(docker_host)]
+        if ceph_conf is not None and ceph_pool is not None:
+            keyring = str(ceph_keyring) if ceph_keyring else None
+            rows += [DoctorRow(*row) for row in host.ceph_rows(str(ceph_conf), ceph_pool, ceph_id, keyring)]
         if as_json:
             typer.echo(json.dumps([r._asdict() for r in rows], indent=2))
             return

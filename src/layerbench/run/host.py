@@ -76,3 +76,12 @@ def engine_rows(docker_hosts: list[str]) -> list[tuple[str, str, bool, str]]:
     """`doctor`'s rows of the engines on other machines: (engine, what, ok, note) for the Kubernetes cluster
     of $KUBECONFIG, the swarm of --swarm-manager and each Docker host named; each asked only where named."""
     return engines.doctor_rows(docker_hosts)
+
+
+def ceph_rows(conf: str, pool: str, user: str, keyring: str | None) -> list[tuple[str, str, bool, str]]:
+    """`doctor`'s rows of a Ceph cluster the user runs (--ceph-conf): asked as their user, nothing created."""
+    from layerbench.spec.transports.rbd import OwnClusterSpec
+    from layerbench.stack.remote.ceph import own
+
+    spec = OwnClusterSpec(conf=conf, pool=pool, user=user, keyring=keyring)
+    return own.doctor_rows(spec, proc.run)

@@ -11,6 +11,7 @@ as it is and only our client's settings change.
 
 from __future__ import annotations
 
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -96,3 +97,76 @@ def reclaim_image(res: Resource, runner: Runner) -> None:
     conf = Path(str(res.detail.get("conf", "")))
     if conf.is_file():
         _remove(cli.Access(conf, str(res.detail.get("user", cli.USER))), res.ident, runner)
+
+
+DoctorRow = tuple[str, str, bool, str]  # (axis, what, ok, note), as `doctor` prints its rows
+
+
+def doctor_rows(own: OwnClusterSpec, runner: Runner) -> list[DoctorRow]:
+    """`doctor`'s rows for a cluster the user runs, each asked as their user through the conf a run would use:
+    whether it answers and how healthy it is, whether the pool is there and an RBD pool, and what the user may
+    read. Nothing is created: whether the user may create an image is what a run's first image finds out."""
+    where = f"{own.conf} as client.{own.user}"
+    try:
+        users_conf = Path(own.conf).read_text()
+    except OSError as exc:
+        return [("ceph", where, False, f"cannot read the conf: {exc.strerror}")]
+    with tempfile.TemporaryDirectory(prefix="lb-doctor-ceph-") as root:
+        conf = Path(root) / "ceph.conf"
+        conf.write_text(conf_text(own, users_conf, Path(root) / "client.log"))
+        access = cli.Access(conf, own.user)
+        try:
+            status = cli.parse_status(cli.ceph(runner, access, "status"))
+        except ToolError as exc:
+            return [("ceph", where, False, f"no answer: {exc}")]
+        active = status.active()
+        waits = f"a run waits at most {ACTIVE_LIMIT_S:.0f} s for every PG to be active, then fails its trials"
+        return [
+            ("ceph", where, True, f"Ceph {_version(runner, access)}; {status.said()}"),
+            ("ceph", "placement groups active", active, "every PG takes I/O" if active else waits),
+            _pool_row(access, own, runner),
+            _caps_row(access, own, runner),
+        ]
+
+
+def _version(runner: Runner, access: cli.Access) -> str:
+    try:
+        found = cli.ceph_json(runner, access, "version") or {}
+    except ToolError:
+        return "(version not readable)"
+    return str(found.get("version", "?")).removeprefix("ceph version ").split(" (")[0]
+
+
+def _pool_row(access: cli.Access, own: OwnClusterSpec, runner: Runner) -> DoctorRow:
+    what = f"pool {own.pool}"
+    try:
+        found = cli.ceph_json(runner, access, "osd", "pool", "application", "get", own.pool) or {}
+    except ToolError as exc:
+        return ("ceph", what, False, f"{exc}; layerbench creates no pool")
+    if "rbd" not in found:
+        enabled = ", ".join(found) or "nothing"
+        return (
+            "ceph",
+            what,
+            False,
+            f"not an RBD pool (enabled for: {enabled}); `rbd pool init {own.pool}` makes it one",
+        )
+    return ("ceph", what, True, "an RBD pool: a run makes an image of its own there and removes it")
+
+
+def _caps_row(access: cli.Access, own: OwnClusterSpec, runner: Runner) -> DoctorRow:
+    """What the user may do: its capabilities where it may read them, else whether it can list the pool."""
+    what = f"client.{own.user}'s capabilities"
+    try:
+        (entry, *_) = cli.ceph_json(runner, access, "auth", "get", f"client.{own.user}") or [{}]
+        caps = "; ".join(f"{k} '{v}'" for k, v in sorted(entry.get("caps", {}).items()))
+        return ("ceph", what, True, caps or "none listed")
+    except (ToolError, ValueError):
+        pass  # a user without mon 'allow *' may not read its own entry: ask what it can do instead
+    try:
+        cli.rbd(runner, access, "ls", own.pool)
+    except ToolError as exc:
+        return ("ceph", what, False, f"cannot list pool {own.pool}'s images: {exc}; a run needs "
+                "mon 'profile rbd' and osd 'profile rbd pool=POOL'")  # fmt: skip
+    return ("ceph", what, True, f"lists pool {own.pool}'s images (its own entry is not readable as this user); "
+            "whether it may create one, a run's first image finds out")  # fmt: skip
