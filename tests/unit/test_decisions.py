@@ -86,3 +86,28 @@ def test_the_next_round_goes_to_the_cells_of_open_comparisons_only(tmp_path: Pat
     assert found is not None
     wanted = {i for o in found.open for i in (o.subject, o.reference)}
     assert {c.id for c in chosen} == wanted and len(chosen) < len(cells)
+
+
+def test_the_summary_says_in_one_line_what_more_time_would_buy() -> None:
+    soon = decisions.Open("a", "b", "iops", 4, 0.06, 12, 360.0, 0.88, 1.03)
+    never = decisions.Open("a", "c", "iops", 4, 0.5, None, None, 0.5, 1.9)
+    both = "15 of 17 decided; 2 open: ~6 min more decides 1, 1 need >1 h (advise)"
+    assert decisions.Decisions(15, (soon, never)).summary() == both
+    assert decisions.Decisions(15, (soon,)).summary() == "15 of 16 decided; 1 open: ~6 min more decides all (advise)"
+    assert "none decidable within an hour" in decisions.Decisions(3, (never,)).summary()
+
+
+def test_a_fixed_runs_undecided_comparisons_say_what_would_decide_each(tmp_path: Path) -> None:
+    # The real quick run of tests/data: `advise` and the first screen say what more rounds would buy.
+    import shutil
+
+    from layerbench.report.view import view
+    from layerbench.store.db import Store
+    from layerbench.store.read import load
+
+    db = tmp_path / "run.db"
+    shutil.copy(Path(__file__).resolve().parents[1] / "data" / "quick" / "run.db", db)
+    v = view(load(Store.open(db, create=False), "latest"))
+    assert v.decided is not None and v.decided.open and not v.data.trials_rule.sequential
+    assert v.open_lines == [v.decided.summary()]
+    assert v.advice.undecided and all(("more rounds" in u or "cannot resolve" in u) for u in v.advice.undecided)

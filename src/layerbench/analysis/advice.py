@@ -16,7 +16,7 @@ is said apart.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from layerbench.analysis.explain import Pair
@@ -54,6 +54,8 @@ class Evidence:
     results: Sequence[CellResult]
     profiled: Sequence[Pair] = ()  # findings whose two cells were profiled (analysis/explain.py)
     workloads: dict[str, Workload] = field(default_factory=dict)  # a cell's workload name → the workload
+    # What would decide each open comparison (analysis/decisions.py), by (subject, reference, workload) labels
+    deciding: dict[tuple[str, str, str], str] = field(default_factory=dict)
 
 
 Rule = Callable[[Evidence], list[Advice]]
@@ -68,7 +70,7 @@ def advise(evidence: Evidence) -> Advised:
     why = {id(p.finding): f"; its profile: {p.why[0]}" for p in evidence.profiled if p.why}
     said = [f"{line(f)}: p={f.ratio.p_value:.3f}, q={f.q_value:.3f}{why.get(id(f), '')}" for f in chance]
     apart = {id(f) for f in chance}  # said once, as chance, not again as undecided
-    return Advised(ordered, undecided([f for f in kept if id(f) not in apart]), said)
+    return Advised(ordered, undecided([f for f in kept if id(f) not in apart], evidence.deciding), said)
 
 
 def discoveries(findings: Sequence[Finding]) -> tuple[list[Finding], list[Finding]]:
@@ -365,9 +367,15 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def undecided(findings: Sequence[Finding]) -> list[str]:
-    """Pairs the data cannot decide, each with its interval (or why it has none) and what would decide it."""
-    return [f"{line(f)}: {_why_undecided(f)}" for f in findings if f.verdict == UNDECIDED]
+def undecided(findings: Sequence[Finding], deciding: Mapping[tuple[str, str, str], str] | None = None) -> list[str]:
+    """Pairs the data cannot decide, each with its interval (or why it has none) and what would decide it
+    (``deciding``: analysis/decisions.py's advice, where it has some)."""
+    said = deciding or {}
+    return [
+        f"{line(f)}: {said.get((f.subject, f.reference, f.workload)) or _why_undecided(f)}"
+        for f in findings
+        if f.verdict == UNDECIDED
+    ]
 
 
 def _why_undecided(f: Finding) -> str:

@@ -79,6 +79,17 @@ class Decisions:
     def total(self) -> int:
         return self.decided + len(self.open)
 
+    def summary(self) -> str:
+        """What more time would buy, in one line of an 80-column terminal: "15 of 24 decided; 9 open: ~6 min
+        more decides 4, 5 need >1 h (advise)" (`layerbench advise` says what would decide each)."""
+        within = [o.seconds for o in self.open if o.seconds is not None and o.seconds <= AN_HOUR_S]
+        rest = len(self.open) - len(within)
+        head = f"{self.decided} of {self.total} decided; {len(self.open)} open"
+        if not within:
+            return f"{head}, none decidable within an hour at this noise (advise)"
+        some = f"{len(within)}, {rest} need >1 h" if rest else "all"
+        return f"{head}: ~{max(within) / 60:.0f} min more decides {some} (advise)"
+
     def seconds_to_decide(self) -> float | None:
         """How long the open ones that can be decided would take, one round serving all at once: the longest."""
         times = [o.seconds for o in self.open if o.seconds is not None]
@@ -116,26 +127,28 @@ def rounds_needed(
 
 
 def of_run(data: RunData, family: Family | None = None) -> Decisions:
-    """The run's comparisons: how many are decided, and for each open one what would decide it."""
+    """The run's comparisons: how many are decided, and for each open one what would decide it (a fixed run's
+    too: what a budget run would need from here, at the same noise, by the budget's rule)."""
     family = family or comparisons.of_run(data)
-    judged = list(family.judged.items())
+    judged = [(key, j) for key, j in family.judged.items()]
     k = max(sum(1 for _, j in judged if j.ratio.ci_low == j.ratio.ci_low), 1)  # the family's Bonferroni divisor
     alpha = (1 - family.confidence) / k
-    seconds = trial_seconds(data)
-    rounds = _rounds(data)
-    opened = []
-    for (subject, reference, metric), j in judged:
-        if j.verdict != UNDECIDED:
-            continue
-        n = len(rounds.get(subject, set()) & rounds.get(reference, set()))
-        spread = j.sem * math.sqrt(j.rounds) if j.rounds else math.nan
-        mean = math.log(j.ratio.ratio) if j.ratio.ratio > 0 else math.nan
-        lent = j.dof - (j.rounds - 1) if j.dof == j.dof else 0.0
-        target = rounds_to_decide(mean, spread, lent, n, alpha)
-        more = None if target is None else target - n
+    seconds, rounds = trial_seconds(data), _rounds(data)
+    opened = [(key, j) for key, j in judged if j.verdict == UNDECIDED]
+    n = np.array([len(rounds.get(a, set()) & rounds.get(b, set())) for (a, b, _), _ in opened], dtype=float)
+    read = np.array([j.rounds for _, j in opened], dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        spread = np.array([j.sem for _, j in opened], dtype=float) * np.sqrt(read)
+        mean = np.log(np.array([j.ratio.ratio for _, j in opened], dtype=float))
+    lent = np.nan_to_num(np.array([j.dof for _, j in opened], dtype=float) - (read - 1), nan=0.0)
+    targets = rounds_needed(mean, spread, lent, n, alpha) if opened else np.array([])
+    out = []
+    for ((subject, reference, metric), j), done, target, sd in zip(opened, n, targets, spread, strict=True):
+        more = int(target - done) if math.isfinite(target) else None
         cost = None if more is None else more * (seconds.get(subject, 0.0) + seconds.get(reference, 0.0))
-        opened.append(Open(subject, reference, metric, n, spread, more, cost, j.ratio.ci_low, j.ratio.ci_high))
-    return Decisions(len(judged) - len(opened), tuple(opened))
+        low, high = j.ratio.ci_low, j.ratio.ci_high
+        out.append(Open(subject, reference, metric, int(done), float(sd), more, cost, low, high))
+    return Decisions(len(judged) - len(out), tuple(out))
 
 
 def trial_seconds(data: RunData) -> dict[str, float]:

@@ -75,7 +75,7 @@ def print_run(
         terminal.results_table(
             v.results,
             f"run {run.id} · {run.name} · {_status(run, state_dir, store.path is not None)}",
-            v.decided is not None,
+            v.data.trials_rule.sequential,
         ),
     )
     for table in terminal.scaling_tables(v.scalings):

@@ -125,8 +125,8 @@ def flag_lines(results: list[CellResult], run_id: str) -> list[str]:
         return []
     width = max(map(len, cells))
     flagged = sum(1 for r in results if r.flags)
-    lines = [f"⚑ flags in {flagged} of {len(results)} cells "
-             f"(each cell's detail: layerbench show {run_id} --checks, or the report)"]  # fmt: skip
+    # One line on an 80-column terminal: `make run`'s whole summary fits in 40 (tests/unit/test_first_screen.py).
+    lines = [f"⚑ flags in {flagged} of {len(results)} cells (detail: show {run_id} --checks)"]
     for name, where in sorted(cells.items(), key=lambda kv: -len(kv[1])):
         count = f"{len(where):>3} {'cell ' if len(where) == 1 else 'cells'}"
         lines.append(f"  {name:<{width}}  {count}  {MEANINGS.get(name, 'see --checks')}")
@@ -315,7 +315,7 @@ def show_json(v: RunView) -> dict[str, Any]:
 
 
 def decisions_json(v: RunView) -> dict[str, Any] | None:
-    """A budget run's decided count and, per open comparison, what would decide it (None for a fixed run)."""
+    """The run's decided count and, per open comparison, what would decide it (None for a run without comparisons)."""
     if v.decided is None:
         return None
     return {

@@ -33,6 +33,8 @@ from layerbench.store import cache
 from layerbench.store.db import CheckRow, Store
 from layerbench.store.read import RunData, RunSamples, StoredCell, StoredTrial, load, run_parts
 
+OPEN_SHOWN = 5  # open comparisons a run's summary lists, nearest to being decided first
+
 
 @dataclass(frozen=True)
 class CellOptions:
@@ -88,17 +90,23 @@ class RunView:
 
     @property
     def open_lines(self) -> list[str]:
-        """Each open comparison of a budget run, with what would decide it."""
+        """A budget run's open comparisons, those nearest to being decided first, each with what would decide
+        it (at most OPEN_SHOWN: `show --json` lists them all); a fixed run's in one line (`advise` says each)."""
         if self.decided is None:
             return []
+        if not self.data.trials_rule.sequential:
+            return [self.decided.summary()] if self.decided.open else []
         labels = {c.cell_id: c.stack_label for c in self.data.cells}
         bound = {r.cell_id for r in self.results if any(f.name == findings.CPU_BOUND for f in r.flags)}
         head = f"decided {self.decided.decided} of {self.decided.total} comparisons"
-        return [f"{head}{'; open:' if self.decided.open else ''}"] + [
+        nearest = sorted(self.decided.open, key=lambda o: (o.seconds is None, o.seconds or 0.0))
+        lines = [f"{head}{'; open, nearest first:' if nearest else ''}"] + [
             f"  {labels.get(o.subject, o.subject)} vs {labels.get(o.reference, o.reference)} on {o.metric}: "
             + o.advice(cpu_bound=bool({o.subject, o.reference} & bound))
-            for o in self.decided.open
+            for o in nearest[:OPEN_SHOWN]
         ]
+        more = len(nearest) - OPEN_SHOWN
+        return lines + ([f"  ... {more} more (show --json lists each, as decisions.open)"] if more > 0 else [])
 
 
 def view(data: RunData) -> RunView:
@@ -111,7 +119,9 @@ def view(data: RunData) -> RunView:
     found = findings.of_run(data, results, family)
     profiled = explain.pairs(data, found)
     stacks = {c.stack_label: c.stack for c in data.cells}
-    evidence = advice.Evidence(found, stacks, results, profiled, {c.workload: c.cell.workload for c in data.cells})
+    decided = decisions.of_run(data, family) if family.judged else None
+    workloads = {c.workload: c.cell.workload for c in data.cells}
+    evidence = advice.Evidence(found, stacks, results, profiled, workloads, deciding(data, results, decided))
     return RunView(
         data,
         results,
@@ -128,10 +138,27 @@ def view(data: RunData) -> RunView:
         explain.counters(data),
         explain.cpu_per_io(data),
         clients=clients.per_client(data.cells, data.samples),
-        decided=decisions.of_run(data, family) if data.trials_rule.sequential else None,
+        decided=decided,
         job_options=job_options(data.trials, data.cells),
         cluster_states=cluster_states(data.trials, data.cells),
     )
+
+
+def deciding(
+    data: RunData, results: Sequence[CellResult], decided: Decisions | None
+) -> dict[tuple[str, str, str], str]:
+    """What would decide each open comparison, by its cells' stack labels and workload (as findings name it)."""
+    if decided is None:
+        return {}
+    cells = {c.cell_id: c for c in data.cells}
+    bound = {r.cell_id for r in results if any(f.name == findings.CPU_BOUND for f in r.flags)}
+    return {
+        (cells[o.subject].stack_label, cells[o.reference].stack_label, cells[o.subject].workload): o.advice(
+            cpu_bound=bool({o.subject, o.reference} & bound)
+        )
+        for o in decided.open
+        if o.subject in cells and o.reference in cells
+    }
 
 
 def cluster_states(trials: Sequence[StoredTrial], cells: Sequence[StoredCell]) -> list[TrialState]:
