@@ -117,9 +117,12 @@ def rounds_needed(
     (a simulation's budget ends before them)."""
     found = np.full(np.shape(mean), np.inf)
     with np.errstate(invalid="ignore", divide="ignore"):
+        first = float(np.min(np.asarray(rounds, dtype=float), initial=np.inf))
         for look, share in zip(looks.LOOKS, looks.SHARES, strict=True):
-            if look > within:
+            if look > within or np.isfinite(found).all():
                 break
+            if look <= first:
+                continue  # every comparison has had this look
             half = special.stdtrit(look - 1 + lent, 1 - alpha * share / 2) * spread / math.sqrt(look)
             decides = ((np.abs(mean) + half <= BAND) | (half < np.abs(mean))) & (look > rounds)
             found = np.where(decides & np.isinf(found), look, found)
