@@ -27,8 +27,8 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> RunData:
 def test_each_state_draws_its_latency_over_its_clusters_recovery(data: RunData) -> None:
     fig = cluster_figures.recovery_over_time(data.monitor, data.timelines, data.cells)
     assert fig is not None
-    top, bottom, rate = fig.axes
-    assert len(top.lines) == 3  # each cell's writes, from its latency log
+    top, middle, bottom, rate = fig.axes
+    assert len(top.lines) == 3 and len(middle.lines) == 3  # each cell's writes, from its latency log
     labels = [str(line.get_label()) for line in bottom.lines]
     states = [next((s for s in ("degraded", "recovering") if s in label), "healthy") for label in labels]
     assert states == ["healthy", "degraded", "recovering"]  # in the spec's order
@@ -51,3 +51,21 @@ def test_in_the_html_report(data: RunData, tmp_path: Path) -> None:
     page = html.render(view(data), tmp_path).read_text()
     assert 'id="fig-recovery-over-time"' in page
     assert (tmp_path / "figures" / "recovery-over-time.png").stat().st_size > 5000
+
+
+def test_the_throughput_by_littles_law_agrees_with_the_trials_measured_iops(data: RunData) -> None:
+    # jobs × iodepth ÷ mean latency per interval, against what fio counted over the whole trial.
+    from layerbench.analysis.stats import per_trial
+
+    measured = per_trial(data.samples, "iops").set_index("trial_id")["value"]
+    checked = 0
+    for t in data.timelines:
+        cell = next(c for c in data.cells if c.cell_id == t.cell_id)
+        depth = cluster_figures.in_flight(cell)
+        points = cluster_figures.little(t, depth) if depth else []
+        if not points or t.trial_id not in measured.index:
+            continue
+        mean = sum(rate for _, rate in points) / len(points)
+        assert 0.9 < mean / float(measured[t.trial_id]) < 1.1, (cell.stack_label, mean, measured[t.trial_id])
+        checked += 1
+    assert checked >= 3
