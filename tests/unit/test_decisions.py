@@ -94,7 +94,10 @@ def test_the_summary_says_in_one_line_what_more_time_would_buy() -> None:
     both = "15 of 17 decided; 2 open: ~6 min more decides 1, 1 need >1 h (advise)"
     assert decisions.Decisions(15, (soon, never)).summary() == both
     assert decisions.Decisions(15, (soon,)).summary() == "15 of 16 decided; 1 open: ~6 min more decides all (advise)"
-    assert "none decidable within an hour" in decisions.Decisions(3, (never,)).summary()
+    assert decisions.Decisions(3, (never,)).summary() == "3 of 4 decided; 1 open: 1 need >1 h (advise)"
+    unknown = decisions.Open("a", "d", "iops", 1, float("nan"), None, None, float("nan"), float("nan"))
+    said = decisions.Decisions(0, (unknown,)).summary()
+    assert said == "0 of 1 decided; 1 open: 1 need a second round to say (advise)"
 
 
 def test_a_fixed_runs_undecided_comparisons_say_what_would_decide_each(tmp_path: Path) -> None:
@@ -111,3 +114,8 @@ def test_a_fixed_runs_undecided_comparisons_say_what_would_decide_each(tmp_path:
     assert v.decided is not None and v.decided.open and not v.data.trials_rule.sequential
     assert v.open_lines == [v.decided.summary()]
     assert v.advice.undecided and all(("more rounds" in u or "cannot resolve" in u) for u in v.advice.undecided)
+
+
+def test_an_open_comparison_of_one_round_says_a_second_would_tell() -> None:
+    once = decisions.Open("a", "b", "iops", 1, float("nan"), None, None, float("nan"), float("nan"))
+    assert once.advice() == "no spread yet: a second round paired says what it would take"

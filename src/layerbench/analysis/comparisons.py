@@ -93,8 +93,7 @@ def layer_pairs(data: RunData, rounds: Rounds) -> list[LayerPair]:
     by_stack = {(c.stack, c.workload): c for c in data.cells}
     out = []
     for c in data.cells:
-        beneath = reference(c.stack)
-        ref = by_stack.get((beneath, c.workload)) if beneath is not None else None
+        ref = next((by_stack[(b, c.workload)] for b in references(c.stack) if (b, c.workload) in by_stack), None)
         if ref is None:
             continue
         for metric, name in _judged(c.cell.workload, headline_metric(c.cell.workload), c.workload, rounds, c.cell_id):
@@ -113,19 +112,28 @@ def _judged(w: Workload, headline: str, name: str, rounds: Rounds, cell_id: str)
 
 
 def reference(stack: StackSpec) -> StackSpec | None:
-    """The layer beneath: a tuned container (seed 001) → the same container with Docker's defaults; a
-    container under another OCI runtime → the same under runc, the default; a container's or VM's
-    placement → native host-dir on the same filesystem (same limits and servers); a
-    native filesystem → the raw device; the raw device has none."""
+    """The layer beneath (``references``' first)."""
+    return next(iter(references(stack)), None)
+
+
+def references(stack: StackSpec) -> list[StackSpec]:
+    """The layer beneath, the nearest first where there are several: a tuned container (seed 001) → the same
+    container with Docker's defaults; a container under another OCI runtime → the same under runc, the
+    default; a container's or VM's placement → native host-dir on the same filesystem (same limits and
+    servers); a native filesystem → the raw device; a raw export of a Ceph cluster layerbench builds → the
+    same cluster healthy, then with one replica (spec/transports/rbd.py: ClusterSpec.beneath); any other raw
+    device has none."""
     if stack.tuning != "default":
-        return stack.model_copy(update={"tuning": "default"})
+        return [stack.model_copy(update={"tuning": "default"})]
     if stack.engine.runtime not in (None, DEFAULT_RUNTIME):
-        return stack.model_copy(update={"engine": stack.engine.model_copy(update={"runtime": DEFAULT_RUNTIME})})
+        return [stack.model_copy(update={"engine": stack.engine.model_copy(update={"runtime": DEFAULT_RUNTIME})})]
     if traits(stack.engine.kind).layer:
-        return stack.model_copy(update={"engine": EngineSpec(), "placement": PlacementSpec(kind="host-dir")})
+        return [stack.model_copy(update={"engine": EngineSpec(), "placement": PlacementSpec(kind="host-dir")})]
     if stack.filesystem.type != "none":
-        return stack.model_copy(update={"filesystem": FilesystemSpec(), "placement": PlacementSpec(kind="raw")})
-    return None
+        return [stack.model_copy(update={"filesystem": FilesystemSpec(), "placement": PlacementSpec(kind="raw")})]
+    remote = stack.device.remote
+    below = remote.beneath() if remote is not None else ()
+    return [stack.model_copy(update={"device": stack.device.model_copy(update={"remote": r})}) for r in below]
 
 
 def rounds_of(data: RunData) -> Rounds:

@@ -48,6 +48,8 @@ class Open:
     def advice(self, cpu_bound: bool = False) -> str:
         """What it would take, in words: rounds and minutes, or why this host cannot; and what the run rules out."""
         ruled = ruled_out(self.low, self.high)
+        if self.spread != self.spread:
+            return "no spread yet: a second round paired says what it would take"
         if self.more is None or self.seconds is None or self.seconds > AN_HOUR_S:
             noise = f"±{100 * math.expm1(self.spread):.0f}% per round" if self.spread == self.spread else "its noise"
             why = f"this host's noise ({noise}) cannot resolve {100 * math.expm1(BAND):.0f}% within an hour"
@@ -82,13 +84,14 @@ class Decisions:
     def summary(self) -> str:
         """What more time would buy, in one line of an 80-column terminal: "15 of 24 decided; 9 open: ~6 min
         more decides 4, 5 need >1 h (advise)" (`layerbench advise` says what would decide each)."""
-        within = [o.seconds for o in self.open if o.seconds is not None and o.seconds <= AN_HOUR_S]
-        rest = len(self.open) - len(within)
-        head = f"{self.decided} of {self.total} decided; {len(self.open)} open"
-        if not within:
-            return f"{head}, none decidable within an hour at this noise (advise)"
-        some = f"{len(within)}, {rest} need >1 h" if rest else "all"
-        return f"{head}: ~{max(within) / 60:.0f} min more decides {some} (advise)"
+        known = [o for o in self.open if o.spread == o.spread]
+        within = [o.seconds for o in known if o.seconds is not None and o.seconds <= AN_HOUR_S]
+        parts = [f"~{max(within) / 60:.0f} min more decides {len(within)}"] if within else []
+        parts += [f"{len(known) - len(within)} need >1 h"] if len(known) > len(within) else []
+        parts += [f"{len(self.open) - len(known)} need a second round to say"] if len(self.open) > len(known) else []
+        if within and len(within) == len(self.open):
+            parts = [f"~{max(within) / 60:.0f} min more decides all"]
+        return f"{self.decided} of {self.total} decided; {len(self.open)} open: {', '.join(parts)} (advise)"
 
     def seconds_to_decide(self) -> float | None:
         """How long the open ones that can be decided would take, one round serving all at once: the longest."""

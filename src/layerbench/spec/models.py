@@ -147,6 +147,12 @@ class RemoteSpec(Frozen):
         model = TRANSPORTS[self.transport].cluster
         return self.cluster or (model() if model is not None else None)
 
+    def beneath(self) -> tuple[RemoteSpec, ...]:
+        """The same export on the clusters a finding judges this one's against, nearest first
+        (``ClusterSpec.beneath``); none where no cluster is named, or it is one the user runs."""
+        built = self.cluster_built() if self.cluster is not None else None
+        return tuple(self.model_copy(update={"cluster": c}) for c in (built.beneath() if built else ()))
+
     def own_cluster(self) -> OwnClusterSpec | None:
         """The cluster the user runs, where the spec names one (its conf)."""
         return self.cluster if isinstance(self.cluster, OwnClusterSpec) else None

@@ -78,6 +78,18 @@ class ClusterSpec(BaseModel):
             raise ValueError(f"device.remote.cluster.min_size {self.min_size} is more than cluster.size {self.size}")
         return self._state_fits()
 
+    def beneath(self) -> tuple[ClusterSpec, ...]:
+        """The clusters a finding judges this one against, the nearest first: degraded or recovering against
+        the same cluster healthy (with the same recovery settings, else Ceph's: they act only while it
+        recovers); healthy with replicas against the same with one (what replication costs); none for one
+        replica, healthy."""
+        if self.state != "healthy":
+            same = self.model_copy(update={"state": "healthy"})
+            return (same,) if self.recovery is None else (same, same.model_copy(update={"recovery": None}))
+        if self.size > 1:
+            return (self.model_copy(update={"size": 1, "min_size": None}),)
+        return ()
+
     def _state_fits(self) -> Self:
         """An OSD down leaves each PG size - 1 replicas: writes go on only while that is at least min_size."""
         if self.state == "healthy":
