@@ -20,7 +20,7 @@ def test_the_sequence_misses_at_any_of_sixty_looks_in_at_most_alpha(alpha: float
     mean = np.cumsum(x, axis=1) / n
     var = (np.cumsum(x * x, axis=1) - n * mean * mean) / np.maximum(n - 1, 1)
     sem = np.sqrt(np.maximum(var, 0) / n)
-    half = anytime.halfwidths(sem[:, 1:], n[1:], alpha)
+    half = anytime.boundaries(n[1:].astype(float), np.full(LOOKS - 1, alpha)) * sem[:, 1:]
     missed = (np.abs(mean[:, 1:]) > half).any(axis=1).mean()
     assert missed <= alpha
     # and it is no vacuous interval: after sixty values, about 3.6 standard errors at 5%

@@ -54,14 +54,19 @@ def test_an_interval_that_excludes_one_is_never_called_undecided() -> None:
         assert (j.ratio.ci_high < 1) == (j.verdict == SLOWER) or j.verdict == EQUIVALENT
 
 
+def rounds_to_decide(mean: float, spread: float, lent: float, rounds: int, alpha: float) -> int | None:
+    found = decisions.rounds_needed(np.array([mean]), np.array([spread]), np.array([lent]), np.array([rounds]), alpha)
+    return int(found[0]) if math.isfinite(found[0]) else None
+
+
 def test_rounds_to_decide_grow_as_the_difference_shrinks_and_say_none_where_no_hour_would() -> None:
     alpha = 0.05 / 15
-    big = decisions.rounds_to_decide(math.log(0.7), 0.06, 10.0, 3, alpha)
-    small = decisions.rounds_to_decide(math.log(0.9), 0.06, 10.0, 3, alpha)
-    same = decisions.rounds_to_decide(0.0, 0.06, 10.0, 3, alpha)
+    big = rounds_to_decide(math.log(0.7), 0.06, 10.0, 3, alpha)
+    small = rounds_to_decide(math.log(0.9), 0.06, 10.0, 3, alpha)
+    same = rounds_to_decide(0.0, 0.06, 10.0, 3, alpha)
     assert big is not None and small is not None and same is not None and big < small < same
-    assert decisions.rounds_to_decide(0.0, 0.06, 0.0, 3, alpha) > same  # fewer degrees of freedom lent: more rounds
-    assert decisions.rounds_to_decide(math.log(0.99), 5.0, 10.0, 3, alpha) is None  # a spread no run resolves
+    assert rounds_to_decide(0.0, 0.06, 0.0, 3, alpha) > same  # fewer degrees of freedom lent: more rounds
+    assert rounds_to_decide(math.log(0.99), 5.0, 10.0, 3, alpha) is None  # a spread no run resolves
 
 
 def test_an_open_comparison_says_what_would_decide_it_and_what_it_rules_out() -> None:

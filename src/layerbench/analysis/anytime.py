@@ -72,25 +72,3 @@ def _ceilings(n: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         logs = [np.maximum(n - 1, 0) / 2 * np.log1p(n * g) for g in SCALES]
     return np.logaddexp.reduce(np.stack(logs), axis=0) - math.log(len(SCALES))
-
-
-def halfwidths(sem: np.ndarray, n: np.ndarray, alpha: float | np.ndarray) -> np.ndarray:
-    """The confidence sequence's half-width for each comparison (standard error ``sem`` from ``n`` values, at
-    ``alpha``); NaN where ``sem`` is NaN (no interval), infinite where the sequence is not yet finite. The
-    boundary is found once per distinct (n, α): a thousand simulated runs share a few hundred."""
-    sem = np.asarray(sem, dtype=float)
-    n = np.broadcast_to(np.nan_to_num(np.asarray(n, dtype=float), nan=0.0), sem.shape).ravel()
-    alphas = np.broadcast_to(np.asarray(alpha, dtype=float), sem.shape).ravel()
-    # One integer per pair: the α's differ by factors (1/K steps of 5%), so their logs to 1e-6 tell them apart.
-    keys = np.round(np.log(alphas) * 1e6).astype(np.int64) * 100_000 + np.minimum(n, 99_999).astype(np.int64)
-    distinct, first, index = np.unique(keys, return_index=True, return_inverse=True)
-    missing = [i for i, key in enumerate(distinct.tolist()) if key not in _FOUND]
-    if missing:
-        found_now = boundaries(n[first][missing], alphas[first][missing])
-        _FOUND.update(zip(distinct[missing].tolist(), found_now.tolist(), strict=True))
-    found = np.array([_FOUND[key] for key in distinct.tolist()])
-    return sem * found[index.ravel()].reshape(sem.shape)
-
-
-# Boundaries found so far, by (α, n) key: they depend on nothing else, and a run's next round asks the same.
-_FOUND: dict[int, float] = {}

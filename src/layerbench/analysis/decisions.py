@@ -51,7 +51,7 @@ class Open:
         if self.spread != self.spread:
             return "no spread yet: a second round paired says what it would take"
         if self.more is None or self.seconds is None or self.seconds > AN_HOUR_S:
-            noise = f"±{100 * math.expm1(self.spread):.0f}% per round" if self.spread == self.spread else "its noise"
+            noise = f"±{100 * math.expm1(self.spread):.0f}% per round"
             why = f"this host's noise ({noise}) cannot resolve {100 * math.expm1(BAND):.0f}% within an hour"
             if cpu_bound:
                 why += "; the CPU was the limit: run on a host with more cores or a slower device"
@@ -99,14 +99,6 @@ class Decisions:
         return max(times, default=None)
 
 
-def rounds_to_decide(mean: float, spread: float, lent: float, rounds: int, alpha: float) -> int | None:
-    """The first look after ``rounds`` at which a comparison with this mean log ratio and spread per round
-    (``lent``: the degrees of freedom the run's other comparisons lend it) would be decided at ``alpha``
-    (α/K: its share of the run's), or None where no look on the schedule would."""
-    found = rounds_needed(np.array([mean]), np.array([spread]), np.array([lent]), np.array([rounds]), alpha)[0]
-    return int(found) if math.isfinite(found) else None
-
-
 def rounds_needed(
     mean: np.ndarray,
     spread: np.ndarray,
@@ -115,9 +107,11 @@ def rounds_needed(
     alpha: float | np.ndarray,
     within: float = math.inf,
 ) -> np.ndarray:
-    """``rounds_to_decide`` of many comparisons at once (infinite where no look would, NaN inputs included):
-    wholly inside the band at a look, or wholly on one side of ×1; looks past ``within`` rounds are not tried
-    (a simulation's budget ends before them)."""
+    """The first look after ``rounds`` at which each comparison, with this mean log ratio and spread per round
+    (``lent``: the degrees of freedom the run's other comparisons lend it), would be decided at ``alpha`` (α/K:
+    its share of the run's): wholly inside the band, or wholly on one side of ×1. Infinite where no look on the
+    schedule would (NaN inputs included); looks past ``within`` rounds are not tried (a simulation's budget
+    ends before them)."""
     found = np.full(np.shape(mean), np.inf)
     with np.errstate(invalid="ignore", divide="ignore"):
         first = float(np.min(np.asarray(rounds, dtype=float), initial=np.inf))
@@ -136,7 +130,7 @@ def of_run(data: RunData, family: Family | None = None) -> Decisions:
     """The run's comparisons: how many are decided, and for each open one what would decide it (a fixed run's
     too: what a budget run would need from here, at the same noise, by the budget's rule)."""
     family = family or comparisons.of_run(data)
-    judged = [(key, j) for key, j in family.judged.items()]
+    judged = list(family.judged.items())
     k = max(sum(1 for _, j in judged if j.ratio.ci_low == j.ratio.ci_low), 1)  # the family's Bonferroni divisor
     alpha = (1 - family.confidence) / k
     seconds, rounds = trial_seconds(data), _rounds(data)

@@ -97,7 +97,7 @@ class RunView:
         if not self.data.trials_rule.sequential:
             return [self.decided.summary()] if self.decided.open else []
         labels = {c.cell_id: c.stack_label for c in self.data.cells}
-        bound = {r.cell_id for r in self.results if any(f.name == findings.CPU_BOUND for f in r.flags)}
+        bound = cpu_bound(self.results)
         head = f"decided {self.decided.decided} of {self.decided.total} comparisons"
         nearest = sorted(self.decided.open, key=lambda o: (o.seconds is None, o.seconds or 0.0))
         lines = [f"{head}{'; open, nearest first:' if nearest else ''}"] + [
@@ -144,6 +144,11 @@ def view(data: RunData) -> RunView:
     )
 
 
+def cpu_bound(results: Sequence[CellResult]) -> set[str]:
+    """The cells `bottleneck` flagged: an open comparison of theirs says the CPU was the limit."""
+    return {r.cell_id for r in results if any(f.name == findings.CPU_BOUND for f in r.flags)}
+
+
 def deciding(
     data: RunData, results: Sequence[CellResult], decided: Decisions | None
 ) -> dict[tuple[str, str, str], str]:
@@ -151,7 +156,7 @@ def deciding(
     if decided is None:
         return {}
     cells = {c.cell_id: c for c in data.cells}
-    bound = {r.cell_id for r in results if any(f.name == findings.CPU_BOUND for f in r.flags)}
+    bound = cpu_bound(results)
     return {
         (cells[o.subject].stack_label, cells[o.reference].stack_label, cells[o.subject].workload): o.advice(
             cpu_bound=bool({o.subject, o.reference} & bound)

@@ -37,18 +37,32 @@ def conf_text(own: OwnClusterSpec, users_conf: str, log: Path) -> str:
     return f"{users_conf.rstrip()}\n\n# layerbench's client\n{ours}"
 
 
+def write_conf(own: OwnClusterSpec, root: Path) -> cli.Access:
+    """Our conf for the user's cluster in ``root`` (``conf_text``), and how commands reach it through it; an
+    OSError where the user's conf cannot be read."""
+    users_conf = Path(own.conf).read_text()
+    paths = Paths(root)
+    paths.conf.write_text(conf_text(own, users_conf, root / "client.log"))
+    return cli.Access(paths.conf, own.user)
+
+
+def not_rbd(own: OwnClusterSpec, enabled: dict[str, object]) -> str | None:
+    """Why the pool, enabled for these applications (`ceph osd pool application get`), is not an RBD pool."""
+    if "rbd" in enabled:
+        return None
+    return f"pool {own.pool} is not an RBD pool (it is enabled for: {', '.join(enabled) or 'nothing'})"
+
+
 @contextmanager
 def attached(own: OwnClusterSpec, size: int, ctx: BuildContext) -> Iterator[Cluster]:
     """The user's cluster with an image of the run's own of ``size`` bytes in their pool, removed at the end."""
-    try:
-        users_conf = Path(own.conf).read_text()
-    except OSError as exc:
-        raise PrerequisiteError(f"device.remote.cluster.conf {own.conf}: {exc.strerror}") from None
     with ExitStack() as stack:
         root = stack.enter_context(directory(ctx.work_dir / f"ceph-own-{uuid.uuid4().hex[:8]}", ctx, subs=()))
+        try:
+            access = write_conf(own, root)
+        except OSError as exc:
+            raise PrerequisiteError(f"device.remote.cluster.conf {own.conf}: {exc.strerror}") from None
         paths = Paths(root)
-        paths.conf.write_text(conf_text(own, users_conf, root / "client.log"))
-        access = cli.Access(paths.conf, own.user)
         usable(access, own, ctx.runner)
         image = stack.enter_context(_image(access, own.pool, image_size(size), ctx))
         yield Cluster(paths, own.pool, image, image_size(size), [], [], user=own.user)
@@ -58,11 +72,10 @@ def usable(access: cli.Access, own: OwnClusterSpec, runner: Runner) -> None:
     """The cluster answers as this user, has the pool, and every PG is active; refused in Ceph's words if not."""
     try:
         # Ceph's own words for a pool that is not there; the applications a pool is enabled for, else.
-        found = cli.ceph_json(runner, access, "osd", "pool", "application", "get", own.pool) or {}
-        if "rbd" not in found:
+        why = not_rbd(own, cli.ceph_json(runner, access, "osd", "pool", "application", "get", own.pool) or {})
+        if why is not None:
             raise PrerequisiteError(
-                f"pool {own.pool} of the Ceph cluster at {own.conf} is not an RBD pool (it is enabled for: "
-                f"{', '.join(found) or 'nothing'})",
+                f"{why}, on the Ceph cluster at {own.conf}",
                 hint=f"layerbench changes no pool: `rbd pool init {own.pool}` makes it one, if it is yours to change",
             )
         healthy(access, runner, ACTIVE_LIMIT_S, cli.Status.active)
@@ -107,14 +120,11 @@ def doctor_rows(own: OwnClusterSpec, runner: Runner) -> list[DoctorRow]:
     whether it answers and how healthy it is, whether the pool is there and an RBD pool, and what the user may
     read. Nothing is created: whether the user may create an image is what a run's first image finds out."""
     where = f"{own.conf} as client.{own.user}"
-    try:
-        users_conf = Path(own.conf).read_text()
-    except OSError as exc:
-        return [("ceph", where, False, f"cannot read the conf: {exc.strerror}")]
     with tempfile.TemporaryDirectory(prefix="lb-doctor-ceph-") as root:
-        conf = Path(root) / "ceph.conf"
-        conf.write_text(conf_text(own, users_conf, Path(root) / "client.log"))
-        access = cli.Access(conf, own.user)
+        try:
+            access = write_conf(own, Path(root))
+        except OSError as exc:
+            return [("ceph", where, False, f"cannot read the conf: {exc.strerror}")]
         try:
             status = cli.parse_status(cli.ceph(runner, access, "status"))
         except ToolError as exc:
@@ -140,17 +150,11 @@ def _version(runner: Runner, access: cli.Access) -> str:
 def _pool_row(access: cli.Access, own: OwnClusterSpec, runner: Runner) -> DoctorRow:
     what = f"pool {own.pool}"
     try:
-        found = cli.ceph_json(runner, access, "osd", "pool", "application", "get", own.pool) or {}
+        why = not_rbd(own, cli.ceph_json(runner, access, "osd", "pool", "application", "get", own.pool) or {})
     except ToolError as exc:
         return ("ceph", what, False, f"{exc}; layerbench creates no pool")
-    if "rbd" not in found:
-        enabled = ", ".join(found) or "nothing"
-        return (
-            "ceph",
-            what,
-            False,
-            f"not an RBD pool (enabled for: {enabled}); `rbd pool init {own.pool}` makes it one",
-        )
+    if why is not None:
+        return ("ceph", what, False, f"{why}; `rbd pool init {own.pool}` makes it one")
     return ("ceph", what, True, "an RBD pool: a run makes an image of its own there and removes it")
 
 
