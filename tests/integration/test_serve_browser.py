@@ -13,7 +13,7 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -27,6 +27,7 @@ CHROMEDRIVER = Path("/usr/bin/chromedriver")
 CHROMIUM = shutil.which("chromium")
 START_S = 60.0  # the CLI's start and the server's bind, on a busy machine
 PAGE_S = 60.0  # a page's load: a run's first one draws its figures
+READY = "return document.readyState"
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None or not CHROMEDRIVER.exists(), reason="needs chromium and chromium-driver (make test installs them)"
@@ -108,6 +109,14 @@ def browser(tmp_path: Path) -> Iterator[object]:
         driver.quit()
 
 
+def arrives(browser: object, at: Callable[[str], bool]) -> None:
+    """Waits for the page a click led to: a form's submit or a link's click returns before the browser has
+    navigated, so the URL (and what is found next) may still be the last page's."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, PAGE_S).until(lambda b: at(b.current_url) and b.execute_script(READY) == "complete")
+
+
 def test_runs_run_compare_history(server: str, browser: object) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.remote.webdriver import WebDriver
@@ -119,19 +128,19 @@ def test_runs_run_compare_history(server: str, browser: object) -> None:
     assert len(rows) == 3 and {r.find_elements(By.TAG_NAME, "td")[2].text for r in rows} == {"vm", "lab-b"}
 
     browser.find_element(By.CSS_SELECTOR, f'a.run[href="/runs/{A}"]').click()
-    assert browser.current_url == f"{server}/runs/{A}"
+    arrives(browser, lambda url: url == f"{server}/runs/{A}")
     assert "loop/ext4/docker:overlay2/volume" in browser.find_element(By.ID, "results").text
     assert browser.find_elements(By.CSS_SELECTOR, "#fig-normalized svg")  # the report's figure, inline
 
     Select(browser.find_element(By.ID, "compare-with")).select_by_value(B)
     browser.find_element(By.ID, "compare").click()
-    assert browser.current_url == f"{server}/compare?a={A}&b={B}"
+    arrives(browser, lambda url: url == f"{server}/compare?a={A}&b={B}")
     table = browser.find_element(By.ID, "compare")
     assert len(table.find_elements(By.CSS_SELECTOR, "tbody tr")) == 6 and "–" in table.text  # intervals
     assert "lab-b" in browser.find_element(By.ID, "runs-compared").text
 
     table.find_element(By.CSS_SELECTOR, "a.history").click()
-    assert "/history?" in browser.current_url
+    arrives(browser, lambda url: "/history?" in url)
     assert len(browser.find_elements(By.CSS_SELECTOR, "#trend svg g.point")) == 3
     assert len(browser.find_elements(By.CSS_SELECTOR, "#history tbody tr")) == 3
     assert browser.get_log("browser") == []  # nothing the policy refused, no error in the console
