@@ -1,6 +1,7 @@
 """RBD for real (make test-ceph): layerbench builds a Ceph cluster of three OSDs, each on a storage host of its
 own (a network namespace on a veth link), from the distribution's daemons; fio reaches its image through librbd,
-and through rbd-fuse under a loop device with ext4 on it. Each cluster is torn down with nothing left.
+natively and from a Docker container, and through rbd-fuse under a loop device with ext4 on it, natively and
+under a Docker volume. Each cluster is torn down with nothing left.
 
 About 4 minutes here (2 cores, busy): each cluster takes 40-60 s to build and reach HEALTH_OK, and as long to
 precondition, measure and tear down."""
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sqlite3
 import time
 from pathlib import Path
 
@@ -56,34 +58,48 @@ def _run(tmp_path: Path, spec: dict) -> dict:
 
 
 def test_librbd_writes_at_size_3_are_slower_than_at_size_1_and_each_cluster_leaves_nothing(tmp_path: Path) -> None:
+    """Natively at both sizes, and from a Docker container on the size 3 cluster (the same cluster: stacks that
+    share their device are built together)."""
     spec = {
         "name": "rbd-replication",
         "device": {"kind": "loop", "size": "2GiB"},
-        "stacks": [{"device": [_rbd("fio", 3), _rbd("fio", 1)], "filesystem": "none", "placement": "raw"}],
+        "stacks": [
+            {"device": [_rbd("fio", 3), _rbd("fio", 1)], "filesystem": "none", "placement": "raw"},
+            {"device": _rbd("fio", 3), "filesystem": "none", "engine": "docker:overlay2", "placement": "raw"},
+        ],
         "workloads": [WRITE],
         "trials": {"repetitions": 1},
     }
     shown = _run(tmp_path, spec)
     cells = {c["stack_label"]: c for c in shown["cells"]}
     size3, size1 = "loop@rbd-fio(3osd,size3/2)/none/native/raw", "loop@rbd-fio(3osd,size1/1)/none/native/raw"
-    assert set(cells) == {size3, size1}
-    assert all(c["summary"]["n"] == 1 for c in cells.values()), cells
+    docker = "loop@rbd-fio(3osd,size3/2)/none/docker:overlay2/raw"
+    assert set(cells) == {size3, size1, docker}
+    assert all(c["summary"]["n"] == 1 and c["summary"]["mean"] > 0 for c in cells.values()), cells
     ratio = cells[size3]["summary"]["mean"] / cells[size1]["summary"]["mean"]
     assert ratio < SIZE3_AT_MOST, (ratio, cells[size3]["summary"], cells[size1]["summary"])
+    (target,) = [t["info"]["target"] for t in _trials(tmp_path / "r.db") if t["label"] == docker]
+    assert target["container"] and target["image"].startswith("layerbench/tools:"), target  # fio ran in it
 
 
-def test_rbd_fuse_under_ext4_runs_fio_and_leaves_no_fuse_mount(tmp_path: Path) -> None:
+def test_rbd_fuse_under_ext4_runs_fio_natively_and_in_a_docker_volume_and_leaves_no_fuse_mount(tmp_path: Path) -> None:
     spec = {
         "name": "rbd-fuse",
         "device": {"kind": "loop", "size": "2GiB"},
-        "stacks": [{"device": _rbd("fuse", 3), "filesystem": "ext4", "placement": "host-dir"}],
+        "stacks": [
+            {"device": _rbd("fuse", 3), "filesystem": "ext4", "placement": "host-dir"},
+            {"device": _rbd("fuse", 3), "filesystem": "ext4", "engine": "docker:overlay2", "placement": "volume"},
+        ],
         "workloads": [{**WRITE, "size": "128MiB", "runtime_s": 3}],
         "trials": {"repetitions": 1},
     }
     shown = _run(tmp_path, spec)
-    (cell,) = shown["cells"]
-    assert cell["stack_label"] == "loop@rbd-fuse(3osd,size3/2)/ext4/native/host-dir"
-    assert cell["summary"]["n"] == 1 and cell["summary"]["mean"] > 0
+    cells = {c["stack_label"]: c["summary"] for c in shown["cells"]}
+    assert set(cells) == {
+        "loop@rbd-fuse(3osd,size3/2)/ext4/native/host-dir",
+        "loop@rbd-fuse(3osd,size3/2)/ext4/docker:overlay2/volume",
+    }
+    assert all(s["n"] == 1 and s["mean"] > 0 for s in cells.values()), cells
     assert "rbd-fuse" not in Path("/proc/mounts").read_text()
 
 
@@ -116,6 +132,15 @@ def test_a_run_killed_mid_trial_leaves_nothing_after_cleanup(tmp_path: Path) -> 
     assert live_kinds(ledger) == set()
     assert leftovers(dirs["work"]) == []
     assert _ceph_processes(dirs["work"]) == []
+
+
+def _trials(db_path: Path) -> list[dict]:
+    """Each trial's cell label and recorded info."""
+    sql = (
+        "SELECT c.stack_label, t.info_json FROM trials t JOIN cells c ON c.cell_id = t.cell_id AND c.run_id = t.run_id"
+    )
+    with sqlite3.connect(db_path) as db:
+        return [{"label": label, "info": json.loads(info)} for label, info in db.execute(sql)]
 
 
 def _ceph_processes(work: Path) -> list[str]:

@@ -4,6 +4,8 @@ ceph.conf."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.models import DeviceSpec, FioWorkload, RemoteSpec, StackSpec
 from layerbench.spec.rules import why_not
 from layerbench.stack.remote.ceph import cli, daemons
+from layerbench.stack.remote.ceph.clients import container_conf
 from layerbench.stack.remote.ceph.cluster import setup_argvs
 from layerbench.stack.remote.ceph.conf import OSD_MEMORY_TARGET, Paths, conf_text
 from layerbench.workloads import fio
@@ -149,7 +152,7 @@ def test_krbd_is_refused_where_the_kernel_has_no_rbd_module(full_caps: HostCaps)
     assert why_not(_stack({"transport": "rbd", "client": "fio"}), caps) is None
     assert why_not(_stack({"transport": "rbd", "client": "fuse"}, "ext4", "native", "host-dir"), caps) is None
     docker = _stack({"transport": "rbd", "client": "fio"}, "ext4", "docker:overlay2", "volume")
-    assert "filesystem none, native, raw only" in why_not(docker, caps)
+    assert "filesystem none, placement raw only" in why_not(docker, caps)
     assert "ceph-osd not installed" in why_not(
         _stack({"transport": "rbd", "client": "fio"}),
         replace(caps, remote={**HAS_ALL, "rbd": "ceph-osd not installed"}),
@@ -160,3 +163,26 @@ def test_a_device_the_user_named_is_never_given_to_more_than_one_osd() -> None:
     with pytest.raises(ValidationError, match=r"names one device, and device.remote.cluster.osds 3 needs one per OSD"):
         DeviceSpec(kind="block", path="/dev/vdb", remote={"transport": "rbd"})
     assert DeviceSpec(kind="block", path="/dev/vdb", remote={"transport": "rbd", "cluster": {"osds": 1, "size": 1}})
+
+
+@pytest.mark.skipif(shutil.which("ceph-conf") is None, reason="needs ceph-conf (ceph-common: make test installs it)")
+def test_a_containers_client_reads_the_runs_conf_without_this_hosts_log_and_socket(tmp_path: Path) -> None:
+    """Ceph's own parser reads the conf a container's fio is given: the cluster's, keyring and all, but no log
+    file or admin socket in directories the container does not have."""
+    paths = Paths(tmp_path)
+    text = conf_text("fsid-1", "10.0.0.1", paths)
+    theirs = text + "\n[client.bench]\nkeyring = /etc/ceph/bench.keyring\nlog file = /w/client.log\n"
+    for user, conf, keyring in (("admin", text, paths.admin_keyring), ("bench", theirs, "/etc/ceph/bench.keyring")):
+        path = tmp_path / f"{user}.conf"
+        path.write_text(container_conf(conf, user))
+        asked = {
+            key: subprocess.run(
+                ["ceph-conf", "-c", str(path), "--name", f"client.{user}", "--lookup", key],
+                capture_output=True, text=True, timeout=30, check=False,
+            ).stdout.strip()
+            for key in ("log_file", "admin_socket", "keyring", "rbd_cache", "mon_host")
+        }  # fmt: skip
+        assert asked == {
+            "log_file": "", "admin_socket": "", "keyring": str(keyring), "rbd_cache": "false",
+            "mon_host": "[v2:10.0.0.1:3300]",
+        }, (user, asked)  # fmt: skip

@@ -72,12 +72,16 @@ def test_refusals_name_what_the_host_lacks(full_caps: HostCaps) -> None:
     assert "not probed" in why_not(_stack({"transport": "nbd"}), full_caps)
 
 
-def test_fios_nbd_engine_is_a_client_for_raw_native_fio_alone(full_caps: HostCaps) -> None:
+def test_fios_nbd_engine_is_a_client_for_raw_fio_natively_or_in_docker(full_caps: HostCaps) -> None:
     caps = replace(full_caps, remote=HAS_ALL)
     remote = {"transport": "nbd", "client": "fio"}
     assert DeviceSpec(kind="zram", remote=remote).label() == "zram@nbd-fio"
     assert why_not(_stack(remote), caps) is None
-    assert "filesystem none, native, raw only" in why_not(_stack(remote, engine="docker:overlay2"), caps)
+    assert "filesystem none, placement raw only" in why_not(_stack(remote, engine="docker:overlay2"), caps)
+    in_docker = {"device": {"kind": "zram", "remote": remote}, "filesystem": "none", "placement": "raw"}
+    assert why_not(StackSpec.model_validate({**in_docker, "engine": "docker:overlay2"}), caps) is None
+    podman = why_not(StackSpec.model_validate({**in_docker, "engine": "podman:overlay"}), caps)
+    assert podman == "fio's nbd engine runs natively or in a container of Docker; not yet on Podman"
     limited = StackSpec.model_validate({**_stack(remote).model_dump(mode="json"), "limits": {"cpus": 1.0}})
     assert "neither" in why_not(limited, caps)
     assert "no nbd engine" in why_not(_stack(remote), replace(caps, remote={**HAS_ALL, "nbd-fio": "no nbd engine"}))

@@ -18,7 +18,7 @@ from layerbench.spec.models import (
     StackSpec,
     Workload,
 )
-from layerbench.spec.traits import CONTAINER_PLACEMENTS, traits
+from layerbench.spec.traits import CONTAINER_PLACEMENTS, TRAITS, traits
 from layerbench.spec.transports import FUSE_CLIENT, device_clients
 
 # Mount options that belong to one filesystem; mount(8) would fail on another.
@@ -51,6 +51,8 @@ def placement_matches_layers(s: StackSpec, caps: HostCaps) -> str | None:
         if engine.guest:
             return f"placement {pl!r} is a container's; a VM's disk is 'raw' (the device) or 'host-dir' (a disk file)"
         return f"placement {pl!r} is a container placement; set engine: docker:<driver> or podman:<driver>"
+    if fs == "none" and pl == "raw" and s.device.remote is not None and s.device.remote.reached_by_fio():
+        return None  # fio's own engine in a container: host_has_remote says which engines
     if fs == "none":
         return f"{engine.label} needs a host filesystem for its data-root; set filesystem"
     if pl not in CONTAINER_PLACEMENTS:
@@ -147,8 +149,11 @@ def host_has_remote(s: StackSpec, caps: HostCaps) -> str | None:
     if engine.guest:
         return "a VM's disk on a remote device is not supported yet: use engine native, docker or podman"
     fio, client = remote.reached_by_fio(), remote.client_name()
-    if fio and (s.filesystem.type != "none" or engine.layer or s.placement.kind != "raw"):
-        return f"{client} is the client itself, with no block device here: filesystem none, native, raw only"
+    if fio and (s.filesystem.type != "none" or s.placement.kind != "raw"):
+        return f"{client} is the client itself, with no block device here: filesystem none, placement raw only"
+    if fio and engine.layer and not engine.export_clients:
+        ran = " or ".join(t.label for t in TRAITS.values() if t.export_clients)
+        return f"{client} runs natively or in a container of {ran}; not yet on {engine.label}"
     if fio and s.limits.model_dump(exclude_none=True):
         return f"limits act on a block device and a cgroup; {client} reaches the export with neither"
     own = remote.own_cluster()

@@ -36,6 +36,7 @@ from docker.errors import DockerException
 from layerbench.errors import PrerequisiteError, TeardownError, ToolError
 from layerbench.proc import Runner, spawn
 from layerbench.spec.engines import API_ENGINE
+from layerbench.spec.transports import without_device
 from layerbench.stack import devmapper
 from layerbench.stack.cgroups import CGROUP_ROOT, remove_parent
 from layerbench.stack.ledger import tracked
@@ -141,10 +142,8 @@ def private_dockerd(
 ) -> Iterator[ApiDaemon]:
     """A dockerd with ``driver`` (and its ``storage_opts``) whose data-root is on ``mount``; ``config`` is
     more of its config file (daemon_config)."""
-    if mount.mountpoint is None:
-        raise PrerequisiteError("Docker needs a filesystem for its data-root", hint="set a filesystem for this stack")
     exec_root = RUN_ROOT / uuid.uuid4().hex[:8]  # short: unix socket paths are limited to 108 bytes
-    data_root = mount.mountpoint / f"docker-{exec_root.name}"  # held stacks may share the filesystem
+    data_root = data_parent(mount, ctx) / f"docker-{exec_root.name}"  # held stacks may share the filesystem
     log = ctx.work_dir / f"dockerd-{exec_root.name}.log"
     host_dirs = [d for d in HOST_DIRS if not d.exists()]
 
@@ -182,6 +181,19 @@ def private_dockerd(
     }
     with tracked(ctx.ledger, "dockerd", str(exec_root), start, stop, **detail) as engine:
         yield engine
+
+
+def data_parent(mount: Mount, ctx: BuildContext) -> Path:
+    """Where a private daemon keeps its data: on the filesystem under test. Where fio's own engine reaches a
+    remote export from a container (no device, no filesystem here), nothing of the daemon's storage is
+    measured and it goes in the run's directory."""
+    if mount.mountpoint is not None:
+        return mount.mountpoint
+    if without_device(mount.device.kind):
+        return ctx.work_dir
+    raise PrerequisiteError(
+        "a private daemon needs a filesystem for its data-root", hint="set a filesystem for this stack"
+    )
 
 
 def _spawn(

@@ -38,13 +38,14 @@ from layerbench.proc import Completed
 from layerbench.spec.databases import tuned
 from layerbench.spec.engines import HOST_ENGINE
 from layerbench.spec.models import Limits, PlacementSpec
+from layerbench.spec.transports import without_device
 from layerbench.stack.cell_cgroup import cell_cgroup
 from layerbench.stack.cgroups import majmin, process_dirs, read_limits
 from layerbench.stack.dockerd import API_ERRORS, ApiDaemon
 from layerbench.stack.handle import marked_env, new_mark, start_time
 from layerbench.stack.image import IDLE, LABEL_PREFIX, binary_digests, image_labels
 from layerbench.stack.ledger import tracked
-from layerbench.stack.target import BuildContext, Exec, Mount, Put, Target
+from layerbench.stack.target import BuildContext, Device, Exec, Mount, Put, Target
 
 DATA = "/data"
 TMPFS_HEADROOM = 64 * 2**20  # fio's own files beside the test file
@@ -171,7 +172,9 @@ def container_placement(
             # What the kernel enforces, not what Docker accepted: the limit-applied check compares.
             info["limits_enforced"] = read_limits(dirs, majmin(mount.device.path))
         run = exec_in(engine, container)
-        yield Target(run, put_in(container), role.data_at, False, mount.device, engine.kind, info)
+        raw = spec.kind == "raw"  # the export itself, fio's own engine reaching it (export_kwargs)
+        path = mount.device.path if raw else role.data_at
+        yield Target(run, put_in(container), path, raw, mount.device, engine.kind, info)
 
 
 def _init_pid(container: Container) -> int:
@@ -224,7 +227,20 @@ def _data_kwargs(
     if spec.kind == "tmpfs":
         # tmpfs takes memory only for what is written, so the cap can be generous.
         return {"tmpfs": {data_at: f"size={data_bytes + TMPFS_HEADROOM}"}}
+    if spec.kind == "raw" and without_device(mount.device.kind):
+        return export_kwargs(mount.device)
     raise PrerequisiteError(f"placement {spec.kind!r} is not a container placement on {mount.fs_type!r}")
+
+
+def export_kwargs(device: Device) -> dict[str, Any]:
+    """fio's own engine reaches a remote export from the container as it does from this host: over this host's
+    network, reading the files the export's URI names (``client_files``: each path inside, the host's file
+    bound there read-only: a conf and a keyring of the run's own)."""
+    files: dict[str, str] = device.info.get("client_files", {})
+    return {
+        "network_mode": "host",
+        "volumes": {host: {"bind": inside, "mode": "ro"} for inside, host in files.items()},
+    }
 
 
 @contextmanager

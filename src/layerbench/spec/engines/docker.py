@@ -113,6 +113,7 @@ ENGINE = EngineTraits(
     runtimes=True,
     seccomp=True,
     clients=True,
+    export_clients=True,
     rule=ready,
     tools=("dockerd", "containerd", RUNTIMES[DEFAULT_RUNTIME].binary),
     binary="docker",

@@ -56,6 +56,9 @@ class EngineTraits:
     runtimes: bool = False  # layerbench starts its daemon, so registers an OCI runtime with it (engines/runtimes.py)
     seccomp: bool = False  # its daemon takes a default seccomp profile from a file (dockerd --seccomp-profile)
     clients: bool = False  # many fio clients at once: its targets are on this host, servers on Unix sockets
+    # Its container may run fio's own engine for a remote export (raw, no filesystem: nothing of its storage is
+    # measured), on this host's network with the files the export's URI names: layerbench starts its daemon.
+    export_clients: bool = False
     rule: Rule | None = None  # its own feasibility (spec/rules.py asks it on every node of a stack)
     tools: tuple[str, ...] = ()  # the programs it needs on PATH, which the host probe looks for
     binary: str | None = None  # its command-line program, as an error names the call it stands for

@@ -18,7 +18,7 @@ TRANSPORT = TransportRow(
     {
         "fio": ClientRow(
             (KIND, "nbd-fio"),
-            "fio's own nbd engine (no block device here: raw, native fio only)",
+            "fio's own nbd engine (no block device here: raw, fio natively or in Docker)",
             "fio's nbd engine",
             SCHEME,
             fio_args,

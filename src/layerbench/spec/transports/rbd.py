@@ -204,7 +204,7 @@ TRANSPORT = TransportRow(
     {
         "fio": ClientRow(
             (KIND, "rbd-fio"),
-            "fio's own rbd engine (librbd; no block device here: raw, native fio only)",
+            "fio's own rbd engine (librbd; no block device here: raw, fio natively or in Docker)",
             "fio's rbd engine",
             SCHEME,
             fio_args,

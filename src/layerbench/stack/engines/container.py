@@ -30,7 +30,9 @@ from layerbench.stack.target import BuildContext, Mount, Target
 from layerbench.workloads import iozone
 
 # sh and cat: IOzone's output goes to a file, read once it is done (workloads/iozone.py's quiet_argv).
-IMAGE_BINARIES = ["fio", "sleep", "truncate", "sh", "cat"]
+# env and rm: fio's own engine for a remote export takes its environment from env (workloads/fio.py's
+# over_export), and its latency logs beside the job files are removed once read.
+IMAGE_BINARIES = ["fio", "sleep", "truncate", "sh", "cat", "env", "rm"]
 
 
 @dataclass

@@ -26,8 +26,21 @@ MODULES = ("rbd",)
 
 
 def fio_device(c: Cluster) -> Device:
+    """The image's URI for fio's rbd engine; in a container, the conf it names is ours for a container (bound
+    there in its place) and the keyring is bound at its own path, both read-only."""
     uri = export_uri(str(c.conf), c.pool, c.image, c.user)
-    return Device(uri, "rbd-fio", c.image_bytes, {"client": "fio rbd engine (librbd)", "export": uri})
+    c.paths.container_conf.write_text(container_conf(c.conf.read_text(), c.user))
+    files = {str(c.conf): str(c.paths.container_conf), str(c.client_keyring): str(c.client_keyring)}
+    return Device(
+        uri, "rbd-fio", c.image_bytes, {"client": "fio rbd engine (librbd)", "export": uri, "client_files": files}
+    )
+
+
+def container_conf(text: str, user: str) -> str:
+    """The run's conf as a container's client reads it: without a log file or an admin socket, whose
+    directories are this host's (a later section of the same name adds to the first, its keys winning)."""
+    ours = f"# fio in a container: the run's directories are not there\n[client.{user}]\nlog file =\nadmin socket =\n"
+    return f"{text.rstrip()}\n\n{ours}"
 
 
 def fuse_argv(conf: cli.Access, pool: str, image: str, mountpoint: Path) -> list[str]:

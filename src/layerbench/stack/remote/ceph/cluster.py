@@ -49,10 +49,17 @@ class Cluster:
     daemons: list[tuple[int, daemons.Daemon]]  # each OSD's id and its process, in the same order
     fill: str | None = None  # an image written while an OSD is down (cluster.state recovering): data to recover
     user: str = cli.USER  # who the clients act as (a cluster the user runs: their user)
+    # Their keyring (a file, or /etc/ceph where Ceph looks for one by default) on a cluster the user runs; None:
+    # client.admin's of a cluster layerbench builds.
+    keyring: Path | None = None
 
     @property
     def conf(self) -> Path:
         return self.paths.conf
+
+    @property
+    def client_keyring(self) -> Path:
+        return self.keyring or self.paths.admin_keyring
 
     @property
     def access(self) -> cli.Access:

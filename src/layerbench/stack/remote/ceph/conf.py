@@ -26,6 +26,10 @@ class Paths:
         return self.root / "client.admin.keyring"
 
     @property
+    def container_conf(self) -> Path:
+        return self.root / "ceph-in-container.conf"
+
+    @property
     def mon_keyring(self) -> Path:
         return self.root / "mon.keyring"
 

@@ -27,6 +27,7 @@ from layerbench.stack.remote.ceph.conf import Paths
 from layerbench.stack.target import BuildContext
 
 ACTIVE_LIMIT_S = 60.0  # the user's cluster is up already: its PGs are active now, or something is wrong
+DEFAULT_KEYRINGS = Path("/etc/ceph")  # where Ceph's clients look for a keyring the conf does not name
 IMAGE_KIND = "rbd-own-image"  # a ledger row: the image to remove from the user's pool, with the conf to reach it
 
 
@@ -65,7 +66,8 @@ def attached(own: OwnClusterSpec, size: int, ctx: BuildContext) -> Iterator[Clus
         paths = Paths(root)
         usable(access, own, ctx.runner)
         image = stack.enter_context(_image(access, own.pool, image_size(size), ctx))
-        yield Cluster(paths, own.pool, image, image_size(size), [], [], user=own.user)
+        keyring = Path(own.keyring) if own.keyring else DEFAULT_KEYRINGS
+        yield Cluster(paths, own.pool, image, image_size(size), [], [], user=own.user, keyring=keyring)
 
 
 def usable(access: cli.Access, own: OwnClusterSpec, runner: Runner) -> None:
