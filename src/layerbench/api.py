@@ -43,17 +43,19 @@ def start_run(
     format_devices: Sequence[str] = (),
     matrix: Matrix | None = None,
     node: str | None = None,
+    faults_on: Sequence[str] = (),
 ) -> Run:
     """Record a new run of ``spec`` (a preset's name, a YAML file, or an ``Experiment``) and return it, ready to
     ``execute``. ``matrix``: the cells already expanded on this host (the CLI shows them first); by default
-    they are expanded here. A block device is formatted only if it is in ``format_devices``."""
+    they are expanded here. A block device is formatted only if it is in ``format_devices``; a Ceph cluster the
+    user runs takes a fault only if its fsid is in ``faults_on``."""
     from layerbench.run.session import cells_here
 
     exp = spec if isinstance(spec, Experiment) else spec_load.load(spec)
-    cells = matrix if matrix is not None else cells_here(exp, places.cache_dir)
+    cells = matrix if matrix is not None else cells_here(exp, places.cache_dir, faults_on)
     preflight(exp, cells, places, format_devices)  # before the database is made: a refused run leaves none
     store = db if isinstance(db, Store) else open_store(db)
-    run = start(exp, cells, store, places, seed, node, format_devices)
+    run = start(exp, cells, store, places, seed, node, format_devices, faults_on)
     run.decide = _decider(run, store)
     return run
 
@@ -63,11 +65,12 @@ def resume_run(
     db: str | Path | Store = "layerbench.db",
     places: Places = Places(WORK_DIR, STATE_DIR, CACHE_DIR),
     format_devices: Sequence[str] = (),
+    faults_on: Sequence[str] = (),
 ) -> Run:
     """The run ``run`` (an id, a unique prefix, or 'latest') to continue where it stopped: its finished trials
     are kept and not repeated. Refused where this host changed since or builds other cells now."""
     store = db if isinstance(db, Store) else open_store(db, create=False, writes=True)
-    handle = resume(store, run, places, format_devices)
+    handle = resume(store, run, places, format_devices, faults_on)
     handle.decide = _decider(handle, store)
     return handle
 

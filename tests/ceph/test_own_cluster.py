@@ -1,11 +1,12 @@
 """A Ceph cluster the user runs (make test-ceph): a cluster layerbench's own code builds here in the test, under
 a ledger of the test's, stands in for the user's; a run pointed at its conf and pool makes an image of its own
 there, measures through librbd, and removes the image, leaving the pool's images and settings as they were. A
-fault cell on it is refused before anything runs, and a run killed mid-trial leaves its image to `cleanup`,
-which removes it.
+fault cell on it is refused before anything runs unless `--allow-faults-on` names the cluster's fsid; named,
+one of its OSDs is held down around the trial and freed after. A run killed mid-trial leaves its image to
+`cleanup`, which removes it.
 
-About 90 s here: the stand-in cluster (one OSD) to HEALTH_OK, a trial, a killed run and its cleanup, and
-`doctor` asked of it."""
+About 2 minutes here: the stand-in cluster (two OSDs, two replicas) to HEALTH_OK, a trial, a degraded trial, a
+killed run and its cleanup, and `doctor` asked of it."""
 
 from __future__ import annotations
 
@@ -41,13 +42,13 @@ WRITE = {"name": "RW", "rw": "randwrite", "bs": "4k", "iodepth": 16, "size": "64
 
 @pytest.fixture(scope="module")
 def theirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.Cluster]:
-    """A cluster no run under test built: one OSD, its pool ``lb`` holding an image of its own; one for the
-    module's tests (each leaves it as it found it, which is what they check)."""
+    """A cluster no run under test built: two OSDs, its pool ``lb`` of two replicas holding an image of its own;
+    one for the module's tests (each leaves it as it found it, which is what they check)."""
     base = tmp_path_factory.mktemp("theirs")
     work = base / "work"
     work.mkdir(mode=0o700)
     ctx = BuildContext(work, Ledger(base / "ledger.db", "theirs"), "theirs", proc.run)
-    built = {"kind": "loop", "size": "1GiB", "remote": {"transport": "rbd", "cluster": {"osds": 1, "size": 1}}}
+    built = {"kind": "loop", "size": "1GiB", "remote": {"transport": "rbd", "cluster": {"osds": 2, "size": 2}}}
     spec = DeviceSpec.model_validate(built)
     assert spec.remote is not None
     plan = spec.remote.cluster_built()
@@ -94,31 +95,62 @@ def test_a_run_on_the_users_cluster_adds_and_removes_only_its_image(tmp_path: Pa
     (cell,) = shown["cells"]
     assert cell["stack_label"] == "loop@rbd-fio(own:lb)/none/native/raw"
     assert cell["summary"]["n"] == 1 and cell["summary"]["mean"] > 0
-    assert "injects faults only into a cluster it builds" in done.stdout + done.stderr
+    assert "would hold one of your OSDs down; allow it with --allow-faults-on FSID" in done.stdout + done.stderr
     assert _images(theirs) == images and _pool(theirs) == pool
     assert _left(dirs["work"], theirs) == []
 
 
-def test_a_killed_run_leaves_its_image_on_the_users_cluster_to_cleanup(tmp_path: Path, theirs: cluster.Cluster) -> None:
-    images = _images(theirs)
+def test_a_fault_there_runs_only_where_the_flag_names_the_cluster_and_frees_its_osd(
+    tmp_path: Path, theirs: cluster.Cluster
+) -> None:
+    images, pool = _images(theirs), _pool(theirs)
+    fsid = json.loads(cli.ceph(proc.run, theirs.conf, "fsid"))["fsid"]
     dirs = {"db": tmp_path / "r.db", "work": tmp_path / "work", "state": tmp_path / "state"}
     path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(_spec(theirs, "own-killed", ["healthy"], 120)))
+    path.write_text(yaml.safe_dump(_spec(theirs, "own-degraded", ["degraded"], 3)))
+    other = support.run(["run", str(path), "--dry-run", "--allow-faults-on", "0" * 8], dirs, timeout=300)
+    said = " ".join(other.stdout.split())  # the plan's lines fold at the terminal's width
+    assert f"--allow-faults-on names 00000000, not this cluster (fsid {fsid} in its conf)" in said, other.stdout
+    done = support.run(["run", str(path), "--allow-faults-on", fsid], dirs, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    with sqlite3.connect(dirs["db"]) as db:
+        ((status, info),) = db.execute("SELECT status, info_json FROM trials").fetchall()
+        checks = dict(db.execute("SELECT name, status FROM checks").fetchall())
+    held = json.loads(info)["cluster"]
+    assert status == "ok" and held["state"] == "degraded" and held["stopped"] in ("osd.0", "osd.1"), held
+    assert (held["start"]["osds_up"], held["end"]["osds_up"]) == (1, 1), held  # down from start to end
+    assert checks["cluster-state"] == "pass" and checks["ceph-hdd-settings"] == "skip", checks
+    dump = json.loads(cli.ceph(proc.run, theirs.conf, "osd", "dump"))
+    assert all(o["up"] == 1 and "noup" not in o["state"] for o in dump["osds"]), dump["osds"]  # freed
+    assert _images(theirs) == images and _pool(theirs) == pool
+    assert _left(dirs["work"], theirs) == []
+
+
+def test_a_killed_run_leaves_its_image_and_held_osd_to_cleanup(tmp_path: Path, theirs: cluster.Cluster) -> None:
+    """Killed mid-trial with one OSD held down (a fault the flag allowed): `cleanup` frees the OSD and removes
+    the image."""
+    images = _images(theirs)
+    fsid = json.loads(cli.ceph(proc.run, theirs.conf, "fsid"))["fsid"]
+    dirs = {"db": tmp_path / "r.db", "work": tmp_path / "work", "state": tmp_path / "state"}
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(_spec(theirs, "own-killed", ["degraded"], 120)))
     ledger = dirs["state"] / "ledger.db"
-    run = support.start(["run", str(path)], dirs)
+    run = support.start(["run", str(path), "--allow-faults-on", fsid], dirs)
     deadline = time.monotonic() + STATE_TIMEOUT_S
-    while "process" not in live_kinds(ledger):  # fio runs: the image is there
+    while {"process", "rbd-own-noup"} - live_kinds(ledger):  # the OSD held down and fio running
         assert run.poll() is None, run.communicate()
         assert time.monotonic() < deadline, "the run never started its workload"
         time.sleep(0.2)
     run.send_signal(signal.SIGKILL)  # only the process this test started
     run.wait()
-    assert "rbd-own-image" in live_kinds(ledger) and len(_images(theirs)) == len(images) + 1
+    assert {"rbd-own-image", "rbd-own-noup"} <= live_kinds(ledger) and len(_images(theirs)) == len(images) + 1
+    assert cli.parse_status(cli.ceph(proc.run, theirs.conf, "status")).osds_up == 1
     cleanup = support.run(["cleanup"], dirs, timeout=300)
     assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
-    assert live_kinds(ledger) == set()
+    assert live_kinds(ledger) == set(), cleanup.stdout + cleanup.stderr
     assert _images(theirs) == images
     assert _left(dirs["work"], theirs) == []
+    cluster.healthy(theirs.conf, proc.run)  # the freed OSD back and its PGs recovered: as the test found it
 
 
 def test_a_pool_that_is_not_there_fails_the_trial_in_cephs_words(tmp_path: Path, theirs: cluster.Cluster) -> None:

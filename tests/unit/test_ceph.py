@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from layerbench.spec.feasibility import HostCaps
 from layerbench.spec.models import DeviceSpec, FioWorkload, RemoteSpec, StackSpec
 from layerbench.spec.rules import why_not
-from layerbench.stack.remote.ceph import cli, daemons
+from layerbench.stack.remote.ceph import cli, daemons, faults
 from layerbench.stack.remote.ceph.clients import container_conf
 from layerbench.stack.remote.ceph.cluster import setup_argvs
 from layerbench.stack.remote.ceph.conf import OSD_MEMORY_TARGET, Paths, conf_text
@@ -186,3 +186,25 @@ def test_a_containers_client_reads_the_runs_conf_without_this_hosts_log_and_sock
             "log_file": "", "admin_socket": "", "keyring": str(keyring), "rbd_cache": "false",
             "mon_host": "[v2:10.0.0.1:3300]",
         }, (user, asked)  # fmt: skip
+
+
+def test_a_fault_on_a_cluster_the_user_runs_needs_the_flag_naming_its_fsid(tmp_path: Path) -> None:
+    conf = tmp_path / "ceph.conf"
+    conf.write_text(
+        "[global]\n# fsid = not-this\nfsid = 1234-abcd  ; theirs\nmon host = 10.0.0.1\n[client]\nfsid = x\n"
+    )
+    assert faults.conf_fsid(str(conf)) == "1234-abcd"
+    degraded = RemoteSpec.model_validate(
+        {"transport": "rbd", "client": "fio", "cluster": {"conf": str(conf), "pool": "p", "state": "degraded"}}
+    )
+    assert "allow it with --allow-faults-on FSID" in str(faults.unallowed(degraded, ()))
+    other = faults.unallowed(degraded, ("9999",))
+    assert other == (
+        f"cluster.state degraded on the cluster at {conf}: --allow-faults-on names 9999, not this cluster "
+        "(fsid 1234-abcd in its conf)"
+    )
+    assert faults.unallowed(degraded, ("9999", "1234-abcd")) is None
+    conf.write_text("[global]\nmon host = 10.0.0.1\n")  # no fsid: the monitors' answer decides, at the build
+    assert faults.conf_fsid(str(conf)) is None and faults.unallowed(degraded, ("9999",)) is None
+    healthy = RemoteSpec.model_validate({"transport": "rbd", "cluster": {"conf": str(conf), "pool": "p"}})
+    assert faults.unallowed(healthy, ()) is None

@@ -84,6 +84,14 @@ CACHE_OPTION = typer.Option(
     help="Where `make setup` put the database clients' jars (YCSB and its bindings).",
 )
 JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables.")
+FAULTS_OPTION = typer.Option(
+    [],
+    "--allow-faults-on",
+    metavar="FSID",
+    help="Allow cluster.state degraded or recovering on the Ceph cluster you run whose fsid (`ceph fsid`) is FSID "
+    "(repeat for each): layerbench then holds one of its OSDs down (`ceph osd add-noup`, `ceph osd down`) around "
+    "each such trial. Without it, those cells are refused.",
+)
 FORMAT_OPTION = typer.Option(
     [],
     "--format-device",

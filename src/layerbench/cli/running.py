@@ -14,6 +14,7 @@ from layerbench.cli.cells import print_plan
 from layerbench.cli.options import (
     CACHE_OPTION,
     DB_OPTION,
+    FAULTS_OPTION,
     FORMAT_OPTION,
     KUBECONFIG_OPTION,
     STATE_OPTION,
@@ -53,6 +54,7 @@ def run(
     seed: int = typer.Option(0, help="Seed of the shuffled trial order; the same seed gives the same order."),
     cache_dir: Path = CACHE_OPTION,
     format_device: list[str] = FORMAT_OPTION,
+    allow_faults_on: list[str] = FAULTS_OPTION,
     profile: ProfileKind | None = typer.Option(
         None,
         "--profile",
@@ -111,7 +113,7 @@ def run(
             exp = Experiment.model_validate({**exp.model_dump(), "profile": profile.value})
         if budget is not None:
             exp = spec_load.with_budget(exp, budget)
-        matrix = cells_here(exp, cache_dir)
+        matrix = cells_here(exp, cache_dir, allow_faults_on)
         if node is not None:
             matrix = nodes.only(matrix, node)
         serve = _serve(metrics_address, metrics_port)
@@ -119,6 +121,7 @@ def run(
             raise UsageError("--metrics-port serves one run: run each node with --node and its own port instead")
         if parallel_nodes and not dry_run:
             own = _own_argv(spec, db, work_dir, state_dir, cache_dir, seed, format_device, profile)
+            own += [x for fsid in allow_faults_on for x in ("--allow-faults-on", fsid)]
             own += ["--budget", budget] if budget is not None else []
             print_plan(matrix)
             _warn_shared(matrix)
@@ -133,7 +136,7 @@ def run(
 
         agreed = confirm_formatting(matrix, format_device)
         places = api.Places(work_dir, state_dir, cache_dir)
-        handle = api.start_run(exp, db, places, seed, agreed, matrix, node)
+        handle = api.start_run(exp, db, places, seed, agreed, matrix, node, allow_faults_on)
         store = open_store(db)
         print_plan(matrix, header=f"run {handle.run_id}: {exp.name}")
         if _execute(handle, store, serve):
@@ -241,6 +244,7 @@ def resume(
     state_dir: Path = STATE_OPTION,
     cache_dir: Path = CACHE_OPTION,
     format_device: list[str] = FORMAT_OPTION,
+    allow_faults_on: list[str] = FAULTS_OPTION,
     kubeconfig: Path | None = KUBECONFIG_OPTION,
     swarm_manager: str | None = SWARM_OPTION,
 ) -> None:
@@ -258,7 +262,7 @@ def resume(
         use_swarm_manager(swarm_manager)
         store = open_store(db, create=False, writes=True)
         places = api.Places(work_dir, state_dir, cache_dir)
-        handle = api.resume_run(run_ref, store, places, format_device)
+        handle = api.resume_run(run_ref, store, places, format_device, allow_faults_on)
         handle.agreed = tuple(confirm_formatting(handle.matrix, format_device))
         if _execute(handle, store):
             raise typer.Exit(EXIT_TRIALS_FAILED)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +22,13 @@ from layerbench.spec.devices import device_traits
 from layerbench.spec.matrix import Matrix, expand, expand_stacks
 from layerbench.spec.models import Experiment
 from layerbench.spec.profiles import Budget
+from layerbench.spec.rules import why_not
 from layerbench.spec.traits import traits
 from layerbench.stack.capabilities import DEFAULT_CACHE, probe
 from layerbench.stack.cleanup import Action, reclaim
 from layerbench.stack.fleet import check_passable
 from layerbench.stack.ledger import Ledger
+from layerbench.stack.remote import fault_refused
 from layerbench.stack.runlock import hold
 from layerbench.stack.target import BuildContext
 from layerbench.workloads import footprint
@@ -35,9 +37,10 @@ from layerbench.workloads import footprint
 HEADROOM = 1 * 2**30
 
 
-def cells_here(exp: Experiment, cache_dir: Path) -> Matrix:
-    """The experiment's cells on this host: refused where the host lacks a layer or a tool, or where a
-    cell's files would not fit on its device."""
+def cells_here(exp: Experiment, cache_dir: Path, faults_on: Sequence[str] = ()) -> Matrix:
+    """The experiment's cells on this host: refused where the host lacks a layer or a tool, where a cell's files
+    would not fit on its device, or where a cell's fault is on a Ceph cluster the user runs that ``faults_on``
+    does not name (`run --allow-faults-on`)."""
     stacks = expand_stacks(exp)
     images = tuple(sorted({s.server.image for s in stacks if s.server is not None and s.server.image}))
     caps = probe(
@@ -47,7 +50,8 @@ def cells_here(exp: Experiment, cache_dir: Path) -> Matrix:
         images=images,
         engines=tuple(e for s in stacks for e in s.node_engines()),  # each engine's probe learns what they ask
     )
-    return expand(exp, caps, files=footprint.files, usable_share=footprint.USABLE_SHARE, reads=footprint.refused)
+    rule = lambda s, c: why_not(s, c) or fault_refused(s, faults_on)  # noqa: E731
+    return expand(exp, caps, rule, footprint.files, footprint.USABLE_SHARE, footprint.refused)
 
 
 def needed_bytes(matrix: Matrix) -> int:
@@ -92,6 +96,7 @@ def running(
     state_dir: Path,
     budget: Budget | None = None,
     cache_dir: Path = DEFAULT_CACHE,
+    faults_on: Sequence[str] = (),
 ) -> Iterator[tuple[BuildContext, list[Action]]]:
     """Lock the run, reclaim what dead runs left, yield the build context; record how the run ended."""
     with hold(state_dir, run_id):
@@ -100,7 +105,8 @@ def running(
         run_dir = _private_dir(work_dir / run_id)
         status = "failed"
         try:
-            yield BuildContext(run_dir, ledger, run_id, proc.run, budget, cache_dir), reclaimed
+            ctx = BuildContext(run_dir, ledger, run_id, proc.run, budget, cache_dir, faults_on=frozenset(faults_on))
+            yield ctx, reclaimed
             status = "finished"
         except KeyboardInterrupt:
             status = "interrupted"

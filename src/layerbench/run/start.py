@@ -56,6 +56,7 @@ class Run:
     seed: int = 0
     decide: Decide = every_cell  # which cells a round runs: the caller's rule (api.py: a precision target)
     agreed: tuple[str, ...] = ()  # the block devices their owner agreed to format
+    faults_on: tuple[str, ...] = ()  # the fsids of Ceph clusters the user runs that may take a fault
     status: Any = None  # what ``decide`` last said of the run's comparisons (api.py: decided, open, what it takes)
 
     def pending(self) -> int:
@@ -69,10 +70,9 @@ class Run:
         places = self.places
         budget = budget_for(self.exp, self.matrix, self.store.run(self.run_id).host)
         self.store.mark(self.run_id, "running")
-        with running(self.store, self.run_id, places.work_dir, places.state_dir, budget, places.cache_dir) as (
-            ctx,
-            reclaimed,
-        ):
+        with running(
+            self.store, self.run_id, places.work_dir, places.state_dir, budget, places.cache_dir, self.faults_on
+        ) as (ctx, reclaimed):
             for action in reclaimed:
                 if events.on_reclaimed:
                     events.on_reclaimed(action)
@@ -115,6 +115,7 @@ def start(
     seed: int = 0,
     node: str | None = None,
     agreed: Sequence[str] = (),
+    faults_on: Sequence[str] = (),
 ) -> Run:
     """Record a new run of ``matrix`` (this host's cells of ``exp``) with this host's description."""
     preflight(exp, matrix, places, agreed)
@@ -124,10 +125,12 @@ def start(
         described["docker_hosts"] = host.describe_daemons(urls)
     run_id = store.new_run(exp.name, exp.model_dump_json(), exp.digest(), described)
     register_cells(store, run_id, matrix)
-    return Run(exp, matrix, store, run_id, places, seed, agreed=tuple(agreed))
+    return Run(exp, matrix, store, run_id, places, seed, agreed=tuple(agreed), faults_on=tuple(faults_on))
 
 
-def resume(store: Results, run_ref: str, places: Places, agreed: Sequence[str] = ()) -> Run:
+def resume(
+    store: Results, run_ref: str, places: Places, agreed: Sequence[str] = (), faults_on: Sequence[str] = ()
+) -> Run:
     """A run that died (Ctrl-C, kill -9, a crash, a reboot), to continue: refused where the host changed since
     or no longer builds the same cells, so results of unlike conditions are never mixed in one run. A block
     device not in ``agreed`` is refused when the run executes (the CLI asks its owner in between)."""
@@ -146,7 +149,7 @@ def resume(store: Results, run_ref: str, places: Places, agreed: Sequence[str] =
             f"run {run_id} cannot be resumed: {'; '.join(edited)}",
             hint="start a new run of the files as they are now: layerbench run SPEC",
         )
-    matrix = cells_here(exp, places.cache_dir)
+    matrix = cells_here(exp, places.cache_dir, faults_on)
     if "node" in row.host:  # one node's run of --parallel-nodes: that node's cells only
         matrix = nodes.only(matrix, row.host["node"])
     stored = {c.cell_id for c in store.cells(run_id)}
@@ -158,7 +161,8 @@ def resume(store: Results, run_ref: str, places: Places, agreed: Sequence[str] =
             f"this host no longer builds the same cells as run {run_id} did",
             hint="see `layerbench run SPEC --dry-run` for what it refuses now",
         )
-    return Run(exp, matrix, store, run_id, places, int(row.host.get("seed", 0)), agreed=tuple(agreed))
+    seed = int(row.host.get("seed", 0))
+    return Run(exp, matrix, store, run_id, places, seed, agreed=tuple(agreed), faults_on=tuple(faults_on))
 
 
 def edited_files(stored: Experiment, now: Experiment) -> list[str]:

@@ -156,12 +156,7 @@ def host_has_remote(s: StackSpec, caps: HostCaps) -> str | None:
         return f"{client} runs natively or in a container of {ran}; not yet on {engine.label}"
     if fio and s.limits.model_dump(exclude_none=True):
         return f"limits act on a block device and a cgroup; {client} reaches the export with neither"
-    own = remote.own_cluster()
-    if own is not None and own.state != "healthy":
-        return (
-            f"cluster.state {own.state} on the cluster at {own.conf}: layerbench injects faults only into a cluster "
-            "it builds (it would stop one of your OSDs); measure degraded and recovering on one it builds"
-        )
+    own = remote.own_cluster()  # a fault on it: allowed or refused by `run --allow-faults-on` (run/session.py)
     if own is not None and remote.link.label():
         return f"device.remote.link shapes the links of storage hosts layerbench makes; {own.conf}'s network is yours"
     cluster = remote.cluster_built()

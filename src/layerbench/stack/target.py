@@ -39,6 +39,9 @@ class BuildContext:
     # ledger or a log): every server the run starts requires it, every client is given it in a 0600 file.
     password: str = field(default_factory=lambda: secrets.token_urlsafe(24), repr=False)
     shared: Shared = field(default_factory=Shared, repr=False)  # what held stacks share: lower layers, images
+    # The fsids of Ceph clusters the user runs that may take a fault (`run --allow-faults-on`): checked again
+    # against the cluster's own answer before one of its OSDs is held down.
+    faults_on: frozenset[str] = frozenset()
 
 
 class TrialStates(Protocol):

@@ -137,7 +137,7 @@ NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$"  # a pool's or a Ceph user's name, as a 
 class OwnClusterSpec(BaseModel):
     """A Ceph cluster the user runs (``conf`` given): layerbench makes an image of the run's own in ``pool``,
     runs, and removes it. It creates or deletes no pool, changes no setting of the cluster, starts or stops
-    none of its daemons, and injects no fault there."""
+    none of its daemons, and injects no fault there unless the user names it (`run --allow-faults-on FSID`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -149,8 +149,8 @@ class OwnClusterSpec(BaseModel):
     )
     state: ClusterState = Field(
         default="healthy",
-        description="healthy only: layerbench stops no daemon of a cluster it did not build (other states are "
-        "refused, with the reason)",
+        description="healthy; degraded or recovering only where `run --allow-faults-on FSID` names this cluster "
+        "(one of its OSDs is then held down with `ceph osd add-noup` and `ceph osd down`, its daemon untouched)",
     )
 
     @model_serializer(mode="wrap")

@@ -12,12 +12,12 @@ entry below, with its module in spec/transports/ and its line in that registry.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from layerbench.proc import Runner
-from layerbench.spec.models import DeviceSpec, RemoteSpec
+from layerbench.spec.models import DeviceSpec, RemoteSpec, StackSpec
 from layerbench.stack.ledger import Resource
 from layerbench.stack.remote import ceph, iscsi, nbd, needs, nvme_tcp
 from layerbench.stack.remote.host import StorageHost
@@ -38,6 +38,9 @@ class TransportType:
     needs: Mapping[str, Need]  # feature of HostCaps.remote → what the host probe looks for
     removers: Mapping[str, Remover]  # ledger kind → what removes a dead run's
     build: Build | None = None  # instead of ``attach`` over one backing device and one storage host
+    # Why the user has not allowed a cell of it (a fault on a cluster they run that `run --allow-faults-on` does
+    # not name), given the fsids they named; None where nothing needs allowing.
+    unallowed: Callable[[RemoteSpec, Sequence[str]], str | None] | None = None
 
 
 # An explicit dict, keyed as spec/transports/ names each transport (no discovery by import).
@@ -45,8 +48,15 @@ TRANSPORTS: dict[str, TransportType] = {
     "nbd": TransportType(nbd.attached, nbd.NEEDS, nbd.REMOVERS),
     "nvme-tcp": TransportType(nvme_tcp.attached, nvme_tcp.NEEDS, nvme_tcp.REMOVERS),
     "iscsi": TransportType(iscsi.attached, iscsi.NEEDS, iscsi.REMOVERS),
-    "rbd": TransportType(None, ceph.NEEDS, ceph.REMOVERS, ceph.built),
+    "rbd": TransportType(None, ceph.NEEDS, ceph.REMOVERS, ceph.built, ceph.unallowed),
 }
+
+
+def fault_refused(stack: StackSpec, faults_on: Sequence[str]) -> str | None:
+    """Why the stack's device takes a fault the user has not allowed (`run --allow-faults-on`), or None."""
+    remote = stack.device.remote
+    unallowed = TRANSPORTS[remote.transport].unallowed if remote is not None else None
+    return unallowed(remote, faults_on) if remote is not None and unallowed is not None else None
 
 
 def probe(runner: Runner, loadable: Loadable) -> dict[str, str | None]:

@@ -12,9 +12,9 @@ from pathlib import Path
 from layerbench.proc import Runner
 from layerbench.spec.models import DeviceSpec
 from layerbench.spec.transports import FIO_CLIENT, FUSE_CLIENT
-from layerbench.spec.transports.rbd import OWN
+from layerbench.spec.transports.rbd import OWN, OwnClusterSpec
 from layerbench.stack.ledger import Resource
-from layerbench.stack.remote.ceph import clients, cluster, own
+from layerbench.stack.remote.ceph import clients, cluster, faults, own
 from layerbench.stack.remote.ceph.state import Observed, States
 from layerbench.stack.remote.needs import Need
 from layerbench.stack.target import BuildContext, Device, TrialStates
@@ -49,7 +49,7 @@ def built(spec: DeviceSpec, ctx: BuildContext) -> Iterator[Device]:
     if theirs is not None:
         with (
             own.attached(theirs, int(spec.size), ctx) as c,
-            _client(c, remote.client, _info(c, remote.transport), Observed(c, ctx.runner), ctx) as dev,
+            _client(c, remote.client, _info(c, remote.transport), _their_states(c, theirs, ctx), ctx) as dev,
         ):
             yield dev
         return
@@ -68,6 +68,15 @@ def built(spec: DeviceSpec, ctx: BuildContext) -> Iterator[Device]:
         # Each trial's cluster state, applied and recorded (state.py).
         with _client(c, remote.client, info, States(c, plan, ctx.runner), ctx) as dev:
             yield dev
+
+
+def _their_states(c: cluster.Cluster, theirs: OwnClusterSpec, ctx: BuildContext) -> TrialStates:
+    """A cluster the user runs: observed only, or (a fault they allowed: own.attached checked) one of its OSDs
+    that hold the image held down around each trial."""
+    if theirs.state == "healthy":
+        return Observed(c, ctx.runner)
+    held = faults.HeldDown(c.access, faults.victim(c.access, c.pool, c.image, ctx.runner), ctx.ledger, ctx.runner)
+    return States(c, theirs, ctx.runner, held, theirs=True)
 
 
 def _info(c: cluster.Cluster, transport: str) -> dict[str, object]:
@@ -109,4 +118,6 @@ REMOVERS = {
     own.IMAGE_KIND: own.reclaim_image,
     "rbd-map": _unmapped,
     "rbd-fuse": clients.reclaim_fuse,
+    faults.NOUP_KIND: faults.reclaim_noup,
 }
+unallowed = faults.unallowed

@@ -1,7 +1,9 @@
 """A Ceph cluster the user runs (``cluster: {conf, pool, ...}``): an image of the run's own in their pool, and
 nothing else of theirs touched. layerbench reads the cluster's state and settings, creates the image, and
 removes it (in the ledger first, so `layerbench cleanup` removes a killed run's). It creates or deletes no pool,
-sets no option, starts or stops no daemon: read-only commands and `rbd create`/`rbd rm` of that image only.
+sets no option, starts or stops no daemon: read-only commands and `rbd create`/`rbd rm` of that image only;
+and, for a degraded or recovering cell on a cluster the user named with `run --allow-faults-on`, one OSD's
+noup flag set and removed and the OSD marked down (faults.py).
 
 The clients reach it through a conf of the run's own: the user's, then a section for their user that names
 the keyring given and turns librbd's cache off (as on a cluster layerbench builds: fio's direct=1 means every
@@ -21,8 +23,8 @@ from layerbench.errors import PrerequisiteError, ToolError
 from layerbench.proc import Runner
 from layerbench.spec.transports.rbd import OwnClusterSpec, image_size
 from layerbench.stack.ledger import Resource, tracked
-from layerbench.stack.remote.ceph import cli
-from layerbench.stack.remote.ceph.cluster import Cluster, directory, healthy
+from layerbench.stack.remote.ceph import cli, faults
+from layerbench.stack.remote.ceph.cluster import FILL_BYTES, Cluster, directory, healthy
 from layerbench.stack.remote.ceph.conf import Paths
 from layerbench.stack.target import BuildContext
 
@@ -65,9 +67,13 @@ def attached(own: OwnClusterSpec, size: int, ctx: BuildContext) -> Iterator[Clus
             raise PrerequisiteError(f"device.remote.cluster.conf {own.conf}: {exc.strerror}") from None
         paths = Paths(root)
         usable(access, own, ctx.runner)
+        if own.state != "healthy":
+            faults.allowed(access, own, ctx)
         image = stack.enter_context(_image(access, own.pool, image_size(size), ctx))
+        # Written while an OSD is held down (state recovering): data to recover, in an image of the run's own too.
+        fill = stack.enter_context(_image(access, own.pool, FILL_BYTES, ctx)) if own.state == "recovering" else None
         keyring = Path(own.keyring) if own.keyring else DEFAULT_KEYRINGS
-        yield Cluster(paths, own.pool, image, image_size(size), [], [], user=own.user, keyring=keyring)
+        yield Cluster(paths, own.pool, image, image_size(size), [], [], fill, own.user, keyring)
 
 
 def usable(access: cli.Access, own: OwnClusterSpec, runner: Runner) -> None:

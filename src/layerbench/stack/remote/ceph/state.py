@@ -1,7 +1,8 @@
 """A cell's cluster state, applied around each of its trials (``cluster.state``): every trial starts from a
-healthy cluster; ``degraded`` stops one OSD (by the PID layerbench started it with) and waits until its PGs
-are degraded and still active; ``recovering`` then writes while degraded, starts the OSD again and hands the
-trial a cluster recovering. After the trial the OSD is back and the cluster healthy again, so the next trial
+healthy cluster; ``degraded`` takes one OSD down (on a cluster layerbench builds, its daemon stopped by the PID
+layerbench started it with; on one the user runs and named, held down by a flag: faults.py) and waits until
+its PGs are degraded and still active; ``recovering`` then writes while degraded, brings the OSD back and hands
+the trial a cluster recovering. After the trial the OSD is back and the cluster healthy again, so the next trial
 (another workload on the same stack, or the next repetition) starts where this one did.
 
 Per trial, not per build: a state is transient (recovery ends on its own), and a stack is built once per
@@ -12,14 +13,23 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from layerbench.errors import PrerequisiteError
 from layerbench.proc import Runner
 from layerbench.records.checks import Check
 from layerbench.records.info import ClusterInfo
-from layerbench.spec.transports import ClusterSpec
+from layerbench.spec.transports import ClusterSpec, OwnClusterSpec
 from layerbench.stack.remote.ceph import cli, own
-from layerbench.stack.remote.ceph.cluster import FILL_BYTES, POLL_S, POOL, Cluster, healthy, osd_up, settings
+from layerbench.stack.remote.ceph.cluster import (
+    FILL_BYTES,
+    HEALTHY_LIMIT_S,
+    POLL_S,
+    Cluster,
+    healthy,
+    osd_up,
+    settings,
+)
 
 STATE_LIMIT_S = 180.0  # measured here: an OSD stopped is down with its PGs degraded within 10 s; back in 17 s
 SAMPLE_DEADLINE_S = 10.0  # a sample during a trial: a late one is a gap, not a wait
@@ -28,21 +38,83 @@ RESTORE_LIMIT_S = 600.0  # recovery of a fill at hard-disk settings (0.1 s per o
 NOT_HARD_DISKS = {"loop": "loop devices (files)", "zram": "zram (memory)", "ram": "ram disks", "null": "null_blk"}
 
 
+class Switch(Protocol):
+    """How a trial's OSD goes down and comes back."""
+
+    @property
+    def osd_id(self) -> int: ...
+
+    def down(self) -> None: ...  # down, and marked down in the map now
+
+    def up(self) -> None: ...  # back, and up in the map
+
+    def is_up(self) -> bool: ...
+
+
 @dataclass
-class States:
-    """The trial states of one cluster (stack/target.TrialStates); the last OSD is the one stopped, since the
-    first OSD's device is the one whose counters judge a trial (ceph/__init__.py)."""
+class Stopped:
+    """The last OSD of a cluster layerbench builds, its daemon stopped and started by its PID: the first OSD's
+    device is the one whose counters judge a trial (ceph/__init__.py)."""
 
     cluster: Cluster
-    spec: ClusterSpec
     runner: Runner
+
+    @property
+    def osd_id(self) -> int:
+        return self.cluster.daemons[-1][0]
+
+    def down(self) -> None:
+        self.cluster.daemons[-1][1].stop()
+        # Ceph waits for peers to report a silent OSD; a stopped one is marked down now (rc: it may be already).
+        self.runner(cli.ceph_argv(self.cluster.access, "osd", "down", f"osd.{self.osd_id}"), timeout=cli.DEADLINE_S)
+
+    def up(self) -> None:
+        self.cluster.daemons[-1][1].start(lambda: osd_up(self.cluster.access, self.osd_id, self.runner))
+
+    def is_up(self) -> bool:
+        return self.cluster.daemons[-1][1].up()
+
+
+# A cluster the user runs is no test host's: its devices are theirs, and it need not be clean to be measured.
+THEIR_DEVICES = Check("ceph-hdd-settings", "skip", "the OSDs' devices are the cluster's own, not ones layerbench made")
+
+
+@dataclass
+class States:
+    """The trial states of one cluster (stack/target.TrialStates), its OSD taken down and back by ``switch``
+    (by default a daemon of a cluster layerbench builds); ``theirs``: a cluster the user runs, which starts a
+    trial once every PG is active and none degraded, and whose settings are read as a run there reads them."""
+
+    cluster: Cluster
+    spec: ClusterSpec | OwnClusterSpec
+    runner: Runner
+    switch: Switch | None = None
+    theirs: bool = False
     _start: cli.Status | None = field(default=None, init=False)
     _settings: dict[str, object] = field(default_factory=dict, init=False)
+    _up: int = field(default=0, init=False)  # OSDs up as the trial's state is applied
+
+    def __post_init__(self) -> None:
+        self.switch = self.switch or Stopped(self.cluster, self.runner)
+
+    @property
+    def _osd(self) -> Switch:
+        assert self.switch is not None  # set in __post_init__
+        return self.switch
+
+    def _settled(self, s: cli.Status) -> bool:
+        return s.active() and not s.recovering() if self.theirs else s.clean()
 
     def enter(self) -> None:
         conf = self.cluster.access
-        healthy(conf, self.runner)  # every trial starts from a healthy cluster, whatever the last one left
-        self._settings = settings_in_force(conf, self.runner)  # read while every OSD answers
+        # Every trial starts from a healthy cluster, whatever the last one left.
+        self._up = healthy(
+            conf, self.runner, own.ACTIVE_LIMIT_S if self.theirs else HEALTHY_LIMIT_S, self._settled
+        ).osds_up
+        # Read while every OSD answers.
+        self._settings = (
+            settings(conf, self.runner, self.cluster.pool) if self.theirs else settings_in_force(conf, self.runner)
+        )
         try:
             if self.spec.state != "healthy":
                 self._degrade()
@@ -54,20 +126,16 @@ class States:
         self._start = cli.status(self.runner, conf)
 
     def _degrade(self) -> None:
-        osd_id, daemon = self.cluster.daemons[-1]
-        daemon.stop()
-        # Ceph waits for peers to report a silent OSD; a stopped one is marked down now (rc: it may be already).
-        self.runner(cli.ceph_argv(self.cluster.access, "osd", "down", f"osd.{osd_id}"), timeout=cli.DEADLINE_S)
+        self._osd.down()
         reached(self._status, degraded, "degraded")
 
     def _recover(self) -> None:
         """Data written while the OSD is down (the fill image, not the trial's), then the OSD back: recovery."""
-        fill = f"{POOL}/{self.cluster.fill}"
+        fill = f"{self.cluster.pool}/{self.cluster.fill}"
         bench = ["bench", "--io-type", "write", "--io-size", "4M", "--io-threads", "4", "--io-pattern", "seq"]
         cli.rbd(self.runner, self.cluster.access, *bench, "--io-total", f"{FILL_BYTES // 2**20}M", fill, timeout=300)
-        osd_id, daemon = self.cluster.daemons[-1]
-        daemon.start(lambda: osd_up(self.cluster.access, osd_id, self.runner))
-        now = reached(self._status, lambda s: s.osds_up == s.osds, "recovering")
+        self._osd.up()
+        now = reached(self._status, lambda s: s.osds_up >= self._up, "recovering")
         if not now.recovering():
             raise PrerequisiteError(
                 f"cluster.state recovering: recovery had ended before the trial could start ({now.said()})"
@@ -84,15 +152,16 @@ class States:
         assert start is not None  # enter() ran
         stopped = f"osd.{osd_id}" if self.spec.state != "healthy" else None
         info = ClusterInfo(self.spec.state, stopped, start.to_json(), end.to_json(), self._settings)
-        return info, [state_check(self.spec.state, start, end), hdd_check(self._settings, self._kinds(), self.spec)]
+        kinds = hdd_check(self._settings, self._kinds(), self.spec) if isinstance(self.spec, ClusterSpec) else None
+        kinds = kinds or THEIR_DEVICES
+        return info, [state_check(self.spec.state, start, end), kinds]
 
     def _restore(self) -> int:
-        """The stopped OSD started again and the cluster healthy (recovery done); the OSD's id."""
-        osd_id, daemon = self.cluster.daemons[-1]
-        if not daemon.up():
-            daemon.start(lambda: osd_up(self.cluster.access, osd_id, self.runner))
-        healthy(self.cluster.access, self.runner, RESTORE_LIMIT_S)
-        return osd_id
+        """The OSD back and the cluster healthy (recovery done); the OSD's id."""
+        if not self._osd.is_up():
+            self._osd.up()
+        healthy(self.cluster.access, self.runner, RESTORE_LIMIT_S, self._settled)
+        return self._osd.osd_id
 
     def _status(self) -> cli.Status:
         return cli.status(self.runner, self.cluster.access)
@@ -199,5 +268,4 @@ class Observed:
         start = self._start
         assert start is not None  # enter() ran
         info = ClusterInfo("healthy", None, start.to_json(), end.to_json(), self._settings)
-        hdd = Check("ceph-hdd-settings", "skip", "the OSDs' devices are the cluster's own, not ones layerbench made")
-        return info, [state_check("healthy", start, end), hdd]
+        return info, [state_check("healthy", start, end), THEIR_DEVICES]
