@@ -38,7 +38,7 @@ BUDGET_TEST ?= 750
 BUDGET_LONG ?= 960
 BUDGET_VM ?= 1680
 BUDGET_K8S ?= 720
-BUDGET_CEPH ?= 600
+BUDGET_CEPH ?= 780
 # The unit tests' processes (pytest-xdist): one per core, at most eight (each imports the analysis's libraries).
 UNIT_WORKERS ?= $(shell n=$$(nproc); echo $$((n > 8 ? 8 : n)))
 TIER := timeout --foreground --signal=TERM --kill-after=120
@@ -92,7 +92,7 @@ test-k8s: setup apt-test bytecode apt-k8s k8s
 
 # The Ceph tier: tests/ceph builds Ceph clusters of three OSDs here from the distribution's daemons (each
 # OSD on a storage host of its own), runs fio through librbd and rbd-fuse, degraded and recovering, kills a run
-# and cleans up; about 7 minutes, kept out of `make test` (each cluster takes both cores and about 3 GB of
+# and cleans up; about 9 minutes, kept out of `make test` (each cluster takes both cores and about 3 GB of
 # memory under load).
 test-ceph: setup apt-test bytecode
 	$(TIER) $(BUDGET_CEPH) $(PYTEST) tests/ceph

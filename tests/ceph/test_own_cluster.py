@@ -2,11 +2,12 @@
 a ledger of the test's, stands in for the user's; a run pointed at its conf and pool makes an image of its own
 there, measures through librbd, and removes the image, leaving the pool's images and settings as they were. A
 fault cell on it is refused before anything runs unless `--allow-faults-on` names the cluster's fsid; named,
-one of its OSDs is held down around the trial and freed after. A run killed mid-trial leaves its image to
-`cleanup`, which removes it.
+one of its OSDs is held down around the trial and freed after. A run killed mid-trial, one OSD held down,
+leaves its image and that OSD's flag to `cleanup`, which removes both (last: the OSD's recovery is not waited
+for).
 
-About 2 minutes here: the stand-in cluster (two OSDs, two replicas) to HEALTH_OK, a trial, a degraded trial, a
-killed run and its cleanup, and `doctor` asked of it."""
+About 2 minutes here: the stand-in cluster (two OSDs, two replicas) to HEALTH_OK, a trial, a degraded trial,
+`doctor` asked of it, and a killed run and its cleanup."""
 
 from __future__ import annotations
 
@@ -126,33 +127,6 @@ def test_a_fault_there_runs_only_where_the_flag_names_the_cluster_and_frees_its_
     assert _left(dirs["work"], theirs) == []
 
 
-def test_a_killed_run_leaves_its_image_and_held_osd_to_cleanup(tmp_path: Path, theirs: cluster.Cluster) -> None:
-    """Killed mid-trial with one OSD held down (a fault the flag allowed): `cleanup` frees the OSD and removes
-    the image."""
-    images = _images(theirs)
-    fsid = json.loads(cli.ceph(proc.run, theirs.conf, "fsid"))["fsid"]
-    dirs = {"db": tmp_path / "r.db", "work": tmp_path / "work", "state": tmp_path / "state"}
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(_spec(theirs, "own-killed", ["degraded"], 120)))
-    ledger = dirs["state"] / "ledger.db"
-    run = support.start(["run", str(path), "--allow-faults-on", fsid], dirs)
-    deadline = time.monotonic() + STATE_TIMEOUT_S
-    while {"process", "rbd-own-noup"} - live_kinds(ledger):  # the OSD held down and fio running
-        assert run.poll() is None, run.communicate()
-        assert time.monotonic() < deadline, "the run never started its workload"
-        time.sleep(0.2)
-    run.send_signal(signal.SIGKILL)  # only the process this test started
-    run.wait()
-    assert {"rbd-own-image", "rbd-own-noup"} <= live_kinds(ledger) and len(_images(theirs)) == len(images) + 1
-    assert cli.parse_status(cli.ceph(proc.run, theirs.conf, "status")).osds_up == 1
-    cleanup = support.run(["cleanup"], dirs, timeout=300)
-    assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
-    assert live_kinds(ledger) == set(), cleanup.stdout + cleanup.stderr
-    assert _images(theirs) == images
-    assert _left(dirs["work"], theirs) == []
-    cluster.healthy(theirs.conf, proc.run)  # the freed OSD back and its PGs recovered: as the test found it
-
-
 def test_a_pool_that_is_not_there_fails_the_trial_in_cephs_words(tmp_path: Path, theirs: cluster.Cluster) -> None:
     dirs = {"db": tmp_path / "r.db", "work": tmp_path / "work", "state": tmp_path / "state"}
     path = tmp_path / "spec.yaml"
@@ -181,3 +155,31 @@ def test_doctor_asks_the_users_cluster_as_their_user_and_creates_nothing(theirs:
     _, _, missing, _ = rows("nosuchpool")
     assert not missing["ok"] and "unrecognized pool" in str(missing["note"])
     assert _images(theirs) == images and _pool(theirs) == pool
+
+
+def test_a_killed_run_leaves_its_image_and_held_osd_to_cleanup(tmp_path: Path, theirs: cluster.Cluster) -> None:
+    """Killed mid-trial with one OSD held down (a fault the flag allowed): `cleanup` frees the OSD and removes
+    the image."""
+    images = _images(theirs)
+    fsid = json.loads(cli.ceph(proc.run, theirs.conf, "fsid"))["fsid"]
+    dirs = {"db": tmp_path / "r.db", "work": tmp_path / "work", "state": tmp_path / "state"}
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(_spec(theirs, "own-killed", ["degraded"], 120)))
+    ledger = dirs["state"] / "ledger.db"
+    run = support.start(["run", str(path), "--allow-faults-on", fsid], dirs)
+    deadline = time.monotonic() + STATE_TIMEOUT_S
+    while {"process", "rbd-own-noup"} - live_kinds(ledger):  # the OSD held down and fio running
+        assert run.poll() is None, run.communicate()
+        assert time.monotonic() < deadline, "the run never started its workload"
+        time.sleep(0.2)
+    run.send_signal(signal.SIGKILL)  # only the process this test started
+    run.wait()
+    assert {"rbd-own-image", "rbd-own-noup"} <= live_kinds(ledger) and len(_images(theirs)) == len(images) + 1
+    assert cli.parse_status(cli.ceph(proc.run, theirs.conf, "status")).osds_up == 1
+    cleanup = support.run(["cleanup"], dirs, timeout=300)
+    assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
+    assert live_kinds(ledger) == set(), cleanup.stdout + cleanup.stderr
+    assert _images(theirs) == images
+    assert _left(dirs["work"], theirs) == []
+    # Freed: the OSD boots back (the module's last test: its cluster goes next, recovered or not).
+    cluster.healthy(theirs.conf, proc.run, wanted=lambda s: s.osds_up == s.osds == 2)
