@@ -119,6 +119,21 @@ def test_a_claim_of_the_clusters_storage_class_gets_what_the_class_provisions(cl
 
 
 def test_cells_a_cluster_cannot_run_are_refused_with_reasons(cluster: Any) -> None:
+    """Each with its reason, a Ceph RBD StorageClass among them: the class exists, its CSI driver (Rook's, whose
+    images this cluster cannot pull) runs on no node."""
+    storage = client.StorageV1Api(api(cluster.kubeconfig).api_client)
+    ceph = client.V1StorageClass(metadata=client.V1ObjectMeta(name="ceph-rbd"), provisioner=CEPH_CSI)
+    storage.create_storage_class(ceph, _request_timeout=30)
+    try:
+        _refused_with_reasons(cluster)
+    finally:
+        storage.delete_storage_class("ceph-rbd", _request_timeout=30)
+
+
+CEPH_CSI = "rook-ceph.rbd.csi.ceph.com"
+
+
+def _refused_with_reasons(cluster: Any) -> None:
     with server_dirs("lbk8s-refused-") as dirs:
         wrong = node_spec("kubernetes", ["writable-layer"])
         wrong["stacks"].append({"filesystem": "ext4", "engine": {"kind": "kubernetes", "node": "node9"},
@@ -126,6 +141,7 @@ def test_cells_a_cluster_cannot_run_are_refused_with_reasons(cluster: Any) -> No
         wrong["stacks"].append({"filesystem": "ext4", "engine": {"kind": "kubernetes", "node": NODE},
                                 "placement": "tmpfs", "limits": {"write_bps": "10MiB"}})  # fmt: skip
         wrong["stacks"].append({**claim_stack(), "placement": {"kind": "claim", "storage_class": "nvme"}})
+        wrong["stacks"].append({**claim_stack(), "placement": {"kind": "claim", "storage_class": "ceph-rbd"}})
         dirs["spec"].write_text(yaml.safe_dump(wrong))
         done = layerbench(["run", str(dirs["spec"]), "--dry-run"], dirs, cluster.kubeconfig)
         assert done.returncode == 0, done.stderr
@@ -133,7 +149,10 @@ def test_cells_a_cluster_cannot_run_are_refused_with_reasons(cluster: Any) -> No
         assert "writable layer is wherever the node's container runtime keeps its root" in text
         assert "node 'node9' is not in the cluster; its nodes: node1, node2, node3" in text
         assert "Kubernetes has no block-I/O limit" in text
-        assert "the cluster has no StorageClass 'nvme'; its StorageClasses: local-path" in text
+        assert "the cluster has no StorageClass 'nvme'; its StorageClasses: ceph-rbd, local-path" in text
+        assert (
+            f"StorageClass 'ceph-rbd' is provisioned by the CSI driver {CEPH_CSI}, which does not run on node" in text
+        )
 
 
 def test_sigkill_then_cleanup_leaves_nothing_in_the_cluster(cluster: Any) -> None:

@@ -137,7 +137,8 @@ def claim_refusals(caps: HostCaps, placement: object = CLAIM, **stack: object) -
 
 def test_a_claim_of_a_storage_class_runs_on_any_node_with_nothing_built_here(full_caps: HostCaps) -> None:
     caps = full_caps.with_engine(
-        kubernetes.KIND, KubeCaps({"n1": ClusterNode(ready=True, local=False)}, frozenset({"fast", "slow"}))
+        kubernetes.KIND,
+        KubeCaps({"n1": ClusterNode(ready=True, local=False)}, {"fast": "rancher.io/local-path", "slow": "x.io/y"}),
     )
     assert claim_refusals(caps) == []  # another machine's node: the class's storage is not this host's
     assert claim_refusals(caps, {**CLAIM, "storage_class": "nvme"}) == [
@@ -149,6 +150,26 @@ def test_a_claim_of_a_storage_class_runs_on_any_node_with_nothing_built_here(ful
     assert "device 'none' builds nothing on this host" in nothing
     (docker,) = claim_refusals(caps, engine="docker:overlay2")
     assert "placement claim is a Kubernetes PersistentVolumeClaim" in docker
+
+
+def test_a_claim_of_a_csi_class_whose_driver_the_node_does_not_run_is_refused(full_caps: HostCaps) -> None:
+    """A Ceph RBD class on a cluster without Rook or ceph-csi running (here: no registry to pull their images)."""
+    classes = {"ceph-rbd": "rook-ceph.rbd.csi.ceph.com", "local-path": "rancher.io/local-path"}
+    runs = ClusterNode(ready=True, local=False, csi_drivers=frozenset({"rook-ceph.rbd.csi.ceph.com"}))
+    caps = full_caps.with_engine(kubernetes.KIND, KubeCaps({"n1": ClusterNode(True, False, frozenset())}, classes))
+    assert claim_refusals(caps, {**CLAIM, "storage_class": "ceph-rbd"}) == [
+        "StorageClass 'ceph-rbd' is provisioned by the CSI driver rook-ceph.rbd.csi.ceph.com, which does not run "
+        "on node 'n1' (its CSI drivers: none): a claim of it would stay Pending. Deploy the driver (for Ceph RBD: "
+        "Rook or ceph-csi; a cluster that cannot pull their images cannot run them)"
+    ]
+    assert claim_refusals(caps, {**CLAIM, "storage_class": "local-path"}) == []  # not CSI: no CSINode lists it
+    caps = full_caps.with_engine(kubernetes.KIND, KubeCaps({"n1": runs}, classes))
+    assert claim_refusals(caps, {**CLAIM, "storage_class": "ceph-rbd"}) == []
+    unknown = full_caps.with_engine(kubernetes.KIND, KubeCaps({"n1": ClusterNode(True, False)}, classes))
+    assert claim_refusals(unknown, {**CLAIM, "storage_class": "ceph-rbd"}) == []  # CSINodes not listable: not judged
+    assert [kubernetes.is_csi(p) for p in ("rbd.csi.ceph.com", "ebs.csi.aws.com", "kubernetes.io/no-provisioner")] == [
+        True, True, False
+    ]  # fmt: skip
 
 
 def test_a_claim_names_its_class_and_dumps_a_size_other_placements_do_not() -> None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from layerbench.spec.databases import PROFILE_RESOURCES
@@ -23,6 +24,8 @@ class ClusterNode:
 
     ready: bool
     local: bool  # its boot id is this host's: it shares this host's filesystems and cgroups
+    # The CSI drivers running on it (its CSINode's); None where the cluster would not say (RBAC): not judged.
+    csi_drivers: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -31,12 +34,36 @@ class KubeCaps:
 
     # Its nodes by name, or why it could not be reached.
     nodes: dict[str, ClusterNode] | str = "not probed: the experiment has no kubernetes cells"
-    classes: frozenset[str] = frozenset()  # the cluster's StorageClasses, by name
+    classes: Mapping[str, str] = field(default_factory=dict)  # the cluster's StorageClasses: name → provisioner
 
 
 def of(caps: HostCaps) -> KubeCaps:
     found = caps.engines.get(KIND)
     return found if isinstance(found, KubeCaps) else KubeCaps()
+
+
+def claim_refused(name: str, node_name: str, node: ClusterNode, cluster: KubeCaps) -> str | None:
+    """A claim of a StorageClass the cluster does not have, or whose CSI driver does not run on the node (a
+    Ceph class without Rook or ceph-csi running, say: their pods' images could not be had): it would stay
+    Pending."""
+    if name not in cluster.classes:
+        known = ", ".join(sorted(cluster.classes)) or "none"
+        return f"the cluster has no StorageClass {name!r}; its StorageClasses: {known}"
+    provisioner = cluster.classes[name]
+    if node.csi_drivers is not None and is_csi(provisioner) and provisioner not in node.csi_drivers:
+        running = ", ".join(sorted(node.csi_drivers)) or "none"
+        return (
+            f"StorageClass {name!r} is provisioned by the CSI driver {provisioner}, which does not run on node "
+            f"{node_name!r} (its CSI drivers: {running}): a claim of it would stay Pending. Deploy the driver "
+            "(for Ceph RBD: Rook or ceph-csi; a cluster that cannot pull their images cannot run them)"
+        )
+    return None
+
+
+def is_csi(provisioner: str) -> bool:
+    """A provisioner named as CSI drivers are (rbd.csi.ceph.com, ebs.csi.aws.com), not an in-tree or other
+    external one (kubernetes.io/no-provisioner, rancher.io/local-path), which no CSINode lists."""
+    return "csi" in provisioner.lower().split(".")
 
 
 def ready(s: StackSpec, caps: HostCaps) -> str | None:
@@ -48,9 +75,10 @@ def ready(s: StackSpec, caps: HostCaps) -> str | None:
         return f"node {s.engine.node!r} is not in the cluster; its nodes: {', '.join(sorted(cluster.nodes)) or 'none'}"
     if not node.ready:
         return f"node {s.engine.node!r} is not Ready"
-    if s.placement.kind == "claim" and s.placement.storage_class not in cluster.classes:
-        known = ", ".join(sorted(cluster.classes)) or "none"
-        return f"the cluster has no StorageClass {s.placement.storage_class!r}; its StorageClasses: {known}"
+    if s.placement.kind == "claim":
+        why = claim_refused(s.placement.storage_class or "", s.engine.node or "", node, cluster)
+        if why:
+            return why
     if s.placement.kind in KUBE_LOCAL_PLACEMENTS and not node.local:
         return (
             f"placement {s.placement.kind!r} keeps the pod's data on the filesystem layerbench builds on this host, "

@@ -36,7 +36,7 @@ from kubernetes.utils import parse_quantity
 
 from layerbench.errors import LayerbenchError, PrerequisiteError
 from layerbench.proc import Completed
-from layerbench.spec.engines.kubernetes import ClusterNode, KubeCaps
+from layerbench.spec.engines.kubernetes import ClusterNode, KubeCaps, is_csi
 from layerbench.spec.models import EngineSpec
 from layerbench.stack.ledger import Resource, tracked
 from layerbench.stack.protocols import HostProbe
@@ -101,12 +101,28 @@ def nodes(core: client.CoreV1Api) -> dict[str, NodeFacts]:
 def cluster_nodes(kubeconfig: str | None) -> dict[str, ClusterNode] | str:
     """The cluster's nodes as the feasibility rules see them, or why the cluster could not be reached."""
     try:
-        found = nodes(connect(kubeconfig))
+        core = connect(kubeconfig)
+        found = nodes(core)
+        drivers = csi_drivers(core)
     except (PrerequisiteError, ApiException, OSError) as exc:
         return str(exc).splitlines()[0]
     except Exception as exc:  # urllib3's connection errors: the cluster is not there
         return f"{type(exc).__name__}: {exc}".splitlines()[0]
-    return {name: ClusterNode(n.ready, n.local) for name, n in found.items()}
+    known = lambda name: None if drivers is None else drivers.get(name, frozenset())  # noqa: E731
+    return {name: ClusterNode(n.ready, n.local, known(name)) for name, n in found.items()}
+
+
+def csi_drivers(core: client.CoreV1Api) -> dict[str, frozenset[str]] | None:
+    """The CSI drivers each node runs, as its CSINode lists them (a driver registers there once its node plugin
+    is up); None where the user may not list CSINodes (then no claim is judged by its driver)."""
+    api = client.StorageV1Api(core.api_client)
+    try:
+        listed = api.list_csi_node(_request_timeout=30).items
+    except ApiException as exc:
+        if exc.status in (401, 403):
+            return None
+        raise
+    return {n.metadata.name: frozenset(d.name for d in (n.spec.drivers or [])) for n in listed}
 
 
 def room(core: client.CoreV1Api, node: str) -> tuple[float, int]:
@@ -124,13 +140,14 @@ def room(core: client.CoreV1Api, node: str) -> tuple[float, int]:
     return cpus, memory
 
 
-def storage_classes(kubeconfig: str | None) -> frozenset[str]:
-    """The cluster's StorageClasses by name; none where the cluster cannot be reached (its nodes say why)."""
+def storage_classes(kubeconfig: str | None) -> dict[str, str]:
+    """The cluster's StorageClasses by name, each with its provisioner; none where the cluster cannot be reached
+    (its nodes say why)."""
     try:
         api = client.StorageV1Api(connect(kubeconfig).api_client)
-        return frozenset(c.metadata.name for c in api.list_storage_class(_request_timeout=30).items)
+        return {c.metadata.name: c.provisioner for c in api.list_storage_class(_request_timeout=30).items}
     except Exception:  # what the client raises when the cluster is not there varies (urllib3, API)
-        return frozenset()
+        return {}
 
 
 def describe(kubeconfig: str | None) -> list[tuple[str, bool, str]]:
@@ -150,9 +167,18 @@ def describe(kubeconfig: str | None) -> list[tuple[str, bool, str]]:
             else "another machine: claim and tmpfs only (the filesystem under test is this host's)"
         )
         rows.append((f"node {n.name}", n.ready, where if n.ready else "not Ready"))
-    named = ", ".join(f"{c.metadata.name} ({c.provisioner})" for c in classes)
+    drivers = csi_drivers(core) or {}
+    named = ", ".join(f"{c.metadata.name} ({c.provisioner}{_driver_note(c.provisioner, drivers)})" for c in classes)
     rows.append(("storage classes", True, named or "none: no claim placement (volume makes local volumes itself)"))
     return rows
+
+
+def _driver_note(provisioner: str, drivers: dict[str, frozenset[str]]) -> str:
+    """Where a CSI class's driver runs: a claim of it on a node without it stays Pending."""
+    if not is_csi(provisioner):
+        return ""
+    on = sorted(node for node, names in drivers.items() if provisioner in names)
+    return f": its CSI driver on {', '.join(on)}" if on else ": its CSI driver runs on no node"
 
 
 def safe_name(text: str) -> str:
