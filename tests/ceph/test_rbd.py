@@ -3,8 +3,8 @@ own (a network namespace on a veth link), from the distribution's daemons; fio r
 natively and from a Docker container, and through rbd-fuse under a loop device with ext4 on it, natively and
 under a Docker volume. Each cluster is torn down with nothing left.
 
-About 4 minutes here (2 cores, busy): each cluster takes 40-60 s to build and reach HEALTH_OK, and as long to
-precondition, measure and tear down."""
+About 3 to 5 minutes here (2 cores, quiet or busy): each cluster takes 25-60 s to build and reach HEALTH_OK,
+and as long to precondition, measure and tear down."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ PGs degraded, a recovering trial while recovery runs, each recording the cluster
 and the settings read back from the OSDs; fio's verify reads every block back once the cluster is healthy
 again, and a block lost there would fail the trial.
 
-About 3 minutes here (175 s in the tier, busy): two clusters, each 40-60 s to build; a degraded state in about
+About 3 minutes here (175 s in the tier, busy): two clusters, each 25-60 s to build; a degraded state in about
 7 s, the OSD back with data to recover in about 6 s more, recovery of the fill and the trial's writes within
 a minute."""
 

@@ -59,22 +59,24 @@ _PIDS_BEFORE = set(_processes())
 _HOSTS_BEFORE = _storage_hosts()
 
 
-def leftovers(work_dir: Path, storage_hosts: bool = True) -> list[str]:
-    """What a run with this work dir left. ``storage_hosts=False`` for a tier that makes none on this host
-    (the VM tier), while another tier beside it may have its own up (CI runs the Ceph tier beside it)."""
+def leftovers(work_dir: Path, beside_others: bool = False) -> list[str]:
+    """What a run with this work dir left. ``beside_others`` for a tier that another runs beside on this host
+    (CI runs the Ceph tier, with its storage hosts and private dockerds, beside the VM tier): only what names
+    this work dir, and the device-mapper devices and LVM records the other makes none of; not the machine's
+    new storage hosts, daemons under /run/layerbench or their mounts, which may be the other's."""
     work = str(work_dir.resolve())
     mounts = (line.split()[1] for line in Path("/proc/mounts").read_text().splitlines())
     found = [f"mount {t}" for t in mounts if t.startswith(work)]
-    found += [f"mount {t}" for t in sorted(_shared_mounts() - _BEFORE_TESTS)]
+    found += [] if beside_others else [f"mount {t}" for t in sorted(_shared_mounts() - _BEFORE_TESTS)]
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True, check=False, timeout=60).stdout
     found += [f"loop {line}" for line in loops.splitlines() if work in line]
-    found += sorted(_storage_hosts() - _HOSTS_BEFORE) if storage_hosts else []
+    found += [] if beside_others else sorted(_storage_hosts() - _HOSTS_BEFORE)
     found += [f"device-mapper device {name}" for name in sorted(_dm_devices() - _DM_BEFORE)]
     found += [f"LVM record /run/lvm/{name}" for name in sorted(_lvm_online() - _LVM_BEFORE)]
     for pid, cmd in _processes().items():
         # A daemon of ours, or a database server natively (its data directory is below the work dir).
         ours = any(d in cmd for d in ("dockerd", "containerd", "podman", "conmon")) and "/run/layerbench" in cmd
-        if work in cmd or (ours and pid not in _PIDS_BEFORE):
+        if work in cmd or (ours and pid not in _PIDS_BEFORE and not beside_others):
             found.append(f"process {pid}: {cmd[:120]}")
     return found
 

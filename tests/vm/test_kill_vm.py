@@ -65,4 +65,4 @@ def test_sigkill_with_a_guest_up_then_cleanup(tmp_path: Path) -> None:
     assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
     assert live_kinds(dirs["state"] / "ledger.db") == set()
     assert _guests(dirs["work"]) == []
-    assert leftovers(dirs["work"], storage_hosts=False) == []
+    assert leftovers(dirs["work"], beside_others=True) == []

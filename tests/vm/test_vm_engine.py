@@ -87,7 +87,7 @@ def test_fio_runs_in_a_guest_and_in_a_container_in_a_guest(dirs: dict[str, Path]
     assert len(in_guests) == 2 * 2  # both workloads in each of the two guest stacks
     if guests[0][1]["accel"] == "tcg":
         assert all(any(f["name"] == "not-comparable" for f in c["flags"]) for c in in_guests), in_guests
-    assert leftovers(dirs["work"], storage_hosts=False) == []
+    assert leftovers(dirs["work"], beside_others=True) == []
     with sqlite3.connect(dirs["state"] / "ledger.db") as db:
         assert db.execute("SELECT kind, ident FROM resources WHERE removed_at IS NULL").fetchall() == []
 
@@ -148,4 +148,4 @@ def _seybold_models_small_runs(dirs: dict[str, Path], tmp_path: Path) -> None:
     assert len(guest_cells) == 2 and all(c["summary"]["n"] == 1 for c in guest_cells)
     if in_guest[0]["accel"] == "tcg":
         assert all(any(f["name"] == "not-comparable" for f in c["flags"]) for c in guest_cells), guest_cells
-    assert leftovers(dirs["work"], storage_hosts=False) == []
+    assert leftovers(dirs["work"], beside_others=True) == []

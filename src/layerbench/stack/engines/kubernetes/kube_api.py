@@ -14,6 +14,7 @@ kernel. Any other node is reached through the API only.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import threading
@@ -117,12 +118,14 @@ def csi_drivers(core: client.CoreV1Api) -> dict[str, frozenset[str]] | None:
     is up); None where the user may not list CSINodes (then no claim is judged by its driver)."""
     api = client.StorageV1Api(core.api_client)
     try:
-        listed = api.list_csi_node(_request_timeout=30).items
+        # Read as JSON: the client's model refuses the CSINode of a node that runs no driver ("drivers": null).
+        listed = json.loads(api.list_csi_node(_request_timeout=30, _preload_content=False).data)["items"]
     except ApiException as exc:
         if exc.status in (401, 403):
             return None
         raise
-    return {n.metadata.name: frozenset(d.name for d in (n.spec.drivers or [])) for n in listed}
+    named = lambda n: frozenset(d["name"] for d in (n.get("spec") or {}).get("drivers") or [])  # noqa: E731
+    return {n["metadata"]["name"]: named(n) for n in listed}
 
 
 def room(core: client.CoreV1Api, node: str) -> tuple[float, int]:

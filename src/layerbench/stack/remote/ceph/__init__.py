@@ -15,7 +15,7 @@ from layerbench.spec.transports import FIO_CLIENT, FUSE_CLIENT
 from layerbench.spec.transports.rbd import OWN, OwnClusterSpec
 from layerbench.stack.ledger import Resource
 from layerbench.stack.remote.ceph import clients, cluster, faults, own
-from layerbench.stack.remote.ceph.state import Observed, States
+from layerbench.stack.remote.ceph.state import Observed, States, Stopped
 from layerbench.stack.remote.needs import Need
 from layerbench.stack.target import BuildContext, Device, TrialStates
 
@@ -66,7 +66,7 @@ def built(spec: DeviceSpec, ctx: BuildContext) -> Iterator[Device]:
             "link": remote.link.label() or "unshaped",
         }
         # Each trial's cluster state, applied and recorded (state.py).
-        with _client(c, remote.client, info, States(c, plan, ctx.runner), ctx) as dev:
+        with _client(c, remote.client, info, States(c, plan, ctx.runner, Stopped(c, ctx.runner)), ctx) as dev:
             yield dev
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from layerbench.errors import ToolError
 from layerbench.stack import handle
 from layerbench.stack.ledger import tracked
 from layerbench.stack.remote.host import StorageHost
@@ -52,6 +53,16 @@ class Daemon:
         except BaseException:
             self.stop()
             raise
+
+    def check_alive(self) -> None:
+        """Raises, with its log's tail, where the daemon has died."""
+        if self.proc is not None and not self.proc.alive():
+            raise ToolError(self.argv, self.proc.process.returncode, handle.log_tail(self.proc.log))
+
+    def stalled(self, why: str) -> None:
+        """Raises: the daemon lives and never became ready."""
+        tail = handle.log_tail(self.proc.log) if self.proc is not None else ""
+        raise ToolError(self.argv, None, f"{why}\n{tail}")
 
     def stop(self) -> None:
         """SIGTERM (an OSD tells the monitor it is going down), SIGKILL after the grace."""

@@ -81,26 +81,18 @@ THEIR_DEVICES = Check("ceph-hdd-settings", "skip", "the OSDs' devices are the cl
 
 @dataclass
 class States:
-    """The trial states of one cluster (stack/target.TrialStates), its OSD taken down and back by ``switch``
-    (by default a daemon of a cluster layerbench builds); ``theirs``: a cluster the user runs, which starts a
-    trial once every PG is active and none degraded, and whose settings are read as a run there reads them."""
+    """The trial states of one cluster (stack/target.TrialStates), its OSD taken down and back by ``osd``
+    (``Stopped`` on a cluster layerbench builds); ``theirs``: a cluster the user runs, which starts a trial once
+    every PG is active and none degraded, and whose settings are read as a run there reads them."""
 
     cluster: Cluster
     spec: ClusterSpec | OwnClusterSpec
     runner: Runner
-    switch: Switch | None = None
+    osd: Switch
     theirs: bool = False
     _start: cli.Status | None = field(default=None, init=False)
     _settings: dict[str, object] = field(default_factory=dict, init=False)
     _up: int = field(default=0, init=False)  # OSDs up as the trial's state is applied
-
-    def __post_init__(self) -> None:
-        self.switch = self.switch or Stopped(self.cluster, self.runner)
-
-    @property
-    def _osd(self) -> Switch:
-        assert self.switch is not None  # set in __post_init__
-        return self.switch
 
     def _settled(self, s: cli.Status) -> bool:
         return s.active() and not s.recovering() if self.theirs else s.clean()
@@ -126,7 +118,7 @@ class States:
         self._start = cli.status(self.runner, conf)
 
     def _degrade(self) -> None:
-        self._osd.down()
+        self.osd.down()
         reached(self._status, degraded, "degraded")
 
     def _recover(self) -> None:
@@ -134,7 +126,7 @@ class States:
         fill = f"{self.cluster.pool}/{self.cluster.fill}"
         bench = ["bench", "--io-type", "write", "--io-size", "4M", "--io-threads", "4", "--io-pattern", "seq"]
         cli.rbd(self.runner, self.cluster.access, *bench, "--io-total", f"{FILL_BYTES // 2**20}M", fill, timeout=300)
-        self._osd.up()
+        self.osd.up()
         now = reached(self._status, lambda s: s.osds_up >= self._up, "recovering")
         if not now.recovering():
             raise PrerequisiteError(
@@ -158,10 +150,10 @@ class States:
 
     def _restore(self) -> int:
         """The OSD back and the cluster healthy (recovery done); the OSD's id."""
-        if not self._osd.is_up():
-            self._osd.up()
+        if not self.osd.is_up():
+            self.osd.up()
         healthy(self.cluster.access, self.runner, RESTORE_LIMIT_S, self._settled)
-        return self._osd.osd_id
+        return self.osd.osd_id
 
     def _status(self) -> cli.Status:
         return cli.status(self.runner, self.cluster.access)
