@@ -76,7 +76,7 @@ def _their_states(c: cluster.Cluster, theirs: OwnClusterSpec, ctx: BuildContext)
     if theirs.state == "healthy":
         return Observed(c, ctx.runner)
     held = faults.HeldDown(c.access, faults.victim(c.access, c.pool, c.image, ctx.runner), ctx.ledger, ctx.runner)
-    return States(c, theirs, ctx.runner, held, theirs=True)
+    return States(c, theirs, ctx.runner, held)
 
 
 def _info(c: cluster.Cluster, transport: str) -> dict[str, object]:

@@ -82,17 +82,20 @@ THEIR_DEVICES = Check("ceph-hdd-settings", "skip", "the OSDs' devices are the cl
 @dataclass
 class States:
     """The trial states of one cluster (stack/target.TrialStates), its OSD taken down and back by ``osd``
-    (``Stopped`` on a cluster layerbench builds); ``theirs``: a cluster the user runs, which starts a trial once
-    every PG is active and none degraded, and whose settings are read as a run there reads them."""
+    (``Stopped`` on a cluster layerbench builds); a cluster the user runs (``spec`` an OwnClusterSpec) starts a
+    trial once every PG is active and none degraded, and its settings are read as a run there reads them."""
 
     cluster: Cluster
     spec: ClusterSpec | OwnClusterSpec
     runner: Runner
     osd: Switch
-    theirs: bool = False
     _start: cli.Status | None = field(default=None, init=False)
     _settings: dict[str, object] = field(default_factory=dict, init=False)
     _up: int = field(default=0, init=False)  # OSDs up as the trial's state is applied
+
+    @property
+    def theirs(self) -> bool:
+        return isinstance(self.spec, OwnClusterSpec)
 
     def _settled(self, s: cli.Status) -> bool:
         return s.active() and not s.recovering() if self.theirs else s.clean()
@@ -144,8 +147,11 @@ class States:
         assert start is not None  # enter() ran
         stopped = f"osd.{osd_id}" if self.spec.state != "healthy" else None
         info = ClusterInfo(self.spec.state, stopped, start.to_json(), end.to_json(), self._settings)
-        kinds = hdd_check(self._settings, self._kinds(), self.spec) if isinstance(self.spec, ClusterSpec) else None
-        kinds = kinds or THEIR_DEVICES
+        kinds = (
+            THEIR_DEVICES
+            if isinstance(self.spec, OwnClusterSpec)
+            else hdd_check(self._settings, self._kinds(), self.spec)
+        )
         return info, [state_check(self.spec.state, start, end), kinds]
 
     def _restore(self) -> int:
